@@ -1,0 +1,47 @@
+# The commands a newcomer types. CMake does the building; this file runs the
+# bootstrap first and picks the build folders.
+BUILD ?= build
+BUILD_SANITIZE ?= build-sanitize
+WERROR ?= ON
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+.PHONY: all bootstrap build build-sanitize test test-plain test-sanitize clean
+
+all: build
+
+bootstrap:
+	@sh scripts/bootstrap
+
+build: bootstrap
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DWHARF_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+build-sanitize: bootstrap
+	@cmake -S . -B $(BUILD_SANITIZE) -DCMAKE_BUILD_TYPE=Debug \
+	    -DWHARF_WERROR=$(WERROR) -DWHARF_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD_SANITIZE) -j $(JOBS)
+
+# The whole suite, then the whole suite again under ASan + UBSan.
+test: test-plain test-sanitize
+
+test-plain: build
+	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# Criterion passes a test even when LeakSanitizer reports at its exit, so
+# every sanitizer report goes to a file and any report fails the run.
+REPORTS = $(abspath $(BUILD_SANITIZE))/sanitizer-reports
+test-sanitize: build-sanitize
+	@rm -rf $(REPORTS) && mkdir -p $(REPORTS)
+	@ASAN_OPTIONS=detect_leaks=1:log_path=$(REPORTS)/asan \
+	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(REPORTS)/ubsan \
+	    ctest --test-dir $(BUILD_SANITIZE) --output-on-failure -j $(JOBS); \
+	    status=$$?; \
+	    if [ -n "$$(ls -A $(REPORTS))" ]; then \
+	        cat $(REPORTS)/*; \
+	        echo "sanitizer reports above: $(REPORTS)" >&2; exit 1; \
+	    fi; exit $$status
+
+clean:
+	rm -rf $(BUILD) $(BUILD_SANITIZE)

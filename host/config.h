@@ -1,0 +1,135 @@
+/* The manifest (DESIGN section 5): an INI file parsed with inih into a
+ * validated, typed configuration. Every error is one line
+ * "FILE:LINE: what is wrong" and the caller exits 78. */
+#ifndef WHARF_CONFIG_H
+#define WHARF_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_ERR_LEN 512
+
+typedef enum backoff_kind {
+    BACKOFF_LINEAR = 0,
+    BACKOFF_EXPONENTIAL
+} backoff_kind;
+typedef enum idempotency_kind {
+    IDEMPOTENCY_PAYLOAD = 0,
+    IDEMPOTENCY_NONE
+} idempotency_kind;
+typedef enum log_format { LOG_FORMAT_JSON = 0, LOG_FORMAT_TEXT } log_format;
+
+/* The per-type policy: [defaults], overridden per type by [type.NAME].
+ * Durations are in milliseconds, sizes in bytes, ratios in percent. */
+typedef struct policy {
+    unsigned max_attempts;
+    backoff_kind backoff;
+    int64_t backoff_base_ms;
+    int64_t backoff_max_ms;
+    unsigned jitter_pct;
+    int64_t lock_ttl_ms;
+    int64_t lock_retry_ms;
+    int64_t result_ttl_ms;
+    idempotency_kind idempotency;
+    int64_t idempotency_ttl_ms;
+    int64_t timeout_ms;
+    int64_t visibility_timeout_ms;
+    unsigned prefetch;
+    uint64_t max_payload;
+    uint64_t high_watermark;
+    uint64_t low_watermark;
+    uint64_t max_backlog; /* 0 = no hard limit */
+    uint64_t dead_max;
+    int64_t dead_ttl_ms;
+} policy;
+
+/* One key of a [plugin.NAME] section that the host does not know; the
+ * plugin reads it with wharf_config(). */
+typedef struct config_kv {
+    char *key;
+    char *value;
+} config_kv;
+
+/* A [plugin.NAME] section. */
+typedef struct plugin_section {
+    char *name;
+    char *path;       /* absolute, resolved against plugins_dir */
+    char **types;     /* NULL-terminated; NULL if `types` was not given */
+    config_kv *extra; /* plugin's own keys, n_extra of them */
+    size_t n_extra;
+    int line;       /* line of the [plugin.NAME] header */
+    int path_line;  /* line of `path`, or the header line if absent */
+    int types_line; /* line of `types`, or 0 if absent */
+} plugin_section;
+
+/* A [type.NAME] section: the effective policy of that type. */
+typedef struct type_section {
+    char *name;
+    policy policy; /* [defaults] with this section's keys applied */
+    int line;
+} type_section;
+
+typedef struct config {
+    char *file; /* the manifest path as given (for messages) */
+    char *dir;  /* its folder, absolute */
+
+    /* [host] */
+    char *plugins_dir; /* absolute */
+    int plugins_dir_line;
+    bool autoload;
+    bool watch;
+    bool insecure_plugins;
+    unsigned workers;
+    int64_t shutdown_timeout_ms;
+    char *instance;
+
+    /* [redis] */
+    char *redis_url;      /* WHARF_REDIS_URL wins over the manifest */
+    char *redis_password; /* WHARF_REDIS_PASSWORD, or NULL */
+    char *prefix;
+    char *data_dir; /* absolute */
+    bool allow_eviction;
+
+    /* [metrics] */
+    char *metrics_listen; /* "host:port", or NULL when "off" */
+
+    /* [log] */
+    int log_level; /* WHARF_LOG_DEBUG .. WHARF_LOG_ERROR */
+    log_format log_format;
+
+    /* [defaults] */
+    policy defaults;
+
+    plugin_section *plugins;
+    size_t n_plugins;
+    type_section *types;
+    size_t n_types;
+} config;
+
+/* Parses and validates the manifest at `path`. On success returns 0 and sets
+ * *out (caller frees with config_free). On failure returns -1, leaves *out
+ * untouched and writes one line "FILE:LINE: what is wrong" into err. */
+int config_load(const char *path, config **out, char *err, size_t errlen);
+
+void config_free(config *cfg);
+
+/* The effective policy of `type`: its [type.NAME] section or [defaults]. */
+const policy *config_policy(const config *cfg, const char *type);
+
+/* The [plugin.NAME] section named `name`, or NULL. */
+const plugin_section *config_plugin(const config *cfg, const char *name);
+
+/* The value of `key` in a plugin section's own keys, or NULL. */
+const char *config_plugin_value(const plugin_section *section, const char *key);
+
+/* Value parsers, exposed for the CLI (--delay, --wait) and tests.
+ * Each returns 0 and writes *out on success, -1 on a bad value. */
+int config_parse_duration(const char *text, int64_t *out_ms);
+int config_parse_size(const char *text, uint64_t *out_bytes);
+
+/* Name rules of DESIGN section 2. */
+bool config_valid_type_name(const char *name);
+bool config_valid_task_id(const char *id, size_t len);
+
+#endif /* WHARF_CONFIG_H */

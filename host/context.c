@@ -1,0 +1,151 @@
+/* The host side of wharf_ctx: the services a plugin calls during init and
+ * process_business. A context keeps the result and failure reason of one
+ * call; the worker reads them after the call returns. */
+#include "context.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader.h"
+#include "log.h"
+
+/* The longest wharf_log message; a longer one is cut. */
+#define CONTEXT_LOG_LEN 4096
+
+static context *context_of(wharf_ctx *ctx)
+{
+    /* base is the first member, so this is the context the host made. */
+    return (context *)ctx;
+}
+
+/* Copies len bytes of data into the result. Refuses (-1, result as before)
+ * outside process_business, over max_result, or out of memory. */
+static int context_result(wharf_ctx *ctx, const void *data, size_t len)
+{
+    context *c = context_of(ctx);
+    int rc = -1;
+
+    if (c->task == NULL || len > c->max_result || (data == NULL && len > 0))
+        goto out;
+    /* Allocated even for an empty result, so that has_result always comes
+     * with a non-NULL result pointer. */
+    if (len > c->result_cap || c->result == NULL) {
+        size_t cap = c->result_cap ? c->result_cap : 256;
+        unsigned char *grown;
+
+        while (cap < len)
+            cap = cap > c->max_result / 2 ? c->max_result : cap * 2;
+        grown = realloc(c->result, cap);
+        if (grown == NULL)
+            goto out;
+        c->result = grown;
+        c->result_cap = cap;
+    }
+    if (len > 0)
+        memcpy(c->result, data, len);
+    c->result_len = len;
+    c->has_result = true;
+    rc = 0;
+out:
+    return rc;
+}
+
+/* Formats the failure reason into error[], cut to fit. Outside a task it is
+ * kept too: loader_init reports it when init fails. */
+static void context_error(wharf_ctx *ctx, const char *fmt, va_list ap)
+{
+    context *c = context_of(ctx);
+
+    if (vsnprintf(c->error, sizeof c->error, fmt, ap) < 0)
+        c->error[0] = '\0';
+}
+
+/* Formats the message and hands it to the host logger with the plugin and,
+ * inside a task, the task named. */
+static void context_log(wharf_ctx *ctx, int level, const char *fmt, va_list ap)
+{
+    context *c = context_of(ctx);
+    char msg[CONTEXT_LOG_LEN];
+    log_field fields[4];
+    size_t n = 0;
+
+    if (level < WHARF_LOG_DEBUG)
+        level = WHARF_LOG_DEBUG;
+    if (level > WHARF_LOG_ERROR)
+        level = WHARF_LOG_ERROR;
+    if (!log_enabled(level))
+        return;
+    if (vsnprintf(msg, sizeof msg, fmt, ap) < 0)
+        snprintf(msg, sizeof msg, "(bad log format)");
+    fields[n++] = LOG_STR("plugin", c->plugin ? c->plugin->name : NULL);
+    if (c->task != NULL) {
+        fields[n++] = LOG_STR("task", c->task->id);
+        fields[n++] = LOG_STR("type", c->task->type);
+        fields[n++] = LOG_STR("trace", c->task->trace);
+    }
+    log_fields(level, msg, fields, n);
+}
+
+/* The plugin's own manifest key, or NULL (always NULL when autoloaded: an
+ * autoloaded plugin has no section). */
+static const char *context_config(wharf_ctx *ctx, const char *key)
+{
+    context *c = context_of(ctx);
+
+    if (key == NULL || c->plugin == NULL || c->plugin->section == NULL)
+        return NULL;
+    return config_plugin_value(c->plugin->section, key);
+}
+
+/* What init stored: read from the plugin at each call, so a context made
+ * before init sees the state once init has run. */
+static void *context_state(wharf_ctx *ctx)
+{
+    context *c = context_of(ctx);
+
+    return c->plugin ? c->plugin->state : c->state;
+}
+
+static const wharf_services context_services = {
+    .size = sizeof(wharf_services),
+    .result = context_result,
+    .error = context_error,
+    .log = context_log,
+    .config = context_config,
+    .state = context_state,
+};
+
+void context_init(context *c, const struct loaded_plugin *plugin,
+                  size_t max_result)
+{
+    memset(c, 0, sizeof *c);
+    c->base.services = &context_services;
+    c->plugin = plugin;
+    c->state = plugin ? plugin->state : NULL;
+    c->max_result = max_result;
+}
+
+void context_begin(context *c, const wharf_task *task)
+{
+    c->task = task;
+    c->result_len = 0;
+    c->has_result = false;
+    c->error[0] = '\0';
+}
+
+void context_end(context *c)
+{
+    c->task = NULL;
+}
+
+void context_destroy(context *c)
+{
+    if (c == NULL)
+        return;
+    free(c->result);
+    c->result = NULL;
+    c->result_len = 0;
+    c->result_cap = 0;
+    c->has_result = false;
+}

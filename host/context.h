@@ -1,0 +1,46 @@
+/* The host side of wharf_ctx: the services table a plugin calls, and the
+ * per-call state behind it (the result buffer and the failure reason). */
+#ifndef WHARF_CONTEXT_H
+#define WHARF_CONTEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <wharf/plugin.h>
+
+#include "config.h"
+
+#define CONTEXT_ERROR_LEN 1024
+
+struct loaded_plugin;
+
+typedef struct context {
+    wharf_ctx base; /* first, so a wharf_ctx * is a context * */
+    const struct loaded_plugin *plugin;
+    const wharf_task *task; /* NULL outside process_business */
+    void *state;            /* wharf_state's answer when plugin is NULL */
+    size_t max_result;      /* largest result wharf_result accepts */
+
+    unsigned char *result; /* owned; valid until the next context_begin;
+                              non-NULL whenever has_result */
+    size_t result_len;
+    size_t result_cap;
+    bool has_result;
+    char error[CONTEXT_ERROR_LEN]; /* "" if the plugin set no reason */
+} context;
+
+/* Prepares c for calls into `plugin` (whose state it reads at each call). */
+void context_init(context *c, const struct loaded_plugin *plugin,
+                  size_t max_result);
+
+/* Starts a process_business call for `task`: clears result and error. */
+void context_begin(context *c, const wharf_task *task);
+
+/* Ends the call: services used after it no longer see the task. The result
+ * and error stay readable until the next context_begin. */
+void context_end(context *c);
+
+/* Frees the result buffer. Accepts NULL. */
+void context_destroy(context *c);
+
+#endif /* WHARF_CONTEXT_H */

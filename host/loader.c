@@ -1,0 +1,567 @@
+/* The plugin loader: checks each plugin file's owner and mode, dlopens it,
+ * checks its descriptor (abi first), and builds the sorted type -> plugin
+ * route table that the worker looks tasks up in. */
+#include "loader.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "context.h"
+#include "log.h"
+
+#define LOADER_SYMBOL "wharf_plugin_v1"
+
+/* Longest piece of plugin-supplied text (a name, a type) quoted in an
+ * error message. */
+#define LOADER_QUOTE_LEN 64
+
+/* Allocation failure in the host is fatal (STYLE: like Redis zmalloc). */
+static void loader_out_of_memory(void)
+{
+    log_msg(WHARF_LOG_ERROR, "loader: out of memory");
+    abort();
+}
+
+static void *loader_calloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+
+    if (p == NULL)
+        loader_out_of_memory();
+    return p;
+}
+
+static char *loader_strdup(const char *s)
+{
+    char *copy = strdup(s);
+
+    if (copy == NULL)
+        loader_out_of_memory();
+    return copy;
+}
+
+/* Writes "FILE:LINE: PATH: reason" into err ("FILE: PATH: reason" when the
+ * line is unknown, "PATH: reason" when the config has no file name). */
+static WHARF_PRINTF(6, 7) void loader_fail(char *err, size_t errlen,
+                                           const config *cfg, int line,
+                                           const char *path, const char *fmt,
+                                           ...)
+{
+    char reason[768];
+    va_list ap;
+
+    if (err == NULL || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    if (vsnprintf(reason, sizeof reason, fmt, ap) < 0)
+        reason[0] = '\0';
+    va_end(ap);
+    if (cfg->file == NULL)
+        snprintf(err, errlen, "%s: %s", path, reason);
+    else if (line > 0)
+        snprintf(err, errlen, "%s:%d: %s: %s", cfg->file, line, path, reason);
+    else
+        snprintf(err, errlen, "%s: %s: %s", cfg->file, path, reason);
+}
+
+/* Copies plugin-supplied text into buf for an error message: cut to fit and
+ * with control bytes replaced, so the message stays one line. */
+static const char *loader_quote(char *buf, size_t size, const char *text)
+{
+    size_t i;
+
+    for (i = 0; text[i] != '\0' && i + 1 < size; i++) {
+        unsigned char ch = (unsigned char)text[i];
+
+        buf[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+    }
+    buf[i] = '\0';
+    return buf;
+}
+
+/* The manifest line a plugin's errors point at. */
+static int loader_line(const config *cfg, const plugin_section *section)
+{
+    return section ? section->path_line : cfg->plugins_dir_line;
+}
+
+int loader_check_owner(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    uid_t euid = geteuid();
+
+    if (stat(path, &st) != 0) {
+        snprintf(err, errlen, "not accessible: %s", strerror(errno));
+        return -1;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(err, errlen, "writable by group or others (mode %04o)",
+                 (unsigned)(st.st_mode & 07777));
+        return -1;
+    }
+    if (st.st_uid != 0 && st.st_uid != euid) {
+        snprintf(err, errlen, "owned by uid %lu, not root or %lu",
+                 (unsigned long)st.st_uid, (unsigned long)euid);
+        return -1;
+    }
+    return 0;
+}
+
+/* Checks the file at `real` (a realpath), its folder and, if the manifest
+ * reached it through a link in another folder, that folder too: whoever can
+ * write to any of them can swap the code we are about to run. */
+static int loader_check_files(const config *cfg, int line, const char *path,
+                              const char *real, char *err, size_t errlen)
+{
+    char reason[256];
+    char dir[PATH_MAX];
+    char given_dir[PATH_MAX];
+    char *slash;
+    int rc = -1;
+
+    if (loader_check_owner(real, reason, sizeof reason) != 0) {
+        loader_fail(err, errlen, cfg, line, path, "%s", reason);
+        goto out;
+    }
+    snprintf(dir, sizeof dir, "%s", real);
+    slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash != NULL)
+        *slash = '\0';
+    if (loader_check_owner(dir, reason, sizeof reason) != 0) {
+        loader_fail(err, errlen, cfg, line, path, "folder %s is %s", dir,
+                    reason);
+        goto out;
+    }
+    snprintf(given_dir, sizeof given_dir, "%s", path);
+    slash = strrchr(given_dir, '/');
+    if (slash != NULL && slash != given_dir) {
+        char real_given[PATH_MAX];
+
+        *slash = '\0';
+        if (realpath(given_dir, real_given) != NULL &&
+            strcmp(real_given, dir) != 0 &&
+            loader_check_owner(real_given, reason, sizeof reason) != 0) {
+            loader_fail(err, errlen, cfg, line, path, "folder %s is %s",
+                        real_given, reason);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    return rc;
+}
+
+/* Checks a descriptor whose abi matched; the types it would serve are
+ * `types`. 0 if fine, else -1 with the reason in err. */
+static int loader_check_desc(const config *cfg, int line, const char *path,
+                             const plugin_section *section,
+                             const wharf_plugin *desc, const char *const *types,
+                             char *err, size_t errlen)
+{
+    char quoted[LOADER_QUOTE_LEN];
+    size_t i;
+
+    if (desc->process_business == NULL) {
+        loader_fail(err, errlen, cfg, line, path,
+                    "process_business is NULL: not a usable plugin");
+        return -1;
+    }
+    if (desc->name == NULL || desc->name[0] == '\0') {
+        loader_fail(err, errlen, cfg, line, path, "the descriptor has no name");
+        return -1;
+    }
+    if (types == NULL || types[0] == NULL) {
+        loader_fail(err, errlen, cfg, line, path,
+                    section ? "serves no type: list them in `types` of "
+                              "[plugin.%s] or in the descriptor's .types"
+                            : "serves no type: an autoloaded plugin needs "
+                              "the descriptor's .types%s",
+                    section ? section->name : "");
+        return -1;
+    }
+    for (i = 0; types[i] != NULL; i++) {
+        if (!config_valid_type_name(types[i])) {
+            loader_fail(err, errlen, cfg, line, path,
+                        "invalid type name \"%s\" (1-100 bytes of "
+                        "[A-Za-z0-9._-])",
+                        loader_quote(quoted, sizeof quoted, types[i]));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Adds a route for `type` to `plugin`, refusing a type that an earlier
+ * plugin (or this one) already serves. */
+static int loader_add_route(loader *ld, loaded_plugin *plugin, const char *type,
+                            size_t *cap, char *err, size_t errlen)
+{
+    const config *cfg = ld->cfg;
+    int line = loader_line(cfg, plugin->section);
+    char quoted[LOADER_QUOTE_LEN];
+    char other_quoted[LOADER_QUOTE_LEN];
+    size_t i;
+
+    for (i = 0; i < ld->n_routes; i++) {
+        const loaded_plugin *other = ld->routes[i].plugin;
+
+        if (strcmp(ld->routes[i].type, type) != 0)
+            continue;
+        if (other == plugin)
+            loader_fail(err, errlen, cfg, line, plugin->path,
+                        "type \"%s\" is listed twice", type);
+        else
+            loader_fail(
+                err, errlen, cfg, line, plugin->path,
+                "type \"%s\" of plugin \"%s\" is already served by "
+                "plugin \"%s\" (%s)",
+                type, loader_quote(quoted, sizeof quoted, plugin->name),
+                loader_quote(other_quoted, sizeof other_quoted, other->name),
+                other->path);
+        return -1;
+    }
+    if (ld->n_routes == *cap) {
+        size_t grown_cap = *cap ? *cap * 2 : 8;
+        route *grown = realloc(ld->routes, grown_cap * sizeof *grown);
+
+        if (grown == NULL)
+            loader_out_of_memory();
+        ld->routes = grown;
+        *cap = grown_cap;
+    }
+    ld->routes[ld->n_routes].type = loader_strdup(type);
+    ld->routes[ld->n_routes].plugin = plugin;
+    ld->routes[ld->n_routes].policy = config_policy(cfg, type);
+    ld->n_routes++;
+    return 0;
+}
+
+/* Opens the plugin at `path` (real path `real`) into the next free slot of
+ * ld->plugins (the caller sized it) and adds its routes. */
+static int loader_open_one(loader *ld, const char *path, const char *real,
+                           const plugin_section *section, size_t *route_cap,
+                           char *err, size_t errlen)
+{
+    const config *cfg = ld->cfg;
+    int line = loader_line(cfg, section);
+    loaded_plugin *plugin = &ld->plugins[ld->n_plugins];
+    const wharf_plugin *desc;
+    const char *const *types;
+    const char *dl_reason;
+    void *handle = NULL;
+    void *symbol;
+    size_t i;
+    int rc = -1;
+
+    /* Before dlopen: dlopen already runs the file's constructors. */
+    if (!cfg->insecure_plugins &&
+        loader_check_files(cfg, line, path, real, err, errlen) != 0)
+        goto out;
+
+    dlerror();
+    handle = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        dl_reason = dlerror();
+        if (dl_reason == NULL)
+            dl_reason = "unknown dlopen error";
+        /* glibc starts with the path, which the message already names. */
+        if (strncmp(dl_reason, real, strlen(real)) == 0 &&
+            strncmp(dl_reason + strlen(real), ": ", 2) == 0)
+            dl_reason += strlen(real) + 2;
+        loader_fail(err, errlen, cfg, line, path, "not loadable: %s",
+                    dl_reason);
+        goto out;
+    }
+    dlerror();
+    symbol = dlsym(handle, LOADER_SYMBOL);
+    if (symbol == NULL) {
+        loader_fail(err, errlen, cfg, line, path,
+                    "no " LOADER_SYMBOL " symbol: not a wharf plugin");
+        goto out;
+    }
+    /* Only abi is read until it matches: the rest of the layout is the
+     * ABI's to define. */
+    desc = symbol;
+    if (desc->abi != WHARF_PLUGIN_ABI) {
+        loader_fail(err, errlen, cfg, line, path, "ABI %lu instead of %d",
+                    (unsigned long)desc->abi, WHARF_PLUGIN_ABI);
+        goto out;
+    }
+    types = section && section->types ? (const char *const *)section->types
+                                      : desc->types;
+    if (loader_check_desc(cfg, line, path, section, desc, types, err, errlen) !=
+        0)
+        goto out;
+
+    plugin->name = loader_strdup(desc->name);
+    plugin->path = loader_strdup(real);
+    plugin->section = section;
+    plugin->handle = handle;
+    plugin->desc = desc;
+    plugin->state = NULL;
+    plugin->initialized = false;
+    ld->n_plugins++;
+    handle = NULL; /* the slot owns it now */
+    for (i = 0; types[i] != NULL; i++)
+        if (loader_add_route(ld, plugin, types[i], route_cap, err, errlen))
+            goto out;
+    rc = 0;
+out:
+    if (handle != NULL)
+        dlclose(handle);
+    return rc;
+}
+
+static int loader_compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void loader_free_names(char **names, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* Lists the *.so file names in plugins_dir, sorted so that the load order
+ * (and so which of two clashing files is blamed) does not depend on the
+ * file system. Hidden files are skipped, as the shell's *.so would. */
+static int loader_scan(const config *cfg, char ***out, size_t *out_n, char *err,
+                       size_t errlen)
+{
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *entry;
+    DIR *dir;
+    int rc = -1;
+
+    dir = opendir(cfg->plugins_dir);
+    if (dir == NULL && errno == ENOENT && cfg->plugins_dir_line == 0) {
+        /* The default folder, never asked for: nothing to autoload. A
+         * plugins_dir the manifest names must exist. */
+        *out = NULL;
+        *out_n = 0;
+        rc = 0;
+        goto out;
+    }
+    if (dir == NULL) {
+        loader_fail(err, errlen, cfg, cfg->plugins_dir_line, cfg->plugins_dir,
+                    "cannot list plugins_dir for autoload: %s",
+                    strerror(errno));
+        goto out;
+    }
+    while ((entry = readdir(dir)) != NULL) {
+        size_t len = strlen(entry->d_name);
+
+        if (entry->d_name[0] == '.' || len <= 3 ||
+            strcmp(entry->d_name + len - 3, ".so") != 0)
+            continue;
+        if (n == cap) {
+            char **grown;
+
+            cap = cap ? cap * 2 : 16;
+            grown = realloc(names, cap * sizeof *grown);
+            if (grown == NULL)
+                loader_out_of_memory();
+            names = grown;
+        }
+        names[n++] = loader_strdup(entry->d_name);
+    }
+    closedir(dir);
+    if (n > 0)
+        qsort(names, n, sizeof *names, loader_compare_names);
+    *out = names;
+    *out_n = n;
+    names = NULL;
+    n = 0;
+    rc = 0;
+out:
+    loader_free_names(names, n);
+    return rc;
+}
+
+/* True if a plugin already in ld was loaded from the file `real`. */
+static bool loader_has_file(const loader *ld, const char *real)
+{
+    size_t i;
+
+    for (i = 0; i < ld->n_plugins; i++)
+        if (strcmp(ld->plugins[i].path, real) == 0)
+            return true;
+    return false;
+}
+
+static int loader_compare_routes(const void *a, const void *b)
+{
+    const route *left = a, *right = b;
+
+    return strcmp(left->type, right->type);
+}
+
+static int loader_compare_key(const void *key, const void *element)
+{
+    const route *r = element;
+
+    return strcmp(key, r->type);
+}
+
+int loader_open(const config *cfg, loader **out, char *err, size_t errlen)
+{
+    char **names = NULL;
+    size_t n_names = 0;
+    size_t route_cap = 0;
+    char real[PATH_MAX];
+    char path[PATH_MAX];
+    loader *ld;
+    size_t i;
+    int rc = -1;
+
+    ld = loader_calloc(1, sizeof *ld);
+    ld->cfg = cfg;
+    if (cfg->autoload && loader_scan(cfg, &names, &n_names, err, errlen) != 0)
+        goto out;
+    /* Sized once, so routes can point into it. */
+    ld->plugins = loader_calloc(cfg->n_plugins + n_names, sizeof *ld->plugins);
+
+    for (i = 0; i < cfg->n_plugins; i++) {
+        const plugin_section *section = &cfg->plugins[i];
+
+        if (realpath(section->path, real) == NULL) {
+            loader_fail(err, errlen, cfg, section->path_line, section->path,
+                        "not loadable: %s", strerror(errno));
+            goto out;
+        }
+        if (loader_open_one(ld, section->path, real, section, &route_cap, err,
+                            errlen) != 0)
+            goto out;
+    }
+    for (i = 0; i < n_names; i++) {
+        if (snprintf(path, sizeof path, "%s/%s", cfg->plugins_dir, names[i]) >=
+            (int)sizeof path) {
+            loader_fail(err, errlen, cfg, cfg->plugins_dir_line, names[i],
+                        "path too long");
+            goto out;
+        }
+        if (realpath(path, real) == NULL) {
+            loader_fail(err, errlen, cfg, cfg->plugins_dir_line, path,
+                        "not loadable: %s", strerror(errno));
+            goto out;
+        }
+        /* Named by a section (or a second link to a file already loaded):
+         * loading it again could only clash with itself. */
+        if (loader_has_file(ld, real))
+            continue;
+        if (loader_open_one(ld, path, real, NULL, &route_cap, err, errlen))
+            goto out;
+    }
+    if (ld->n_routes > 0)
+        qsort(ld->routes, ld->n_routes, sizeof *ld->routes,
+              loader_compare_routes);
+    *out = ld;
+    ld = NULL;
+    rc = 0;
+out:
+    loader_free_names(names, n_names);
+    loader_close(ld);
+    return rc;
+}
+
+int loader_init(loader *ld, char *err, size_t errlen)
+{
+    const config *cfg = ld->cfg;
+    context ctx;
+    size_t i;
+    int rc = -1;
+
+    for (i = 0; i < ld->n_plugins; i++) {
+        loaded_plugin *plugin = &ld->plugins[i];
+        void *state = NULL;
+        int status;
+
+        if (plugin->initialized)
+            continue;
+        if (plugin->desc->init == NULL) {
+            plugin->state = NULL;
+            plugin->initialized = true;
+            continue;
+        }
+        context_init(&ctx, plugin, 0);
+        status = plugin->desc->init(&ctx.base, &state);
+        if (status != 0) {
+            const char *path =
+                plugin->section ? plugin->section->path : plugin->path;
+
+            loader_fail(err, errlen, cfg, loader_line(cfg, plugin->section),
+                        path, "init returned %d%s%s", status,
+                        ctx.error[0] ? ": " : "", ctx.error);
+            context_destroy(&ctx);
+            loader_fini(ld);
+            goto out;
+        }
+        context_destroy(&ctx);
+        plugin->state = state;
+        plugin->initialized = true;
+    }
+    rc = 0;
+out:
+    return rc;
+}
+
+void loader_fini(loader *ld)
+{
+    size_t i;
+
+    if (ld == NULL)
+        return;
+    /* Reverse order: a later plugin may rely on an earlier one. */
+    for (i = ld->n_plugins; i-- > 0;) {
+        loaded_plugin *plugin = &ld->plugins[i];
+
+        if (!plugin->initialized)
+            continue;
+        if (plugin->desc->fini != NULL)
+            plugin->desc->fini(plugin->state);
+        plugin->state = NULL;
+        plugin->initialized = false;
+    }
+}
+
+void loader_close(loader *ld)
+{
+    size_t i;
+
+    if (ld == NULL)
+        return;
+    loader_fini(ld);
+    for (i = 0; i < ld->n_plugins; i++) {
+        dlclose(ld->plugins[i].handle);
+        free(ld->plugins[i].name);
+        free(ld->plugins[i].path);
+    }
+    for (i = 0; i < ld->n_routes; i++)
+        free((char *)ld->routes[i].type);
+    free(ld->routes);
+    free(ld->plugins);
+    free(ld);
+}
+
+const route *loader_route(const loader *ld, const char *type)
+{
+    if (ld == NULL || type == NULL || ld->n_routes == 0)
+        return NULL;
+    return bsearch(type, ld->routes, ld->n_routes, sizeof *ld->routes,
+                   loader_compare_key);
+}

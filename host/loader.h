@@ -1,0 +1,64 @@
+/* The plugin loader: dlopen each plugin of the manifest (and, with
+ * autoload, every other *.so in plugins_dir), check it, and build the
+ * type -> plugin route table. */
+#ifndef WHARF_LOADER_H
+#define WHARF_LOADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <wharf/plugin.h>
+
+#include "config.h"
+
+typedef struct loaded_plugin {
+    char *name;                    /* the descriptor's name */
+    char *path;                    /* absolute path of the .so */
+    const plugin_section *section; /* NULL for an autoloaded plugin */
+    void *handle;                  /* from dlopen */
+    const wharf_plugin *desc;
+    void *state;                   /* what init stored */
+    bool initialized;              /* init ran and returned 0 */
+} loaded_plugin;
+
+typedef struct route {
+    const char *type;       /* owned by the loader */
+    loaded_plugin *plugin;
+    const policy *policy;   /* owned by the config */
+} route;
+
+typedef struct loader {
+    const config *cfg;
+    loaded_plugin *plugins;
+    size_t n_plugins;
+    route *routes;          /* sorted by type */
+    size_t n_routes;
+} loader;
+
+/* Opens every plugin and builds the routes; runs no plugin code but the
+ * constructors dlopen runs. On failure returns -1, closes what it opened,
+ * leaves *out untouched and writes one line naming the manifest line, the
+ * plugin file and the reason into err:
+ *   "FILE:LINE: PATH: ABI 2 instead of 1". */
+int loader_open(const config *cfg, loader **out, char *err, size_t errlen);
+
+/* Runs each plugin's init (in this process). On failure returns -1, runs
+ * fini of those already initialized and writes the reason into err
+ * ("FILE:LINE: PATH: init returned 3"). */
+int loader_init(loader *ld, char *err, size_t errlen);
+
+/* Runs fini of every initialized plugin. */
+void loader_fini(loader *ld);
+
+/* loader_fini, dlclose and free. Accepts NULL. */
+void loader_close(loader *ld);
+
+/* The route of `type`, or NULL if no plugin serves it. */
+const route *loader_route(const loader *ld, const char *type);
+
+/* Checks that `path` (a plugin file or its folder) is not writable by group
+ * or others and is owned by root or the effective user. 0 if fine, else -1
+ * with the reason in err. */
+int loader_check_owner(const char *path, char *err, size_t errlen);
+
+#endif /* WHARF_LOADER_H */

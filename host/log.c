@@ -1,0 +1,178 @@
+/* The host's logger. Each line is assembled in a fixed buffer and written
+ * with one write(2) to stderr, so concurrent worker processes never
+ * interleave their lines. */
+#include "log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <wharf/plugin.h>
+
+/* Every part of a line has its own budget, so a line never outgrows its
+ * buffer and structural bytes are never cut: the message keeps at most
+ * LOG_MSG_MAX escaped bytes, each field key and value LOG_FIELD_MAX, and at
+ * most LOG_FIELDS_MAX fields are written. A cut string ends with "...". */
+#define LOG_MSG_MAX 4000
+#define LOG_FIELD_MAX 1000
+#define LOG_FIELDS_MAX 12
+#define LOG_LINE_MAX (256 + LOG_MSG_MAX + LOG_FIELDS_MAX * (2 * LOG_FIELD_MAX + 8))
+
+static int log_min_level = WHARF_LOG_INFO;
+static log_format log_fmt = LOG_FORMAT_JSON;
+
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
+void log_setup(int level, log_format format)
+{
+    if (level < WHARF_LOG_DEBUG)
+        level = WHARF_LOG_DEBUG;
+    if (level > WHARF_LOG_ERROR)
+        level = WHARF_LOG_ERROR;
+    log_min_level = level;
+    log_fmt = format;
+}
+
+int log_enabled(int level)
+{
+    return level >= log_min_level;
+}
+
+const char *log_level_name(int level)
+{
+    if (level < WHARF_LOG_DEBUG || level > WHARF_LOG_ERROR)
+        return "info";
+    return level_names[level];
+}
+
+typedef struct line_buf {
+    char data[LOG_LINE_MAX];
+    size_t len;
+} line_buf;
+
+/* Callers stay within the budgets above, so this always fits. */
+static void put_raw(line_buf *b, const char *s, size_t n)
+{
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+}
+
+static void put(line_buf *b, const char *s)
+{
+    put_raw(b, s, strlen(s));
+}
+
+/* Appends s, escaped, using at most max bytes: for JSON, quotes,
+ * backslashes and every control or non-ASCII byte are escaped so any
+ * plugin text stays valid JSON; for text, control bytes become '?' so one
+ * event is always one line. */
+static void put_escaped(line_buf *b, const char *s, size_t max, int json)
+{
+    size_t start = b->len;
+    char esc[8];
+    size_t n;
+
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (json && (*p == '"' || *p == '\\')) {
+            esc[0] = '\\';
+            esc[1] = (char)*p;
+            n = 2;
+        } else if (json && *p == '\n') {
+            memcpy(esc, "\\n", 2);
+            n = 2;
+        } else if (json && (*p < 0x20 || *p >= 0x7f)) {
+            snprintf(esc, sizeof(esc), "\\u%04x", *p);
+            n = 6;
+        } else if (!json && (*p < 0x20 || *p == 0x7f)) {
+            esc[0] = '?';
+            n = 1;
+        } else {
+            esc[0] = (char)*p;
+            n = 1;
+        }
+        if (b->len - start + n + 3 > max) {
+            put_raw(b, "...", 3);
+            return;
+        }
+        put_raw(b, esc, n);
+    }
+}
+
+static void put_timestamp(line_buf *b)
+{
+    struct timespec now;
+    struct tm tm;
+    char ts[40];
+
+    clock_gettime(CLOCK_REALTIME, &now);
+    gmtime_r(&now.tv_sec, &tm);
+    size_t n = strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(ts + n, sizeof(ts) - n, ".%03ldZ", now.tv_nsec / 1000000);
+    put(b, ts);
+}
+
+static void write_all(const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(STDERR_FILENO, data, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return; /* nowhere left to report it */
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+}
+
+void log_fields(int level, const char *msg, const log_field *fields,
+                size_t n_fields)
+{
+    static line_buf b; /* large; one logger per process, never re-entered */
+    int json = log_fmt == LOG_FORMAT_JSON;
+    char num[32];
+
+    if (!log_enabled(level))
+        return;
+    if (n_fields > LOG_FIELDS_MAX)
+        n_fields = LOG_FIELDS_MAX;
+    b.len = 0;
+    put(&b, json ? "{\"ts\":\"" : "");
+    put_timestamp(&b);
+    put(&b, json ? "\",\"level\":\"" : " ");
+    put(&b, log_level_name(level));
+    put(&b, json ? "\",\"msg\":\"" : " ");
+    put_escaped(&b, msg, LOG_MSG_MAX, json);
+    put(&b, json ? "\"" : "");
+    for (size_t i = 0; i < n_fields; i++) {
+        put(&b, json ? ",\"" : " ");
+        put_escaped(&b, fields[i].key, LOG_FIELD_MAX, json);
+        put(&b, json ? "\":" : "=");
+        if (fields[i].str) {
+            put(&b, json ? "\"" : "");
+            put_escaped(&b, fields[i].str, LOG_FIELD_MAX, json);
+            put(&b, json ? "\"" : "");
+        } else {
+            snprintf(num, sizeof(num), "%lld", (long long)fields[i].num);
+            put(&b, num);
+        }
+    }
+    put(&b, json ? "}\n" : "\n");
+    write_all(b.data, b.len);
+}
+
+void log_msg(int level, const char *fmt, ...)
+{
+    char msg[LOG_MSG_MAX];
+    va_list ap;
+
+    if (!log_enabled(level))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    log_fields(level, msg, NULL, 0);
+}

@@ -1,0 +1,114 @@
+/* wharfd: the worker host. Parses the command line, loads the manifest and
+ * the plugins, and either checks them (--check) or serves. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include "config.h"
+#include "loader.h"
+#include "log.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: wharfd --config FILE [--check]\n"
+            "  -c, --config FILE  the manifest (INI), e.g. etc/wharf.ini\n"
+            "  -n, --check        load the manifest and every plugin (init, "
+            "then fini),\n"
+            "                     print one line per served type, exit\n"
+            "  -h, --help         this text\n"
+            "  -V, --version      print the version\n");
+}
+
+/* --check: everything startup does short of touching Redis. Prints
+ * "type plugin version path" per served type. */
+static int check(const config *cfg)
+{
+    char err[CONFIG_ERR_LEN];
+    loader *ld = NULL;
+    int status = EX_CONFIG;
+
+    if (loader_open(cfg, &ld, err, sizeof(err)) != 0) {
+        fprintf(stderr, "%s\n", err);
+        goto out;
+    }
+    if (loader_init(ld, err, sizeof(err)) != 0) {
+        fprintf(stderr, "%s\n", err);
+        goto out;
+    }
+    loader_fini(ld);
+    for (size_t i = 0; i < ld->n_routes; i++) {
+        const route *r = &ld->routes[i];
+        printf("%s %s %s %s\n", r->type, r->plugin->name,
+               r->plugin->desc->version ? r->plugin->desc->version : "-",
+               r->plugin->path);
+    }
+    if (ld->n_routes == 0)
+        fprintf(stderr, "%s: no plugin serves any type\n", cfg->file);
+    status = ld->n_routes == 0 ? EX_CONFIG : EX_OK;
+out:
+    loader_close(ld);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"check", no_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
+    const char *config_path = NULL;
+    int check_only = 0;
+    char err[CONFIG_ERR_LEN];
+    config *cfg = NULL;
+    int opt, status;
+
+    while ((opt = getopt_long(argc, argv, "c:nhV", options, NULL)) != -1) {
+        switch (opt) {
+        case 'c':
+            config_path = optarg;
+            break;
+        case 'n':
+            check_only = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return EX_OK;
+        case 'V':
+            printf("wharfd %s (plugin ABI %d)\n", WHARF_VERSION,
+                   WHARF_PLUGIN_ABI);
+            return EX_OK;
+        default:
+            usage(stderr);
+            return EX_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "wharfd: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return EX_USAGE;
+    }
+    if (!config_path) {
+        fprintf(stderr, "wharfd: --config FILE is required\n");
+        usage(stderr);
+        return EX_USAGE;
+    }
+    if (config_load(config_path, &cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return EX_CONFIG;
+    }
+    log_setup(cfg->log_level, cfg->log_format);
+    if (check_only) {
+        status = check(cfg);
+    } else {
+        fprintf(stderr, "wharfd: serving comes with the queue core; use "
+                        "--check\n");
+        status = EX_UNAVAILABLE;
+    }
+    config_free(cfg);
+    return status;
+}

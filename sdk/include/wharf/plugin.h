@@ -1,0 +1,142 @@
+/* wharf plugin ABI, version 1.
+ *
+ * A plugin is one C file compiled against this header alone. It defines one
+ * descriptor with WHARF_PLUGIN(...) and reaches the host only through the
+ * function table behind wharf_ctx, so it links nothing of the host. */
+#ifndef WHARF_PLUGIN_H
+#define WHARF_PLUGIN_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever wharf_plugin, wharf_task or the meaning of an existing
+ * service changes. The host refuses a plugin whose abi differs. Appending a
+ * service at the end of wharf_services does not bump it. */
+#define WHARF_PLUGIN_ABI 1
+
+#if defined(__GNUC__)
+#define WHARF_EXPORT __attribute__((visibility("default")))
+#define WHARF_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define WHARF_EXPORT
+#define WHARF_PRINTF(fmt, args)
+#endif
+
+/* What process_business returns. The numbers never change. */
+typedef enum wharf_status {
+    WHARF_OK = 0,    /* done: the result (possibly empty) is cached */
+    WHARF_RETRY = 1, /* transient failure: try again after a backoff */
+    WHARF_FAIL = 2   /* permanent failure: dead set, no retry */
+} wharf_status;
+
+enum {
+    WHARF_LOG_DEBUG = 0,
+    WHARF_LOG_INFO = 1,
+    WHARF_LOG_WARN = 2,
+    WHARF_LOG_ERROR = 3
+};
+
+/* One task, as handed to process_business. Everything it points to is owned
+ * by the host and valid only during the call. */
+typedef struct wharf_task {
+    const char *id;               /* idempotency key, printable ASCII */
+    const char *type;             /* the queue it came from */
+    const char *trace;            /* W3C traceparent, never NULL */
+    const unsigned char *payload; /* binary-safe, payload_len bytes */
+    size_t payload_len;
+    unsigned attempt;      /* 1 on the first run */
+    unsigned max_attempts; /* the type's policy */
+    uint64_t fence;        /* fencing token of this run, grows per id */
+    int64_t enqueued_at_ms;
+} wharf_task;
+
+typedef struct wharf_ctx wharf_ctx;
+
+/* The host's services. Filled by the host; plugins call them through the
+ * inline wrappers below. New services are only ever appended, and `size`
+ * tells a plugin built against a newer header which ones exist. */
+typedef struct wharf_services {
+    size_t size; /* sizeof(wharf_services) of the host that filled it */
+    int (*result)(wharf_ctx *ctx, const void *data, size_t len);
+    void (*error)(wharf_ctx *ctx, const char *fmt, va_list ap);
+    void (*log)(wharf_ctx *ctx, int level, const char *fmt, va_list ap);
+    const char *(*config)(wharf_ctx *ctx, const char *key);
+    void *(*state)(wharf_ctx *ctx);
+} wharf_services;
+
+/* The host's context starts with this; the rest is private to the host. */
+struct wharf_ctx {
+    const wharf_services *services;
+};
+
+/* Sets the task's result (copied; a later call replaces it). 0 on success,
+ * -1 if it cannot be kept (too large, out of memory, or not inside
+ * process_business). */
+static inline int wharf_result(wharf_ctx *ctx, const void *data, size_t len)
+{
+    return ctx->services->result(ctx, data, len);
+}
+
+/* Sets the failure reason kept with the task when it retries or dies. */
+static inline WHARF_PRINTF(2, 3) void wharf_error(wharf_ctx *ctx,
+                                                  const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ctx->services->error(ctx, fmt, ap);
+    va_end(ap);
+}
+
+/* Writes a log line through the host's logger, naming plugin and task. */
+static inline WHARF_PRINTF(3, 4) void wharf_log(wharf_ctx *ctx, int level,
+                                                const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ctx->services->log(ctx, level, fmt, ap);
+    va_end(ap);
+}
+
+/* The value of one of the plugin's own keys in its [plugin.NAME] manifest
+ * section, or NULL if absent. Owned by the host. */
+static inline const char *wharf_config(wharf_ctx *ctx, const char *key)
+{
+    return ctx->services->config(ctx, key);
+}
+
+/* What init stored in *state (NULL if there is no init). */
+static inline void *wharf_state(wharf_ctx *ctx)
+{
+    return ctx->services->state(ctx);
+}
+
+/* The descriptor. `abi` comes first so the host can check it before it
+ * trusts the rest of the layout. */
+typedef struct wharf_plugin {
+    uint32_t abi;
+    const char *name;
+    const char *version;
+    const char *const *types; /* NULL-terminated, optional */
+    int (*init)(wharf_ctx *ctx, void **state);
+    wharf_status (*process_business)(wharf_ctx *ctx, const wharf_task *task);
+    void (*fini)(void *state);
+} wharf_plugin;
+
+/* Defines and exports the plugin's descriptor:
+ *   WHARF_PLUGIN(.name = "echo", .version = "1.0.0",
+ *                .process_business = process_business);  */
+#define WHARF_PLUGIN(...)                                                     \
+    extern WHARF_EXPORT const wharf_plugin wharf_plugin_v1;                   \
+    WHARF_EXPORT const wharf_plugin wharf_plugin_v1 = {                       \
+        .abi = WHARF_PLUGIN_ABI, __VA_ARGS__}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WHARF_PLUGIN_H */

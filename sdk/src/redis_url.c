@@ -1,0 +1,241 @@
+/* Redis addresses and connecting to them; see redis_url.h. */
+#include "redis_url.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Copies n bytes of src into a dst of size len; -1 if it does not fit. */
+static int copy_part(char *dst, size_t len, const char *src, size_t n)
+{
+    if (n >= len)
+        return -1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+    return 0;
+}
+
+static int parse_number(const char *text, size_t n, long min, long max,
+                        long *out)
+{
+    char buf[32];
+    char *end;
+    long v;
+
+    if (n == 0 || n >= sizeof(buf))
+        return -1;
+    memcpy(buf, text, n);
+    buf[n] = '\0';
+    errno = 0;
+    v = strtol(buf, &end, 10);
+    if (errno != 0 || *end != '\0' || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_unix(const char *text, redis_url *u, char *err,
+                      size_t errlen)
+{
+    const char *path = text + strlen("unix://");
+    const char *query = strchr(path, '?');
+    size_t n = query ? (size_t)(query - path) : strlen(path);
+    long db;
+
+    if (n == 0 || path[0] != '/') {
+        snprintf(err, errlen, "'%s': a unix socket URL is unix:///abs/path",
+                 text);
+        return -1;
+    }
+    if (copy_part(u->path, sizeof(u->path), path, n) != 0) {
+        snprintf(err, errlen, "'%s': socket path too long", text);
+        return -1;
+    }
+    if (query) {
+        if (strncmp(query, "?db=", 4) != 0 ||
+            parse_number(query + 4, strlen(query + 4), 0, INT_MAX, &db) != 0) {
+            snprintf(err, errlen, "'%s': expected ?db=N after the path", text);
+            return -1;
+        }
+        u->db = (int)db;
+    }
+    return 0;
+}
+
+/* Parses "[user[:password]@]" at the start of *p and advances *p. */
+static int parse_userinfo(const char **p, redis_url *u)
+{
+    const char *at = strchr(*p, '@');
+    const char *colon;
+    const char *slash = strchr(*p, '/');
+
+    if (!at || (slash && slash < at))
+        return 0;
+    colon = memchr(*p, ':', (size_t)(at - *p));
+    if (colon) {
+        if (copy_part(u->user, sizeof(u->user), *p, (size_t)(colon - *p)) ||
+            copy_part(u->password, sizeof(u->password), colon + 1,
+                      (size_t)(at - colon - 1)))
+            return -1;
+    } else if (copy_part(u->password, sizeof(u->password), *p,
+                         (size_t)(at - *p))) {
+        /* "redis://secret@host" is a password alone, as redis-cli takes it */
+        return -1;
+    }
+    *p = at + 1;
+    return 0;
+}
+
+static int parse_tcp(const char *text, redis_url *u, char *err, size_t errlen)
+{
+    const char *p = text + strlen("redis://");
+    const char *host_end, *port_start = NULL, *path;
+    long v;
+
+    if (parse_userinfo(&p, u) != 0) {
+        snprintf(err, errlen, "'%s': user or password too long", text);
+        return -1;
+    }
+    path = strchr(p, '/');
+    host_end = path ? path : p + strlen(p);
+    if (*p == '[') { /* [::1]:6379 */
+        const char *close = memchr(p, ']', (size_t)(host_end - p));
+        if (!close) {
+            snprintf(err, errlen, "'%s': unclosed '[' in the host", text);
+            return -1;
+        }
+        if (copy_part(u->host, sizeof(u->host), p + 1,
+                      (size_t)(close - p - 1)) != 0)
+            goto bad_host;
+        if (close + 1 < host_end) {
+            if (close[1] != ':')
+                goto bad_host;
+            port_start = close + 2;
+        }
+    } else {
+        const char *colon = memchr(p, ':', (size_t)(host_end - p));
+        size_t n = colon ? (size_t)(colon - p) : (size_t)(host_end - p);
+        if (copy_part(u->host, sizeof(u->host), p, n) != 0)
+            goto bad_host;
+        if (colon)
+            port_start = colon + 1;
+    }
+    if (u->host[0] == '\0')
+        goto bad_host;
+    if (port_start) {
+        if (parse_number(port_start, (size_t)(host_end - port_start), 1,
+                         65535, &v) != 0) {
+            snprintf(err, errlen, "'%s': the port must be 1..65535", text);
+            return -1;
+        }
+        u->port = (int)v;
+    }
+    if (path && path[1] != '\0') {
+        if (parse_number(path + 1, strlen(path + 1), 0, INT_MAX, &v) != 0) {
+            snprintf(err, errlen, "'%s': the database after '/' must be a "
+                                  "number", text);
+            return -1;
+        }
+        u->db = (int)v;
+    }
+    return 0;
+bad_host:
+    snprintf(err, errlen, "'%s': missing or bad host", text);
+    return -1;
+}
+
+int redis_url_parse(const char *text, redis_url *out, char *err,
+                    size_t errlen)
+{
+    redis_url u;
+    int rc;
+
+    memset(&u, 0, sizeof(u));
+    u.port = 6379;
+    if (strncmp(text, "redis://", 8) == 0)
+        rc = parse_tcp(text, &u, err, errlen);
+    else if (strncmp(text, "unix://", 7) == 0)
+        rc = parse_unix(text, &u, err, errlen);
+    else {
+        snprintf(err, errlen,
+                 "'%s': expected redis://[user:password@]host[:port][/db] "
+                 "or unix:///path", text);
+        rc = -1;
+    }
+    if (rc == 0)
+        *out = u;
+    return rc;
+}
+
+void redis_url_describe(const redis_url *url, char *buf, size_t len)
+{
+    if (url->path[0])
+        snprintf(buf, len, "unix://%s", url->path);
+    else if (strchr(url->host, ':'))
+        snprintf(buf, len, "redis://[%s]:%d/%d", url->host, url->port,
+                 url->db);
+    else
+        snprintf(buf, len, "redis://%s:%d/%d", url->host, url->port, url->db);
+}
+
+/* Runs one command that must answer +OK. */
+static int expect_ok(redisContext *c, redisReply *reply, const char *what,
+                     const char *where, char *err, size_t errlen)
+{
+    int rc = -1;
+
+    if (!reply)
+        snprintf(err, errlen, "%s: %s: %s", where, what, c->errstr);
+    else if (reply->type == REDIS_REPLY_ERROR)
+        snprintf(err, errlen, "%s: %s: %s", where, what, reply->str);
+    else
+        rc = 0;
+    freeReplyObject(reply);
+    return rc;
+}
+
+redisContext *redis_url_connect(const redis_url *url, const char *password,
+                                int timeout_ms, char *err, size_t errlen)
+{
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    char where[600];
+    redisContext *c;
+    const char *pass = password ? password : url->password;
+
+    redis_url_describe(url, where, sizeof(where));
+    if (url->path[0])
+        c = timeout_ms > 0 ? redisConnectUnixWithTimeout(url->path, tv)
+                           : redisConnectUnix(url->path);
+    else
+        c = timeout_ms > 0 ? redisConnectWithTimeout(url->host, url->port, tv)
+                           : redisConnect(url->host, url->port);
+    if (!c) {
+        snprintf(err, errlen, "%s: out of memory", where);
+        return NULL;
+    }
+    if (c->err) {
+        snprintf(err, errlen, "%s: %s", where, c->errstr);
+        goto fail;
+    }
+    if (timeout_ms > 0 && redisSetTimeout(c, tv) != REDIS_OK) {
+        snprintf(err, errlen, "%s: cannot set timeout", where);
+        goto fail;
+    }
+    if (pass && pass[0]) {
+        redisReply *r = url->user[0]
+                            ? redisCommand(c, "AUTH %s %s", url->user, pass)
+                            : redisCommand(c, "AUTH %s", pass);
+        if (expect_ok(c, r, "AUTH", where, err, errlen) != 0)
+            goto fail;
+    }
+    if (url->db != 0 &&
+        expect_ok(c, redisCommand(c, "SELECT %d", url->db), "SELECT", where,
+                  err, errlen) != 0)
+        goto fail;
+    return c;
+fail:
+    redisFree(c);
+    return NULL;
+}
