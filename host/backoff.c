@@ -1,0 +1,47 @@
+/* Retry delays; see backoff.h. */
+#include "backoff.h"
+
+#include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t backoff_delay_ms(const policy *pol, unsigned attempt, double unit)
+{
+    double delay;
+
+    if (attempt < 1)
+        attempt = 1;
+    if (pol->backoff == BACKOFF_EXPONENTIAL) {
+        /* 2^62 ms is beyond any cap; stop doubling long before overflow. */
+        unsigned shift = attempt - 1 > 62 ? 62 : attempt - 1;
+        delay = (double)pol->backoff_base_ms * (double)(UINT64_C(1) << shift);
+    } else {
+        delay = (double)pol->backoff_base_ms * attempt;
+    }
+    if (pol->backoff_max_ms > 0 && delay > (double)pol->backoff_max_ms)
+        delay = (double)pol->backoff_max_ms;
+    /* unit 0 -> -jitter, 0.5 -> none, 1 -> +jitter */
+    delay *= 1.0 + (unit * 2.0 - 1.0) * pol->jitter_pct / 100.0;
+    if (delay < 0)
+        delay = 0;
+    return (int64_t)delay;
+}
+
+double backoff_random_unit(void)
+{
+    static unsigned short state[3];
+    static pid_t seeded_for;
+
+    /* Reseed in each forked worker, so workers do not jitter in step. */
+    if (seeded_for != getpid()) {
+        if (getrandom(state, sizeof(state), 0) != (ssize_t)sizeof(state)) {
+            unsigned long t = (unsigned long)time(NULL) ^ (unsigned long)getpid();
+            state[0] = (unsigned short)t;
+            state[1] = (unsigned short)(t >> 16);
+            state[2] = (unsigned short)(t >> 32);
+        }
+        seeded_for = getpid();
+    }
+    return erand48(state);
+}

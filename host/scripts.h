@@ -1,0 +1,24 @@
+/* The host's Lua scripts: begin, the three finishes, ack, and the
+ * maintenance scripts (due, promote, trim_dead). See scripts.c for each
+ * script's KEYS and ARGV. */
+#ifndef WHARF_SCRIPTS_H
+#define WHARF_SCRIPTS_H
+
+#include "script.h"
+
+extern script script_begin;
+extern script script_finish_ok;
+extern script script_finish_retry;
+extern script script_finish_dead;
+extern script script_ack;
+extern script script_due;
+extern script script_promote;
+extern script script_trim_dead;
+
+/* Every script above, NULL-terminated. */
+extern script *const scripts_all[];
+
+/* Computes every script's SHA1. Call once at start. */
+void scripts_init(void);
+
+#endif /* WHARF_SCRIPTS_H */

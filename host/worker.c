@@ -1,0 +1,382 @@
+/* The worker loop; see worker.h. All per-batch memory (jobs, contexts and
+ * their result buffers) is allocated once and reused, so the hot path
+ * allocates nothing of its own beyond what hiredis does. */
+#include "worker.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backoff.h"
+#include "log.h"
+#include "scripts.h"
+
+/* Reconnect backoff: from 100 ms, doubling, up to 5 s, with jitter. */
+#define RECONNECT_MIN_MS 100
+#define RECONNECT_MAX_MS 5000
+/* How often the dead sets are trimmed to dead_max. */
+#define TRIM_EVERY_MS 1000
+
+typedef struct worker {
+    const config *cfg;
+    loader *ld;
+    const worker_options *opts;
+    volatile sig_atomic_t *stop;
+    broker b;
+    broker_job *jobs;
+    context *ctxs;
+    size_t capacity;
+    unsigned count;
+    worker_counts counts;
+    int64_t last_promote_ms;
+    int64_t last_trim_ms;
+} worker;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int64_t ms, volatile sig_atomic_t *stop)
+{
+    /* In short steps, so a stop request is seen quickly. */
+    while (ms > 0 && !*stop) {
+        int64_t step = ms > 50 ? 50 : ms;
+        struct timespec ts = {0, (long)step * 1000000L};
+        nanosleep(&ts, NULL);
+        ms -= step;
+    }
+}
+
+void worker_consumer_name(char *buf, size_t len, const char *instance,
+                          unsigned slot)
+{
+    char host[256];
+
+    if (gethostname(host, sizeof(host)) != 0)
+        snprintf(host, sizeof(host), "localhost");
+    host[sizeof(host) - 1] = '\0';
+    snprintf(buf, len, "%s:%s:%u", host, instance, slot);
+}
+
+/* Connects, retrying with capped exponential backoff and jitter; logs the
+ * state change once, not every try. 0 when connected, -1 when stopped,
+ * -2 when Redis refuses what retrying cannot fix. */
+static int connect_with_backoff(worker *w)
+{
+    int64_t delay = RECONNECT_MIN_MS;
+    int logged = 0;
+
+    while (!*w->stop) {
+        int rc = broker_connect(&w->b);
+        if (rc == 0) {
+            if (logged)
+                log_msg(WHARF_LOG_INFO, "redis reachable again");
+            return 0;
+        }
+        if (rc == -2) {
+            log_msg(WHARF_LOG_ERROR, "%s", w->b.errstr);
+            return -2;
+        }
+        if (!logged) {
+            log_fields(WHARF_LOG_WARN, "redis unreachable; retrying",
+                       (log_field[]){LOG_STR("error", w->b.errstr),
+                                     LOG_STR("worker", w->opts->consumer)},
+                       2);
+            logged = 1;
+        }
+        sleep_ms((int64_t)(delay * (0.5 + backoff_random_unit())), w->stop);
+        delay = delay * 2 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS : delay * 2;
+    }
+    return -1;
+}
+
+static int worker_setup(worker *w)
+{
+    const loader *ld = w->ld;
+    const char **types = calloc(ld->n_routes + 1, sizeof(*types));
+    const policy **policies = calloc(ld->n_routes + 1, sizeof(*policies));
+    int rc = -1;
+
+    if (!types || !policies)
+        goto out;
+    w->count = 1;
+    for (size_t i = 0; i < ld->n_routes; i++) {
+        types[i] = ld->routes[i].type;
+        policies[i] = ld->routes[i].policy;
+        if (policies[i]->prefetch > w->count)
+            w->count = policies[i]->prefetch;
+    }
+    if (broker_init(&w->b, w->cfg, types, policies, ld->n_routes,
+                    w->opts->consumer) != 0) {
+        log_msg(WHARF_LOG_ERROR, "%s", w->b.errstr);
+        goto out;
+    }
+    /* XREADGROUP's COUNT is per stream. */
+    w->capacity = (size_t)w->count * (ld->n_routes ? ld->n_routes : 1);
+    w->jobs = calloc(w->capacity, sizeof(*w->jobs));
+    w->ctxs = calloc(w->capacity, sizeof(*w->ctxs));
+    if (!w->jobs || !w->ctxs)
+        goto out;
+    for (size_t i = 0; i < w->capacity; i++)
+        context_init(&w->ctxs[i], NULL, WORKER_MAX_RESULT);
+    rc = 0;
+out:
+    if (rc != 0 && (!types || !policies || !w->jobs || !w->ctxs))
+        log_msg(WHARF_LOG_ERROR, "worker: out of memory");
+    free(types);
+    free(policies);
+    return rc;
+}
+
+static void worker_teardown(worker *w)
+{
+    for (size_t i = 0; w->ctxs && i < w->capacity; i++)
+        context_destroy(&w->ctxs[i]);
+    free(w->ctxs);
+    free(w->jobs);
+    broker_destroy(&w->b);
+}
+
+/* A task that failed (RETRY, or a status no plugin should return): retry
+ * while attempts remain, else dead. */
+static void decide_failure(broker_job *j, const char *reason)
+{
+    const wharf_task *t = &j->e.task;
+    const policy *pol = j->queue->pol;
+
+    j->reason = reason;
+    if (t->attempt < pol->max_attempts) {
+        j->finish = FINISH_RETRY;
+        j->next_attempt = t->attempt + 1;
+        j->delay_ms = backoff_delay_ms(pol, t->attempt, backoff_random_unit());
+    } else {
+        j->finish = FINISH_DEAD;
+        j->next_attempt = t->attempt;
+    }
+}
+
+/* Runs the plugin of j's type and decides how j finishes. */
+static void run_job(worker *w, broker_job *j, context *ctx)
+{
+    const route *r = loader_route(w->ld, j->queue->type);
+    wharf_status status;
+
+    if (!r) { /* cannot happen: we only read the streams we route */
+        j->finish = FINISH_NONE;
+        return;
+    }
+    ctx->plugin = r->plugin;
+    ctx->state = r->plugin->state;
+    context_begin(ctx, &j->e.task);
+    status = r->plugin->desc->process_business(&ctx->base, &j->e.task);
+    context_end(ctx);
+    switch (status) {
+    case WHARF_OK:
+        j->finish = FINISH_OK;
+        j->result = ctx->has_result ? ctx->result : NULL;
+        j->result_len = ctx->has_result ? ctx->result_len : 0;
+        break;
+    case WHARF_FAIL:
+        j->finish = FINISH_DEAD;
+        j->next_attempt = j->e.task.attempt;
+        j->reason = ctx->error[0] ? ctx->error : "plugin returned WHARF_FAIL";
+        break;
+    case WHARF_RETRY:
+        decide_failure(j, ctx->error[0] ? ctx->error
+                                        : "plugin returned WHARF_RETRY");
+        break;
+    default:
+        snprintf(ctx->error, sizeof(ctx->error),
+                 "plugin returned %d, not a wharf_status", (int)status);
+        decide_failure(j, ctx->error);
+        break;
+    }
+}
+
+/* The trace id (second part of a traceparent) for logs. */
+static void trace_id(const char *traceparent, char *buf, size_t len)
+{
+    if (strlen(traceparent) == 55)
+        snprintf(buf, len, "%.32s", traceparent + 3);
+    else
+        snprintf(buf, len, "%s", traceparent);
+}
+
+static void log_job(const worker *w, const broker_job *j, int64_t duration)
+{
+    char trace[64];
+    int level = WHARF_LOG_INFO;
+    log_field f[11];
+    size_t n = 0;
+
+    if (j->outcome == OUTCOME_DEAD || j->outcome == OUTCOME_STALE)
+        level = WHARF_LOG_WARN;
+    if (!log_enabled(level))
+        return;
+    trace_id(j->e.task.trace, trace, sizeof(trace));
+    f[n++] = LOG_STR("task", j->e.task.id);
+    f[n++] = LOG_STR("type", j->queue->type);
+    f[n++] = LOG_INT("attempt", j->e.task.attempt);
+    f[n++] = LOG_STR("outcome", task_outcome_name(j->outcome));
+    f[n++] = LOG_STR("lock", j->begin == BEGIN_RUN      ? j->token
+                             : j->begin == BEGIN_LOCKED ? "held"
+                                                        : "none");
+    f[n++] = LOG_STR("cache", j->begin == BEGIN_CACHED ? "hit" : "miss");
+    f[n++] = LOG_INT("duration_ms", duration);
+    f[n++] = LOG_STR("trace_id", trace);
+    f[n++] = LOG_STR("worker", w->opts->consumer);
+    if (j->reason && j->outcome != OUTCOME_OK)
+        f[n++] = LOG_STR("error", j->reason);
+    log_fields(level, "task finished", f, n);
+}
+
+/* Begins, runs and finishes one claimed batch. -1 if the connection broke
+ * (the batch's entries stay pending under this consumer and are read
+ * again after the reconnect). */
+static int process_batch(worker *w, size_t n)
+{
+    int64_t started[n ? n : 1];
+
+    for (size_t i = 0; i < n; i++) {
+        broker_job *j = &w->jobs[i];
+        if (j->e.deleted) {
+            j->finish = FINISH_ACK;
+        } else if (j->e.bad[0]) {
+            j->finish = FINISH_DEAD;
+            j->next_attempt = j->e.task.attempt;
+            j->reason = j->e.bad;
+        }
+    }
+    if (broker_begin(&w->b, w->jobs, n) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        broker_job *j = &w->jobs[i];
+        started[i] = 0;
+        switch (j->begin) {
+        case BEGIN_CACHED:
+            j->finish = FINISH_ACK;
+            break;
+        case BEGIN_LOCKED:
+            j->finish = FINISH_RESCHEDULE;
+            j->next_attempt = j->e.task.attempt;
+            j->delay_ms = j->queue->pol->lock_retry_ms;
+            j->reason = "locked by another run";
+            break;
+        case BEGIN_RUN:
+            log_fields(WHARF_LOG_DEBUG, "task started",
+                       (log_field[]){LOG_STR("task", j->e.task.id),
+                                     LOG_STR("type", j->queue->type),
+                                     LOG_INT("attempt", j->e.task.attempt),
+                                     LOG_STR("trace", j->e.task.trace),
+                                     LOG_STR("worker", w->opts->consumer)},
+                       5);
+            started[i] = now_ms();
+            run_job(w, j, &w->ctxs[i]);
+            started[i] = now_ms() - started[i];
+            break;
+        case BEGIN_NONE:
+            break;
+        }
+    }
+    if (broker_finish(&w->b, w->jobs, n) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const broker_job *j = &w->jobs[i];
+        if (j->finish == FINISH_NONE || j->e.deleted)
+            continue;
+        w->counts.outcomes[j->outcome]++;
+        log_job(w, j, started[i]);
+    }
+    w->counts.batches++;
+    return 0;
+}
+
+/* Promotes due tasks every block_ms and trims dead sets every second. */
+static int maintain(worker *w)
+{
+    int64_t now = now_ms();
+
+    if (!w->opts->maintenance)
+        return 0;
+    if (now - w->last_promote_ms >= w->opts->block_ms) {
+        w->last_promote_ms = now;
+        if (broker_promote(&w->b) < 0)
+            return -1;
+    }
+    if (now - w->last_trim_ms >= TRIM_EVERY_MS) {
+        w->last_trim_ms = now;
+        if (broker_trim_dead(&w->b) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int worker_run(const config *cfg, loader *ld, const worker_options *opts,
+               volatile sig_atomic_t *stop, worker_counts *counts)
+{
+    worker w;
+    int status = EX_SOFTWARE;
+
+    memset(&w, 0, sizeof(w));
+    w.cfg = cfg;
+    w.ld = ld;
+    w.opts = opts;
+    w.stop = stop;
+    scripts_init();
+    if (worker_setup(&w) != 0)
+        goto out;
+    log_fields(WHARF_LOG_INFO, "worker started",
+               (log_field[]){LOG_STR("worker", opts->consumer),
+                             LOG_INT("types", (int64_t)ld->n_routes)},
+               2);
+    while (!*stop) {
+        redisReply *claim;
+        size_t n;
+
+        if (!w.b.redis) {
+            int rc = connect_with_backoff(&w);
+            if (rc == -2) {
+                status = EX_CONFIG;
+                goto out;
+            }
+            if (rc != 0)
+                break;
+        }
+        if (maintain(&w) != 0 ||
+            !(claim = broker_claim(&w.b, w.count, opts->block_ms))) {
+            log_fields(WHARF_LOG_WARN, "redis connection lost; reconnecting",
+                       (log_field[]){LOG_STR("error", w.b.errstr),
+                                     LOG_STR("worker", opts->consumer)},
+                       2);
+            broker_disconnect(&w.b);
+            continue;
+        }
+        n = broker_jobs(&w.b, claim, w.jobs, w.capacity);
+        if (n > 0 && process_batch(&w, n) != 0) {
+            log_fields(WHARF_LOG_WARN,
+                       "redis connection lost mid-batch; its tasks stay "
+                       "pending and run again",
+                       (log_field[]){LOG_STR("error", w.b.errstr),
+                                     LOG_STR("worker", opts->consumer)},
+                       2);
+            broker_disconnect(&w.b);
+        }
+        freeReplyObject(claim);
+    }
+    status = EX_OK;
+    log_fields(WHARF_LOG_INFO, "worker stopped",
+               (log_field[]){LOG_STR("worker", opts->consumer)}, 1);
+out:
+    w.counts.round_trips = w.b.round_trips;
+    if (counts)
+        *counts = w.counts;
+    worker_teardown(&w);
+    return status;
+}

@@ -1,0 +1,135 @@
+/* chaos: a test plugin whose payload says what to do, so tests and the
+ * demo can make a task succeed, retry, fail, crash or hang on purpose.
+ *
+ *   ok          succeed
+ *   fail:N      WHARF_RETRY while attempt <= N, then succeed
+ *   fatal       WHARF_FAIL (dead at once)
+ *   crash       SIGSEGV
+ *   abort       abort()
+ *   sleep:MS    sleep MS milliseconds, then succeed
+ *   big:BYTES   succeed with a result of BYTES bytes of 'x'
+ *
+ * The result of a success is "ok attempt=N". With `runs_file = PATH` in
+ * its manifest section it appends "<id> <attempt>\n" to PATH each time it
+ * starts a task, so a test can count how often each task really ran. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <wharf/plugin.h>
+
+/* One line of the runs file, written with one write(2) in O_APPEND mode
+ * so lines from several workers never mix. */
+static void record_run(wharf_ctx *ctx, const wharf_task *task)
+{
+    const char *path = wharf_config(ctx, "runs_file");
+    char line[256];
+    int n, fd;
+
+    if (!path)
+        return;
+    n = snprintf(line, sizeof(line), "%s %u\n", task->id, task->attempt);
+    if (n < 0 || (size_t)n >= sizeof(line))
+        return;
+    fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        wharf_log(ctx, WHARF_LOG_ERROR, "runs_file %s: %s", path,
+                  strerror(errno));
+        return;
+    }
+    if (write(fd, line, (size_t)n) != n)
+        wharf_log(ctx, WHARF_LOG_ERROR, "runs_file %s: short write", path);
+    close(fd);
+}
+
+static wharf_status succeed(wharf_ctx *ctx, const wharf_task *task)
+{
+    char result[64];
+    int n = snprintf(result, sizeof(result), "ok attempt=%u", task->attempt);
+    return wharf_result(ctx, result, (size_t)n) == 0 ? WHARF_OK : WHARF_FAIL;
+}
+
+/* Parses the number after a "word:" command; -1 if there is none. */
+static long long command_number(const char *text, const char *word)
+{
+    size_t n = strlen(word);
+    char *end;
+    long long v;
+
+    if (strncmp(text, word, n) != 0 || text[n] != ':')
+        return -1;
+    errno = 0;
+    v = strtoll(text + n + 1, &end, 10);
+    if (errno != 0 || *end != '\0' || end == text + n + 1 || v < 0)
+        return -1;
+    return v;
+}
+
+static wharf_status process_business(wharf_ctx *ctx, const wharf_task *task)
+{
+    char command[64];
+    long long n;
+
+    record_run(ctx, task);
+    if (task->payload_len >= sizeof(command) ||
+        memchr(task->payload, '\0', task->payload_len)) {
+        wharf_error(ctx, "payload is not a chaos command");
+        return WHARF_FAIL;
+    }
+    memcpy(command, task->payload, task->payload_len);
+    command[task->payload_len] = '\0';
+
+    if (strcmp(command, "ok") == 0)
+        return succeed(ctx, task);
+    if (strcmp(command, "fatal") == 0) {
+        wharf_error(ctx, "fatal: asked to fail for good");
+        return WHARF_FAIL;
+    }
+    if (strcmp(command, "crash") == 0) {
+        raise(SIGSEGV);
+        return WHARF_FAIL; /* not reached while SIGSEGV kills */
+    }
+    if (strcmp(command, "abort") == 0)
+        abort();
+    if ((n = command_number(command, "fail")) >= 0) {
+        if (task->attempt <= (unsigned long long)n) {
+            wharf_error(ctx, "fail:%lld: attempt %u fails", n, task->attempt);
+            return WHARF_RETRY;
+        }
+        return succeed(ctx, task);
+    }
+    if ((n = command_number(command, "sleep")) >= 0) {
+        struct timespec ts = {(time_t)(n / 1000), (long)(n % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+        return succeed(ctx, task);
+    }
+    if ((n = command_number(command, "big")) >= 0) {
+        char *data = malloc(n > 0 ? (size_t)n : 1);
+        int rc;
+        if (!data) {
+            wharf_error(ctx, "big:%lld: out of memory", n);
+            return WHARF_RETRY;
+        }
+        memset(data, 'x', (size_t)n);
+        rc = wharf_result(ctx, data, (size_t)n);
+        free(data);
+        if (rc != 0) {
+            wharf_error(ctx, "big:%lld: result refused by the host", n);
+            return WHARF_FAIL;
+        }
+        return WHARF_OK;
+    }
+    wharf_error(ctx, "unknown chaos command '%s'", command);
+    return WHARF_FAIL;
+}
+
+static const char *const chaos_types[] = {"chaos", NULL};
+
+WHARF_PLUGIN(.name = "chaos", .version = "1.0.0", .types = chaos_types,
+             .process_business = process_business);

@@ -1,0 +1,170 @@
+/* A real wharfd for one test; see host_process.h. */
+#include "host_process.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#define TEST_TRACE "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+void test_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+void test_host_manifest(test_host *h, const test_redis *r, const char *extra)
+{
+    test_host_manifest_redis(h, r, NULL, extra);
+}
+
+void test_host_manifest_redis(test_host *h, const test_redis *r,
+                              const char *redis_keys, const char *extra)
+{
+    FILE *f;
+
+    memset(h, 0, sizeof(*h));
+    snprintf(h->dir, sizeof(h->dir), "/tmp/wharf-test-host-XXXXXX");
+    cr_assert(mkdtemp(h->dir) != NULL, "mkdtemp: %s", strerror(errno));
+    snprintf(h->manifest, sizeof(h->manifest), "%s/wharf.ini", h->dir);
+    snprintf(h->log, sizeof(h->log), "%s/wharfd.log", h->dir);
+    snprintf(h->runs, sizeof(h->runs), "%s/runs", h->dir);
+    f = fopen(h->manifest, "w");
+    cr_assert(f != NULL, "%s: %s", h->manifest, strerror(errno));
+    fprintf(f,
+            "[host]\nplugins_dir = %s\n"
+            "[redis]\nurl = %s\n%s"
+            "[metrics]\nlisten = off\n"
+            "[log]\nlevel = debug\n"
+            "[plugin.chaos]\npath = chaos.so\nruns_file = %s\n"
+            "%s\n",
+            WHARF_PLUGIN_DIR, r->url, redis_keys ? redis_keys : "", h->runs, extra ? extra : "");
+    fclose(f);
+}
+
+void test_host_start(test_host *h)
+{
+    h->pid = fork();
+    cr_assert(h->pid >= 0, "fork: %s", strerror(errno));
+    if (h->pid == 0) {
+        int fd = open(h->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (fd >= 0)
+            dup2(fd, STDERR_FILENO);
+        execl(WHARFD_PATH, "wharfd", "--config", h->manifest, (char *)NULL);
+        fprintf(stderr, "exec %s: %s\n", WHARFD_PATH, strerror(errno));
+        _exit(127);
+    }
+}
+
+int test_host_stop(test_host *h)
+{
+    int status = 0;
+
+    if (h->pid <= 0)
+        return -1;
+    kill(h->pid, SIGTERM);
+    for (int i = 0; i < 1000; i++) {
+        if (waitpid(h->pid, &status, WNOHANG) == h->pid)
+            goto done;
+        test_sleep_ms(10);
+    }
+    kill(h->pid, SIGKILL);
+    waitpid(h->pid, &status, 0);
+done:
+    h->pid = 0;
+    return WIFEXITED(status) ? WEXITSTATUS(status)
+                             : 128 + WTERMSIG(status);
+}
+
+int test_host_runs(const test_host *h, const char *id, unsigned attempt)
+{
+    FILE *f = fopen(h->runs, "r");
+    char line[512], want[300];
+    size_t idlen = strlen(id);
+    int n = 0;
+
+    if (!f)
+        return 0;
+    snprintf(want, sizeof(want), "%s %u\n", id, attempt);
+    while (fgets(line, sizeof(line), f)) {
+        if (attempt == 0 ? (strncmp(line, id, idlen) == 0 &&
+                            line[idlen] == ' ')
+                         : strcmp(line, want) == 0)
+            n++;
+    }
+    fclose(f);
+    return n;
+}
+
+bool test_host_log_has(const test_host *h, ...)
+{
+    FILE *f = fopen(h->log, "r");
+    char line[8192];
+    bool found = false;
+
+    if (!f)
+        return false;
+    while (!found && fgets(line, sizeof(line), f)) {
+        va_list ap;
+        const char *s;
+        bool all = true;
+        va_start(ap, h);
+        while ((s = va_arg(ap, const char *)) != NULL)
+            if (!strstr(line, s))
+                all = false;
+        va_end(ap);
+        found = all;
+    }
+    fclose(f);
+    return found;
+}
+
+void test_add_entry(redisContext *c, const char *type, const char *id,
+                    const char *payload)
+{
+    char stream[300];
+    redisReply *r;
+
+    snprintf(stream, sizeof(stream), "wharf:{%s}:stream", type);
+    r = test_redis_command(c,
+                           "XADD %s * id %s type %s payload %s attempt 1 "
+                           "enqueued_at 1700000000000 trace %s",
+                           stream, id, type, payload, TEST_TRACE);
+    cr_assert(r->type == REDIS_REPLY_STRING, "XADD failed");
+    freeReplyObject(r);
+}
+
+long long test_wait_int(redisContext *c, long long want, int timeout_ms,
+                        const char *fmt, ...)
+{
+    long long v = 0;
+
+    for (int waited = 0; waited <= timeout_ms; waited += 10) {
+        va_list ap;
+        redisReply *r;
+        va_start(ap, fmt);
+        r = redisvCommand(c, fmt, ap);
+        va_end(ap);
+        cr_assert(r != NULL, "redis: %s", c->errstr);
+        v = r->type == REDIS_REPLY_INTEGER  ? r->integer
+            : r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10)
+                                            : 0;
+        freeReplyObject(r);
+        if (v == want)
+            break;
+        test_sleep_ms(10);
+    }
+    return v;
+}

@@ -1,0 +1,60 @@
+/* A real wharfd for one test: a manifest in a temporary folder pointing at
+ * the test's redis-server and the built plugins, started as a child
+ * process with its log in a file, stopped with SIGTERM. */
+#ifndef WHARF_TEST_HOST_PROCESS_H
+#define WHARF_TEST_HOST_PROCESS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <hiredis/hiredis.h>
+
+#include "redis_server.h"
+
+typedef struct test_host {
+    pid_t pid;
+    char dir[256];      /* manifest, log and runs file live here */
+    char manifest[300];
+    char log[300];      /* wharfd's stderr */
+    char runs[300];     /* the chaos plugin's runs_file */
+} test_host;
+
+/* Writes dir/wharf.ini: [host] plugins_dir = the built plugins, [redis]
+ * url = r's, [log] level = debug, [plugin.chaos] with runs_file, then
+ * `extra` (more sections or keys; may be NULL) verbatim. */
+void test_host_manifest(test_host *h, const test_redis *r, const char *extra);
+
+/* test_host_manifest with more keys for the [redis] section (sections
+ * may not repeat in a manifest). */
+void test_host_manifest_redis(test_host *h, const test_redis *r,
+                              const char *redis_keys, const char *extra);
+
+/* Starts wharfd --config dir/wharf.ini; aborts the test on failure. */
+void test_host_start(test_host *h);
+
+/* SIGTERM, then waits up to 10 s; returns the exit code (or 128 + the
+ * signal). Accepts a host that is not running (returns -1). */
+int test_host_stop(test_host *h);
+
+/* Lines of the runs file that are exactly "<id> <attempt>"; attempt 0
+ * counts every line of that id. */
+int test_host_runs(const test_host *h, const char *id, unsigned attempt);
+
+/* True if wharfd's log has a line containing every one of the given
+ * NULL-terminated substrings. */
+bool test_host_log_has(const test_host *h, ...);
+
+/* XADDs a well-formed entry (attempt 1, a fixed trace) to type's stream
+ * under prefix "wharf"; returns nothing, aborts on error. */
+void test_add_entry(redisContext *c, const char *type, const char *id,
+                    const char *payload);
+
+/* Polls until the integer of fmt... equals want, for up to timeout_ms;
+ * returns the last value seen. */
+long long test_wait_int(redisContext *c, long long want, int timeout_ms,
+                        const char *fmt, ...);
+
+/* Sleeps ms milliseconds. */
+void test_sleep_ms(long ms);
+
+#endif /* WHARF_TEST_HOST_PROCESS_H */

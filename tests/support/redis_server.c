@@ -1,0 +1,190 @@
+/* A private redis-server for one test; see redis_server.h. */
+#include "redis_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+/* A port the kernel just handed out for loopback, so no server of ours or
+ * anyone else's is on it. The window before redis binds it is closed by
+ * retrying on a new port if the start fails. */
+static int free_port(void)
+{
+    struct sockaddr_in addr;
+    socklen_t len = sizeof(addr);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int port = -1;
+
+    if (fd < 0)
+        return -1;
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&addr, &len) == 0)
+        port = ntohs(addr.sin_port);
+    close(fd);
+    return port;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static pid_t spawn(const test_redis *r)
+{
+    char port[16], log[300];
+    pid_t pid;
+
+    snprintf(port, sizeof(port), "%d", r->port);
+    snprintf(log, sizeof(log), "%s/redis.log", r->dir);
+    pid = fork();
+    if (pid != 0)
+        return pid;
+    /* Child: die with the test process, whatever kills it. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int devnull = open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+        dup2(devnull, STDIN_FILENO);
+        dup2(devnull, STDOUT_FILENO);
+    }
+    execlp("redis-server", "redis-server", "--port", port, "--bind",
+           "127.0.0.1", "--save", "", "--appendonly",
+           r->appendonly ? "yes" : "no", "--appendfsync", "no", "--dir",
+           r->dir, "--logfile", log, "--daemonize", "no", (char *)NULL);
+    fprintf(stderr, "cannot run redis-server: %s\n", strerror(errno));
+    _exit(127);
+}
+
+/* Waits up to 5 s for PING; 0 when it answers, -1 if the server exited. */
+static int wait_ready(test_redis *r)
+{
+    for (int i = 0; i < 500; i++) {
+        int status;
+        if (waitpid(r->pid, &status, WNOHANG) == r->pid) {
+            r->pid = 0;
+            return -1;
+        }
+        redisContext *c = redisConnect("127.0.0.1", r->port);
+        if (c && !c->err) {
+            redisReply *reply = redisCommand(c, "PING");
+            int ok = reply && reply->type == REDIS_REPLY_STATUS;
+            freeReplyObject(reply);
+            redisFree(c);
+            if (ok)
+                return 0;
+        } else {
+            redisFree(c);
+        }
+        sleep_ms(10);
+    }
+    return -1;
+}
+
+void test_redis_start(test_redis *r, int appendonly)
+{
+    memset(r, 0, sizeof(*r));
+    r->appendonly = appendonly;
+    snprintf(r->dir, sizeof(r->dir), "/tmp/wharf-test-redis-XXXXXX");
+    cr_assert(mkdtemp(r->dir) != NULL, "mkdtemp: %s", strerror(errno));
+    for (int attempt = 0; attempt < 5; attempt++) {
+        r->port = free_port();
+        cr_assert(r->port > 0, "no free loopback port");
+        r->pid = spawn(r);
+        cr_assert(r->pid > 0, "fork: %s", strerror(errno));
+        if (wait_ready(r) == 0) {
+            snprintf(r->url, sizeof(r->url), "redis://127.0.0.1:%d/0",
+                     r->port);
+            return;
+        }
+        test_redis_stop(r);
+    }
+    cr_assert_fail("redis-server did not start (see %s/redis.log)", r->dir);
+}
+
+void test_redis_restart(test_redis *r)
+{
+    r->pid = spawn(r);
+    cr_assert(r->pid > 0, "fork: %s", strerror(errno));
+    cr_assert(wait_ready(r) == 0, "redis-server did not restart on port %d",
+              r->port);
+}
+
+void test_redis_stop(test_redis *r)
+{
+    int status;
+
+    if (r->pid <= 0)
+        return;
+    kill(r->pid, SIGTERM);
+    for (int i = 0; i < 300; i++) {
+        if (waitpid(r->pid, &status, WNOHANG) == r->pid) {
+            r->pid = 0;
+            return;
+        }
+        sleep_ms(10);
+    }
+    kill(r->pid, SIGKILL);
+    waitpid(r->pid, &status, 0);
+    r->pid = 0;
+}
+
+redisContext *test_redis_connect(const test_redis *r)
+{
+    redisContext *c = redisConnect("127.0.0.1", r->port);
+    cr_assert(c && !c->err, "connect to test redis on %d: %s", r->port,
+              c ? c->errstr : "out of memory");
+    return c;
+}
+
+static redisReply *vcommand(redisContext *c, const char *fmt, va_list ap)
+{
+    redisReply *reply = redisvCommand(c, fmt, ap);
+    cr_assert(reply != NULL, "redis: %s", c->errstr);
+    return reply;
+}
+
+redisReply *test_redis_command(redisContext *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *reply = vcommand(c, fmt, ap);
+    va_end(ap);
+    return reply;
+}
+
+long long test_redis_int(redisContext *c, const char *fmt, ...)
+{
+    va_list ap;
+    long long v = 0;
+
+    va_start(ap, fmt);
+    redisReply *reply = vcommand(c, fmt, ap);
+    va_end(ap);
+    if (reply->type == REDIS_REPLY_INTEGER)
+        v = reply->integer;
+    else if (reply->type == REDIS_REPLY_STRING)
+        v = strtoll(reply->str, NULL, 10);
+    else
+        cr_assert(reply->type == REDIS_REPLY_NIL, "unexpected reply type %d%s%s",
+                  reply->type, reply->type == REDIS_REPLY_ERROR ? ": " : "",
+                  reply->type == REDIS_REPLY_ERROR ? reply->str : "");
+    freeReplyObject(reply);
+    return v;
+}

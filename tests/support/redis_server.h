@@ -1,0 +1,41 @@
+/* A private redis-server for one test: started on a free loopback port in
+ * a temporary folder, killed with the test process even if it crashes. */
+#ifndef WHARF_TEST_REDIS_SERVER_H
+#define WHARF_TEST_REDIS_SERVER_H
+
+#include <sys/types.h>
+
+#include <hiredis/hiredis.h>
+
+typedef struct test_redis {
+    pid_t pid;
+    int port;
+    char dir[256]; /* its working folder (log, append-only file) */
+    char url[64];  /* redis://127.0.0.1:PORT/0 */
+    int appendonly;
+} test_redis;
+
+/* Starts redis-server (--save '' and, unless appendonly, --appendonly no)
+ * and waits until it answers PING. Aborts the test on failure. */
+void test_redis_start(test_redis *r, int appendonly);
+
+/* Starts the same server again on the same port and folder (after
+ * test_redis_stop), so an append-only server comes back with its data. */
+void test_redis_restart(test_redis *r);
+
+/* Stops it (SIGTERM, then SIGKILL) and waits. Keeps dir. Accepts a
+ * stopped server. */
+void test_redis_stop(test_redis *r);
+
+/* A new connection to it; aborts the test on failure. */
+redisContext *test_redis_connect(const test_redis *r);
+
+/* Runs a command and returns its reply; aborts the test on a connection
+ * error. Caller frees. */
+redisReply *test_redis_command(redisContext *c, const char *fmt, ...);
+
+/* Integer value of a command's reply (integer, or a number as a string;
+ * nil is 0). */
+long long test_redis_int(redisContext *c, const char *fmt, ...);
+
+#endif /* WHARF_TEST_REDIS_SERVER_H */

@@ -1,0 +1,459 @@
+/* The queue core end to end: a real wharfd with the chaos and echo plugins
+ * against a private redis-server, tasks added to the streams by hand so
+ * that every path (cached, locked, retry, dead, stale, bad entries) is
+ * driven exactly. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <criterion/criterion.h>
+
+#include "host_process.h"
+#include "redis_server.h"
+
+static test_redis redis;
+static test_host host;
+static redisContext *rc;
+
+static void start_redis(void)
+{
+    test_redis_start(&redis, 0);
+    rc = test_redis_connect(&redis);
+}
+
+static void stop_all(void)
+{
+    test_host_stop(&host);
+    if (rc)
+        redisFree(rc);
+    test_redis_stop(&redis);
+}
+
+/* Starts wharfd with extra manifest text and waits until it has made the
+ * chaos stream's consumer group. */
+static void start_host_redis(const char *redis_keys, const char *extra)
+{
+    test_host_manifest_redis(&host, &redis, redis_keys, extra);
+    test_host_start(&host);
+    for (int i = 0; i < 500; i++) {
+        redisReply *r = test_redis_command(rc, "XINFO GROUPS wharf:{chaos}:stream");
+        int ready = r->type == REDIS_REPLY_ARRAY && r->elements > 0;
+        freeReplyObject(r);
+        if (ready)
+            return;
+        test_sleep_ms(10);
+    }
+    cr_assert_fail("wharfd did not set up its queues; see %s", host.log);
+}
+
+static void start_host(const char *extra)
+{
+    start_host_redis(NULL, extra);
+}
+
+/* The result of a task as a string ("" if none). */
+static char *result_of(const char *type, const char *id)
+{
+    redisReply *r = test_redis_command(rc, "GET wharf:{%s}:result:%s", type, id);
+    char *s = strdup(r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    return s;
+}
+
+static char *envelope_field(const char *type, const char *id, const char *f)
+{
+    redisReply *r =
+        test_redis_command(rc, "HGET wharf:{%s}:task:%s %s", type, id, f);
+    char *s = strdup(r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    return s;
+}
+
+static long long wait_result(const char *type, const char *id, int ms)
+{
+    return test_wait_int(rc, 1, ms, "EXISTS wharf:{%s}:result:%s", type, id);
+}
+
+static long long wait_dead(const char *type, const char *id, int ms)
+{
+    return test_wait_int(rc, 1, ms, "ZSCORE wharf:{%s}:dead %s", type, id) > 0;
+}
+
+TestSuite(worker, .init = start_redis, .fini = stop_all, .timeout = 60);
+
+Test(worker, ok_task_stores_result_and_leaves_no_entry)
+{
+    start_host(NULL);
+    test_add_entry(rc, "chaos", "t-ok", "ok");
+    cr_assert_eq(wait_result("chaos", "t-ok", 5000), 1, "no result");
+    char *res = result_of("chaos", "t-ok");
+    cr_assert_str_eq(res, "ok attempt=1");
+    free(res);
+    cr_assert_eq(test_wait_int(rc, 0, 2000, "XLEN wharf:{chaos}:stream"), 0,
+                 "acked entry not deleted");
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:lock:t-ok"), 0,
+                 "lock not released");
+    cr_assert(test_redis_int(rc, "PTTL wharf:{chaos}:result:t-ok") > 0,
+              "result has no TTL");
+    cr_assert_eq(test_host_runs(&host, "t-ok", 0), 1);
+    cr_assert_eq(test_host_stop(&host), 0, "wharfd did not exit 0");
+}
+
+Test(worker, cached_result_is_not_run_again)
+{
+    start_host(NULL);
+    test_add_entry(rc, "chaos", "t-cache", "ok");
+    cr_assert_eq(wait_result("chaos", "t-cache", 5000), 1);
+    /* The same id again (its dedupe marker bypassed by a raw XADD). */
+    test_add_entry(rc, "chaos", "t-cache", "ok");
+    cr_assert_eq(test_wait_int(rc, 0, 5000, "XLEN wharf:{chaos}:stream"), 0);
+    test_sleep_ms(100);
+    cr_assert_eq(test_host_runs(&host, "t-cache", 0), 1,
+                 "a cached task ran twice");
+    cr_assert(test_host_log_has(&host, "\"task\":\"t-cache\"",
+                                "\"outcome\":\"cached\"", "\"cache\":\"hit\"",
+                                NULL));
+}
+
+Test(worker, echo_result_is_the_payload)
+{
+    start_host("[plugin.echo]\npath = echo.so\n");
+    redisReply *r = test_redis_command(
+        rc, "XADD wharf:{echo}:stream * id e1 type echo payload %b attempt 1 "
+            "enqueued_at 1 trace "
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "a\0b\nc", (size_t)5);
+    freeReplyObject(r);
+    cr_assert_eq(wait_result("echo", "e1", 5000), 1);
+    r = test_redis_command(rc, "GET wharf:{echo}:result:e1");
+    cr_assert_eq(r->len, 5);
+    cr_assert(memcmp(r->str, "a\0b\nc", 5) == 0, "binary payload changed");
+    freeReplyObject(r);
+}
+
+Test(worker, retries_until_success_with_attempts_visible)
+{
+    start_host("[defaults]\nbackoff_base = 50ms\njitter = 0%\n");
+    test_add_entry(rc, "chaos", "t-fail2", "fail:2");
+    cr_assert_eq(wait_result("chaos", "t-fail2", 10000), 1);
+    char *res = result_of("chaos", "t-fail2");
+    cr_assert_str_eq(res, "ok attempt=3");
+    free(res);
+    cr_assert_eq(test_host_runs(&host, "t-fail2", 1), 1);
+    cr_assert_eq(test_host_runs(&host, "t-fail2", 2), 1);
+    cr_assert_eq(test_host_runs(&host, "t-fail2", 3), 1);
+    cr_assert_eq(test_host_runs(&host, "t-fail2", 0), 3);
+    /* Nothing is left behind once it succeeded. */
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:task:t-fail2"), 0);
+    cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:delayed"), 0);
+    cr_assert(test_host_log_has(&host, "\"task\":\"t-fail2\"",
+                                "\"outcome\":\"retry\"",
+                                "fail:2: attempt 1 fails", NULL));
+}
+
+Test(worker, retry_waits_for_its_backoff)
+{
+    /* linear: attempt 1 fails -> due 400 ms later. */
+    start_host("[defaults]\nbackoff_base = 400ms\njitter = 0%\n");
+    test_add_entry(rc, "chaos", "t-back", "fail:1");
+    cr_assert_eq(test_wait_int(rc, 1, 5000, "ZCARD wharf:{chaos}:delayed"), 1);
+    char *attempt = envelope_field("chaos", "t-back", "attempt");
+    cr_assert_str_eq(attempt, "2", "the delayed envelope keeps attempt+1");
+    free(attempt);
+    test_sleep_ms(200);
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:result:t-back"), 0,
+                 "ran before its backoff was over");
+    cr_assert_eq(wait_result("chaos", "t-back", 5000), 1);
+}
+
+Test(worker, fatal_goes_to_dead_set_with_reason)
+{
+    start_host(NULL);
+    test_add_entry(rc, "chaos", "t-fatal", "fatal");
+    cr_assert(wait_dead("chaos", "t-fatal", 5000), "not dead");
+    char *err = envelope_field("chaos", "t-fatal", "error");
+    cr_assert_str_eq(err, "fatal: asked to fail for good");
+    free(err);
+    char *attempt = envelope_field("chaos", "t-fatal", "attempt");
+    cr_assert_str_eq(attempt, "1");
+    free(attempt);
+    char *payload = envelope_field("chaos", "t-fatal", "payload");
+    cr_assert_str_eq(payload, "fatal");
+    free(payload);
+    cr_assert(test_redis_int(rc, "PTTL wharf:{chaos}:task:t-fatal") > 0,
+              "dead envelope has no TTL (dead_ttl)");
+    cr_assert_eq(test_host_runs(&host, "t-fatal", 0), 1, "FAIL was retried");
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:lock:t-fatal"), 0);
+}
+
+Test(worker, exhausted_retries_go_to_dead_set)
+{
+    start_host("[type.chaos]\nmax_attempts = 3\nbackoff_base = 10ms\n");
+    test_add_entry(rc, "chaos", "t-exh", "fail:100");
+    cr_assert(wait_dead("chaos", "t-exh", 10000), "not dead");
+    cr_assert_eq(test_host_runs(&host, "t-exh", 0), 3);
+    char *err = envelope_field("chaos", "t-exh", "error");
+    cr_assert_str_eq(err, "fail:100: attempt 3 fails");
+    free(err);
+    char *attempt = envelope_field("chaos", "t-exh", "attempt");
+    cr_assert_str_eq(attempt, "3");
+    free(attempt);
+}
+
+Test(worker, locked_task_is_rescheduled_not_run)
+{
+    start_host("[defaults]\nlock_retry = 200ms\n");
+    /* Another run holds the lock of this id. */
+    freeReplyObject(test_redis_command(
+        rc, "SET wharf:{chaos}:lock:t-locked 999 PX 600"));
+    test_add_entry(rc, "chaos", "t-locked", "ok");
+    cr_assert_eq(test_wait_int(rc, 1, 5000, "ZCARD wharf:{chaos}:delayed"), 1,
+                 "locked task was not rescheduled");
+    char *attempt = envelope_field("chaos", "t-locked", "attempt");
+    cr_assert_str_eq(attempt, "1", "a locked reschedule spent an attempt");
+    free(attempt);
+    cr_assert_eq(test_host_runs(&host, "t-locked", 0), 0,
+                 "ran while another run held the lock");
+    /* Once the other holder's lock is gone, it runs, still attempt 1. */
+    cr_assert_eq(wait_result("chaos", "t-locked", 5000), 1);
+    char *res = result_of("chaos", "t-locked");
+    cr_assert_str_eq(res, "ok attempt=1");
+    free(res);
+    cr_assert(test_host_log_has(&host, "\"task\":\"t-locked\"",
+                                "\"outcome\":\"locked\"", NULL));
+}
+
+Test(worker, stale_run_writes_nothing)
+{
+    start_host(NULL);
+    test_add_entry(rc, "chaos", "t-stale", "sleep:1500");
+    /* Wait until wharfd has claimed it, then take it over. */
+    cr_assert_eq(test_wait_int(rc, 1, 5000,
+                               "EXISTS wharf:{chaos}:lock:t-stale"), 1);
+    redisReply *p = test_redis_command(
+        rc, "XPENDING wharf:{chaos}:stream wharf - + 10");
+    cr_assert_eq(p->type, REDIS_REPLY_ARRAY);
+    cr_assert_eq(p->elements, 1);
+    char entry[64];
+    snprintf(entry, sizeof(entry), "%s", p->element[0]->element[0]->str);
+    freeReplyObject(p);
+    freeReplyObject(test_redis_command(
+        rc, "XCLAIM wharf:{chaos}:stream wharf other-host 0 %s", entry));
+    /* The late run finishes and must write nothing. */
+    for (int i = 0; i < 100 && test_host_runs(&host, "t-stale", 1) == 0; i++)
+        test_sleep_ms(10);
+    cr_assert_eq(test_host_runs(&host, "t-stale", 1), 1);
+    for (int i = 0; i < 300 && !test_host_log_has(&host, "\"outcome\":\"stale\"",
+                                                  NULL); i++)
+        test_sleep_ms(10);
+    cr_assert(test_host_log_has(&host, "\"task\":\"t-stale\"",
+                                "\"outcome\":\"stale\"", NULL));
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:result:t-stale"), 0,
+                 "a stale run stored a result");
+    cr_assert_eq(test_redis_int(rc, "XLEN wharf:{chaos}:stream"), 1,
+                 "a stale run deleted the entry");
+    p = test_redis_command(rc, "XPENDING wharf:{chaos}:stream wharf - + 10 "
+                               "other-host");
+    cr_assert_eq(p->elements, 1, "the entry is no longer the other's");
+    freeReplyObject(p);
+}
+
+/* XADDs an entry whose fields are given as one space-separated string. */
+static void add_fields(const char *fields)
+{
+    const char *argv[32] = {"XADD", "wharf:{chaos}:stream", "*"};
+    char copy[512];
+    int argc = 3;
+
+    snprintf(copy, sizeof(copy), "%s", fields);
+    for (char *tok = strtok(copy, " "); tok && argc < 32;
+         tok = strtok(NULL, " "))
+        argv[argc++] = tok;
+    redisReply *r = redisCommandArgv(rc, argc, argv, NULL);
+    cr_assert(r && r->type == REDIS_REPLY_STRING, "XADD %s failed", fields);
+    freeReplyObject(r);
+}
+
+/* Each malformed entry ends in the dead set with a reason naming the
+ * problem, and the queue goes on. */
+Test(worker, bad_entries_are_dead_lettered_and_queue_goes_on)
+{
+    static const struct {
+        const char *id;
+        const char *fields;
+        const char *reason;
+    } cases[] = {
+        {"b-noattempt", "id b-noattempt type chaos payload ok enqueued_at 1 "
+                        "trace 00-0af7651916cd43dd8448eb211c80319c-"
+                        "b7ad6b7169203331-01",
+         "missing field 'attempt'"},
+        {"b-attempt", "id b-attempt type chaos payload ok attempt zero "
+                      "enqueued_at 1 trace 00-0af7651916cd43dd8448eb211c80319c"
+                      "-b7ad6b7169203331-01",
+         "attempt 'zero' is not a number"},
+        {"b-type", "id b-type type echo payload ok attempt 1 enqueued_at 1 "
+                   "trace 00-0af7651916cd43dd8448eb211c80319c-"
+                   "b7ad6b7169203331-01",
+         "type field 'echo' does not match its stream 'chaos'"},
+        {"b-trace", "id b-trace type chaos payload ok attempt 1 enqueued_at 1 "
+                    "trace nope",
+         "trace 'nope' is not a W3C traceparent"},
+        {"b-time", "id b-time type chaos payload ok attempt 1 enqueued_at "
+                   "yesterday trace 00-0af7651916cd43dd8448eb211c80319c-"
+                   "b7ad6b7169203331-01",
+         "enqueued_at 'yesterday' is not a time"},
+        {"b-big", "id b-big type chaos payload 0123456789abcdefX attempt 1 "
+                  "enqueued_at 1 trace 00-0af7651916cd43dd8448eb211c80319c-"
+                  "b7ad6b7169203331-01",
+         "payload of 17 bytes is over max_payload 16"},
+    };
+    size_t n = sizeof(cases) / sizeof(cases[0]);
+
+    start_host("[type.chaos]\nmax_payload = 16B\n");
+    for (size_t i = 0; i < n; i++)
+        add_fields(cases[i].fields);
+    /* No id field at all: dead-lettered under its entry id. */
+    freeReplyObject(test_redis_command(
+        rc, "XADD wharf:{chaos}:stream * type chaos payload ok"));
+    test_add_entry(rc, "chaos", "good-after", "ok");
+
+    cr_assert_eq(wait_result("chaos", "good-after", 5000), 1,
+                 "the queue stopped after bad entries");
+    for (size_t i = 0; i < n; i++) {
+        cr_assert(wait_dead("chaos", cases[i].id, 2000), "%s not dead",
+                  cases[i].id);
+        char *err = envelope_field("chaos", cases[i].id, "error");
+        cr_assert(strstr(err, cases[i].reason), "%s: reason '%s' lacks '%s'",
+                  cases[i].id, err, cases[i].reason);
+        free(err);
+    }
+    cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), (long long)n + 1);
+    cr_assert_eq(test_host_runs(&host, "b-type", 0), 0, "a bad entry ran");
+    cr_assert_eq(test_wait_int(rc, 0, 2000, "XLEN wharf:{chaos}:stream"), 0);
+}
+
+/* After a mixed run every key is a queue structure or carries a TTL. */
+Test(worker, retention_every_key_is_bounded)
+{
+    start_host("[defaults]\nbackoff_base = 10ms\nmax_attempts = 2\n"
+               "[plugin.echo]\npath = echo.so\n");
+    static const char *const payloads[] = {"ok", "fail:1", "fatal", "fail:9",
+                                           "sleep:10", "big:1000"};
+    char id[32];
+    for (int i = 0; i < 60; i++) {
+        snprintf(id, sizeof(id), "mix-%d", i);
+        test_add_entry(rc, "chaos", id, payloads[i % 6]);
+    }
+    test_add_entry(rc, "echo", "e-1", "hello");
+    /* 40 end with a result, 20 dead. */
+    cr_assert_eq(test_wait_int(rc, 20, 10000, "ZCARD wharf:{chaos}:dead"), 20);
+    for (int i = 0; i < 60; i++) {
+        snprintf(id, sizeof(id), "mix-%d", i);
+        if (i % 6 != 2 && i % 6 != 3)
+            cr_assert_eq(wait_result("chaos", id, 5000), 1, "%s", id);
+    }
+    cr_assert_eq(test_redis_int(rc, "XLEN wharf:{chaos}:stream"), 0);
+    cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:delayed"), 0);
+
+    redisReply *keys = test_redis_command(rc, "KEYS *");
+    static const char *const structures[] = {
+        "wharf:types",           "wharf:{chaos}:stream", "wharf:{chaos}:dead",
+        "wharf:{chaos}:fence",   "wharf:{chaos}:policy", "wharf:{echo}:stream",
+        "wharf:{echo}:fence",    "wharf:{echo}:policy",  "wharf:{chaos}:delayed",
+        "wharf:{echo}:dead"};
+    for (size_t i = 0; i < keys->elements; i++) {
+        const char *k = keys->element[i]->str;
+        bool structure = false;
+        for (size_t s = 0; s < sizeof(structures) / sizeof(*structures); s++)
+            structure = structure || strcmp(k, structures[s]) == 0;
+        if (structure)
+            continue;
+        cr_assert(test_redis_int(rc, "PTTL %s", k) > 0,
+                  "key %s is neither a queue structure nor has a TTL", k);
+    }
+    freeReplyObject(keys);
+}
+
+Test(worker, dead_set_is_capped_at_dead_max)
+{
+    start_host("[type.chaos]\ndead_max = 5\n");
+    char id[32];
+    for (int i = 0; i < 12; i++) {
+        snprintf(id, sizeof(id), "cap-%02d", i);
+        test_add_entry(rc, "chaos", id, "fatal");
+    }
+    cr_assert_eq(test_wait_int(rc, 5, 10000, "ZCARD wharf:{chaos}:dead"), 5);
+    cr_assert_eq(test_wait_int(rc, 0, 2000, "XLEN wharf:{chaos}:stream"), 0);
+    /* The newest stay; the trimmed ones' envelopes are gone too. */
+    cr_assert(test_redis_int(rc, "ZSCORE wharf:{chaos}:dead cap-11") > 0);
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:task:cap-00"), 0);
+    cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 5);
+}
+
+Test(worker, refuses_an_evicting_redis)
+{
+    freeReplyObject(test_redis_command(
+        rc, "CONFIG SET maxmemory-policy allkeys-lru"));
+    test_host_manifest(&host, &redis, NULL);
+    test_host_start(&host);
+    int status = 0;
+    for (int i = 0; i < 500 && host.pid > 0; i++) {
+        if (waitpid(host.pid, &status, WNOHANG) == host.pid)
+            host.pid = 0;
+        else
+            test_sleep_ms(10);
+    }
+    cr_assert_eq(host.pid, 0, "wharfd kept running on an evicting Redis");
+    cr_assert_eq(WEXITSTATUS(status), 78);
+    cr_assert(test_host_log_has(&host, "maxmemory-policy is 'allkeys-lru'",
+                                NULL));
+}
+
+Test(worker, allow_eviction_starts_anyway)
+{
+    freeReplyObject(test_redis_command(
+        rc, "CONFIG SET maxmemory-policy allkeys-lru"));
+    start_host_redis("allow_eviction = yes\n", NULL);
+    test_add_entry(rc, "chaos", "t-evict", "ok");
+    cr_assert_eq(wait_result("chaos", "t-evict", 5000), 1);
+}
+
+Test(worker, sigterm_finishes_the_running_task_and_exits_0)
+{
+    start_host(NULL);
+    test_add_entry(rc, "chaos", "t-term", "sleep:500");
+    cr_assert_eq(test_wait_int(rc, 1, 5000,
+                               "EXISTS wharf:{chaos}:lock:t-term"), 1);
+    cr_assert_eq(test_host_stop(&host), 0);
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:result:t-term"), 1,
+                 "the running task was not finished before exit");
+}
+
+Test(worker, survives_a_redis_restart)
+{
+    start_host(NULL);
+    test_add_entry(rc, "chaos", "before", "ok");
+    cr_assert_eq(wait_result("chaos", "before", 5000), 1);
+    redisFree(rc);
+    rc = NULL;
+    test_redis_stop(&redis);
+    test_sleep_ms(300);
+    test_redis_restart(&redis);
+    rc = test_redis_connect(&redis);
+    /* The server came back empty: wharfd makes its groups again. */
+    for (int i = 0; i < 1000; i++) {
+        redisReply *r = redisCommand(rc, "XINFO GROUPS wharf:{chaos}:stream");
+        int ready = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0;
+        freeReplyObject(r);
+        if (ready)
+            break;
+        test_sleep_ms(10);
+    }
+    test_add_entry(rc, "chaos", "after", "ok");
+    cr_assert_eq(wait_result("chaos", "after", 10000), 1,
+                 "no work done after Redis came back");
+    cr_assert(test_host_log_has(&host, "redis", "reconnect", NULL) ||
+              test_host_log_has(&host, "unreachable", NULL));
+}
