@@ -6,7 +6,7 @@ WERROR ?= ON
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap build build-sanitize test test-plain test-sanitize clean
+.PHONY: all bootstrap build build-sanitize demo test test-plain test-sanitize clean
 
 all: build
 
@@ -16,12 +16,16 @@ bootstrap:
 build: bootstrap
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	    -DWHARF_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
+	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
 
 build-sanitize: bootstrap
 	@cmake -S . -B $(BUILD_SANITIZE) -DCMAKE_BUILD_TYPE=Debug \
 	    -DWHARF_WERROR=$(WERROR) -DWHARF_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD_SANITIZE) -j $(JOBS)
+	@cmake --build $(BUILD_SANITIZE) -j $(JOBS) -- --no-print-directory
+
+# A private redis-server, wharfd and a few thousand tasks; see scripts/demo.
+demo: build
+	@BUILD=$(BUILD) bash scripts/demo
 
 # The whole suite, then the whole suite again under ASan + UBSan.
 test: test-plain test-sanitize

@@ -1,0 +1,82 @@
+/* Where the wharf CLI finds Redis; see address.h. */
+#include "address.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include "redis_url.h"
+
+#define DEFAULT_URL "redis://127.0.0.1:6379"
+#define DEFAULT_PREFIX "wharf"
+
+/* The manifest's url: "embedded" means the socket of the server the
+ * supervisor runs under data_dir. 0, or -1 if it does not fit. */
+static int manifest_url(const config *cfg, char *buf, size_t len)
+{
+    int n;
+
+    if (strcmp(cfg->redis_url, "embedded") == 0)
+        n = snprintf(buf, len, "unix://%s/redis.sock", cfg->data_dir);
+    else
+        n = snprintf(buf, len, "%s", cfg->redis_url);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* Checks ctx->url, which came from `source`; 0 or the exit code. */
+static int check_url(cli *ctx, const char *source, int code)
+{
+    char err[800];
+    redis_url parsed;
+
+    if (redis_url_parse(ctx->url, &parsed, err, sizeof(err)) != 0) {
+        fprintf(stderr, "wharf: %s: bad Redis URL %s\n", source, err);
+        return code;
+    }
+    /* A password in the URL itself wins over WHARF_REDIS_PASSWORD. */
+    if (parsed.password[0])
+        ctx->password = NULL;
+    return 0;
+}
+
+int address_resolve(cli *ctx, const char *redis_option, const char *config_path)
+{
+    char err[CONFIG_ERR_LEN];
+    const char *env_url = getenv("WHARF_REDIS_URL");
+    const char *env_password = getenv("WHARF_REDIS_PASSWORD");
+
+    ctx->prefix = DEFAULT_PREFIX;
+    ctx->password = env_password && env_password[0] ? env_password : NULL;
+    if (config_path) {
+        if (config_load(config_path, &ctx->config, err, sizeof(err)) != 0) {
+            fprintf(stderr, "wharf: %s\n", err);
+            return EX_CONFIG;
+        }
+        ctx->prefix = ctx->config->prefix;
+        ctx->password = ctx->config->redis_password;
+    }
+    if (redis_option) {
+        snprintf(ctx->url, sizeof(ctx->url), "%s", redis_option);
+        if (check_url(ctx, "--redis", EX_USAGE) == 0)
+            return 0;
+        fprintf(stderr,
+                "usage: wharf [--config FILE | --redis URL] COMMAND ...\n");
+        return EX_USAGE;
+    }
+    if (ctx->config) {
+        /* config_load already applied WHARF_REDIS_URL over the file, as
+         * wharfd does, so both talk to the same Redis. */
+        if (manifest_url(ctx->config, ctx->url, sizeof(ctx->url)) != 0) {
+            fprintf(stderr, "wharf: %s: the Redis address is too long\n",
+                    config_path);
+            return EX_CONFIG;
+        }
+        return check_url(ctx, config_path, EX_CONFIG);
+    }
+    if (env_url && env_url[0]) {
+        snprintf(ctx->url, sizeof(ctx->url), "%s", env_url);
+        return check_url(ctx, "WHARF_REDIS_URL", EX_CONFIG);
+    }
+    snprintf(ctx->url, sizeof(ctx->url), "%s", DEFAULT_URL);
+    return 0;
+}

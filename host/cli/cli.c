@@ -1,0 +1,263 @@
+/* What the wharf commands share: one-line messages and exit codes, option
+ * parsing, checks of names and durations, the Redis connection, and
+ * printing; see cli.h. */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <string.h>
+#include <sysexits.h>
+#include <time.h>
+
+#include "client_ids.h"
+#include "client_internal.h"
+
+static void vsay(cli *ctx, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "wharf: %s: ", ctx->command->name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+int cli_fail(cli *ctx, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsay(ctx, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int cli_usage(cli *ctx, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsay(ctx, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "usage: wharf %s %s\n", ctx->command->name,
+            ctx->command->usage);
+    return EX_USAGE;
+}
+
+int cli_option(cli *ctx, int argc, char **argv, const struct option *opts)
+{
+    int opt;
+
+    opterr = 0; /* our own messages: one line, then the usage */
+    opt = getopt_long(argc, argv, ":", opts, NULL);
+    switch (opt) {
+    case -1:
+        return CLI_OPTIONS_END;
+    case 'h':
+        printf("usage: wharf %s %s\n", ctx->command->name, ctx->command->usage);
+        return CLI_OPTION_HELP;
+    case ':':
+        cli_usage(ctx, "option '%s' needs a value", argv[optind - 1]);
+        return CLI_OPTION_BAD;
+    case '?':
+        cli_usage(ctx, "unknown option '%s'", argv[optind - 1]);
+        return CLI_OPTION_BAD;
+    default:
+        return opt;
+    }
+}
+
+int cli_option_exit(int result)
+{
+    return result == CLI_OPTION_HELP ? EX_OK : EX_USAGE;
+}
+
+int cli_exit_status(wharf_client_status status)
+{
+    switch (status) {
+    case WHARF_CLIENT_OK:
+    case WHARF_CLIENT_DUPLICATE:
+        return EX_OK;
+    case WHARF_CLIENT_NOT_FOUND:
+    case WHARF_CLIENT_TIMEOUT:
+        return CLI_NOT_FOUND;
+    case WHARF_CLIENT_BAD_INPUT:
+    case WHARF_CLIENT_TOO_LARGE:
+        return EX_DATAERR;
+    case WHARF_CLIENT_BACKPRESSURE:
+        return EX_TEMPFAIL;
+    case WHARF_CLIENT_UNAVAILABLE:
+        return EX_UNAVAILABLE;
+    case WHARF_CLIENT_ERROR:
+        break;
+    }
+    return EX_SOFTWARE;
+}
+
+int cli_check_type(cli *ctx, const char *type)
+{
+    char quoted[120];
+
+    if (config_valid_type_name(type))
+        return 0;
+    client_quote(type, quoted, sizeof(quoted));
+    return cli_fail(ctx, EX_DATAERR,
+                    "type '%s' is not valid: " CLIENT_TYPE_RULE, quoted);
+}
+
+int cli_check_id(cli *ctx, const char *id)
+{
+    char quoted[120];
+
+    if (config_valid_task_id(id, strlen(id)))
+        return 0;
+    client_quote(id, quoted, sizeof(quoted));
+    return cli_fail(ctx, EX_DATAERR,
+                    "task id '%s' is not valid: " CLIENT_ID_RULE, quoted);
+}
+
+int cli_duration(cli *ctx, const char *name, const char *text, int64_t *ms)
+{
+    char quoted[60];
+
+    if (config_parse_duration(text, ms) == 0)
+        return 0;
+    client_quote(text, quoted, sizeof(quoted));
+    return cli_usage(ctx,
+                     "%s '%s' is not a duration: use a whole number and "
+                     "ms, s, m, h or d (e.g. 30s)",
+                     name, quoted);
+}
+
+int cli_connect(cli *ctx)
+{
+    char err[600];
+    wharf_client_status status;
+    int code;
+
+    if (ctx->client)
+        return 0;
+    status = wharf_client_open(&ctx->client, ctx->url, ctx->password,
+                               ctx->prefix, err, sizeof(err));
+    if (status == WHARF_CLIENT_OK)
+        return 0;
+    /* The address was checked before: a bad one came from the manifest. */
+    code =
+        status == WHARF_CLIENT_BAD_INPUT ? EX_CONFIG : cli_exit_status(status);
+    return cli_fail(ctx, code, "%s", err);
+}
+
+redisContext *cli_redis(cli *ctx, int *code)
+{
+    redisContext *redis;
+
+    *code = cli_connect(ctx);
+    if (*code != 0)
+        return NULL;
+    redis = client_redis(ctx->client);
+    if (!redis)
+        *code = cli_fail(ctx, EX_UNAVAILABLE, "%s",
+                         wharf_client_errstr(ctx->client));
+    return redis;
+}
+
+int cli_reply_check(cli *ctx, const redisReply *reply, const char *what)
+{
+    wharf_client_status status = client_reply_status(ctx->client, reply, what);
+
+    if (status == WHARF_CLIENT_OK)
+        return 0;
+    return cli_fail(ctx, cli_exit_status(status), "%s",
+                    wharf_client_errstr(ctx->client));
+}
+
+redisReply *cli_run(cli *ctx, int *code, const char *what, const char *fmt, ...)
+{
+    redisContext *redis = cli_redis(ctx, code);
+    redisReply *reply;
+    va_list ap;
+
+    if (!redis)
+        return NULL;
+    va_start(ap, fmt);
+    reply = redisvCommand(redis, fmt, ap);
+    va_end(ap);
+    *code = cli_reply_check(ctx, reply, what);
+    if (*code == 0)
+        return reply;
+    freeReplyObject(reply);
+    return NULL;
+}
+
+redisReply *cli_read(cli *ctx, int *code, const char *what)
+{
+    redisReply *reply = NULL;
+
+    *code = 0;
+    if (redisGetReply(ctx->client->redis, (void **)&reply) == REDIS_OK)
+        return reply;
+    *code = cli_reply_check(ctx, NULL, what);
+    return NULL;
+}
+
+void cli_key(const cli *ctx, char *buf, const char *type, const char *what)
+{
+    /* Names are checked and bounded, so the key always fits KEY_MAX. */
+    key_of_type(buf, KEY_MAX, ctx->prefix, type, what);
+}
+
+void cli_task_key(const cli *ctx, char *buf, const char *type, const char *what,
+                  const char *id)
+{
+    key_of_task(buf, KEY_MAX, ctx->prefix, type, what, id);
+}
+
+void cli_print_escaped(FILE *out, const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '\\')
+            fputs("\\\\", out);
+        else if (ch == '\n')
+            fputs("\\n", out);
+        else if (ch == '\r')
+            fputs("\\r", out);
+        else if (ch == '\t')
+            fputs("\\t", out);
+        else if (ch < 0x20 || ch > 0x7e)
+            fprintf(out, "\\x%02x", ch);
+        else
+            fputc(ch, out);
+    }
+}
+
+int cli_printable(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
+void cli_iso_time(int64_t ms, char *buf, size_t len)
+{
+    time_t seconds = (time_t)(ms / 1000);
+    struct tm tm;
+    char date[40];
+
+    if (ms < 0 || !gmtime_r(&seconds, &tm) ||
+        strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm) == 0) {
+        snprintf(buf, len, "%lld", (long long)ms);
+        return;
+    }
+    snprintf(buf, len, "%s.%03dZ", date, (int)(ms % 1000));
+}
+
+int cli_backoff(int64_t *step, int64_t deadline)
+{
+    int64_t left = deadline - client_monotonic_ms();
+
+    if (left <= 0)
+        return -1;
+    *step = *step <= 0 ? 10 : *step * 2;
+    if (*step > 1000)
+        *step = 1000;
+    client_sleep_ms(*step < left ? *step : left);
+    return 0;
+}

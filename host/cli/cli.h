@@ -1,0 +1,137 @@
+/* wharf, the producer's and operator's command-line tool (DESIGN section
+ * 7). Each command is one cmd_*.c file defining one cli_command entry (as
+ * tmux's cmd-*.c); main.c holds the table. What the commands share lives
+ * here: messages and exit codes, option parsing, the Redis connection. */
+#ifndef WHARF_CLI_H
+#define WHARF_CLI_H
+
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <hiredis/hiredis.h>
+
+#include <wharf/client.h>
+
+#include "config.h"
+#include "keys.h"
+
+struct cli_command;
+
+/* What every command runs with. */
+typedef struct cli {
+    const struct cli_command *command; /* the one running, for messages */
+    char url[600];                     /* the Redis address */
+    const char *password; /* NULL: the URL's own (points into env/config) */
+    const char *prefix;   /* key prefix */
+    config *config;       /* the manifest of --config, or NULL; owned */
+    wharf_client *client; /* NULL until cli_connect; owned */
+} cli;
+
+/* One command. run gets argv[0] = the last word of the name and the
+ * arguments after it, and returns the exit code (sysexits). */
+typedef struct cli_command {
+    const char *name;  /* "enqueue", or two words: "dead list" */
+    const char *usage; /* what follows the name in a usage line */
+    int (*run)(cli *ctx, int argc, char **argv);
+} cli_command;
+
+extern const cli_command cmd_enqueue_entry;
+extern const cli_command cmd_result_entry;
+extern const cli_command cmd_stats_entry;
+extern const cli_command cmd_dead_list_entry;
+extern const cli_command cmd_dead_show_entry;
+extern const cli_command cmd_dead_replay_entry;
+extern const cli_command cmd_dead_purge_entry;
+extern const cli_command cmd_locks_list_entry;
+extern const cli_command cmd_locks_release_entry;
+
+/* Exit codes beyond <sysexits.h>: a missing thing is 1. */
+#define CLI_NOT_FOUND 1
+
+/* Prints "wharf: NAME: message" on stderr and returns code. */
+int cli_fail(cli *ctx, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* cli_fail with EX_USAGE, followed by the command's usage line. */
+int cli_usage(cli *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* What cli_option returns besides an option's val: the end of the
+ * options, or --help was printed (exit 0), or a usage error was (64). */
+enum { CLI_OPTIONS_END = 0, CLI_OPTION_HELP = -1, CLI_OPTION_BAD = -2 };
+
+/* getopt_long over the command's argv with long options only (each array
+ * ends with {"help", no_argument, NULL, 'h'} and a zero row). Returns the
+ * next option's val (optarg set), or one of the values above. After the
+ * end, optind indexes the first operand. Call with the same argv until it
+ * returns <= 0. */
+int cli_option(cli *ctx, int argc, char **argv, const struct option *opts);
+
+/* The exit code for a cli_option result below zero. */
+int cli_option_exit(int result);
+
+/* The exit code for a client status: 0, 1 (not found, timeout), 65 (bad
+ * input, too large), 69 (unavailable), 75 (backpressure), 70 (error). */
+int cli_exit_status(wharf_client_status status);
+
+/* Checks a type name or a task id from the command line: 0, or 65 after
+ * saying why. */
+int cli_check_type(cli *ctx, const char *type);
+int cli_check_id(cli *ctx, const char *id);
+
+/* Parses the DUR of option `name` (e.g. "--wait") into *ms: 0, or 64
+ * after saying why. */
+int cli_duration(cli *ctx, const char *name, const char *text, int64_t *ms);
+
+/* Opens ctx->client if it is not open: 0, or the exit code after saying
+ * why (69 when Redis cannot be reached). */
+int cli_connect(cli *ctx);
+
+/* The client's live connection (connecting first if needed); NULL after
+ * saying why, with the exit code in *code. Owned by ctx->client. */
+redisContext *cli_redis(cli *ctx, int *code);
+
+/* 0 if reply is a reply and not an error; else says why (the command was
+ * about `what`) and returns the exit code (69 or 70). */
+int cli_reply_check(cli *ctx, const redisReply *reply, const char *what);
+
+/* Runs one command (hiredis format); NULL after saying why (connection
+ * failure or error reply), with the exit code in *code. Caller frees. */
+redisReply *cli_run(cli *ctx, int *code, const char *what, const char *fmt,
+                    ...);
+
+/* Reads the next reply of a pipeline; NULL after saying why the
+ * connection failed, with the exit code in *code. Error replies are
+ * returned as such. Caller frees. */
+redisReply *cli_read(cli *ctx, int *code, const char *what);
+
+/* Writes "<prefix>:{type}:what" (and ":id") into buf of KEY_MAX. */
+void cli_key(const cli *ctx, char *buf, const char *type, const char *what);
+void cli_task_key(const cli *ctx, char *buf, const char *type, const char *what,
+                  const char *id);
+
+/* Writes s (len bytes) to out as printable ASCII: \\, \n, \r, \t and
+ * \xNN for every other byte outside 0x20..0x7e. */
+void cli_print_escaped(FILE *out, const char *s, size_t len);
+
+/* True if every byte of s is printable ASCII (0x20..0x7e). */
+int cli_printable(const char *s, size_t len);
+
+/* Writes ms since the epoch as "2024-01-31T12:00:00.000Z" into buf. */
+void cli_iso_time(int64_t ms, char *buf, size_t len);
+
+/* enqueue --file: enqueues one task per line of path ("-" = stdin) with
+ * the options of base (type, trace, delay), pipelined; see
+ * cmd_enqueue_file.c. Returns the exit code. */
+int cli_enqueue_file(cli *ctx, const char *path, const wharf_enqueue_opts *base,
+                     int64_t wait_ms);
+
+/* Sleeps while a type refuses tasks with BACKPRESSURE: the next pause of a
+ * backoff that starts at 10 ms and doubles up to 1 s, cut to the time left
+ * before deadline (monotonic ms). Returns 0 after sleeping, -1 if the
+ * deadline has passed. *step carries the backoff between calls (start it
+ * at 0). */
+int cli_backoff(int64_t *step, int64_t deadline);
+
+#endif /* WHARF_CLI_H */

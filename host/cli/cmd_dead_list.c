@@ -1,0 +1,104 @@
+/* wharf dead list TYPE: one line per dead task, newest first: its id, when
+ * it died (ISO 8601, UTC), its attempts and its last error (escaped). */
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include "cli.h"
+
+/* Dead ids read per round trip. */
+#define PAGE 500
+
+static void print_field(const redisReply *r)
+{
+    if (r && r->type == REDIS_REPLY_STRING && r->len > 0)
+        cli_print_escaped(stdout, r->str, r->len);
+    else
+        fputc('-', stdout);
+}
+
+/* Prints one page: ids and scores in page, HMGET replies read now. 0 or
+ * an exit code. */
+static int print_page(cli *ctx, const char *type, const redisReply *page)
+{
+    char key[KEY_MAX], when[64];
+    redisContext *redis;
+    size_t n = page->elements / 2;
+    int code = 0, err;
+
+    if (!(redis = cli_redis(ctx, &code)))
+        return code;
+    for (size_t i = 0; i < n; i++) {
+        cli_task_key(ctx, key, type, "task", page->element[2 * i]->str);
+        if (redisAppendCommand(redis, "HMGET %s attempt error", key) !=
+            REDIS_OK)
+            return cli_reply_check(ctx, NULL, "dead list");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *id = page->element[2 * i];
+        redisReply *r = cli_read(ctx, &err, "dead list");
+        if (!r)
+            return err;
+        if (code == 0)
+            code = cli_reply_check(ctx, r, "dead list");
+        if (code == 0) {
+            int whole = r->type == REDIS_REPLY_ARRAY && r->elements == 2;
+            cli_iso_time((int64_t)strtod(page->element[2 * i + 1]->str, NULL),
+                         when, sizeof(when));
+            cli_print_escaped(stdout, id->str, id->len);
+            printf("  %s  ", when);
+            print_field(whole ? r->element[0] : NULL);
+            fputs("  ", stdout);
+            print_field(whole ? r->element[1] : NULL);
+            fputc('\n', stdout);
+        }
+        freeReplyObject(r);
+    }
+    return code;
+}
+
+static int run(cli *ctx, int argc, char **argv)
+{
+    static const struct option options[] = {{"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    char dead[KEY_MAX];
+    const char *type;
+    int opt, code = 0;
+
+    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
+        ;
+    if (opt < 0)
+        return cli_option_exit(opt);
+    if (optind >= argc)
+        return cli_usage(ctx, "missing TYPE");
+    if (argc - optind > 1)
+        return cli_usage(ctx, "unexpected argument '%s'", argv[optind + 1]);
+    type = argv[optind];
+    if ((code = cli_check_type(ctx, type)) != 0)
+        return code;
+    cli_key(ctx, dead, type, "dead");
+    for (long start = 0; code == 0; start += PAGE) {
+        redisReply *page =
+            cli_run(ctx, &code, "dead list", "ZREVRANGE %s %ld %ld WITHSCORES",
+                    dead, start, start + PAGE - 1);
+        size_t n;
+        if (!page)
+            break;
+        n = page->type == REDIS_REPLY_ARRAY ? page->elements / 2 : 0;
+        for (size_t i = 0; i < 2 * n; i++)
+            if (page->element[i]->type != REDIS_REPLY_STRING)
+                n = 0;
+        if (n > 0)
+            code = print_page(ctx, type, page);
+        freeReplyObject(page);
+        if (n < PAGE)
+            break;
+    }
+    return code;
+}
+
+const cli_command cmd_dead_list_entry = {
+    .name = "dead list",
+    .usage = "TYPE",
+    .run = run,
+};

@@ -1,0 +1,113 @@
+/* wharf dead purge TYPE: deletes the dead tasks of TYPE, each id's
+ * envelope and its place in the dead set with one atomic script, in
+ * pipelined chunks, through the dead set as it was at the start. Prints
+ * how many were purged. */
+#include <string.h>
+#include <sysexits.h>
+
+#include "cli.h"
+#include "script.h"
+
+/* Dead ids per round trip. */
+#define CHUNK 500
+
+/* KEYS: 1 dead, 2 task:<id>. ARGV: 1 id. Replies 1 if it was dead. */
+static const char purge_lua[] =
+    "if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then\n"
+    "  redis.call('DEL', KEYS[2])\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";
+
+static script purge_script = {.name = "purge", .source = purge_lua};
+
+/* Purges the ids of one ZRANGE page. 0 or an exit code. */
+static int purge_page(cli *ctx, redisContext *redis, const char *type,
+                      const redisReply *page, long *purged)
+{
+    char dead[KEY_MAX], task[KEY_MAX];
+    const char *argv[3];
+    int code = 0, err;
+
+    cli_key(ctx, dead, type, "dead");
+    for (size_t i = 0; i < page->elements; i++)
+        if (page->element[i]->type != REDIS_REPLY_STRING)
+            return cli_fail(ctx, EX_SOFTWARE, "ZRANGE gave a non-string");
+    for (size_t i = 0; i < page->elements; i++) {
+        cli_task_key(ctx, task, type, "task", page->element[i]->str);
+        argv[0] = dead;
+        argv[1] = task;
+        argv[2] = page->element[i]->str;
+        if (script_append(redis, &purge_script, 2, 3, argv, NULL) != 0)
+            return cli_reply_check(ctx, NULL, "dead purge");
+    }
+    for (size_t i = 0; i < page->elements; i++) {
+        redisReply *r = cli_read(ctx, &err, "dead purge");
+        if (!r)
+            return err;
+        if (code == 0)
+            code = cli_reply_check(ctx, r, "dead purge");
+        if (code == 0 && r->type == REDIS_REPLY_INTEGER && r->integer == 1)
+            (*purged)++;
+        freeReplyObject(r);
+    }
+    return code;
+}
+
+static int run(cli *ctx, int argc, char **argv)
+{
+    static const struct option options[] = {{"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    char dead[KEY_MAX], err[512];
+    const char *type;
+    redisContext *redis = NULL;
+    redisReply *r;
+    long long remaining;
+    long purged = 0;
+    int opt, code;
+
+    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
+        ;
+    if (opt < 0)
+        return cli_option_exit(opt);
+    if (optind >= argc)
+        return cli_usage(ctx, "missing TYPE");
+    if (argc - optind > 1)
+        return cli_usage(ctx, "unexpected argument '%s'", argv[optind + 1]);
+    type = argv[optind];
+    if ((code = cli_check_type(ctx, type)) != 0)
+        return code;
+    script_init(&purge_script);
+    cli_key(ctx, dead, type, "dead");
+    if (!(r = cli_run(ctx, &code, "dead purge", "ZCARD %s", dead)))
+        return code;
+    remaining = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+    freeReplyObject(r);
+    if (remaining > 0 && (redis = cli_redis(ctx, &code)) &&
+        script_load(redis, &purge_script, err, sizeof(err)) != 0)
+        code = cli_fail(ctx, EX_UNAVAILABLE, "%s", err);
+    while (code == 0 && remaining > 0) {
+        long take = remaining < CHUNK ? (long)remaining : CHUNK;
+        r = cli_run(ctx, &code, "dead purge", "ZRANGE %s 0 %ld", dead,
+                    take - 1);
+        if (!r)
+            break;
+        if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
+            freeReplyObject(r);
+            break;
+        }
+        /* cli_run may have made a new connection: take it afresh. */
+        if ((redis = cli_redis(ctx, &code)))
+            code = purge_page(ctx, redis, type, r, &purged);
+        remaining -= (long long)r->elements;
+        freeReplyObject(r);
+    }
+    printf("purged %ld\n", purged);
+    return code;
+}
+
+const cli_command cmd_dead_purge_entry = {
+    .name = "dead purge",
+    .usage = "TYPE",
+    .run = run,
+};

@@ -1,0 +1,208 @@
+/* wharf dead replay TYPE (ID|--all): moves dead tasks back into the
+ * stream, each with one atomic script: attempt 1, no error. --all works
+ * through the dead set as it was at the start, so tasks that die again
+ * meanwhile are not replayed in a loop. Prints how many were replayed. */
+#include <string.h>
+#include <sysexits.h>
+
+#include "cli.h"
+#include "script.h"
+
+/* Dead ids per round trip with --all. */
+#define CHUNK 200
+
+/* KEYS: 1 dead, 2 task:<id>, 3 stream. ARGV: 1 id, 2 type.
+ * Replies OK, NOT_FOUND (not in the dead set) or MISSING (in the dead set
+ * without an envelope: dropped from it). */
+static const char replay_lua[] =
+    "if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then\n"
+    "  return 'NOT_FOUND'\n"
+    "end\n"
+    "redis.call('ZREM', KEYS[1], ARGV[1])\n"
+    "local h = redis.call('HGETALL', KEYS[2])\n"
+    "if #h == 0 then return 'MISSING' end\n"
+    "local drop = {id = 1, type = 1, payload = 1, attempt = 1,\n"
+    "              enqueued_at = 1, trace = 1, error = 1, failed_at = 1,\n"
+    "              worker = 1}\n"
+    "local v, f = {}, {}\n"
+    "for i = 1, #h, 2 do v[h[i]] = h[i + 1] end\n"
+    "local function add(name, value)\n"
+    "  if value then f[#f + 1] = name; f[#f + 1] = value end\n"
+    "end\n"
+    "add('id', v.id or ARGV[1])\n"
+    "add('type', v.type or ARGV[2])\n"
+    "add('payload', v.payload)\n"
+    "add('attempt', '1')\n"
+    "add('enqueued_at', v.enqueued_at)\n"
+    "add('trace', v.trace)\n"
+    "for i = 1, #h, 2 do\n"
+    "  if not drop[h[i]] then add(h[i], h[i + 1]) end\n"
+    "end\n"
+    "redis.call('XADD', KEYS[3], '*', unpack(f))\n"
+    "redis.call('DEL', KEYS[2])\n"
+    "return 'OK'\n";
+
+static script replay_script = {.name = "replay", .source = replay_lua};
+
+/* Fills the 5 arguments of the script for id. */
+static void call_args(cli *ctx, const char *type, const char *id,
+                      char keys[3][KEY_MAX], const char *argv[5])
+{
+    cli_key(ctx, keys[0], type, "dead");
+    cli_task_key(ctx, keys[1], type, "task", id);
+    cli_key(ctx, keys[2], type, "stream");
+    argv[0] = keys[0];
+    argv[1] = keys[1];
+    argv[2] = keys[2];
+    argv[3] = id;
+    argv[4] = type;
+}
+
+/* The script's answer word, or NULL after saying why there is none. */
+static const char *answer(cli *ctx, const redisReply *r, int *code)
+{
+    *code = cli_reply_check(ctx, r, "dead replay");
+    if (*code != 0)
+        return NULL;
+    if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS) {
+        *code = cli_fail(ctx, EX_SOFTWARE,
+                         "the replay script gave an "
+                         "unexpected reply");
+        return NULL;
+    }
+    return r->str;
+}
+
+static int replay_one(cli *ctx, const char *type, const char *id)
+{
+    char keys[3][KEY_MAX];
+    const char *argv[5], *word;
+    redisContext *redis;
+    redisReply *r;
+    int code;
+
+    if (!(redis = cli_redis(ctx, &code)))
+        return code;
+    call_args(ctx, type, id, keys, argv);
+    r = script_run(redis, &replay_script, 3, 5, argv, NULL);
+    word = answer(ctx, r, &code);
+    if (word && strcmp(word, "OK") == 0)
+        printf("replayed 1\n");
+    else if (word && strcmp(word, "NOT_FOUND") == 0)
+        code = cli_fail(ctx, CLI_NOT_FOUND, "no dead task '%s' of type '%s'",
+                        id, type);
+    else if (word)
+        code = cli_fail(ctx, CLI_NOT_FOUND,
+                        "dead task '%s' of type '%s' had "
+                        "no envelope: dropped it from "
+                        "the dead set",
+                        id, type);
+    freeReplyObject(r);
+    return code;
+}
+
+/* Replays the ids of one ZRANGE page, pipelined. 0 or an exit code. */
+static int replay_page(cli *ctx, redisContext *redis, const char *type,
+                       const redisReply *page, long *replayed, long *missing)
+{
+    char keys[3][KEY_MAX];
+    const char *argv[5];
+    int code = 0, err;
+
+    for (size_t i = 0; i < page->elements; i++)
+        if (page->element[i]->type != REDIS_REPLY_STRING)
+            return cli_fail(ctx, EX_SOFTWARE, "ZRANGE gave a non-string");
+    for (size_t i = 0; i < page->elements; i++) {
+        call_args(ctx, type, page->element[i]->str, keys, argv);
+        if (script_append(redis, &replay_script, 3, 5, argv, NULL) != 0)
+            return cli_reply_check(ctx, NULL, "dead replay");
+    }
+    for (size_t i = 0; i < page->elements; i++) {
+        redisReply *r = cli_read(ctx, &err, "dead replay");
+        const char *word;
+        if (!r)
+            return err;
+        word = code == 0 ? answer(ctx, r, &code) : NULL;
+        if (word && strcmp(word, "OK") == 0)
+            (*replayed)++;
+        else if (word && strcmp(word, "MISSING") == 0)
+            (*missing)++;
+        freeReplyObject(r);
+    }
+    return code;
+}
+
+static int replay_all(cli *ctx, const char *type)
+{
+    char dead[KEY_MAX], err[512];
+    redisContext *redis = NULL;
+    redisReply *r;
+    long long remaining;
+    long replayed = 0, missing = 0;
+    int code = 0;
+
+    cli_key(ctx, dead, type, "dead");
+    if (!(r = cli_run(ctx, &code, "dead replay", "ZCARD %s", dead)))
+        return code;
+    remaining = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+    freeReplyObject(r);
+    if (remaining > 0 && (redis = cli_redis(ctx, &code)) &&
+        script_load(redis, &replay_script, err, sizeof(err)) != 0)
+        code = cli_fail(ctx, EX_UNAVAILABLE, "%s", err);
+    while (code == 0 && remaining > 0) {
+        long take = remaining < CHUNK ? (long)remaining : CHUNK;
+        r = cli_run(ctx, &code, "dead replay", "ZRANGE %s 0 %ld", dead,
+                    take - 1);
+        if (!r)
+            break;
+        if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
+            freeReplyObject(r);
+            break;
+        }
+        /* cli_run may have made a new connection: take it afresh. */
+        if ((redis = cli_redis(ctx, &code)))
+            code = replay_page(ctx, redis, type, r, &replayed, &missing);
+        remaining -= (long long)r->elements;
+        freeReplyObject(r);
+    }
+    printf("replayed %ld\n", replayed);
+    if (missing > 0)
+        cli_fail(ctx, 0,
+                 "%ld dead ids had no envelope: dropped them from "
+                 "the dead set",
+                 missing);
+    return code;
+}
+
+static int run(cli *ctx, int argc, char **argv)
+{
+    static const struct option options[] = {{"all", no_argument, NULL, 'a'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    int opt, all = 0, code;
+
+    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
+        all = 1;
+    if (opt < 0)
+        return cli_option_exit(opt);
+    if (optind >= argc)
+        return cli_usage(ctx, "missing TYPE");
+    if (!all && argc - optind < 2)
+        return cli_usage(ctx, "missing ID or --all");
+    if (all && argc - optind > 1)
+        return cli_usage(ctx, "give an ID or --all, not both");
+    if (argc - optind > 2)
+        return cli_usage(ctx, "unexpected argument '%s'", argv[optind + 2]);
+    if ((code = cli_check_type(ctx, argv[optind])) != 0 ||
+        (!all && (code = cli_check_id(ctx, argv[optind + 1])) != 0))
+        return code;
+    script_init(&replay_script);
+    return all ? replay_all(ctx, argv[optind])
+               : replay_one(ctx, argv[optind], argv[optind + 1]);
+}
+
+const cli_command cmd_dead_replay_entry = {
+    .name = "dead replay",
+    .usage = "TYPE (ID|--all)",
+    .run = run,
+};

@@ -1,0 +1,125 @@
+/* wharf dead show TYPE ID: every field of a dead task's envelope, one
+ * "name: value" a line (values escaped when not printable), with when it
+ * died; exit 1 if the id is not in the dead set. */
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include "cli.h"
+
+/* The envelope's fields in the order they are shown; others follow. */
+static const char *const known[] = {
+    "id",     "type",        "attempt", "error",   "failed_at",
+    "worker", "enqueued_at", "trace",   "payload", NULL};
+
+static int is_time_field(const char *name)
+{
+    return strcmp(name, "failed_at") == 0 || strcmp(name, "enqueued_at") == 0;
+}
+
+static void print_value(const char *name, const redisReply *value)
+{
+    char when[64];
+
+    printf("%s: ", name);
+    if (strcmp(name, "payload") == 0)
+        printf("(%zu bytes%s) ", value->len,
+               cli_printable(value->str, value->len) ? "" : ", escaped");
+    cli_print_escaped(stdout, value->str, value->len);
+    if (is_time_field(name) && value->len > 0) {
+        cli_iso_time(strtoll(value->str, NULL, 10), when, sizeof(when));
+        printf(" (%s)", when);
+    }
+    fputc('\n', stdout);
+}
+
+static int is_known(const char *name)
+{
+    for (size_t i = 0; known[i]; i++)
+        if (strcmp(known[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Prints the HGETALL reply fields: known ones first, in order. */
+static void print_envelope(const redisReply *all)
+{
+    for (size_t k = 0; known[k]; k++)
+        for (size_t i = 0; i + 1 < all->elements; i += 2)
+            if (strcmp(all->element[i]->str, known[k]) == 0)
+                print_value(known[k], all->element[i + 1]);
+    for (size_t i = 0; i + 1 < all->elements; i += 2)
+        if (!is_known(all->element[i]->str))
+            print_value(all->element[i]->str, all->element[i + 1]);
+}
+
+static int valid_hash(const redisReply *all)
+{
+    if (all->type != REDIS_REPLY_ARRAY || all->elements % 2 != 0)
+        return 0;
+    for (size_t i = 0; i < all->elements; i++)
+        if (all->element[i]->type != REDIS_REPLY_STRING)
+            return 0;
+    return 1;
+}
+
+static int run(cli *ctx, int argc, char **argv)
+{
+    static const struct option options[] = {{"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    char dead[KEY_MAX], task[KEY_MAX], when[64];
+    redisReply *score = NULL, *all = NULL;
+    const char *type, *id;
+    int opt, code;
+
+    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
+        ;
+    if (opt < 0)
+        return cli_option_exit(opt);
+    if (argc - optind < 2)
+        return cli_usage(ctx, "missing %s", optind < argc ? "ID" : "TYPE");
+    if (argc - optind > 2)
+        return cli_usage(ctx, "unexpected argument '%s'", argv[optind + 2]);
+    type = argv[optind];
+    id = argv[optind + 1];
+    if ((code = cli_check_type(ctx, type)) != 0 ||
+        (code = cli_check_id(ctx, id)) != 0)
+        return code;
+    cli_key(ctx, dead, type, "dead");
+    cli_task_key(ctx, task, type, "task", id);
+    score = cli_run(ctx, &code, "dead show", "ZSCORE %s %s", dead, id);
+    if (!score)
+        goto out;
+    if (score->type != REDIS_REPLY_STRING) {
+        code = cli_fail(ctx, CLI_NOT_FOUND, "no dead task '%s' of type '%s'",
+                        id, type);
+        goto out;
+    }
+    all = cli_run(ctx, &code, "dead show", "HGETALL %s", task);
+    if (!all)
+        goto out;
+    if (!valid_hash(all)) {
+        code = cli_fail(ctx, EX_SOFTWARE, "%s is not a hash", task);
+        goto out;
+    }
+    cli_iso_time((int64_t)strtod(score->str, NULL), when, sizeof(when));
+    printf("died_at: %s (%s)\n", score->str, when);
+    if (all->elements == 0) {
+        code = cli_fail(ctx, CLI_NOT_FOUND,
+                        "dead task '%s' of type '%s' has "
+                        "no envelope (%s is gone)",
+                        id, type, task);
+        goto out;
+    }
+    print_envelope(all);
+out:
+    freeReplyObject(score);
+    freeReplyObject(all);
+    return code;
+}
+
+const cli_command cmd_dead_show_entry = {
+    .name = "dead show",
+    .usage = "TYPE ID",
+    .run = run,
+};

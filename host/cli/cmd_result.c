@@ -1,0 +1,50 @@
+/* wharf result TYPE ID [--wait DUR]: the result bytes on stdout, exactly;
+ * exit 1 when there is none (yet). */
+#include <stdlib.h>
+#include <sysexits.h>
+
+#include "cli.h"
+
+static int run(cli *ctx, int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"wait", required_argument, NULL, 'w'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *type, *id, *wait_text = NULL;
+    int64_t wait_ms = 0;
+    void *data = NULL;
+    size_t len = 0;
+    wharf_client_status status;
+    int opt, code;
+
+    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
+        wait_text = optarg;
+    if (opt < 0)
+        return cli_option_exit(opt);
+    if (argc - optind < 2)
+        return cli_usage(ctx, "missing %s", optind < argc ? "ID" : "TYPE");
+    if (argc - optind > 2)
+        return cli_usage(ctx, "unexpected argument '%s'", argv[optind + 2]);
+    type = argv[optind];
+    id = argv[optind + 1];
+    if ((wait_text &&
+         (code = cli_duration(ctx, "--wait", wait_text, &wait_ms)) != 0) ||
+        (code = cli_check_type(ctx, type)) != 0 ||
+        (code = cli_check_id(ctx, id)) != 0 || (code = cli_connect(ctx)) != 0)
+        return code;
+    status = wharf_result_wait(ctx->client, type, id, wait_ms, &data, &len);
+    if (status != WHARF_CLIENT_OK)
+        return cli_fail(ctx, cli_exit_status(status), "%s",
+                        wharf_client_errstr(ctx->client));
+    if (len > 0 && fwrite(data, 1, len, stdout) != len)
+        code = EX_IOERR; /* main says why when it flushes */
+    wharf_free(data);
+    return code;
+}
+
+const cli_command cmd_result_entry = {
+    .name = "result",
+    .usage = "TYPE ID [--wait DUR]",
+    .run = run,
+};

@@ -1,0 +1,213 @@
+/* wharf stats [--json]: per type of the types set, ready (stream length
+ * less pending), running (pending), delayed, dead and pressure. O(1)
+ * commands per type, all types in one pipelined round trip. */
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include "cli.h"
+
+/* Commands sent per type, in this order. */
+enum { Q_XLEN, Q_PENDING, Q_DELAYED, Q_DEAD, Q_PRESSURE, Q_COUNT };
+
+typedef struct type_stats {
+    const char *name; /* points into the SMEMBERS reply */
+    long long ready, running, delayed, dead;
+    int pressure;
+} type_stats;
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const type_stats *)a)->name, ((const type_stats *)b)->name);
+}
+
+/* Appends the Q_COUNT queries of type. 0, or -1 when hiredis failed. */
+static int append_queries(cli *ctx, redisContext *redis, const char *type)
+{
+    char stream[KEY_MAX], delayed[KEY_MAX], dead[KEY_MAX], pressure[KEY_MAX];
+
+    cli_key(ctx, stream, type, "stream");
+    cli_key(ctx, delayed, type, "delayed");
+    cli_key(ctx, dead, type, "dead");
+    cli_key(ctx, pressure, type, "pressure");
+    if (redisAppendCommand(redis, "XLEN %s", stream) != REDIS_OK ||
+        redisAppendCommand(redis, "XPENDING %s %s", stream, WHARF_GROUP) !=
+            REDIS_OK ||
+        redisAppendCommand(redis, "ZCARD %s", delayed) != REDIS_OK ||
+        redisAppendCommand(redis, "ZCARD %s", dead) != REDIS_OK ||
+        redisAppendCommand(redis, "EXISTS %s", pressure) != REDIS_OK)
+        return -1;
+    return 0;
+}
+
+/* Stores reply number q of a type into s. 0 or an exit code. */
+static int take(cli *ctx, int q, const redisReply *r, type_stats *s)
+{
+    int code;
+
+    if (q == Q_PENDING && r->type == REDIS_REPLY_ERROR &&
+        strncmp(r->str, "NOGROUP", 7) == 0) {
+        s->running = 0; /* no group yet: nothing was ever claimed */
+        return 0;
+    }
+    code = cli_reply_check(ctx, r, "stats");
+    if (code != 0)
+        return code;
+    if (q == Q_PENDING) {
+        /* [count, first id, last id, consumers] */
+        if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+            r->element[0]->type != REDIS_REPLY_INTEGER)
+            return cli_fail(ctx, EX_SOFTWARE,
+                            "stats: XPENDING of '%s' gave "
+                            "an unexpected reply",
+                            s->name);
+        s->running = r->element[0]->integer;
+        return 0;
+    }
+    if (r->type != REDIS_REPLY_INTEGER)
+        return cli_fail(ctx, EX_SOFTWARE, "stats: unexpected reply for '%s'",
+                        s->name);
+    if (q == Q_XLEN)
+        s->ready = r->integer;
+    else if (q == Q_DELAYED)
+        s->delayed = r->integer;
+    else if (q == Q_DEAD)
+        s->dead = r->integer;
+    else
+        s->pressure = r->integer != 0;
+    return 0;
+}
+
+/* Type names come from Redis: escape what JSON requires. */
+static void print_json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
+static void print_json(const type_stats *stats, size_t n)
+{
+    printf("{\"types\": {");
+    for (size_t i = 0; i < n; i++) {
+        const type_stats *s = &stats[i];
+        printf("%s", i ? ", " : "");
+        print_json_string(s->name);
+        printf(": {\"ready\": %lld, \"running\": %lld, \"delayed\": %lld, "
+               "\"dead\": %lld, \"pressure\": %s}",
+               s->ready, s->running, s->delayed, s->dead,
+               s->pressure ? "true" : "false");
+    }
+    printf("}}\n");
+}
+
+static void print_table(const type_stats *stats, size_t n)
+{
+    int width = 4;
+
+    for (size_t i = 0; i < n; i++)
+        if ((int)strlen(stats[i].name) > width)
+            width = (int)strlen(stats[i].name);
+    printf("%-*s %10s %10s %10s %10s  %s\n", width, "TYPE", "READY", "RUNNING",
+           "DELAYED", "DEAD", "PRESSURE");
+    for (size_t i = 0; i < n; i++)
+        printf("%-*s %10lld %10lld %10lld %10lld  %s\n", width, stats[i].name,
+               stats[i].ready, stats[i].running, stats[i].delayed,
+               stats[i].dead, stats[i].pressure ? "yes" : "no");
+}
+
+/* Reads every type's replies into stats. 0 or an exit code. */
+static int collect(cli *ctx, const redisReply *types, type_stats *stats)
+{
+    redisContext *redis;
+    int code = 0;
+
+    if (!(redis = cli_redis(ctx, &code)))
+        return code;
+    for (size_t i = 0; i < types->elements; i++) {
+        stats[i].name = types->element[i]->str;
+        if (append_queries(ctx, redis, stats[i].name) != 0)
+            return cli_reply_check(ctx, NULL, "stats");
+    }
+    /* Read every reply even after a bad one, so none is left unread. */
+    for (size_t i = 0; i < types->elements; i++) {
+        for (int q = 0; q < Q_COUNT; q++) {
+            int err;
+            redisReply *r = cli_read(ctx, &err, "stats");
+            if (!r)
+                return err;
+            if (code == 0)
+                code = take(ctx, q, r, &stats[i]);
+            freeReplyObject(r);
+        }
+        /* Entries pending are in the stream too, but not ready. */
+        stats[i].ready -= stats[i].running;
+        if (stats[i].ready < 0)
+            stats[i].ready = 0;
+    }
+    return code;
+}
+
+static int run(cli *ctx, int argc, char **argv)
+{
+    static const struct option options[] = {{"json", no_argument, NULL, 'j'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    char key[KEY_MAX];
+    redisReply *types = NULL;
+    type_stats *stats = NULL;
+    int opt, json = 0, code = 0;
+
+    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
+        json = 1;
+    if (opt < 0)
+        return cli_option_exit(opt);
+    if (optind < argc)
+        return cli_usage(ctx, "unexpected argument '%s'", argv[optind]);
+    key_global(key, sizeof(key), ctx->prefix, "types");
+    types = cli_run(ctx, &code, "stats", "SMEMBERS %s", key);
+    if (!types)
+        return code;
+    if (types->type != REDIS_REPLY_ARRAY) {
+        code = cli_fail(ctx, EX_SOFTWARE, "stats: %s is not a set", key);
+        goto out;
+    }
+    for (size_t i = 0; i < types->elements; i++) {
+        if (types->element[i]->type != REDIS_REPLY_STRING) {
+            code =
+                cli_fail(ctx, EX_SOFTWARE, "stats: %s holds a non-string", key);
+            goto out;
+        }
+    }
+    stats = calloc(types->elements + 1, sizeof(*stats));
+    if (!stats) {
+        code = cli_fail(ctx, EX_OSERR, "out of memory");
+        goto out;
+    }
+    code = collect(ctx, types, stats);
+    if (code != 0)
+        goto out;
+    qsort(stats, types->elements, sizeof(*stats), by_name);
+    if (json)
+        print_json(stats, types->elements);
+    else
+        print_table(stats, types->elements);
+out:
+    free(stats);
+    freeReplyObject(types);
+    return code;
+}
+
+const cli_command cmd_stats_entry = {
+    .name = "stats",
+    .usage = "[--json]",
+    .run = run,
+};

@@ -1,0 +1,134 @@
+/* libwharf-client: the producer's API. Enqueues tasks into wharf queues in
+ * Redis and reads their results, following the data contract of the design
+ * (one atomic script per enqueue; the type's policy is enforced in Redis).
+ * Build with `pkg-config --cflags --libs wharf-client` or CMake
+ * `find_package(wharf)` and target `wharf::client`. */
+#ifndef WHARF_CLIENT_H
+#define WHARF_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define WHARF_CLIENT_API __attribute__((visibility("default")))
+#else
+#define WHARF_CLIENT_API
+#endif
+
+/* What every call returns. The numbers never change. */
+typedef enum wharf_client_status {
+    WHARF_CLIENT_OK = 0,
+    WHARF_CLIENT_DUPLICATE = 1,    /* enqueue: already enqueued (not an
+                                      error); the existing id is returned */
+    WHARF_CLIENT_NOT_FOUND = 2,    /* no such result */
+    WHARF_CLIENT_BAD_INPUT = 3,    /* bad type, id, trace, delay or URL */
+    WHARF_CLIENT_TOO_LARGE = 4,    /* payload over the type's max_payload */
+    WHARF_CLIENT_BACKPRESSURE = 5, /* backlog at max_backlog: try later */
+    WHARF_CLIENT_UNAVAILABLE = 6,  /* Redis unreachable, down or loading */
+    WHARF_CLIENT_TIMEOUT = 7,      /* a wait ran out */
+    WHARF_CLIENT_ERROR = 8         /* anything else (out of memory, a
+                                      Redis error); see the errstr */
+} wharf_client_status;
+
+#define WHARF_TYPE_MAX 100   /* a type is 1-100 of [A-Za-z0-9._-] */
+#define WHARF_ID_MAX 200     /* an id is 1-200 bytes of 0x21..0x7e */
+#define WHARF_PREFIX_MAX 100 /* a key prefix: 1-100 of 0x21..0x7e, no {} */
+#define WHARF_TRACE_LEN 55   /* 00-<32 hex>-<16 hex>-<2 hex> */
+
+/* A connection to one Redis and one key prefix. Not thread-safe: use one
+ * client per thread. A broken connection is made again on the next call. */
+typedef struct wharf_client wharf_client;
+
+/* Connects to url ("redis://[user:password@]host[:port][/db]" or
+ * "unix:///path[?db=N]"; NULL = redis://127.0.0.1:6379). password (NULL =
+ * the URL's own) is sent with AUTH; prefix NULL = "wharf". On
+ * WHARF_CLIENT_OK sets *out, which the caller closes with
+ * wharf_client_close. Otherwise *out is untouched and err (if not NULL)
+ * holds one line: BAD_INPUT for a bad URL or prefix, UNAVAILABLE if Redis
+ * cannot be reached or refuses AUTH, ERROR when out of memory. */
+WHARF_CLIENT_API wharf_client_status
+wharf_client_open(wharf_client **out, const char *url, const char *password,
+                  const char *prefix, char *err, size_t errlen);
+
+/* Closes the connection and frees the client. Accepts NULL. */
+WHARF_CLIENT_API void wharf_client_close(wharf_client *client);
+
+/* One line saying what the last failed call did wrong and why ("" if none
+ * failed). Owned by the client; valid until its next call. */
+WHARF_CLIENT_API const char *wharf_client_errstr(const wharf_client *client);
+
+/* The status as a word ("ok", "duplicate", "not_found", ...);
+ * static storage. */
+WHARF_CLIENT_API const char *wharf_client_status_name(wharf_client_status s);
+
+/* One task to enqueue. Zero every field you do not set. The library reads
+ * it during the call only. */
+typedef struct wharf_enqueue_opts {
+    const char *type;    /* required: 1-100 of [A-Za-z0-9._-] */
+    const void *payload; /* binary-safe; may be NULL when payload_len is 0 */
+    size_t payload_len;
+    const char *id;    /* NULL: SHA-256 of "type\npayload" (hex) when the
+                          type's idempotency is payload, else random */
+    const char *trace; /* NULL: a new random W3C traceparent */
+    int64_t delay_ms;  /* 0: ready now; else due after this long */
+} wharf_enqueue_opts;
+
+/* What Redis answered for one task. */
+typedef struct wharf_enqueue_reply {
+    wharf_client_status status; /* OK, DUPLICATE, or why it was refused */
+    char id[WHARF_ID_MAX + 1];  /* OK/DUPLICATE: the task id, else "" */
+    int duplicate;              /* 1 when status is DUPLICATE */
+    int pressure;               /* 1 while the type's backlog is high: slow
+                                   down before max_backlog refuses tasks */
+    uint64_t limit; /* TOO_LARGE: max_payload; BACKPRESSURE: max_backlog */
+} wharf_enqueue_reply;
+
+/* Enqueues one task with one atomic script in Redis. Returns OK or
+ * DUPLICATE (the task was already enqueued within idempotency_ttl; nothing
+ * was added and out->id is the existing id), or why not: BAD_INPUT
+ * (checked before Redis is asked), TOO_LARGE, BACKPRESSURE, UNAVAILABLE,
+ * ERROR. *out is written whenever Redis answered (OK, DUPLICATE,
+ * TOO_LARGE, BACKPRESSURE); out may be NULL. */
+WHARF_CLIENT_API wharf_client_status
+wharf_enqueue(wharf_client *client, const wharf_enqueue_opts *opts,
+              wharf_enqueue_reply *out);
+
+/* Enqueues n tasks, pipelined: one round trip per up to 1024 tasks, each
+ * task still its own atomic script. replies (n of them, caller-owned) get
+ * each task's own answer in .status (a task with a bad type, id or trace
+ * gets BAD_INPUT and is not sent). Returns OK when every task has its
+ * answer; UNAVAILABLE or ERROR if the batch stopped part way, in which case
+ * the tasks without an answer have that status too (some of them may have
+ * been enqueued: enqueue them again, deduplication makes it safe unless
+ * their type's idempotency is none). */
+WHARF_CLIENT_API wharf_client_status
+wharf_enqueue_batch(wharf_client *client, const wharf_enqueue_opts *tasks,
+                    size_t n, wharf_enqueue_reply *replies);
+
+/* Reads the cached result of task id of type. On OK sets *data to a
+ * malloc'd copy of the bytes with a NUL after them (the caller frees it
+ * with wharf_free or free) and *len to their count; an empty result is OK
+ * with *len 0. NOT_FOUND when there is none (yet, or any more). */
+WHARF_CLIENT_API wharf_client_status wharf_result_get(wharf_client *client,
+                                                      const char *type,
+                                                      const char *id,
+                                                      void **data, size_t *len);
+
+/* wharf_result_get, polling (5 ms, growing to 100 ms between tries) until
+ * the result exists or timeout_ms has passed: then TIMEOUT. */
+WHARF_CLIENT_API wharf_client_status
+wharf_result_wait(wharf_client *client, const char *type, const char *id,
+                  int64_t timeout_ms, void **data, size_t *len);
+
+/* Frees memory the library handed out. Accepts NULL. */
+WHARF_CLIENT_API void wharf_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WHARF_CLIENT_H */

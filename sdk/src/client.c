@@ -1,0 +1,221 @@
+/* A client: its connection to Redis, its last error, and the status
+ * vocabulary; see <wharf/client.h> and client_internal.h. */
+#include "client_internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client_ids.h"
+
+#define DEFAULT_URL "redis://127.0.0.1:6379"
+#define DEFAULT_PREFIX "wharf"
+
+void client_error(wharf_client *c, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(c->errstr, sizeof(c->errstr), fmt, ap);
+    va_end(ap);
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!err || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+redisContext *client_redis(wharf_client *c)
+{
+    char err[512];
+
+    if (c->redis && !c->redis->err)
+        return c->redis;
+    redisFree(c->redis);
+    c->enqueue_loaded = 0;
+    c->redis = redis_url_connect(&c->url, c->password, CLIENT_TIMEOUT_MS, err,
+                                 sizeof(err));
+    if (!c->redis)
+        client_error(c, "%s", err);
+    return c->redis;
+}
+
+/* Error replies that mean "this Redis cannot serve now", not "you asked
+ * for something wrong". */
+static int unavailable_error(const char *text)
+{
+    static const char *const codes[] = {"LOADING",    "BUSY",   "MASTERDOWN",
+                                        "TRYAGAIN",   "NOAUTH", "READONLY",
+                                        "CLUSTERDOWN"};
+
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+        size_t n = strlen(codes[i]);
+        if (strncmp(text, codes[i], n) == 0 &&
+            (text[n] == ' ' || text[n] == '\0'))
+            return 1;
+    }
+    return 0;
+}
+
+wharf_client_status
+client_reply_status(wharf_client *c, const redisReply *reply, const char *what)
+{
+    if (!reply) {
+        if (c->redis && c->redis->err == REDIS_ERR_OOM) {
+            client_error(c, "%s: out of memory", what);
+            return WHARF_CLIENT_ERROR;
+        }
+        client_error(c, "%s: %s: %s", what, c->where,
+                     c->redis && c->redis->errstr[0] ? c->redis->errstr
+                                                     : "connection lost");
+        return WHARF_CLIENT_UNAVAILABLE;
+    }
+    if (reply->type != REDIS_REPLY_ERROR)
+        return WHARF_CLIENT_OK;
+    client_error(c, "%s: redis answered: %s", what, reply->str);
+    return unavailable_error(reply->str) ? WHARF_CLIENT_UNAVAILABLE
+                                         : WHARF_CLIENT_ERROR;
+}
+
+wharf_client_status wharf_client_open(wharf_client **out, const char *url,
+                                      const char *password, const char *prefix,
+                                      char *err, size_t errlen)
+{
+    wharf_client *c = NULL;
+    wharf_client_status status = WHARF_CLIENT_ERROR;
+    char why[512];
+
+    if (!url)
+        url = DEFAULT_URL;
+    if (!prefix)
+        prefix = DEFAULT_PREFIX;
+    if (!out) {
+        set_err(err, errlen, "no place to put the client");
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    if (!client_valid_prefix(prefix)) {
+        set_err(err, errlen,
+                "key prefix '%.120s' is not valid: use 1-100 printable "
+                "ASCII characters, no spaces or braces",
+                prefix);
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    c = calloc(1, sizeof(*c));
+    if (!c) {
+        set_err(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (redis_url_parse(url, &c->url, why, sizeof(why)) != 0) {
+        set_err(err, errlen, "bad Redis URL %s", why);
+        status = WHARF_CLIENT_BAD_INPUT;
+        goto fail;
+    }
+    redis_url_describe(&c->url, c->where, sizeof(c->where));
+    snprintf(c->prefix, sizeof(c->prefix), "%s", prefix);
+    if (password && !(c->password = strdup(password))) {
+        set_err(err, errlen, "out of memory");
+        goto fail;
+    }
+    c->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+    c->digest = EVP_MD_CTX_new();
+    if (!c->sha256 || !c->digest) {
+        set_err(err, errlen, "libcrypto: cannot set up SHA-256");
+        goto fail;
+    }
+    client_enqueue_init(c);
+    if (!client_redis(c)) {
+        set_err(err, errlen, "%s", c->errstr);
+        status = WHARF_CLIENT_UNAVAILABLE;
+        goto fail;
+    }
+    *out = c;
+    return WHARF_CLIENT_OK;
+fail:
+    wharf_client_close(c);
+    return status;
+}
+
+void wharf_client_close(wharf_client *client)
+{
+    if (!client)
+        return;
+    redisFree(client->redis);
+    client_enqueue_free(client);
+    EVP_MD_CTX_free(client->digest);
+    EVP_MD_free(client->sha256);
+    if (client->password) {
+        /* Do not leave the secret in freed memory. */
+        memset(client->password, 0, strlen(client->password));
+        free(client->password);
+    }
+    memset(&client->url, 0, sizeof(client->url));
+    free(client);
+}
+
+const char *wharf_client_errstr(const wharf_client *client)
+{
+    return client ? client->errstr : "";
+}
+
+const char *wharf_client_status_name(wharf_client_status s)
+{
+    switch (s) {
+    case WHARF_CLIENT_OK:
+        return "ok";
+    case WHARF_CLIENT_DUPLICATE:
+        return "duplicate";
+    case WHARF_CLIENT_NOT_FOUND:
+        return "not_found";
+    case WHARF_CLIENT_BAD_INPUT:
+        return "bad_input";
+    case WHARF_CLIENT_TOO_LARGE:
+        return "too_large";
+    case WHARF_CLIENT_BACKPRESSURE:
+        return "backpressure";
+    case WHARF_CLIENT_UNAVAILABLE:
+        return "unavailable";
+    case WHARF_CLIENT_TIMEOUT:
+        return "timeout";
+    case WHARF_CLIENT_ERROR:
+        return "error";
+    }
+    return "unknown";
+}
+
+void wharf_free(void *p)
+{
+    free(p);
+}
+
+void client_sleep_ms(int64_t ms)
+{
+    struct timespec ts;
+
+    if (ms <= 0)
+        return;
+    ts.tv_sec = (time_t)(ms / 1000);
+    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+int64_t client_monotonic_ms(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return 0;
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

@@ -1,0 +1,707 @@
+/* Enqueue (DESIGN section 3, step 1): one atomic Lua script enforces the
+ * type's policy in Redis, deduplicates by id and adds the task to the
+ * stream, or to the delayed set when it has a delay. One call of the
+ * script takes a run of tasks of one type, each handled exactly as if it
+ * were alone, so a batch pays the script's fixed costs (policy, TIME,
+ * pressure, EVALSHA itself) once per run instead of once per task. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_ids.h"
+#include "client_internal.h"
+#include "keys.h"
+
+/* Tasks per script call, and their payload bytes (a call takes at least
+ * one task): a call blocks Redis for well under a millisecond. */
+#define CALL_TASKS 100
+#define CALL_BYTES (1024 * 1024)
+/* Tasks per pipelined round trip. */
+#define ROUND_TASKS 500
+
+/* The policy used while no host has published one for the type. */
+#define DEFAULT_MAX_PAYLOAD "1048576"
+#define DEFAULT_MAX_BACKLOG "0"
+#define DEFAULT_IDEMPOTENCY "payload"
+#define DEFAULT_IDEMPOTENCY_TTL "300000"
+
+/* A hundred years: anything longer is a mistake, not a schedule. */
+#define MAX_DELAY_MS (INT64_C(100) * 365 * 24 * 3600 * 1000)
+
+/* KEYS: 1 policy, 2 stream, 3 delayed, 4 types, 5 pressure; then per task
+ *       seen:<id1>, seen:<id2>, and for a delayed call also task:<id1>,
+ *       task:<id2>. id1 is the payload hash or the explicit id, id2 a
+ *       random id or the explicit id again (equal keys: an explicit id).
+ * ARGV: 1 type, 2 the length of "<prefix>:{<type>}:seen:" (an id is the
+ *       rest of its seen key), 3 "1" for a delayed call, 4-7 the default
+ *       max_payload, max_backlog, idempotency, idempotency_ttl; then per
+ *       task: payload, trace, and for a delayed call the delay in ms.
+ * Replies {pressure (0/1), then per task: word, id, limit}; word is OK,
+ * DUPLICATE, TOO_LARGE (limit = max_payload) or BACKPRESSURE (limit =
+ * max_backlog). The backlog counts the tasks added before, so a run is
+ * judged as the same tasks one by one. Times come from Redis TIME, so
+ * producers with skewed clocks agree.
+ * Every argument costs Redis work on each call, so ids ride in their keys
+ * and a ready task sends no task keys or delay; numbers handed to
+ * redis.call are strings, as Lua would format them with printf. */
+static const char enqueue_lua[] =
+    "local p = redis.call('HMGET', KEYS[1], 'max_payload', 'max_backlog',\n"
+    "                     'idempotency', 'idempotency_ttl')\n"
+    "local max_payload = tonumber(p[1]) or tonumber(ARGV[4])\n"
+    "local max_backlog = tonumber(p[2]) or tonumber(ARGV[5])\n"
+    "local idempotency = p[3] or ARGV[6]\n"
+    "local ttl = p[4]\n"
+    "if not (tonumber(ttl) and tonumber(ttl) >= 1) then ttl = ARGV[7] end\n"
+    "local out = {redis.call('EXISTS', KEYS[5])}\n"
+    "local backlog = -1\n"
+    "if max_backlog > 0 then\n"
+    "  backlog = redis.call('XLEN', KEYS[2]) + redis.call('ZCARD', KEYS[3])\n"
+    "end\n"
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local now_text = string.format('%.0f', now)\n"
+    "local task_type, skip = ARGV[1], tonumber(ARGV[2]) + 1\n"
+    "local delayed = ARGV[3] == '1'\n"
+    "local nkeys, nargs = 2, 2\n"
+    "if delayed then nkeys, nargs = 4, 3 end\n"
+    "local added = false\n"
+    "for i = 0, (#ARGV - 7) / nargs - 1 do\n"
+    "  local k, a = 6 + nkeys * i, 8 + nargs * i\n"
+    "  local word, id, limit = 'OK', '', 0\n"
+    "  local payload = ARGV[a]\n"
+    "  if #payload > max_payload then\n"
+    "    word, limit = 'TOO_LARGE', max_payload\n"
+    "  elseif backlog >= max_backlog then\n"
+    "    word, limit = 'BACKPRESSURE', max_backlog\n"
+    "  else\n"
+    "    local c = 0\n"
+    "    if idempotency == 'none' and KEYS[k] ~= KEYS[k + 1] then c = 1 end\n"
+    "    local seen = KEYS[k + c]\n"
+    "    id = string.sub(seen, skip)\n"
+    "    if not redis.call('SET', seen, '1', 'NX', 'PX', ttl) then\n"
+    "      word = 'DUPLICATE'\n"
+    "    elseif not delayed then\n"
+    "      redis.call('XADD', KEYS[2], '*', 'id', id, 'type', task_type,\n"
+    "                 'payload', payload, 'attempt', '1',\n"
+    "                 'enqueued_at', now_text, 'trace', ARGV[a + 1])\n"
+    "    else\n"
+    "      local task = KEYS[k + 2 + c]\n"
+    "      redis.call('DEL', task)\n"
+    "      redis.call('HSET', task, 'id', id, 'type', task_type,\n"
+    "                 'payload', payload, 'attempt', '1',\n"
+    "                 'enqueued_at', now_text, 'trace', ARGV[a + 1])\n"
+    "      redis.call('ZADD', KEYS[3],\n"
+    "                 string.format('%.0f', now + tonumber(ARGV[a + 2])), id)\n"
+    "    end\n"
+    "    if word == 'OK' then\n"
+    "      if backlog >= 0 then backlog = backlog + 1 end\n"
+    "      added = true\n"
+    "    end\n"
+    "  end\n"
+    "  out[#out + 1] = word\n"
+    "  out[#out + 1] = id\n"
+    "  out[#out + 1] = limit\n"
+    "end\n"
+    "if added then redis.call('SADD', KEYS[4], task_type) end\n"
+    "return out\n";
+
+enum {
+    COMMON_KEYS = 5,
+    TASK_KEYS_MAX = 4, /* 2 for a ready task, 4 for a delayed one */
+    COMMON_ARGS = 7,
+    TASK_ARGS_MAX = 3, /* 2 for a ready task, 3 for a delayed one */
+    /* EVALSHA sha numkeys */
+    CALL_HEAD = 3,
+    CALL_ARGC_MAX = CALL_HEAD + COMMON_KEYS + COMMON_ARGS +
+                    CALL_TASKS * (TASK_KEYS_MAX + TASK_ARGS_MAX),
+    TASK_RANDOM_BYTES = CLIENT_RANDOM_ID_BYTES + CLIENT_TRACE_BYTES
+};
+
+/* What one task adds to a call: its keys, and the trace and delay its
+ * arguments point to. */
+typedef struct task_slot {
+    char keys[TASK_KEYS_MAX][KEY_MAX];
+    char trace[CLIENT_TRACE_SIZE];
+    char delay[24];
+} task_slot;
+
+/* One script call being built: argv points into it and into the tasks. */
+typedef struct enqueue_call {
+    char common_keys[COMMON_KEYS][KEY_MAX];
+    char numkeys[24];
+    char skip[24];
+    task_slot slots[CALL_TASKS];
+    unsigned char random[CALL_TASKS * TASK_RANDOM_BYTES];
+    const char *argv[CALL_ARGC_MAX];
+    size_t argvlen[CALL_ARGC_MAX];
+    int argc;
+} enqueue_call;
+
+/* What became of a call of a round. */
+enum { CALL_PENDING = 0, CALL_SENT, CALL_NOSCRIPT, CALL_ANSWERED };
+
+/* One round of a batch: the calls sent, each covering members[first ..
+ * first + count) (indices of tasks). */
+typedef struct call_plan {
+    size_t first, count;
+    int state;
+} call_plan;
+
+typedef struct enqueue_round {
+    size_t members[ROUND_TASKS];
+    call_plan calls[ROUND_TASKS];
+    size_t n_members, n_calls;
+} enqueue_round;
+
+/* A client's buffers, kept between calls so an enqueue allocates
+ * nothing. */
+struct enqueue_buffers {
+    enqueue_call call;
+    enqueue_round rounds[2]; /* one in flight while the next is built */
+};
+
+void client_enqueue_init(wharf_client *c)
+{
+    c->enqueue.name = "enqueue";
+    c->enqueue.source = enqueue_lua;
+    script_init(&c->enqueue);
+}
+
+void client_enqueue_free(wharf_client *c)
+{
+    free(c->enqueue_buffers);
+    c->enqueue_buffers = NULL;
+}
+
+/* c's buffers, made on first use; NULL with c->errstr set when out of
+ * memory. */
+static struct enqueue_buffers *buffers(wharf_client *c)
+{
+    if (!c->enqueue_buffers &&
+        !(c->enqueue_buffers = malloc(sizeof(*c->enqueue_buffers))))
+        client_error(c, "enqueue: out of memory");
+    return c->enqueue_buffers;
+}
+
+/* Checks t; BAD_INPUT with c->errstr set when it breaks a rule. */
+static wharf_client_status check_task(wharf_client *c,
+                                      const wharf_enqueue_opts *t)
+{
+    char quoted[120];
+
+    if (!t) {
+        client_error(c, "enqueue: no task given");
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    if (!client_valid_type(t->type)) {
+        client_quote(t->type ? t->type : "", quoted, sizeof(quoted));
+        client_error(c, "type '%s' is not valid: " CLIENT_TYPE_RULE, quoted);
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    if (!t->payload && t->payload_len > 0) {
+        client_error(c, "enqueue: payload is NULL but its length is %zu",
+                     t->payload_len);
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    if (t->id && !client_valid_id(t->id)) {
+        client_quote(t->id, quoted, sizeof(quoted));
+        client_error(c, "task id '%s' is not valid: " CLIENT_ID_RULE, quoted);
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    if (t->trace && !client_valid_trace(t->trace)) {
+        client_quote(t->trace, quoted, sizeof(quoted));
+        client_error(c,
+                     "trace '%s' is not a W3C traceparent: " CLIENT_TRACE_RULE,
+                     quoted);
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    if (t->delay_ms < 0 || t->delay_ms > MAX_DELAY_MS) {
+        client_error(c,
+                     "delay of %" PRId64 " ms is out of range: use 0 up "
+                     "to 100 years",
+                     t->delay_ms);
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    return WHARF_CLIENT_OK;
+}
+
+/* Fills the slot of task t: the keys of its candidate ids, its trace and
+ * delay. random holds TASK_RANDOM_BYTES random bytes. */
+static wharf_client_status fill_slot(wharf_client *c,
+                                     const wharf_enqueue_opts *t,
+                                     const unsigned char *random, task_slot *s)
+{
+    char hash_id[CLIENT_HASH_ID_SIZE], random_id[CLIENT_RANDOM_ID_SIZE];
+    const char *id1 = t->id, *id2 = t->id;
+
+    if (!t->id) {
+        if (client_hash_id(c->digest, c->sha256, t->type, t->payload,
+                           t->payload_len, hash_id) != 0) {
+            client_error(c, "enqueue: libcrypto could not hash the payload");
+            return WHARF_CLIENT_ERROR;
+        }
+        client_random_id(random, random_id);
+        id1 = hash_id;
+        id2 = random_id;
+    }
+    if (!t->trace)
+        client_new_trace(random + CLIENT_RANDOM_ID_BYTES, s->trace);
+    snprintf(s->delay, sizeof(s->delay), "%" PRId64, t->delay_ms);
+    /* Cannot overflow: prefix, type and id are bounded well below
+     * KEY_MAX, so the returns need no check. */
+    key_of_task(s->keys[0], KEY_MAX, c->prefix, t->type, "seen", id1);
+    key_of_task(s->keys[1], KEY_MAX, c->prefix, t->type, "seen", id2);
+    if (t->delay_ms > 0) {
+        key_of_task(s->keys[2], KEY_MAX, c->prefix, t->type, "task", id1);
+        key_of_task(s->keys[3], KEY_MAX, c->prefix, t->type, "task", id2);
+    }
+    return WHARF_CLIENT_OK;
+}
+
+static void push(enqueue_call *call, const char *arg, size_t len)
+{
+    call->argv[call->argc] = arg;
+    call->argvlen[call->argc++] = len;
+}
+
+static void push_text(enqueue_call *call, const char *arg)
+{
+    push(call, arg, strlen(arg));
+}
+
+/* Builds the EVALSHA call for count (<= CALL_TASKS) checked tasks of one
+ * type, all ready or all delayed: tasks[index[0]], tasks[index[1]], ...
+ * OK, or ERROR with c->errstr set when libcrypto fails. */
+static wharf_client_status build_call(wharf_client *c, enqueue_call *call,
+                                      const wharf_enqueue_opts *tasks,
+                                      const size_t *index, size_t count)
+{
+    const char *type = tasks[index[0]].type, *prefix = c->prefix;
+    int delayed = tasks[index[0]].delay_ms > 0;
+    int task_keys = delayed ? 4 : 2;
+    char seen[KEY_MAX];
+
+    if (client_random_bytes(call->random, count * TASK_RANDOM_BYTES) != 0) {
+        client_error(c, "enqueue: libcrypto has no random bytes to give");
+        return WHARF_CLIENT_ERROR;
+    }
+    for (size_t i = 0; i < count; i++) {
+        wharf_client_status status =
+            fill_slot(c, &tasks[index[i]], call->random + i * TASK_RANDOM_BYTES,
+                      &call->slots[i]);
+        if (status != WHARF_CLIENT_OK)
+            return status;
+    }
+    key_of_type(call->common_keys[0], KEY_MAX, prefix, type, "policy");
+    key_of_type(call->common_keys[1], KEY_MAX, prefix, type, "stream");
+    key_of_type(call->common_keys[2], KEY_MAX, prefix, type, "delayed");
+    key_global(call->common_keys[3], KEY_MAX, prefix, "types");
+    key_of_type(call->common_keys[4], KEY_MAX, prefix, type, "pressure");
+    snprintf(call->skip, sizeof(call->skip), "%d",
+             key_of_type(seen, sizeof(seen), prefix, type, "seen:"));
+    snprintf(call->numkeys, sizeof(call->numkeys), "%zu",
+             COMMON_KEYS + (size_t)task_keys * count);
+    call->argc = 0;
+    push(call, "EVALSHA", 7);
+    push(call, c->enqueue.sha, 40);
+    push_text(call, call->numkeys);
+    for (int k = 0; k < COMMON_KEYS; k++)
+        push_text(call, call->common_keys[k]);
+    for (size_t i = 0; i < count; i++)
+        for (int k = 0; k < task_keys; k++)
+            push_text(call, call->slots[i].keys[k]);
+    push_text(call, type);
+    push_text(call, call->skip);
+    push_text(call, delayed ? "1" : "0");
+    push_text(call, DEFAULT_MAX_PAYLOAD);
+    push_text(call, DEFAULT_MAX_BACKLOG);
+    push_text(call, DEFAULT_IDEMPOTENCY);
+    push_text(call, DEFAULT_IDEMPOTENCY_TTL);
+    for (size_t i = 0; i < count; i++) {
+        const wharf_enqueue_opts *t = &tasks[index[i]];
+        task_slot *s = &call->slots[i];
+        push(call, t->payload ? (const char *)t->payload : "", t->payload_len);
+        push_text(call, t->trace ? t->trace : s->trace);
+        if (delayed)
+            push_text(call, s->delay);
+    }
+    return WHARF_CLIENT_OK;
+}
+
+static int is_string(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_STRING && r->len <= WHARF_ID_MAX;
+}
+
+/* Turns the part of the script's reply about task t (word, id, limit at
+ * element[at..at+2]) into *out. Returns the task's status; c->errstr says
+ * why for anything but OK and DUPLICATE. */
+static wharf_client_status parse_task(wharf_client *c,
+                                      const wharf_enqueue_opts *t,
+                                      const redisReply *r, size_t at,
+                                      wharf_enqueue_reply *out)
+{
+    const redisReply *word = r->element[at], *id = r->element[at + 1];
+    const redisReply *limit = r->element[at + 2];
+    wharf_client_status status;
+
+    memset(out, 0, sizeof(*out));
+    if (!is_string(word) || !is_string(id) ||
+        limit->type != REDIS_REPLY_INTEGER) {
+        client_error(c, "enqueue: the enqueue script gave an unexpected "
+                        "reply");
+        out->status = WHARF_CLIENT_ERROR;
+        return out->status;
+    }
+    memcpy(out->id, id->str, id->len);
+    out->id[id->len] = '\0';
+    out->pressure = r->element[0]->integer != 0;
+    out->limit = limit->integer > 0 ? (uint64_t)limit->integer : 0;
+    if (strcmp(word->str, "OK") == 0) {
+        status = WHARF_CLIENT_OK;
+    } else if (strcmp(word->str, "DUPLICATE") == 0) {
+        out->duplicate = 1;
+        status = WHARF_CLIENT_DUPLICATE;
+    } else if (strcmp(word->str, "TOO_LARGE") == 0) {
+        client_error(c,
+                     "payload of %zu bytes is over max_payload %" PRIu64
+                     " of type '%s'",
+                     t->payload_len, out->limit, t->type);
+        status = WHARF_CLIENT_TOO_LARGE;
+    } else if (strcmp(word->str, "BACKPRESSURE") == 0) {
+        client_error(c,
+                     "type '%s' is at its backlog limit (max_backlog %" PRIu64
+                     "): try later",
+                     t->type, out->limit);
+        status = WHARF_CLIENT_BACKPRESSURE;
+    } else {
+        client_error(c, "enqueue: the enqueue script answered '%.40s'",
+                     word->str);
+        status = WHARF_CLIENT_ERROR;
+    }
+    out->status = status;
+    return status;
+}
+
+/* Fills the replies of a call's tasks from its reply r. Returns OK when r
+ * is a proper reply (each task's own status is in its reply), else the
+ * status of every task of the call, with c->errstr set. */
+static wharf_client_status parse_call(wharf_client *c, const redisReply *r,
+                                      const wharf_enqueue_opts *tasks,
+                                      const size_t *index, size_t count,
+                                      wharf_enqueue_reply *replies)
+{
+    wharf_client_status status = client_reply_status(c, r, "enqueue");
+
+    if (status == WHARF_CLIENT_OK &&
+        (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 3 * count ||
+         r->element[0]->type != REDIS_REPLY_INTEGER)) {
+        client_error(c, "enqueue: the enqueue script gave an unexpected "
+                        "reply");
+        status = WHARF_CLIENT_ERROR;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (status == WHARF_CLIENT_OK) {
+            parse_task(c, &tasks[index[i]], r, 1 + 3 * i, &replies[index[i]]);
+        } else {
+            memset(&replies[index[i]], 0, sizeof(replies[index[i]]));
+            replies[index[i]].status = status;
+        }
+    }
+    return status;
+}
+
+/* Runs one call alone and waits for it; on NOSCRIPT loads the script and
+ * runs it again. Returns the reply (caller frees) or NULL when the
+ * connection failed. */
+static redisReply *run_call(wharf_client *c, redisContext *redis,
+                            enqueue_call *call)
+{
+    redisReply *r =
+        redisCommandArgv(redis, call->argc, call->argv, call->argvlen);
+    char err[256];
+
+    if (!script_is_noscript(r))
+        return r;
+    freeReplyObject(r);
+    if (script_load(redis, &c->enqueue, err, sizeof(err)) != 0 && redis->err)
+        return NULL;
+    return redisCommandArgv(redis, call->argc, call->argv, call->argvlen);
+}
+
+/* Builds, runs and parses the call of count tasks (given by index). */
+static wharf_client_status call_alone(wharf_client *c, enqueue_call *call,
+                                      const wharf_enqueue_opts *tasks,
+                                      const size_t *index, size_t count,
+                                      wharf_enqueue_reply *replies)
+{
+    redisContext *redis = client_redis(c);
+    redisReply *r;
+    wharf_client_status status;
+
+    if (!redis)
+        return WHARF_CLIENT_UNAVAILABLE;
+    status = build_call(c, call, tasks, index, count);
+    if (status != WHARF_CLIENT_OK)
+        return status;
+    r = run_call(c, redis, call);
+    status = parse_call(c, r, tasks, index, count, replies);
+    freeReplyObject(r);
+    return status;
+}
+
+wharf_client_status wharf_enqueue(wharf_client *client,
+                                  const wharf_enqueue_opts *opts,
+                                  wharf_enqueue_reply *out)
+{
+    struct enqueue_buffers *b;
+    wharf_enqueue_reply answer;
+    wharf_client_status status;
+    size_t only = 0;
+
+    if (!client)
+        return WHARF_CLIENT_BAD_INPUT;
+    status = check_task(client, opts);
+    if (status != WHARF_CLIENT_OK)
+        return status;
+    if (!(b = buffers(client)))
+        return WHARF_CLIENT_ERROR;
+    memset(&answer, 0, sizeof(answer));
+    status = call_alone(client, &b->call, opts, &only, 1, &answer);
+    if (status == WHARF_CLIENT_OK)
+        status = answer.status;
+    if (out && (status == WHARF_CLIENT_OK || status == WHARF_CLIENT_DUPLICATE ||
+                status == WHARF_CLIENT_TOO_LARGE ||
+                status == WHARF_CLIENT_BACKPRESSURE))
+        *out = answer;
+    return status;
+}
+
+/* SCRIPT LOAD the enqueue script once per connection, so a pipeline of
+ * EVALSHA does not come back as a row of NOSCRIPT errors. */
+static wharf_client_status load_enqueue(wharf_client *c, redisContext *redis)
+{
+    redisReply *r;
+    wharf_client_status status;
+
+    if (c->enqueue_loaded)
+        return WHARF_CLIENT_OK;
+    r = redisCommand(redis, "SCRIPT LOAD %s", c->enqueue.source);
+    status = client_reply_status(c, r, "enqueue: loading the script");
+    if (status == WHARF_CLIENT_OK &&
+        (r->type != REDIS_REPLY_STRING || strcmp(r->str, c->enqueue.sha))) {
+        client_error(c, "enqueue: SCRIPT LOAD gave an unexpected SHA1");
+        status = WHARF_CLIENT_ERROR;
+    }
+    freeReplyObject(r);
+    if (status == WHARF_CLIENT_OK)
+        c->enqueue_loaded = 1;
+    return status;
+}
+
+/* True if b may join the call a is in: same type, both ready or both
+ * delayed. */
+static int same_call(const wharf_enqueue_opts *a, const wharf_enqueue_opts *b)
+{
+    return (a->delay_ms > 0) == (b->delay_ms > 0) &&
+           strcmp(a->type, b->type) == 0;
+}
+
+/* Plans a round from tasks[start ..]: checks tasks (a bad one gets its
+ * BAD_INPUT reply now) until ROUND_TASKS are taken, and groups them into
+ * calls (see same_call). Returns how many tasks it went through. */
+static size_t plan_round(wharf_client *c, const wharf_enqueue_opts *tasks,
+                         size_t start, size_t n, wharf_enqueue_reply *replies,
+                         enqueue_round *round)
+{
+    size_t i = start, bytes = 0;
+
+    round->n_members = 0;
+    round->n_calls = 0;
+    for (; i < n && round->n_members < ROUND_TASKS; i++) {
+        const wharf_enqueue_opts *t = &tasks[i];
+        call_plan *last =
+            round->n_calls ? &round->calls[round->n_calls - 1] : NULL;
+        memset(&replies[i], 0, sizeof(replies[i]));
+        replies[i].status = check_task(c, t);
+        if (replies[i].status != WHARF_CLIENT_OK)
+            continue;
+        if (!last || last->count == CALL_TASKS ||
+            bytes + t->payload_len > CALL_BYTES ||
+            !same_call(&tasks[round->members[last->first]], t)) {
+            last = &round->calls[round->n_calls++];
+            last->first = round->n_members;
+            last->count = 0;
+            last->state = CALL_PENDING;
+            bytes = 0;
+        }
+        round->members[round->n_members++] = i;
+        last->count++;
+        bytes += t->payload_len;
+    }
+    return i - start;
+}
+
+/* Flushes c's output buffer to Redis, so it works on what was appended
+ * while we build the next round. REDIS_OK or REDIS_ERR. */
+static int flush_output(redisContext *redis)
+{
+    int done = 0;
+
+    while (!done)
+        if (redisBufferWrite(redis, &done) != REDIS_OK)
+            return REDIS_ERR;
+    return REDIS_OK;
+}
+
+/* Builds and sends every call of a planned round without waiting for the
+ * replies. Only when nothing is in flight may the script be loaded. */
+static wharf_client_status send_round(wharf_client *c, enqueue_call *call,
+                                      const wharf_enqueue_opts *tasks,
+                                      enqueue_round *round)
+{
+    redisContext *redis = client_redis(c);
+    wharf_client_status status =
+        redis ? load_enqueue(c, redis) : WHARF_CLIENT_UNAVAILABLE;
+
+    for (size_t i = 0; i < round->n_calls && status == WHARF_CLIENT_OK; i++) {
+        call_plan *p = &round->calls[i];
+        status =
+            build_call(c, call, tasks, &round->members[p->first], p->count);
+        if (status != WHARF_CLIENT_OK)
+            break;
+        if (redisAppendCommandArgv(redis, call->argc, call->argv,
+                                   call->argvlen) != REDIS_OK)
+            status = client_reply_status(c, NULL, "enqueue");
+        else
+            p->state = CALL_SENT;
+    }
+    if (status == WHARF_CLIENT_OK && flush_output(redis) != REDIS_OK)
+        status = client_reply_status(c, NULL, "enqueue");
+    return status;
+}
+
+/* Reads the replies of a sent round. A call that came back NOSCRIPT is
+ * marked so and *noscript set: it runs again once nothing is in flight. */
+static wharf_client_status read_round(wharf_client *c,
+                                      const wharf_enqueue_opts *tasks,
+                                      wharf_enqueue_reply *replies,
+                                      enqueue_round *round, int *noscript)
+{
+    for (size_t i = 0; i < round->n_calls; i++) {
+        call_plan *p = &round->calls[i];
+        redisReply *r = NULL;
+        if (p->state != CALL_SENT)
+            continue;
+        if (redisGetReply(c->redis, (void **)&r) != REDIS_OK)
+            return client_reply_status(c, NULL, "enqueue");
+        if (script_is_noscript(r)) {
+            p->state = CALL_NOSCRIPT;
+            *noscript = 1;
+        } else {
+            p->state = CALL_ANSWERED;
+            parse_call(c, r, tasks, &round->members[p->first], p->count,
+                       replies);
+        }
+        freeReplyObject(r);
+    }
+    return WHARF_CLIENT_OK;
+}
+
+/* Runs the NOSCRIPT calls of a read round again, one by one. */
+static wharf_client_status rerun_round(wharf_client *c, enqueue_call *call,
+                                       const wharf_enqueue_opts *tasks,
+                                       wharf_enqueue_reply *replies,
+                                       enqueue_round *round)
+{
+    wharf_client_status status = WHARF_CLIENT_OK;
+
+    c->enqueue_loaded = 0; /* the server forgot it (SCRIPT FLUSH) */
+    for (size_t i = 0; i < round->n_calls && status == WHARF_CLIENT_OK; i++) {
+        call_plan *p = &round->calls[i];
+        if (p->state != CALL_NOSCRIPT)
+            continue;
+        status = call_alone(c, call, tasks, &round->members[p->first], p->count,
+                            replies);
+        if (status == WHARF_CLIENT_OK)
+            p->state = CALL_ANSWERED;
+    }
+    return status;
+}
+
+/* After a failure: the tasks of every call of round without an answer get
+ * status (some of them may have been enqueued). */
+static void fail_round(enqueue_round *round, wharf_enqueue_reply *replies,
+                       wharf_client_status status)
+{
+    for (size_t i = 0; i < round->n_calls; i++) {
+        const call_plan *p = &round->calls[i];
+        if (p->state == CALL_ANSWERED)
+            continue;
+        for (size_t m = 0; m < p->count; m++)
+            replies[round->members[p->first + m]].status = status;
+    }
+}
+
+/* Rounds go out back to back: round k + 1 is built and sent while Redis
+ * works on round k, whose replies are read after. */
+wharf_client_status wharf_enqueue_batch(wharf_client *client,
+                                        const wharf_enqueue_opts *tasks,
+                                        size_t n, wharf_enqueue_reply *replies)
+{
+    wharf_client_status status = WHARF_CLIENT_OK;
+    enqueue_round *sent = NULL, *next = NULL;
+    struct enqueue_buffers *b;
+    size_t done = 0;
+    int which = 0;
+
+    if (!client)
+        return WHARF_CLIENT_BAD_INPUT;
+    if (n == 0)
+        return WHARF_CLIENT_OK;
+    if (!tasks || !replies) {
+        client_error(client, "enqueue: no tasks or no room for replies");
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    if (!(b = buffers(client)))
+        status = WHARF_CLIENT_ERROR;
+    while (status == WHARF_CLIENT_OK && (done < n || sent)) {
+        int noscript = 0;
+        next = NULL;
+        if (done < n) {
+            next = &b->rounds[which];
+            which ^= 1;
+            done += plan_round(client, tasks, done, n, replies, next);
+            status = send_round(client, &b->call, tasks, next);
+        }
+        if (sent && status == WHARF_CLIENT_OK)
+            status = read_round(client, tasks, replies, sent, &noscript);
+        /* NOSCRIPT: drain the pipeline before anything runs alone. */
+        if (noscript && next && status == WHARF_CLIENT_OK)
+            status = read_round(client, tasks, replies, next, &noscript);
+        if (noscript && status == WHARF_CLIENT_OK)
+            status = rerun_round(client, &b->call, tasks, replies, sent);
+        if (noscript && next && status == WHARF_CLIENT_OK)
+            status = rerun_round(client, &b->call, tasks, replies, next);
+        if (status != WHARF_CLIENT_OK)
+            break;
+        sent = noscript ? NULL : next;
+    }
+    if (status != WHARF_CLIENT_OK) {
+        if (sent)
+            fail_round(sent, replies, status);
+        if (next)
+            fail_round(next, replies, status);
+        if (client->redis) {
+            /* Unsent commands or unread replies may be left in it. */
+            redisFree(client->redis);
+            client->redis = NULL;
+        }
+    }
+    for (; done < n; done++) {
+        memset(&replies[done], 0, sizeof(replies[done]));
+        replies[done].status = status;
+    }
+    return status;
+}
