@@ -28,6 +28,22 @@ int64_t backoff_delay_ms(const policy *pol, unsigned attempt, double unit)
     return (int64_t)delay;
 }
 
+void backoff_fail(broker_job *j, const char *reason)
+{
+    const wharf_task *t = &j->e.task;
+    const policy *pol = j->queue->pol;
+
+    j->reason = reason;
+    if (t->attempt < pol->max_attempts) {
+        j->finish = FINISH_RETRY;
+        j->next_attempt = t->attempt + 1;
+        j->delay_ms = backoff_delay_ms(pol, t->attempt, backoff_random_unit());
+    } else {
+        j->finish = FINISH_DEAD;
+        j->next_attempt = t->attempt;
+    }
+}
+
 double backoff_random_unit(void)
 {
     static unsigned short state[3];

@@ -5,11 +5,17 @@
 
 #include <stdint.h>
 
+#include "broker.h"
 #include "config.h"
 
 /* The delay before the run after `attempt` (1 = the first run failed).
  * unit is a number in [0, 1) that picks the jitter (0.5 = none). */
 int64_t backoff_delay_ms(const policy *pol, unsigned attempt, double unit);
+
+/* Decides the fate of job j whose run failed (the plugin returned RETRY,
+ * or its worker died): FINISH_RETRY with attempt + 1 after a backoff while
+ * attempts remain, else FINISH_DEAD. reason is kept with the task. */
+void backoff_fail(broker_job *j, const char *reason);
 
 /* A number in [0, 1) from this process's generator (seeded once from
  * the kernel). For jitter, not for anything secret. */

@@ -269,6 +269,27 @@ static broker_queue *queue_of_stream(broker *b, const char *stream)
     return NULL;
 }
 
+size_t broker_entries(broker *b, broker_queue *q, const redisReply *entries,
+                      broker_job *jobs, size_t max)
+{
+    size_t n = 0;
+
+    (void)b;
+    if (entries->type != REDIS_REPLY_ARRAY)
+        return 0;
+    for (size_t j = 0; j < entries->elements && n < max; j++) {
+        const redisReply *e = entries->element[j];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 1 ||
+            e->element[0]->type != REDIS_REPLY_STRING)
+            continue;
+        memset(&jobs[n], 0, sizeof(jobs[n]));
+        entry_parse(&jobs[n].e, e, q->type, q->pol);
+        jobs[n].queue = q;
+        n++;
+    }
+    return n;
+}
+
 size_t broker_jobs(broker *b, const redisReply *claim, broker_job *jobs,
                    size_t max)
 {
@@ -280,32 +301,153 @@ size_t broker_jobs(broker *b, const redisReply *claim, broker_job *jobs,
          i++) {
         const redisReply *s = claim->element[i];
         broker_queue *q;
+        size_t added;
         if (s->type != REDIS_REPLY_ARRAY || s->elements != 2 ||
             s->element[0]->type != REDIS_REPLY_STRING)
             continue;
         q = queue_of_stream(b, s->element[0]->str);
-        if (!q || s->element[1]->type != REDIS_REPLY_ARRAY)
+        if (!q)
             continue;
-        for (size_t j = 0; j < s->element[1]->elements && n < max; j++) {
-            const redisReply *e = s->element[1]->element[j];
-            if (e->type != REDIS_REPLY_ARRAY || e->elements < 1 ||
-                e->element[0]->type != REDIS_REPLY_STRING)
-                continue;
-            memset(&jobs[n], 0, sizeof(jobs[n]));
-            entry_parse(&jobs[n].e, e, q->type, q->pol);
-            jobs[n].queue = q;
-            if (!q->history_done)
-                snprintf(q->history_from, sizeof(q->history_from), "%s",
-                         jobs[n].e.entry_id);
-            got[q - b->queues] = true;
-            n++;
-        }
+        added = broker_entries(b, q, s->element[1], jobs + n, max - n);
+        if (added > 0 && !q->history_done)
+            snprintf(q->history_from, sizeof(q->history_from), "%s",
+                     jobs[n + added - 1].e.entry_id);
+        got[q - b->queues] = added > 0;
+        n += added;
     }
     /* A history read that came back empty means all of ours were read. */
     for (size_t i = 0; i < b->n_queues; i++)
         if (!b->queues[i].history_done && !got[i])
             b->queues[i].history_done = true;
     return n;
+}
+
+broker_queue *broker_queue_of(broker *b, const char *type)
+{
+    for (size_t i = 0; i < b->n_queues; i++)
+        if (strcmp(b->queues[i].type, type) == 0)
+            return &b->queues[i];
+    return NULL;
+}
+
+redisReply *broker_autoclaim(broker *b, broker_queue *q, int64_t min_idle_ms,
+                             unsigned count)
+{
+    redisReply *r;
+
+    if (!b->redis)
+        return NULL;
+    r = redisCommand(b->redis, "XAUTOCLAIM %s %s %s %lld 0-0 COUNT %u",
+                     q->stream, WHARF_GROUP, b->consumer,
+                     (long long)min_idle_ms, count);
+    b->round_trips++;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
+        command_failed(b, "XAUTOCLAIM", r);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+redisReply *broker_entry(broker *b, broker_queue *q, const char *entry_id)
+{
+    redisReply *r;
+
+    if (!b->redis)
+        return NULL;
+    r = redisCommand(b->redis, "XRANGE %s %s %s", q->stream, entry_id,
+                     entry_id);
+    b->round_trips++;
+    if (!r || r->type != REDIS_REPLY_ARRAY) {
+        command_failed(b, "XRANGE", r);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+long broker_renew(broker *b, broker_queue *q, const char *consumer,
+                  const char *const *entry_ids, const char *const *task_ids,
+                  const char *const *tokens, size_t n)
+{
+    const char **argv = malloc((4 * n + 4) * sizeof(*argv));
+    char *keys = malloc((n ? n : 1) * KEY_MAX);
+    char ttl[24];
+    size_t argc = 0;
+    long result = -1;
+    redisReply *r;
+
+    if (!argv || !keys) {
+        snprintf(b->errstr, sizeof(b->errstr), "out of memory");
+        goto out;
+    }
+    if (!b->redis)
+        goto out;
+    argv[argc++] = q->stream;
+    for (size_t i = 0; i < n; i++) {
+        key_of_task(keys + i * KEY_MAX, KEY_MAX, b->cfg->prefix, q->type,
+                    "lock", task_ids[i]);
+        argv[argc++] = keys + i * KEY_MAX;
+    }
+    snprintf(ttl, sizeof(ttl), "%" PRId64, q->pol->lock_ttl_ms);
+    argv[argc++] = WHARF_GROUP;
+    argv[argc++] = consumer;
+    argv[argc++] = ttl;
+    for (size_t i = 0; i < n; i++)
+        argv[argc++] = entry_ids[i];
+    for (size_t i = 0; i < n; i++)
+        argv[argc++] = tokens[i];
+    b->round_trips++;
+    r = script_run(b->redis, &script_renew, (int)n + 1, (int)argc, argv,
+                   NULL);
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        result = (long)r->integer;
+    else
+        command_failed(b, "renew", r);
+    freeReplyObject(r);
+out:
+    free(argv);
+    free(keys);
+    return result;
+}
+
+int broker_heartbeat(broker *b, const char *key, const char *value,
+                     int64_t ttl_ms)
+{
+    char ttl[24];
+    const char *argv[3] = {key, value, ttl};
+    redisReply *r;
+    int rc = -1;
+
+    if (!b->redis)
+        return -1;
+    snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
+    b->round_trips++;
+    r = script_run(b->redis, &script_heartbeat, 1, 3, argv, NULL);
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        rc = r->integer == 1 ? 1 : 0;
+    else
+        command_failed(b, "heartbeat", r);
+    freeReplyObject(r);
+    return rc;
+}
+
+int broker_release_key(broker *b, const char *key, const char *value)
+{
+    const char *argv[2] = {key, value};
+    redisReply *r;
+    int rc = -1;
+
+    if (!b->redis)
+        return -1;
+    b->round_trips++;
+    r = script_run(b->redis, &script_release, 1, 2, argv, NULL);
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        rc = 0;
+    else
+        command_failed(b, "release", r);
+    freeReplyObject(r);
+    return rc;
 }
 
 /* Key buffers and argument arrays of one script call. */
@@ -346,6 +488,17 @@ static void begin_args(const broker *b, const broker_job *j, call_args *a)
     snprintf(a->numbers[0], sizeof(a->numbers[0]), "%" PRId64,
              j->queue->pol->lock_ttl_ms);
     arg_str(a, a->numbers[0]);
+}
+
+/* KEYS lock; ARGV token. */
+static void release_args(const broker *b, const broker_job *j, call_args *a)
+{
+    a->argc = 0;
+    a->numkeys = 1;
+    key_of_task(a->keys[0], KEY_MAX, b->cfg->prefix, j->queue->type, "lock",
+                j->e.task.id);
+    arg_str(a, a->keys[0]);
+    arg_str(a, j->token);
 }
 
 static bool job_begins(const broker_job *j)
@@ -469,7 +622,7 @@ static const script *finish_args(const broker *b, const broker_job *j,
         }
     }
     arg_str(a, WHARF_GROUP);
-    arg_str(a, b->consumer);
+    arg_str(a, j->consumer ? j->consumer : b->consumer);
     arg_str(a, j->e.entry_id);
     if (j->finish == FINISH_ACK)
         return s;
@@ -491,7 +644,7 @@ static const script *finish_args(const broker *b, const broker_job *j,
     arg_str(a, j->e.enqueued_at[0] ? j->e.enqueued_at : "0");
     arg_str(a, j->e.task.trace);
     arg_str(a, j->reason ? j->reason : "");
-    arg_str(a, b->consumer);
+    arg_str(a, j->consumer ? j->consumer : b->consumer);
     snprintf(a->numbers[1], sizeof(a->numbers[1]), "%" PRId64,
              j->finish == FINISH_DEAD ? j->queue->pol->dead_ttl_ms
                                       : j->delay_ms);
@@ -560,6 +713,42 @@ int broker_finish(broker *b, broker_job *jobs, size_t n)
                        3);
         }
         freeReplyObject(r);
+    }
+    return 0;
+}
+
+int broker_release(broker *b, broker_job *jobs, size_t n)
+{
+    call_args a;
+    size_t sent = 0;
+
+    if (!b->redis)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (jobs[i].begin != BEGIN_RUN)
+            continue;
+        release_args(b, &jobs[i], &a);
+        if (append_call(b, &script_release, &a) != 0) {
+            command_failed(b, "release", NULL);
+            return -1;
+        }
+        sent++;
+    }
+    if (sent == 0)
+        return 0;
+    b->round_trips++;
+    for (size_t i = 0; i < n; i++) {
+        redisReply *r;
+        if (jobs[i].begin != BEGIN_RUN)
+            continue;
+        release_args(b, &jobs[i], &a);
+        r = read_reply(b, &script_release, &a);
+        if (!r) {
+            command_failed(b, "release", NULL);
+            return -1;
+        }
+        freeReplyObject(r);
+        jobs[i].begin = BEGIN_NONE;
     }
     return 0;
 }

@@ -75,6 +75,9 @@ typedef struct broker_job {
     const unsigned char *result; /* FINISH_OK */
     size_t result_len;
     task_outcome outcome;  /* set by broker_finish */
+    int64_t duration_ms;   /* how long the plugin ran (worker) */
+    const char *consumer;  /* finish as this consumer (a dead worker's,
+                              for the supervisor); NULL: the broker's */
 } broker_job;
 
 typedef struct broker {
@@ -127,6 +130,44 @@ int broker_begin(broker *b, broker_job *jobs, size_t n);
  * finish kind; sets outcome (OUTCOME_STALE where the run no longer owned
  * its task). 0, or -1 on a connection error. */
 int broker_finish(broker *b, broker_job *jobs, size_t n);
+
+/* Releases the locks that jobs begun with BEGIN_RUN still hold with
+ * their tokens (after a batch was dropped), in one pipeline. 0, or -1 on
+ * a connection error. */
+int broker_release(broker *b, broker_job *jobs, size_t n);
+
+/* The queue of `type`, or NULL. */
+broker_queue *broker_queue_of(broker *b, const char *type);
+
+/* Parses entries (an array of [entry-id, fields] replies) of queue q into
+ * jobs, at most max. Returns the number of jobs. */
+size_t broker_entries(broker *b, broker_queue *q, const redisReply *entries,
+                      broker_job *jobs, size_t max);
+
+/* XAUTOCLAIM: takes up to count entries of q idle longer than min_idle_ms
+ * (their host went silent) for this broker's consumer. Returns the reply
+ * ([cursor, entries, deleted]; caller frees) or NULL on an error. */
+redisReply *broker_autoclaim(broker *b, broker_queue *q, int64_t min_idle_ms,
+                             unsigned count);
+
+/* XRANGE of one entry of q: an array of zero or one entries (caller
+ * frees), or NULL on an error. */
+redisReply *broker_entry(broker *b, broker_queue *q, const char *entry_id);
+
+/* Renews the leases of n entries of q pending under consumer (their idle
+ * time) and of the locks that still hold the given tokens ("" = none), in
+ * one script. Returns the number of entries renewed, or -1 on an error. */
+long broker_renew(broker *b, broker_queue *q, const char *consumer,
+                  const char *const *entry_ids, const char *const *task_ids,
+                  const char *const *tokens, size_t n);
+
+/* Holds key with value for ttl_ms (taking it if free). 1 if held, 0 if
+ * another holder has it, -1 on an error. */
+int broker_heartbeat(broker *b, const char *key, const char *value,
+                     int64_t ttl_ms);
+
+/* Deletes key if it still holds value. 0, or -1 on an error. */
+int broker_release_key(broker *b, const char *key, const char *value);
 
 /* Moves due tasks of every queue from delayed to the stream. Returns the
  * number moved, or -1 on a connection error. */

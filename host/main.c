@@ -1,7 +1,6 @@
 /* wharfd: the worker host. Parses the command line, loads the manifest and
  * the plugins, and either checks them (--check) or serves. */
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,15 +9,7 @@
 #include "config.h"
 #include "loader.h"
 #include "log.h"
-#include "worker.h"
-
-static volatile sig_atomic_t stop_requested;
-
-static void on_stop(int sig)
-{
-    (void)sig;
-    stop_requested = 1;
-}
+#include "supervisor.h"
 
 static void usage(FILE *out)
 {
@@ -58,42 +49,6 @@ static int check(const config *cfg)
     if (ld->n_routes == 0)
         fprintf(stderr, "%s: no plugin serves any type\n", cfg->file);
     status = ld->n_routes == 0 ? EX_CONFIG : EX_OK;
-out:
-    loader_close(ld);
-    return status;
-}
-
-/* Serves until SIGTERM or SIGINT: the batch in hand is finished first. */
-static int serve(const config *cfg)
-{
-    char err[CONFIG_ERR_LEN];
-    char consumer[300];
-    loader *ld = NULL;
-    struct sigaction sa;
-    worker_options opts;
-    int status = EX_CONFIG;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_stop;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
-    if (loader_open(cfg, &ld, err, sizeof(err)) != 0 ||
-        loader_init(ld, err, sizeof(err)) != 0) {
-        fprintf(stderr, "%s\n", err);
-        goto out;
-    }
-    if (ld->n_routes == 0) {
-        fprintf(stderr, "%s: no plugin serves any type\n", cfg->file);
-        goto out;
-    }
-    worker_consumer_name(consumer, sizeof(consumer), cfg->instance, 0);
-    opts.consumer = consumer;
-    opts.block_ms = 50;
-    opts.maintenance = 1;
-    status = worker_run(cfg, ld, &opts, &stop_requested, NULL);
 out:
     loader_close(ld);
     return status;
@@ -148,11 +103,9 @@ int main(int argc, char **argv)
         return EX_CONFIG;
     }
     log_setup(cfg->log_level, cfg->log_format);
-    if (check_only) {
-        status = check(cfg);
-    } else {
-        status = serve(cfg);
-    }
+    if (!check_only)
+        return supervisor_run(config_path, cfg); /* it owns cfg */
+    status = check(cfg);
     config_free(cfg);
     return status;
 }

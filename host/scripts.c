@@ -93,6 +93,53 @@ script script_ack = {
         "redis.call('XDEL', KEYS[1], ARGV[3])\n"
         "return 'ok'\n"};
 
+/* release: KEYS lock; ARGV token. Deletes the lock only if it still holds
+ * this run's token (a batch dropped by a broken connection). */
+script script_release = {
+    .name = "release",
+    .source = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+              "  return redis.call('DEL', KEYS[1])\n"
+              "end\n"
+              "return 0\n"};
+
+/* renew: KEYS stream, lock...; ARGV group, consumer, lock_ttl_ms, then
+ * the entry ids, then the tokens ("" for no lock), one per lock key. For a
+ * live worker's running batch: each entry still pending under its
+ * consumer gets its idle time reset (XCLAIM JUSTID: no delivery counted),
+ * so no other host takes it over, and each lock still holding its token
+ * lives lock_ttl longer. Returns the number of entries renewed. */
+script script_renew = {
+    .name = "renew",
+    .source =
+        "local n = #KEYS - 1\n"
+        "local renewed = 0\n"
+        "for i = 1, n do\n"
+        "  local entry = ARGV[3 + i]\n"
+        "  local token = ARGV[3 + n + i]\n"
+        "  local p = redis.call('XPENDING', KEYS[1], ARGV[1], entry, entry,"
+        " 1, ARGV[2])\n"
+        "  if #p > 0 then\n"
+        "    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, entry,"
+        " 'JUSTID')\n"
+        "    renewed = renewed + 1\n"
+        "  end\n"
+        "  if token ~= '' and redis.call('GET', KEYS[1 + i]) == token then\n"
+        "    redis.call('PEXPIRE', KEYS[1 + i], ARGV[3])\n"
+        "  end\n"
+        "end\n"
+        "return renewed\n"};
+
+/* heartbeat: KEYS instance key; ARGV value, ttl_ms. Takes the key if it is
+ * free or already ours and (re)sets its TTL: 1; 0 if another live host
+ * holds it. */
+script script_heartbeat = {
+    .name = "heartbeat",
+    .source =
+        "local v = redis.call('GET', KEYS[1])\n"
+        "if v and v ~= ARGV[1] then return 0 end\n"
+        "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+        "return 1\n"};
+
 /* due: KEYS delayed; ARGV limit. The ids whose time has come, by Redis
  * TIME. Read-only; script_promote moves them. */
 script script_due = {
@@ -155,7 +202,9 @@ script script_trim_dead = {
 
 script *const scripts_all[] = {&script_begin,      &script_finish_ok,
                                &script_finish_retry, &script_finish_dead,
-                               &script_ack,          &script_due,
+                               &script_ack,          &script_release,
+                               &script_renew,        &script_heartbeat,
+                               &script_due,
                                &script_promote,      &script_trim_dead,
                                NULL};
 

@@ -21,6 +21,10 @@
 /* How often the dead sets are trimmed to dead_max. */
 #define TRIM_EVERY_MS 1000
 
+/* A batch kept across a broken connection: its begun locks to release, or
+ * its finish to send again, once Redis is back. */
+typedef enum held_kind { HELD_NONE = 0, HELD_RELEASE, HELD_FINISH } held_kind;
+
 typedef struct worker {
     const config *cfg;
     loader *ld;
@@ -34,6 +38,9 @@ typedef struct worker {
     worker_counts counts;
     int64_t last_promote_ms;
     int64_t last_trim_ms;
+    held_kind held;
+    redisReply *held_claim; /* the jobs point into it */
+    size_t held_n;
 } worker;
 
 static int64_t now_ms(void)
@@ -55,14 +62,14 @@ static void sleep_ms(int64_t ms, volatile sig_atomic_t *stop)
 }
 
 void worker_consumer_name(char *buf, size_t len, const char *instance,
-                          unsigned slot)
+                          unsigned slot_index)
 {
     char host[256];
 
     if (gethostname(host, sizeof(host)) != 0)
         snprintf(host, sizeof(host), "localhost");
     host[sizeof(host) - 1] = '\0';
-    snprintf(buf, len, "%s:%s:%u", host, instance, slot);
+    snprintf(buf, len, "%s:%s:%u", host, instance, slot_index);
 }
 
 /* Connects, retrying with capped exponential backoff and jitter; logs the
@@ -137,29 +144,12 @@ out:
 
 static void worker_teardown(worker *w)
 {
+    freeReplyObject(w->held_claim);
     for (size_t i = 0; w->ctxs && i < w->capacity; i++)
         context_destroy(&w->ctxs[i]);
     free(w->ctxs);
     free(w->jobs);
     broker_destroy(&w->b);
-}
-
-/* A task that failed (RETRY, or a status no plugin should return): retry
- * while attempts remain, else dead. */
-static void decide_failure(broker_job *j, const char *reason)
-{
-    const wharf_task *t = &j->e.task;
-    const policy *pol = j->queue->pol;
-
-    j->reason = reason;
-    if (t->attempt < pol->max_attempts) {
-        j->finish = FINISH_RETRY;
-        j->next_attempt = t->attempt + 1;
-        j->delay_ms = backoff_delay_ms(pol, t->attempt, backoff_random_unit());
-    } else {
-        j->finish = FINISH_DEAD;
-        j->next_attempt = t->attempt;
-    }
 }
 
 /* Runs the plugin of j's type and decides how j finishes. */
@@ -189,13 +179,13 @@ static void run_job(worker *w, broker_job *j, context *ctx)
         j->reason = ctx->error[0] ? ctx->error : "plugin returned WHARF_FAIL";
         break;
     case WHARF_RETRY:
-        decide_failure(j, ctx->error[0] ? ctx->error
+        backoff_fail(j, ctx->error[0] ? ctx->error
                                         : "plugin returned WHARF_RETRY");
         break;
     default:
         snprintf(ctx->error, sizeof(ctx->error),
                  "plugin returned %d, not a wharf_status", (int)status);
-        decide_failure(j, ctx->error);
+        backoff_fail(j, ctx->error);
         break;
     }
 }
@@ -237,13 +227,56 @@ static void log_job(const worker *w, const broker_job *j, int64_t duration)
     log_fields(level, "task finished", f, n);
 }
 
-/* Begins, runs and finishes one claimed batch. -1 if the connection broke
- * (the batch's entries stay pending under this consumer and are read
- * again after the reconnect). */
-static int process_batch(worker *w, size_t n)
+/* Tells the supervisor, through the slot, which entries this worker holds
+ * (and, once begun, with which lock tokens), so it can renew their leases
+ * and release them if this process dies. */
+static void slot_publish_batch(worker *w, size_t n)
 {
-    int64_t started[n ? n : 1];
+    slot *sl = w->opts->status;
 
+    if (!sl)
+        return;
+    if (n > w->opts->status_capacity)
+        n = w->opts->status_capacity;
+    slot_write_begin(sl);
+    for (size_t i = 0; i < n; i++) {
+        const broker_job *j = &w->jobs[i];
+        slot_task *t = &sl->batch[i];
+        snprintf(t->type, sizeof(t->type), "%s", j->queue->type);
+        snprintf(t->id, sizeof(t->id), "%s", j->e.task.id);
+        snprintf(t->entry_id, sizeof(t->entry_id), "%s", j->e.entry_id);
+        snprintf(t->token, sizeof(t->token), "%s",
+                 j->begin == BEGIN_RUN ? j->token : "");
+    }
+    sl->batch_n = (uint32_t)n;
+    sl->running = SLOT_NONE;
+    sl->state = *w->stop ? SLOT_STOPPING : SLOT_IDLE;
+    slot_write_end(sl);
+}
+
+/* Marks job i as running (or, with i == SLOT_NONE, nothing running). */
+static void slot_running(worker *w, uint32_t i)
+{
+    slot *sl = w->opts->status;
+
+    if (!sl)
+        return;
+    slot_write_begin(sl);
+    sl->running = i < w->opts->status_capacity ? i : SLOT_NONE;
+    if (i != SLOT_NONE) {
+        sl->started_ms = slots_now_ms();
+        sl->timeout_ms = w->jobs[i].queue->pol->timeout_ms;
+        sl->state = SLOT_RUNNING;
+    } else {
+        sl->state = *w->stop ? SLOT_STOPPING : SLOT_IDLE;
+    }
+    slot_write_end(sl);
+}
+
+/* Begins one claimed batch and runs the plugin of each task it may run.
+ * -1 if the connection broke before every begin was answered. */
+static int begin_and_run(worker *w, size_t n)
+{
     for (size_t i = 0; i < n; i++) {
         broker_job *j = &w->jobs[i];
         if (j->e.deleted) {
@@ -254,11 +287,21 @@ static int process_batch(worker *w, size_t n)
             j->reason = j->e.bad;
         }
     }
+    slot_publish_batch(w, n);
     if (broker_begin(&w->b, w->jobs, n) != 0)
         return -1;
+    slot_publish_batch(w, n);
     for (size_t i = 0; i < n; i++) {
         broker_job *j = &w->jobs[i];
-        started[i] = 0;
+        if (j->begin == BEGIN_RUN && *w->stop) {
+            /* Stopping: what has not started goes back for any host, its
+             * lock released, no attempt spent. */
+            j->finish = FINISH_RESCHEDULE;
+            j->next_attempt = j->e.task.attempt;
+            j->delay_ms = 0;
+            j->reason = "host stopping";
+            continue;
+        }
         switch (j->begin) {
         case BEGIN_CACHED:
             j->finish = FINISH_ACK;
@@ -277,25 +320,67 @@ static int process_batch(worker *w, size_t n)
                                      LOG_STR("trace", j->e.task.trace),
                                      LOG_STR("worker", w->opts->consumer)},
                        5);
-            started[i] = now_ms();
+            slot_running(w, (uint32_t)i);
+            j->duration_ms = now_ms();
             run_job(w, j, &w->ctxs[i]);
-            started[i] = now_ms() - started[i];
+            j->duration_ms = now_ms() - j->duration_ms;
+            slot_running(w, SLOT_NONE);
             break;
         case BEGIN_NONE:
             break;
         }
     }
-    if (broker_finish(&w->b, w->jobs, n) != 0)
-        return -1;
+    return 0;
+}
+
+/* Counts and logs a finished batch. */
+static void report(worker *w, size_t n)
+{
+    slot_publish_batch(w, 0);
     for (size_t i = 0; i < n; i++) {
         const broker_job *j = &w->jobs[i];
         if (j->finish == FINISH_NONE || j->e.deleted)
             continue;
         w->counts.outcomes[j->outcome]++;
-        log_job(w, j, started[i]);
+        log_job(w, j, j->duration_ms);
     }
     w->counts.batches++;
-    return 0;
+}
+
+/* Keeps a batch whose begin or finish the connection broke. */
+static void hold(worker *w, held_kind kind, redisReply *claim, size_t n)
+{
+    w->held = kind;
+    w->held_claim = claim;
+    w->held_n = n;
+}
+
+static void drop_held(worker *w)
+{
+    freeReplyObject(w->held_claim);
+    w->held_claim = NULL;
+    w->held = HELD_NONE;
+    w->held_n = 0;
+}
+
+/* After a reconnect: releases the locks of a batch whose begin broke, or
+ * sends again the finish that broke (a finish that did reach Redis is
+ * then answered "stale" and changes nothing), so no work is lost or run
+ * again for nothing. -1 if the connection broke again. */
+static int resolve_held(worker *w)
+{
+    int rc = 0;
+
+    if (w->held == HELD_RELEASE) {
+        rc = broker_release(&w->b, w->jobs, w->held_n);
+    } else if (w->held == HELD_FINISH) {
+        rc = broker_finish(&w->b, w->jobs, w->held_n);
+        if (rc == 0)
+            report(w, w->held_n);
+    }
+    if (rc == 0)
+        drop_held(w);
+    return rc;
 }
 
 /* Promotes due tasks every block_ms and trims dead sets every second. */
@@ -332,7 +417,7 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
     scripts_init();
     if (worker_setup(&w) != 0)
         goto out;
-    log_fields(WHARF_LOG_INFO, "worker started",
+    log_fields(WHARF_LOG_INFO, "worker serving",
                (log_field[]){LOG_STR("worker", opts->consumer),
                              LOG_INT("types", (int64_t)ld->n_routes)},
                2);
@@ -348,6 +433,10 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
             }
             if (rc != 0)
                 break;
+            if (w.held && resolve_held(&w) != 0) {
+                broker_disconnect(&w.b);
+                continue;
+            }
         }
         if (maintain(&w) != 0 ||
             !(claim = broker_claim(&w.b, w.count, opts->block_ms))) {
@@ -359,16 +448,23 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
             continue;
         }
         n = broker_jobs(&w.b, claim, w.jobs, w.capacity);
-        if (n > 0 && process_batch(&w, n) != 0) {
-            log_fields(WHARF_LOG_WARN,
-                       "redis connection lost mid-batch; its tasks stay "
-                       "pending and run again",
-                       (log_field[]){LOG_STR("error", w.b.errstr),
-                                     LOG_STR("worker", opts->consumer)},
-                       2);
-            broker_disconnect(&w.b);
+        if (n > 0 && begin_and_run(&w, n) != 0) {
+            hold(&w, HELD_RELEASE, claim, n);
+        } else if (n > 0 && broker_finish(&w.b, w.jobs, n) != 0) {
+            hold(&w, HELD_FINISH, claim, n);
+        } else {
+            if (n > 0)
+                report(&w, n);
+            freeReplyObject(claim);
+            continue;
         }
-        freeReplyObject(claim);
+        log_fields(WHARF_LOG_WARN,
+                   "redis connection lost mid-batch; the batch is kept and "
+                   "resolved after the reconnect",
+                   (log_field[]){LOG_STR("error", w.b.errstr),
+                                 LOG_STR("worker", opts->consumer)},
+                   2);
+        broker_disconnect(&w.b);
     }
     status = EX_OK;
     log_fields(WHARF_LOG_INFO, "worker stopped",

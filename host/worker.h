@@ -10,6 +10,7 @@
 #include "broker.h"
 #include "config.h"
 #include "loader.h"
+#include "slots.h"
 
 /* The largest result a plugin may set. Redis strings hold 512 MB; a result
  * this large is almost surely a bug, and it must fit in memory twice. */
@@ -19,6 +20,9 @@ typedef struct worker_options {
     const char *consumer; /* <hostname>:<instance>:<slot> */
     int block_ms;         /* longest XREADGROUP BLOCK (also the promote tick) */
     int maintenance;      /* 1: this worker also promotes and trims */
+    slot *status;         /* where it tells the supervisor what it does;
+                             NULL when there is no supervisor */
+    size_t status_capacity; /* batch entries the status slot holds */
 } worker_options;
 
 typedef struct worker_counts {
@@ -37,6 +41,6 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
 
 /* "<hostname>:<instance>:<slot>" into buf. */
 void worker_consumer_name(char *buf, size_t len, const char *instance,
-                          unsigned slot);
+                          unsigned slot_index);
 
 #endif /* WHARF_WORKER_H */

@@ -11,7 +11,8 @@
  *
  * The result of a success is "ok attempt=N". With `runs_file = PATH` in
  * its manifest section it appends "<id> <attempt>\n" to PATH each time it
- * starts a task, so a test can count how often each task really ran. */
+ * starts a task, and with `done_file = PATH` "<id>\n" each time it
+ * completes one, so a test can count how often each task really ran. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -23,27 +24,30 @@
 
 #include <wharf/plugin.h>
 
-/* One line of the runs file, written with one write(2) in O_APPEND mode
- * so lines from several workers never mix. */
-static void record_run(wharf_ctx *ctx, const wharf_task *task)
+/* Appends one line to the file named by the manifest key `key`, with one
+ * write(2) in O_APPEND mode so lines from several workers never mix. */
+static void record(wharf_ctx *ctx, const char *key, const wharf_task *task,
+                   int with_attempt)
 {
-    const char *path = wharf_config(ctx, "runs_file");
+    const char *path = wharf_config(ctx, key);
     char line[256];
     int n, fd;
 
     if (!path)
         return;
-    n = snprintf(line, sizeof(line), "%s %u\n", task->id, task->attempt);
+    n = with_attempt
+            ? snprintf(line, sizeof(line), "%s %u\n", task->id, task->attempt)
+            : snprintf(line, sizeof(line), "%s\n", task->id);
     if (n < 0 || (size_t)n >= sizeof(line))
         return;
     fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
-        wharf_log(ctx, WHARF_LOG_ERROR, "runs_file %s: %s", path,
+        wharf_log(ctx, WHARF_LOG_ERROR, "%s %s: %s", key, path,
                   strerror(errno));
         return;
     }
     if (write(fd, line, (size_t)n) != n)
-        wharf_log(ctx, WHARF_LOG_ERROR, "runs_file %s: short write", path);
+        wharf_log(ctx, WHARF_LOG_ERROR, "%s %s: short write", key, path);
     close(fd);
 }
 
@@ -51,7 +55,10 @@ static wharf_status succeed(wharf_ctx *ctx, const wharf_task *task)
 {
     char result[64];
     int n = snprintf(result, sizeof(result), "ok attempt=%u", task->attempt);
-    return wharf_result(ctx, result, (size_t)n) == 0 ? WHARF_OK : WHARF_FAIL;
+    if (wharf_result(ctx, result, (size_t)n) != 0)
+        return WHARF_FAIL;
+    record(ctx, "done_file", task, 0);
+    return WHARF_OK;
 }
 
 /* Parses the number after a "word:" command; -1 if there is none. */
@@ -75,7 +82,7 @@ static wharf_status process_business(wharf_ctx *ctx, const wharf_task *task)
     char command[64];
     long long n;
 
-    record_run(ctx, task);
+    record(ctx, "runs_file", task, 1);
     if (task->payload_len >= sizeof(command) ||
         memchr(task->payload, '\0', task->payload_len)) {
         wharf_error(ctx, "payload is not a chaos command");
@@ -91,6 +98,8 @@ static wharf_status process_business(wharf_ctx *ctx, const wharf_task *task)
         return WHARF_FAIL;
     }
     if (strcmp(command, "crash") == 0) {
+        /* As a wild pointer would, whatever handler a sanitizer set. */
+        signal(SIGSEGV, SIG_DFL);
         raise(SIGSEGV);
         return WHARF_FAIL; /* not reached while SIGSEGV kills */
     }

@@ -32,6 +32,13 @@ void test_host_manifest(test_host *h, const test_redis *r, const char *extra)
 void test_host_manifest_redis(test_host *h, const test_redis *r,
                               const char *redis_keys, const char *extra)
 {
+    test_host_opts o = {.redis_keys = redis_keys, .extra = extra};
+    test_host_manifest_opts(h, r, &o);
+}
+
+void test_host_manifest_opts(test_host *h, const test_redis *r,
+                             const test_host_opts *o)
+{
     FILE *f;
 
     memset(h, 0, sizeof(*h));
@@ -40,16 +47,22 @@ void test_host_manifest_redis(test_host *h, const test_redis *r,
     snprintf(h->manifest, sizeof(h->manifest), "%s/wharf.ini", h->dir);
     snprintf(h->log, sizeof(h->log), "%s/wharfd.log", h->dir);
     snprintf(h->runs, sizeof(h->runs), "%s/runs", h->dir);
+    snprintf(h->done, sizeof(h->done), "%s/done", h->dir);
     f = fopen(h->manifest, "w");
     cr_assert(f != NULL, "%s: %s", h->manifest, strerror(errno));
     fprintf(f,
-            "[host]\nplugins_dir = %s\n"
+            "[host]\nplugins_dir = %s\nshutdown_timeout = 10s\n%s"
             "[redis]\nurl = %s\n%s"
             "[metrics]\nlisten = off\n"
             "[log]\nlevel = debug\n"
             "[plugin.chaos]\npath = chaos.so\nruns_file = %s\n"
+            "done_file = %s\n"
             "%s\n",
-            WHARF_PLUGIN_DIR, r->url, redis_keys ? redis_keys : "", h->runs, extra ? extra : "");
+            o->plugins_dir ? o->plugins_dir : WHARF_PLUGIN_DIR,
+            o->host_keys ? o->host_keys : "",
+            o->redis_url ? o->redis_url : r->url,
+            o->redis_keys ? o->redis_keys : "", h->runs, h->done,
+            o->extra ? o->extra : "");
     fclose(f);
 }
 
@@ -86,6 +99,39 @@ done:
     h->pid = 0;
     return WIFEXITED(status) ? WEXITSTATUS(status)
                              : 128 + WTERMSIG(status);
+}
+
+int test_host_wait_exit(test_host *h, int timeout_ms)
+{
+    int status;
+
+    if (h->pid <= 0)
+        return -1;
+    for (int waited = 0; waited <= timeout_ms; waited += 10) {
+        if (waitpid(h->pid, &status, WNOHANG) == h->pid) {
+            h->pid = 0;
+            return WIFEXITED(status) ? WEXITSTATUS(status)
+                                     : 128 + WTERMSIG(status);
+        }
+        test_sleep_ms(10);
+    }
+    return -1;
+}
+
+int test_host_done(const test_host *h, const char *id)
+{
+    FILE *f = fopen(h->done, "r");
+    char line[512];
+    size_t idlen = strlen(id);
+    int n = 0;
+
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, id, idlen) == 0 && line[idlen] == '\n')
+            n++;
+    fclose(f);
+    return n;
 }
 
 int test_host_runs(const test_host *h, const char *id, unsigned attempt)

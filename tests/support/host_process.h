@@ -17,7 +17,28 @@ typedef struct test_host {
     char manifest[300];
     char log[300];      /* wharfd's stderr */
     char runs[300];     /* the chaos plugin's runs_file */
+    char done[300];     /* the chaos plugin's done_file */
 } test_host;
+
+/* What a test's manifest differs in; NULL fields keep the defaults. */
+typedef struct test_host_opts {
+    const char *plugins_dir; /* default: the built plugins */
+    const char *host_keys;   /* more [host] keys */
+    const char *redis_keys;  /* more [redis] keys */
+    const char *redis_url;   /* default: the test server's */
+    const char *extra;       /* more sections, verbatim */
+} test_host_opts;
+
+/* Writes dir/wharf.ini as test_host_manifest does, with o's changes. */
+void test_host_manifest_opts(test_host *h, const test_redis *r,
+                             const test_host_opts *o);
+
+/* Waits up to timeout_ms for wharfd to exit by itself; returns its exit
+ * code (or 128 + signal), or -1 if it still runs. */
+int test_host_wait_exit(test_host *h, int timeout_ms);
+
+/* Lines "<id>" in the done file: how often the task completed. */
+int test_host_done(const test_host *h, const char *id);
 
 /* Writes dir/wharf.ini: [host] plugins_dir = the built plugins, [redis]
  * url = r's, [log] level = debug, [plugin.chaos] with runs_file, then

@@ -1,0 +1,1120 @@
+/* The supervisor; see supervisor.h. One thread, one poll loop: signals
+ * arrive through a self-pipe, plugin folder changes through inotify, and
+ * a 50 ms tick drives timeouts, restarts and the Redis maintenance. */
+#define _GNU_SOURCE /* pipe2, sigabbrev_np */
+#include "supervisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "backoff.h"
+#include "broker.h"
+#include "embedded.h"
+#include "loader.h"
+#include "log.h"
+#include "scripts.h"
+#include "slots.h"
+#include "worker.h"
+
+#define TICK_MS 50
+/* The instance key lives this long unless refreshed every second, so a
+ * host killed with -9 frees its name within a few seconds. */
+#define HEARTBEAT_TTL_MS 5000
+#define HEARTBEAT_EVERY_MS 1000
+/* After SIGTERM for a timeout, this long before SIGKILL. */
+#define KILL_GRACE_MS 1000
+/* Restart delays of a worker that keeps dying: 100 ms doubling to 10 s;
+ * a worker that lived this long resets the count. */
+#define RESTART_MIN_MS 100
+#define RESTART_MAX_MS 10000
+#define STABLE_AFTER_MS 10000
+/* Workers block this long in XREADGROUP; promotion's XADD wakes them. */
+#define WORKER_BLOCK_MS 500
+#define TRIM_EVERY_MS 1000
+#define RECONNECT_MAX_MS 5000
+/* Changes in plugins_dir are gathered this long before a reload. */
+#define WATCH_SETTLE_MS 300
+
+typedef struct worker_proc {
+    pid_t pid;                /* 0 when not running */
+    char consumer[300];
+    int64_t forked_ms;
+    int64_t restart_at_ms;    /* when to fork it again; 0 = not waiting */
+    unsigned crashes;         /* deaths in a row, each before STABLE_AFTER */
+    int64_t term_sent_ms;     /* a timeout's SIGTERM, 0 = none */
+    char timed_out_entry[SLOT_ENTRY_MAX];
+    int64_t timed_out_after_ms;
+    bool retiring;            /* asked to stop: reload or shutdown */
+    bool replace;             /* reload: stop it, then start it anew */
+} worker_proc;
+
+typedef struct supervisor {
+    const char *config_path;
+    config *cfg;
+    char **types; /* served types, NULL-terminated (from the check child) */
+    size_t n_types;
+    const policy **policies;
+    slot_table table;
+    slot *snapshot; /* table.slot_size bytes */
+    worker_proc *procs;
+    size_t n_procs;
+    broker b;          /* the supervisor's own connection */
+    bool b_ready;      /* broker initialized for the current types */
+    int64_t reconnect_at_ms;
+    int64_t reconnect_delay_ms;
+    bool redis_down_logged;
+    char consumer[300];
+    char instance_key[KEY_MAX];
+    char instance_value[64];
+    embedded_redis embedded;
+    bool embedded_on;
+    int64_t last_promote_ms, last_trim_ms, last_renew_ms, last_takeover_ms,
+        last_heartbeat_ms;
+    int watch_fd;
+    int64_t reload_at_ms; /* a watched change asks for a reload then */
+    bool stopping;
+    int64_t stop_deadline_ms;
+    int exit_code;
+} supervisor;
+
+static int signal_pipe[2] = {-1, -1};
+static volatile sig_atomic_t got_stop, got_reload, got_child;
+static volatile sig_atomic_t worker_stop; /* in a worker process */
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    char c = (char)sig;
+
+    if (sig == SIGTERM || sig == SIGINT)
+        got_stop = 1;
+    else if (sig == SIGHUP)
+        got_reload = 1;
+    else if (sig == SIGCHLD)
+        got_child = 1;
+    if (write(signal_pipe[1], &c, 1) < 0) {
+        /* the pipe is full: the loop wakes anyway */
+    }
+    errno = saved;
+}
+
+static void on_worker_stop(int sig)
+{
+    (void)sig;
+    worker_stop = 1;
+}
+
+static int install_signals(void)
+{
+    struct sigaction sa;
+
+    if (pipe2(signal_pipe, O_NONBLOCK | O_CLOEXEC) != 0)
+        return -1;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(SIGTERM, &sa, NULL) || sigaction(SIGINT, &sa, NULL) ||
+        sigaction(SIGHUP, &sa, NULL) || sigaction(SIGCHLD, &sa, NULL))
+        return -1;
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+static void free_types(char **types)
+{
+    for (size_t i = 0; types && types[i]; i++)
+        free(types[i]);
+    free(types);
+}
+
+/* ---- plugins are checked in a child, never loaded here ---- */
+
+/* Loads cfg's plugins in a child process (open, init, fini: what --check
+ * does) so no plugin code runs in the supervisor. 0 with the served types
+ * (caller frees with free_types); -1 with the reason in err. */
+static int check_plugins(const config *cfg, char ***types_out,
+                         size_t *n_out, char *err, size_t errlen)
+{
+    int fds[2];
+    pid_t pid;
+    char buf[65536];
+    size_t len = 0;
+    ssize_t n;
+    int status;
+    char **types = NULL;
+    size_t count = 0;
+    int rc = -1;
+
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "checking plugins: pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "checking plugins: fork: %s", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        char line[CONFIG_ERR_LEN + 4];
+        loader *ld = NULL;
+        FILE *out;
+        close(fds[0]);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        signal(SIGCHLD, SIG_DFL);
+        out = fdopen(fds[1], "w");
+        if (!out)
+            _exit(EX_OSERR);
+        if (loader_open(cfg, &ld, line, sizeof(line)) != 0 ||
+            loader_init(ld, line, sizeof(line)) != 0) {
+            fprintf(out, "E %s\n", line);
+            fclose(out);
+            _exit(EX_CONFIG);
+        }
+        loader_fini(ld);
+        for (size_t i = 0; i < ld->n_routes; i++)
+            fprintf(out, "T %s\n", ld->routes[i].type);
+        fclose(out);
+        loader_close(ld);
+        _exit(EX_OK);
+    }
+    close(fds[1]);
+    while (len < sizeof(buf) - 1 &&
+           ((n = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0 ||
+            (n < 0 && errno == EINTR)))
+        if (n > 0)
+            len += (size_t)n;
+    buf[len] = '\0';
+    close(fds[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFSIGNALED(status)) {
+        snprintf(err, errlen, "checking plugins: the check process died of "
+                              "signal %d (a plugin's init crashed?)",
+                 WTERMSIG(status));
+        return -1;
+    }
+    if (strncmp(buf, "E ", 2) == 0) {
+        size_t line = strcspn(buf + 2, "\n");
+        if (line >= errlen)
+            line = errlen - 1; /* one line, cut to fit */
+        memcpy(err, buf + 2, line);
+        err[line] = '\0';
+        return -1;
+    }
+    types = calloc(1, sizeof(*types));
+    for (char *line = strtok(buf, "\n"); types && line;
+         line = strtok(NULL, "\n")) {
+        char **grown;
+        if (strncmp(line, "T ", 2) != 0)
+            continue;
+        grown = realloc(types, (count + 2) * sizeof(*types));
+        if (!grown)
+            break;
+        types = grown;
+        types[count] = strdup(line + 2);
+        types[count + 1] = NULL;
+        if (!types[count])
+            break;
+        count++;
+    }
+    if (!types) {
+        snprintf(err, errlen, "checking plugins: out of memory");
+    } else if (WEXITSTATUS(status) != 0) {
+        snprintf(err, errlen, "checking plugins: the check process exited "
+                              "with status %d", WEXITSTATUS(status));
+    } else if (count == 0) {
+        snprintf(err, errlen, "%s: no plugin serves any type", cfg->file);
+    } else {
+        *types_out = types;
+        *n_out = count;
+        types = NULL;
+        rc = 0;
+    }
+    free_types(types);
+    return rc;
+}
+
+/* ---- the supervisor's Redis connection ---- */
+
+/* (Re)initializes the broker for the current types and policies. */
+static int setup_broker(supervisor *s)
+{
+    const policy **policies;
+
+    broker_destroy(&s->b);
+    s->b_ready = false;
+    policies = calloc(s->n_types + 1, sizeof(*policies));
+    if (!policies) {
+        log_msg(WHARF_LOG_ERROR, "supervisor: out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < s->n_types; i++)
+        policies[i] = config_policy(s->cfg, s->types[i]);
+    free(s->policies);
+    s->policies = policies;
+    if (broker_init(&s->b, s->cfg, (const char *const *)s->types, policies,
+                    s->n_types, s->consumer) != 0) {
+        log_msg(WHARF_LOG_ERROR, "%s", s->b.errstr);
+        return -1;
+    }
+    s->b_ready = true;
+    return 0;
+}
+
+/* Connects when due; logs each change of state once. -2 when Redis
+ * refuses what retrying cannot fix. */
+static int ensure_connected(supervisor *s, int64_t now)
+{
+    int rc;
+
+    if (s->b.redis)
+        return 0;
+    if (!s->b_ready || now < s->reconnect_at_ms)
+        return -1;
+    rc = broker_connect(&s->b);
+    if (rc == 0) {
+        if (s->redis_down_logged)
+            log_msg(WHARF_LOG_INFO, "supervisor: redis reachable again");
+        s->redis_down_logged = false;
+        s->reconnect_delay_ms = 0;
+        return 0;
+    }
+    if (rc == -2)
+        return -2;
+    if (!s->redis_down_logged) {
+        log_fields(WHARF_LOG_WARN, "supervisor: redis unreachable; retrying",
+                   (log_field[]){LOG_STR("error", s->b.errstr)}, 1);
+        s->redis_down_logged = true;
+    }
+    s->reconnect_delay_ms = s->reconnect_delay_ms == 0
+                                ? 100
+                                : s->reconnect_delay_ms * 2;
+    if (s->reconnect_delay_ms > RECONNECT_MAX_MS)
+        s->reconnect_delay_ms = RECONNECT_MAX_MS;
+    s->reconnect_at_ms =
+        now + (int64_t)(s->reconnect_delay_ms * (0.5 + backoff_random_unit()));
+    return -1;
+}
+
+static void lost_connection(supervisor *s, const char *what)
+{
+    log_fields(WHARF_LOG_WARN, "supervisor: redis command failed",
+               (log_field[]){LOG_STR("during", what),
+                             LOG_STR("error", s->b.errstr)},
+               2);
+    broker_disconnect(&s->b);
+}
+
+/* ---- workers ---- */
+
+static void worker_process(supervisor *s, size_t index)
+{
+    worker_proc *p = &s->procs[index];
+    struct sigaction sa;
+    worker_options opts;
+    char err[CONFIG_ERR_LEN];
+    loader *ld = NULL;
+    int status;
+
+    /* Die with the supervisor, whatever kills it. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_worker_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGCHLD, SIG_DFL);
+    close(signal_pipe[0]);
+    close(signal_pipe[1]);
+    if (s->watch_fd >= 0)
+        close(s->watch_fd);
+    /* The supervisor's connection is its own: drop it, send nothing. */
+    broker_disconnect(&s->b);
+
+    if (loader_open(s->cfg, &ld, err, sizeof(err)) != 0 ||
+        loader_init(ld, err, sizeof(err)) != 0) {
+        log_fields(WHARF_LOG_ERROR, "worker cannot load its plugins",
+                   (log_field[]){LOG_STR("error", err),
+                                 LOG_STR("worker", p->consumer)},
+                   2);
+        loader_close(ld);
+        _exit(EX_CONFIG);
+    }
+    opts.consumer = p->consumer;
+    opts.block_ms = WORKER_BLOCK_MS;
+    opts.maintenance = 0;
+    opts.status = slots_get(&s->table, index);
+    opts.status_capacity = s->table.capacity;
+    status = worker_run(s->cfg, ld, &opts, &worker_stop, NULL);
+    loader_close(ld);
+    /* exit, not _exit: a sanitizer build checks the worker for leaks. */
+    exit(status);
+}
+
+static void start_worker(supervisor *s, size_t index, int64_t now)
+{
+    worker_proc *p = &s->procs[index];
+    slot *sl = slots_get(&s->table, index);
+    pid_t pid;
+
+    slot_write_begin(sl);
+    sl->state = SLOT_IDLE;
+    sl->running = SLOT_NONE;
+    sl->batch_n = 0;
+    snprintf(sl->consumer, sizeof(sl->consumer), "%s", p->consumer);
+    slot_write_end(sl);
+    pid = fork();
+    if (pid < 0) {
+        log_msg(WHARF_LOG_ERROR, "cannot fork worker %zu: %s", index,
+                strerror(errno));
+        p->restart_at_ms = now + RESTART_MAX_MS;
+        return;
+    }
+    if (pid == 0)
+        worker_process(s, index);
+    p->pid = pid;
+    p->forked_ms = now;
+    p->restart_at_ms = 0;
+    p->term_sent_ms = 0;
+    p->timed_out_entry[0] = '\0';
+    p->retiring = false;
+    sl->pid = pid;
+    log_fields(WHARF_LOG_INFO, "worker started",
+               (log_field[]){LOG_INT("pid", pid), LOG_INT("slot", index),
+                             LOG_STR("worker", p->consumer)},
+               3);
+}
+
+/* Names how a worker ended, for the task it was running. */
+static void death_reason(const worker_proc *p, int status, const char *entry_id,
+                         char *buf, size_t len)
+{
+    if (p->timed_out_entry[0] && strcmp(p->timed_out_entry, entry_id) == 0)
+        snprintf(buf, len, "timeout after %" PRId64 " ms",
+                 p->timed_out_after_ms);
+    else if (WIFSIGNALED(status))
+        snprintf(buf, len, "worker crashed: SIG%s",
+                 sigabbrev_np(WTERMSIG(status))
+                     ? sigabbrev_np(WTERMSIG(status))
+                     : "UNKNOWN");
+    else
+        snprintf(buf, len, "worker exited with status %d",
+                 WEXITSTATUS(status));
+}
+
+/* A worker died: records the failure of the task it was running through
+ * the normal retry/dead path, and releases the locks of the rest of its
+ * batch so its replacement can run them at once. If Redis is not there,
+ * the entries stay pending and the replacement reads them again. */
+static void recover_slot(supervisor *s, size_t index, int status, bool clean)
+{
+    worker_proc *p = &s->procs[index];
+    slot *sl = slots_get(&s->table, index);
+    slot *snap = s->snapshot;
+    broker_job *jobs = NULL;
+    redisReply **entries = NULL;
+    char reason[256];
+    size_t n;
+
+    if (slot_read(&s->table, sl, snap) != 0) /* died mid-write */
+        memcpy((char *)snap + sizeof(snap->seq), (char *)sl + sizeof(sl->seq),
+               s->table.slot_size - sizeof(sl->seq));
+    n = snap->batch_n > s->table.capacity ? s->table.capacity : snap->batch_n;
+    if (n == 0 || ensure_connected(s, slots_now_ms()) != 0)
+        goto out;
+    jobs = calloc(n, sizeof(*jobs));
+    entries = calloc(n, sizeof(*entries));
+    if (!jobs || !entries)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        const slot_task *t = &snap->batch[i];
+        broker_job *j = &jobs[i];
+        broker_queue *q = broker_queue_of(&s->b, t->type);
+        if (!q)
+            continue;
+        j->queue = q;
+        j->consumer = p->consumer;
+        snprintf(j->token, sizeof(j->token), "%s", t->token);
+        j->begin = t->token[0] ? BEGIN_RUN : BEGIN_NONE;
+        j->e.task.id = t->id;
+        j->e.task.trace = "";
+        j->e.enqueued_at = "";
+        if (clean || i != snap->running || snap->state != SLOT_RUNNING)
+            continue;
+        /* The task it was running: its failure goes through retry/dead. */
+        entries[i] = broker_entry(&s->b, q, t->entry_id);
+        if (!entries[i] || entries[i]->elements != 1) {
+            if (!entries[i])
+                lost_connection(s, "reading a dead worker's task");
+            continue;
+        }
+        broker_entries(&s->b, q, entries[i], j, 1);
+        j->queue = q;
+        j->consumer = p->consumer;
+        snprintf(j->token, sizeof(j->token), "%s", t->token);
+        j->begin = t->token[0] ? BEGIN_RUN : BEGIN_NONE;
+        death_reason(p, status, t->entry_id, reason, sizeof(reason));
+        backoff_fail(j, reason);
+        if (broker_finish(&s->b, j, 1) != 0) {
+            lost_connection(s, "recording a dead worker's task");
+            goto out;
+        }
+        log_fields(WHARF_LOG_WARN, "task failed with its worker",
+                   (log_field[]){LOG_STR("task", j->e.task.id),
+                                 LOG_STR("type", q->type),
+                                 LOG_INT("attempt", j->e.task.attempt),
+                                 LOG_STR("outcome",
+                                         task_outcome_name(j->outcome)),
+                                 LOG_STR("error", reason),
+                                 LOG_STR("worker", p->consumer)},
+                   6);
+        j->begin = BEGIN_NONE; /* its lock went with the finish */
+    }
+    if (broker_release(&s->b, jobs, n) != 0)
+        lost_connection(s, "releasing a dead worker's locks");
+out:
+    for (size_t i = 0; entries && i < n; i++)
+        freeReplyObject(entries[i]);
+    free(entries);
+    free(jobs);
+    slot_write_begin(sl);
+    sl->batch_n = 0;
+    sl->running = SLOT_NONE;
+    sl->state = SLOT_EMPTY;
+    sl->pid = 0;
+    slot_write_end(sl);
+}
+
+static void worker_exited(supervisor *s, size_t index, int status,
+                          int64_t now)
+{
+    worker_proc *p = &s->procs[index];
+    bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    int64_t lived = now - p->forked_ms;
+    char how[64];
+
+    if (WIFSIGNALED(status))
+        snprintf(how, sizeof(how), "signal SIG%s",
+                 sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status))
+                                                : "?");
+    else
+        snprintf(how, sizeof(how), "exit %d", WEXITSTATUS(status));
+    recover_slot(s, index, status, clean);
+    p->pid = 0;
+    if (s->stopping)
+        return;
+    if (clean && (p->retiring || p->replace)) {
+        p->replace = false;
+        p->crashes = 0;
+        p->restart_at_ms = now;
+    } else {
+        unsigned shift;
+        int64_t delay;
+        p->crashes = lived >= STABLE_AFTER_MS ? 1 : p->crashes + 1;
+        shift = p->crashes - 1 > 7 ? 7 : p->crashes - 1;
+        delay = (int64_t)RESTART_MIN_MS << shift;
+        if (delay > RESTART_MAX_MS)
+            delay = RESTART_MAX_MS;
+        p->restart_at_ms = now + delay;
+        log_fields(WHARF_LOG_WARN, "worker died; restarting",
+                   (log_field[]){LOG_STR("how", how),
+                                 LOG_INT("restart_in_ms", delay),
+                                 LOG_STR("worker", p->consumer)},
+                   3);
+    }
+}
+
+static void reap(supervisor *s, int64_t now)
+{
+    int status;
+    pid_t pid;
+    char err[256];
+
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        if (s->embedded_on && embedded_reaped(&s->embedded, pid, status, err,
+                                              sizeof(err))) {
+            log_fields(WHARF_LOG_ERROR, "embedded redis-server stopped",
+                       (log_field[]){LOG_STR("error", err)}, 1);
+            continue;
+        }
+        for (size_t i = 0; i < s->n_procs; i++)
+            if (s->procs[i].pid == pid)
+                worker_exited(s, i, status, now);
+    }
+}
+
+/* A task past its timeout: SIGTERM, then SIGKILL after a short grace. */
+static void enforce_timeouts(supervisor *s, int64_t now)
+{
+    for (size_t i = 0; i < s->n_procs; i++) {
+        worker_proc *p = &s->procs[i];
+        slot *snap = s->snapshot;
+        if (p->pid <= 0)
+            continue;
+        if (p->term_sent_ms) {
+            if (now - p->term_sent_ms >= KILL_GRACE_MS)
+                kill(p->pid, SIGKILL);
+            continue;
+        }
+        if (slot_read(&s->table, slots_get(&s->table, i), snap) != 0 ||
+            snap->state != SLOT_RUNNING || snap->running >= snap->batch_n ||
+            now - snap->started_ms <= snap->timeout_ms)
+            continue;
+        snprintf(p->timed_out_entry, sizeof(p->timed_out_entry), "%s",
+                 snap->batch[snap->running].entry_id);
+        p->timed_out_after_ms = snap->timeout_ms;
+        p->term_sent_ms = now;
+        log_fields(WHARF_LOG_WARN, "task ran past its timeout; stopping its "
+                                   "worker",
+                   (log_field[]){LOG_STR("task", snap->batch[snap->running].id),
+                                 LOG_STR("type",
+                                         snap->batch[snap->running].type),
+                                 LOG_INT("timeout_ms", snap->timeout_ms),
+                                 LOG_STR("worker", p->consumer)},
+                   4);
+        kill(p->pid, SIGTERM);
+    }
+}
+
+/* ---- maintenance ---- */
+
+/* How often leases are renewed: a third of the shortest lock_ttl or
+ * visibility_timeout of the served types. */
+static int64_t renew_every_ms(const supervisor *s)
+{
+    int64_t every = INT64_MAX;
+    for (size_t i = 0; i < s->n_types; i++) {
+        const policy *pol = s->policies[i];
+        int64_t shortest = pol->lock_ttl_ms < pol->visibility_timeout_ms
+                               ? pol->lock_ttl_ms
+                               : pol->visibility_timeout_ms;
+        if (shortest / 3 < every)
+            every = shortest / 3;
+    }
+    return every < TICK_MS ? TICK_MS : every;
+}
+
+/* Keeps every live worker's batch from looking idle and its locks from
+ * expiring while the tasks run. */
+static int renew_leases(supervisor *s)
+{
+    size_t cap = s->table.capacity;
+    const char **entry_ids = calloc(cap ? cap : 1, sizeof(*entry_ids));
+    const char **ids = calloc(cap ? cap : 1, sizeof(*ids));
+    const char **tokens = calloc(cap ? cap : 1, sizeof(*tokens));
+    int rc = 0;
+
+    if (!entry_ids || !ids || !tokens)
+        goto out;
+    for (size_t i = 0; i < s->n_procs && rc == 0; i++) {
+        slot *snap = s->snapshot;
+        if (s->procs[i].pid <= 0 ||
+            slot_read(&s->table, slots_get(&s->table, i), snap) != 0 ||
+            snap->batch_n == 0)
+            continue;
+        for (size_t q = 0; q < s->b.n_queues && rc == 0; q++) {
+            broker_queue *queue = &s->b.queues[q];
+            size_t n = 0;
+            for (size_t k = 0; k < snap->batch_n && k < cap; k++) {
+                if (strcmp(snap->batch[k].type, queue->type) != 0)
+                    continue;
+                entry_ids[n] = snap->batch[k].entry_id;
+                ids[n] = snap->batch[k].id;
+                tokens[n] = snap->batch[k].token;
+                n++;
+            }
+            if (n > 0 && broker_renew(&s->b, queue, snap->consumer, entry_ids,
+                                      ids, tokens, n) < 0)
+                rc = -1;
+        }
+    }
+out:
+    free(entry_ids);
+    free(ids);
+    free(tokens);
+    return rc;
+}
+
+/* Takes over the entries of silent hosts (idle past visibility_timeout):
+ * each takeover is a failed attempt, so the task goes through retry/dead
+ * and runs again on any host. */
+static int take_over(supervisor *s)
+{
+    broker_job jobs[100];
+
+    for (size_t q = 0; q < s->b.n_queues; q++) {
+        broker_queue *queue = &s->b.queues[q];
+        redisReply *r = broker_autoclaim(&s->b, queue,
+                                         queue->pol->visibility_timeout_ms,
+                                         100);
+        size_t n;
+        if (!r)
+            return -1;
+        n = broker_entries(&s->b, queue, r->element[1], jobs, 100);
+        for (size_t i = 0; i < n; i++) {
+            broker_job *j = &jobs[i];
+            if (j->e.deleted) {
+                j->finish = FINISH_NONE;
+            } else if (j->e.bad[0]) {
+                j->finish = FINISH_DEAD;
+                j->next_attempt = j->e.task.attempt;
+                j->reason = j->e.bad;
+            } else {
+                backoff_fail(j, "taken over: its host was silent longer "
+                                "than visibility_timeout");
+            }
+        }
+        if (n > 0 && broker_finish(&s->b, jobs, n) != 0) {
+            freeReplyObject(r);
+            return -1;
+        }
+        for (size_t i = 0; i < n; i++)
+            if (jobs[i].finish != FINISH_NONE)
+                log_fields(WHARF_LOG_WARN, "task taken over from a silent host",
+                           (log_field[]){LOG_STR("task", jobs[i].e.task.id),
+                                         LOG_STR("type", queue->type),
+                                         LOG_INT("attempt",
+                                                 jobs[i].e.task.attempt),
+                                         LOG_STR("outcome",
+                                                 task_outcome_name(
+                                                     jobs[i].outcome))},
+                           4);
+        freeReplyObject(r);
+    }
+    return 0;
+}
+
+static int64_t takeover_every_ms(const supervisor *s)
+{
+    int64_t every = INT64_MAX;
+    for (size_t i = 0; i < s->n_types; i++)
+        if (s->policies[i]->visibility_timeout_ms / 4 < every)
+            every = s->policies[i]->visibility_timeout_ms / 4;
+    return every < 100 ? 100 : every > 5000 ? 5000 : every;
+}
+
+/* One pass of the Redis housekeeping that is due. -2 when the instance
+ * name was lost to another host. */
+static int maintain(supervisor *s, int64_t now)
+{
+    int held;
+
+    if (ensure_connected(s, now) != 0)
+        return 0;
+    if (now - s->last_heartbeat_ms >= HEARTBEAT_EVERY_MS) {
+        s->last_heartbeat_ms = now;
+        held = broker_heartbeat(&s->b, s->instance_key, s->instance_value,
+                                HEARTBEAT_TTL_MS);
+        if (held < 0) {
+            lost_connection(s, "heartbeat");
+            return 0;
+        }
+        if (held == 0)
+            return -2;
+    }
+    if (now - s->last_renew_ms >= renew_every_ms(s)) {
+        s->last_renew_ms = now;
+        if (renew_leases(s) != 0) {
+            lost_connection(s, "renewing leases");
+            return 0;
+        }
+    }
+    if (now - s->last_promote_ms >= TICK_MS) {
+        s->last_promote_ms = now;
+        if (broker_promote(&s->b) < 0) {
+            lost_connection(s, "promoting due tasks");
+            return 0;
+        }
+    }
+    if (now - s->last_trim_ms >= TRIM_EVERY_MS) {
+        s->last_trim_ms = now;
+        if (broker_trim_dead(&s->b) < 0) {
+            lost_connection(s, "trimming dead sets");
+            return 0;
+        }
+    }
+    if (now - s->last_takeover_ms >= takeover_every_ms(s)) {
+        s->last_takeover_ms = now;
+        if (take_over(s) != 0) {
+            lost_connection(s, "taking over silent hosts' tasks");
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* ---- start, reload, stop ---- */
+
+/* Takes the instance name: waits, saying so, while another live host holds
+ * it, up to a little longer than the key lives unrefreshed. */
+static int acquire_instance(supervisor *s)
+{
+    int64_t deadline = slots_now_ms() + HEARTBEAT_TTL_MS + 2000;
+    bool said = false;
+
+    while (!got_stop) {
+        int64_t now = slots_now_ms();
+        int rc = ensure_connected(s, now);
+        if (rc == -2) {
+            log_msg(WHARF_LOG_ERROR, "%s", s->b.errstr);
+            return EX_CONFIG;
+        }
+        if (rc == 0) {
+            int held = broker_heartbeat(&s->b, s->instance_key,
+                                        s->instance_value, HEARTBEAT_TTL_MS);
+            if (held == 1) {
+                s->last_heartbeat_ms = now;
+                return 0;
+            }
+            if (held < 0) {
+                lost_connection(s, "heartbeat");
+            } else if (now >= deadline) {
+                log_fields(WHARF_LOG_ERROR,
+                           "another live wharfd holds this instance name; "
+                           "give this host its own [host] instance",
+                           (log_field[]){LOG_STR("key", s->instance_key)}, 1);
+                return EX_CONFIG;
+            } else if (!said) {
+                log_fields(WHARF_LOG_WARN,
+                           "instance name held by another wharfd; waiting "
+                           "for its key to expire",
+                           (log_field[]){LOG_STR("key", s->instance_key)}, 1);
+                said = true;
+            }
+        }
+        usleep(200 * 1000);
+    }
+    return -1;
+}
+
+static int setup_watch(supervisor *s)
+{
+    s->watch_fd = -1;
+    if (!s->cfg->watch)
+        return 0;
+    s->watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (s->watch_fd < 0 ||
+        inotify_add_watch(s->watch_fd, s->cfg->plugins_dir,
+                          IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM |
+                              IN_DELETE | IN_CREATE) < 0) {
+        log_fields(WHARF_LOG_ERROR, "cannot watch plugins_dir",
+                   (log_field[]){LOG_STR("dir", s->cfg->plugins_dir),
+                                 LOG_STR("error", strerror(errno))},
+                   2);
+        if (s->watch_fd >= 0)
+            close(s->watch_fd);
+        s->watch_fd = -1;
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads inotify events; a change of a *.so asks for a reload soon. */
+static void read_watch(supervisor *s, int64_t now)
+{
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    ssize_t n;
+
+    while ((n = read(s->watch_fd, buf, sizeof(buf))) > 0) {
+        for (char *p = buf; p < buf + n;) {
+            const struct inotify_event *ev = (const struct inotify_event *)p;
+            size_t len = ev->len ? strlen(ev->name) : 0;
+            if (len > 3 && strcmp(ev->name + len - 3, ".so") == 0)
+                s->reload_at_ms = now + WATCH_SETTLE_MS;
+            p += sizeof(*ev) + ev->len;
+        }
+    }
+}
+
+/* SIGHUP (or a watched change): re-reads and checks the manifest and its
+ * plugins; if all is well, replaces the workers one at a time so they
+ * load the new plugins; if not, says why and keeps serving as before. */
+static void reload(supervisor *s)
+{
+    char err[CONFIG_ERR_LEN];
+    config *next = NULL;
+    char **types = NULL;
+    size_t n_types = 0;
+
+    log_fields(WHARF_LOG_INFO, "reloading",
+               (log_field[]){LOG_STR("manifest", s->config_path)}, 1);
+    if (config_load(s->config_path, &next, err, sizeof(err)) != 0 ||
+        check_plugins(next, &types, &n_types, err, sizeof(err)) != 0) {
+        log_fields(WHARF_LOG_ERROR, "reload refused; serving as before",
+                   (log_field[]){LOG_STR("error", err)}, 1);
+        config_free(next);
+        return;
+    }
+    if (next->workers != s->cfg->workers || next->watch != s->cfg->watch ||
+        strcmp(next->redis_url, s->cfg->redis_url) != 0 ||
+        strcmp(next->prefix, s->cfg->prefix) != 0 ||
+        strcmp(next->instance, s->cfg->instance) != 0)
+        log_msg(WHARF_LOG_WARN, "reload: workers, watch, [redis] url, prefix "
+                                "and instance take effect at the next start");
+    /* Those stay as they were; everything else is the new manifest's. */
+    next->workers = s->cfg->workers;
+    next->watch = s->cfg->watch;
+    free(next->redis_url);
+    next->redis_url = strdup(s->cfg->redis_url);
+    free(next->prefix);
+    next->prefix = strdup(s->cfg->prefix);
+    free(next->instance);
+    next->instance = strdup(s->cfg->instance);
+    if (!next->redis_url || !next->prefix || !next->instance) {
+        log_msg(WHARF_LOG_ERROR, "reload: out of memory; serving as before");
+        config_free(next);
+        free_types(types);
+        return;
+    }
+    config_free(s->cfg);
+    s->cfg = next;
+    free_types(s->types);
+    s->types = types;
+    s->n_types = n_types;
+    log_setup(s->cfg->log_level, s->cfg->log_format);
+    setup_broker(s);
+    for (size_t i = 0; i < s->n_procs; i++)
+        s->procs[i].replace = true;
+}
+
+/* Replaces one worker at a time: the next one is asked to stop once the
+ * one before it runs again. */
+static void replace_workers(supervisor *s)
+{
+    for (size_t i = 0; i < s->n_procs; i++) {
+        worker_proc *p = &s->procs[i];
+        if (!p->replace)
+            continue;
+        if (p->pid > 0 && !p->retiring) {
+            p->retiring = true;
+            kill(p->pid, SIGTERM);
+        } else if (p->pid <= 0 && p->restart_at_ms == 0) {
+            /* not running and not waiting: start it with the new plugins */
+            p->replace = false;
+            p->restart_at_ms = slots_now_ms();
+        }
+        return; /* one at a time */
+    }
+}
+
+static void start_due_workers(supervisor *s, int64_t now)
+{
+    for (size_t i = 0; i < s->n_procs; i++) {
+        worker_proc *p = &s->procs[i];
+        if (p->pid <= 0 && p->restart_at_ms && now >= p->restart_at_ms)
+            start_worker(s, i, now);
+    }
+}
+
+static void begin_stop(supervisor *s, int code)
+{
+    if (s->stopping)
+        return;
+    s->stopping = true;
+    s->exit_code = code;
+    s->stop_deadline_ms = slots_now_ms() + s->cfg->shutdown_timeout_ms;
+    log_fields(WHARF_LOG_INFO, "stopping: running tasks may finish",
+               (log_field[]){LOG_INT("shutdown_timeout_ms",
+                                     s->cfg->shutdown_timeout_ms)},
+               1);
+    for (size_t i = 0; i < s->n_procs; i++) {
+        s->procs[i].retiring = true;
+        if (s->procs[i].pid > 0)
+            kill(s->procs[i].pid, SIGTERM);
+    }
+}
+
+static bool any_worker_alive(const supervisor *s)
+{
+    for (size_t i = 0; i < s->n_procs; i++)
+        if (s->procs[i].pid > 0)
+            return true;
+    return false;
+}
+
+static void drain_signal_pipe(void)
+{
+    char buf[64];
+    while (read(signal_pipe[0], buf, sizeof(buf)) > 0)
+        ;
+}
+
+static int run_loop(supervisor *s)
+{
+    struct pollfd fds[2];
+    char err[256];
+
+    while (true) {
+        int64_t now;
+        nfds_t nfds = 1;
+
+        fds[0].fd = signal_pipe[0];
+        fds[0].events = POLLIN;
+        if (s->watch_fd >= 0) {
+            fds[1].fd = s->watch_fd;
+            fds[1].events = POLLIN;
+            nfds = 2;
+        }
+        if (poll(fds, nfds, TICK_MS) < 0 && errno != EINTR)
+            log_msg(WHARF_LOG_ERROR, "poll: %s", strerror(errno));
+        drain_signal_pipe();
+        now = slots_now_ms();
+        if (nfds == 2 && (fds[1].revents & POLLIN))
+            read_watch(s, now);
+        if (got_child) {
+            got_child = 0;
+            reap(s, now);
+        }
+        if (got_stop)
+            begin_stop(s, EX_OK);
+        if (s->stopping) {
+            if (!any_worker_alive(s))
+                break;
+            if (now >= s->stop_deadline_ms) {
+                log_msg(WHARF_LOG_WARN, "shutdown_timeout passed; killing "
+                                        "the workers still running (their "
+                                        "tasks stay pending)");
+                for (size_t i = 0; i < s->n_procs; i++)
+                    if (s->procs[i].pid > 0)
+                        kill(s->procs[i].pid, SIGKILL);
+                s->stop_deadline_ms = INT64_MAX;
+            }
+        } else {
+            if (got_reload || (s->reload_at_ms && now >= s->reload_at_ms)) {
+                got_reload = 0;
+                s->reload_at_ms = 0;
+                reload(s);
+            }
+            if (s->embedded_on && embedded_check(&s->embedded, err,
+                                                 sizeof(err)) != 0 &&
+                embedded_start(&s->embedded, s->cfg->data_dir, err,
+                               sizeof(err)) != 0)
+                log_fields(WHARF_LOG_ERROR, "cannot restart embedded redis",
+                           (log_field[]){LOG_STR("error", err)}, 1);
+            replace_workers(s);
+            start_due_workers(s, now);
+        }
+        enforce_timeouts(s, now);
+        if (maintain(s, now) == -2) {
+            log_fields(WHARF_LOG_ERROR,
+                       "another wharfd took this instance name; stopping",
+                       (log_field[]){LOG_STR("key", s->instance_key)}, 1);
+            begin_stop(s, EX_CONFIG);
+        }
+    }
+    return s->exit_code;
+}
+
+int supervisor_run(const char *config_path, config *cfg)
+{
+    supervisor s;
+    char err[CONFIG_ERR_LEN];
+    char host[256];
+    size_t capacity = 0;
+    int status = EX_CONFIG;
+
+    memset(&s, 0, sizeof(s));
+    s.config_path = config_path;
+    s.cfg = cfg;
+    s.watch_fd = -1;
+    scripts_init();
+    if (install_signals() != 0) {
+        log_msg(WHARF_LOG_ERROR, "cannot install signal handlers: %s",
+                strerror(errno));
+        status = EX_OSERR;
+        goto out;
+    }
+    if (check_plugins(cfg, &s.types, &s.n_types, err, sizeof(err)) != 0) {
+        fprintf(stderr, "%s\n", err);
+        goto out;
+    }
+    if (gethostname(host, sizeof(host)) != 0)
+        snprintf(host, sizeof(host), "localhost");
+    host[sizeof(host) - 1] = '\0';
+    snprintf(s.consumer, sizeof(s.consumer), "%s:%s:supervisor", host,
+             cfg->instance);
+    snprintf(err, sizeof(err), "instance:%s:%s", host, cfg->instance);
+    key_global(s.instance_key, sizeof(s.instance_key), cfg->prefix, err);
+    snprintf(s.instance_value, sizeof(s.instance_value), "%ld-%08lx",
+             (long)getpid(),
+             (unsigned long)(backoff_random_unit() * 4294967295.0));
+    if (strcmp(cfg->redis_url, "embedded") == 0) {
+        if (embedded_start(&s.embedded, cfg->data_dir, err, sizeof(err)) != 0) {
+            fprintf(stderr, "embedded redis: %s\n", err);
+            status = EX_UNAVAILABLE;
+            goto out;
+        }
+        s.embedded_on = true;
+        log_fields(WHARF_LOG_INFO, "embedded redis-server started",
+                   (log_field[]){LOG_STR("url", s.embedded.url),
+                                 LOG_INT("pid", s.embedded.pid)},
+                   2);
+    }
+    if (setup_broker(&s) != 0)
+        goto out;
+    status = acquire_instance(&s);
+    if (status != 0) {
+        if (status < 0)
+            status = EX_OK; /* stopped while waiting */
+        goto out;
+    }
+    /* Room for every entry a worker may hold: prefetch per served type. */
+    for (size_t i = 0; i < s.n_types; i++)
+        capacity += s.policies[i]->prefetch;
+    s.n_procs = cfg->workers;
+    s.procs = calloc(s.n_procs, sizeof(*s.procs));
+    if (!s.procs || slots_create(&s.table, s.n_procs, capacity) != 0 ||
+        !(s.snapshot = malloc(s.table.slot_size))) {
+        log_msg(WHARF_LOG_ERROR, "cannot set up the slot table: %s",
+                strerror(errno));
+        status = EX_OSERR;
+        goto out;
+    }
+    setup_watch(&s);
+    for (size_t i = 0; i < s.n_procs; i++) {
+        snprintf(s.procs[i].consumer, sizeof(s.procs[i].consumer),
+                 "%s:%s:%zu", host, cfg->instance, i);
+        s.procs[i].restart_at_ms = slots_now_ms();
+    }
+    log_fields(WHARF_LOG_INFO, "wharfd started",
+               (log_field[]){LOG_INT("workers", cfg->workers),
+                             LOG_INT("types", (int64_t)s.n_types),
+                             LOG_STR("instance", cfg->instance)},
+               3);
+    status = run_loop(&s);
+    reap(&s, slots_now_ms());
+    if (ensure_connected(&s, INT64_MAX) == 0)
+        broker_release_key(&s.b, s.instance_key, s.instance_value);
+    log_fields(WHARF_LOG_INFO, "wharfd stopped",
+               (log_field[]){LOG_INT("status", status)}, 1);
+out:
+    broker_destroy(&s.b);
+    if (s.embedded_on)
+        embedded_stop(&s.embedded);
+    if (s.watch_fd >= 0)
+        close(s.watch_fd);
+    slots_destroy(&s.table);
+    free(s.snapshot);
+    free(s.procs);
+    free(s.policies);
+    free_types(s.types);
+    config_free(s.cfg);
+    return status;
+}

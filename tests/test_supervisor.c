@@ -1,0 +1,452 @@
+/* The process model end to end: real wharfd processes against a private
+ * redis-server, their workers killed, hung, stopped and reloaded, and
+ * every task counted through the chaos plugin's runs and done files. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "host_process.h"
+#include "redis_server.h"
+
+static test_redis redis;
+static test_host host;
+static test_host other;
+static redisContext *rc;
+
+static void start_redis(void)
+{
+    test_redis_start(&redis, 1);
+    rc = test_redis_connect(&redis);
+}
+
+static void stop_all(void)
+{
+    test_host_stop(&host);
+    test_host_stop(&other);
+    if (rc)
+        redisFree(rc);
+    test_redis_stop(&redis);
+}
+
+TestSuite(supervisor, .init = start_redis, .fini = stop_all, .timeout = 120);
+
+/* Starts h and waits until its workers have made the chaos group. */
+static void start(test_host *h, const test_host_opts *o)
+{
+    test_host_manifest_opts(h, &redis, o);
+    test_host_start(h);
+    for (int i = 0; i < 1000; i++) {
+        if (test_host_log_has(h, "\"msg\":\"worker started\"", NULL) &&
+            test_redis_int(rc, "EXISTS wharf:{chaos}:stream") == 1)
+            return;
+        test_sleep_ms(10);
+    }
+    cr_assert_fail("wharfd did not start; see %s", h->log);
+}
+
+static long long wait_result(const char *id, int ms)
+{
+    return test_wait_int(rc, 1, ms, "EXISTS wharf:{chaos}:result:%s", id);
+}
+
+static char *envelope_field(const char *id, const char *f)
+{
+    redisReply *r = test_redis_command(rc, "HGET wharf:{chaos}:task:%s %s",
+                                       id, f);
+    char *s = strdup(r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    return s;
+}
+
+/* The pid of the worker that holds entry of task id pending, from the
+ * consumer name in XPENDING and the "worker started" lines of the log. */
+static pid_t worker_running(const test_host *h, const char *id)
+{
+    char consumer[300] = "";
+    for (int i = 0; i < 500 && !consumer[0]; i++) {
+        redisReply *p = test_redis_command(
+            rc, "XPENDING wharf:{chaos}:stream wharf - + 100");
+        for (size_t k = 0; p->type == REDIS_REPLY_ARRAY && k < p->elements;
+             k++) {
+            redisReply *e = p->element[k];
+            redisReply *r = test_redis_command(
+                rc, "XRANGE wharf:{chaos}:stream %s %s", e->element[0]->str,
+                e->element[0]->str);
+            if (r->elements == 1) {
+                redisReply *f = r->element[0]->element[1];
+                for (size_t x = 0; x + 1 < f->elements; x += 2)
+                    if (strcmp(f->element[x]->str, "id") == 0 &&
+                        strcmp(f->element[x + 1]->str, id) == 0)
+                        snprintf(consumer, sizeof(consumer), "%s",
+                                 e->element[1]->str);
+            }
+            freeReplyObject(r);
+        }
+        freeReplyObject(p);
+        if (!consumer[0])
+            test_sleep_ms(10);
+    }
+    cr_assert(consumer[0], "task %s was never claimed", id);
+    FILE *f = fopen(h->log, "r");
+    char line[8192], want[400];
+    pid_t pid = 0;
+    snprintf(want, sizeof(want), "\"worker\":\"%s\"", consumer);
+    while (f && fgets(line, sizeof(line), f)) {
+        char *p = strstr(line, "\"pid\":");
+        if (strstr(line, "\"msg\":\"worker started\"") && strstr(line, want) &&
+            p)
+            pid = (pid_t)atoi(p + 6);
+    }
+    if (f)
+        fclose(f);
+    cr_assert(pid > 0, "no worker pid for %s", consumer);
+    return pid;
+}
+
+static void wait_running(const test_host *h, const char *id)
+{
+    for (int i = 0; i < 500 && test_host_runs(h, id, 0) == 0; i++)
+        test_sleep_ms(10);
+    cr_assert(test_host_runs(h, id, 0) > 0, "%s never started", id);
+}
+
+Test(supervisor, killed_worker_task_finishes_exactly_once)
+{
+    test_host_opts o = {.extra = "[defaults]\nbackoff_base = 50ms\n"};
+    start(&host, &o);
+    test_add_entry(rc, "chaos", "k9", "sleep:2000");
+    wait_running(&host, "k9");
+    pid_t pid = worker_running(&host, "k9");
+    cr_assert_eq(kill(pid, SIGKILL), 0);
+    cr_assert_eq(wait_result("k9", 15000), 1, "the task never finished");
+    test_sleep_ms(300);
+    cr_assert_eq(test_host_done(&host, "k9"), 1, "completed %d times",
+                 test_host_done(&host, "k9"));
+    cr_assert_eq(test_host_runs(&host, "k9", 2), 1, "no second attempt");
+    cr_assert(test_host_log_has(&host, "\"task\":\"k9\"",
+                                "worker crashed: SIGKILL", NULL));
+    cr_assert(test_host_log_has(&host, "worker died; restarting", NULL));
+}
+
+Test(supervisor, crash_is_dead_after_max_attempts_and_others_finish)
+{
+    test_host_opts o = {
+        .extra = "[type.chaos]\nmax_attempts = 3\nbackoff_base = 20ms\n"
+                 "prefetch = 1\n"};
+    char id[32];
+    start(&host, &o);
+    test_add_entry(rc, "chaos", "boom", "crash");
+    for (int i = 0; i < 30; i++) {
+        snprintf(id, sizeof(id), "fine-%d", i);
+        test_add_entry(rc, "chaos", id, "ok");
+    }
+    cr_assert_eq(test_wait_int(rc, 1, 30000, "ZCARD wharf:{chaos}:dead"), 1,
+                 "the crashing task is not dead");
+    char *err = envelope_field("boom", "error");
+    cr_assert_str_eq(err, "worker crashed: SIGSEGV");
+    free(err);
+    char *attempt = envelope_field("boom", "attempt");
+    cr_assert_str_eq(attempt, "3");
+    free(attempt);
+    cr_assert_eq(test_host_runs(&host, "boom", 0), 3, "not a bounded loop");
+    for (int i = 0; i < 30; i++) {
+        snprintf(id, sizeof(id), "fine-%d", i);
+        cr_assert_eq(wait_result(id, 10000), 1, "%s never finished", id);
+        cr_assert_eq(test_host_done(&host, id), 1, "%s done %d times", id,
+                     test_host_done(&host, id));
+    }
+}
+
+Test(supervisor, timeout_stops_the_task_and_replaces_the_worker)
+{
+    test_host_opts o = {
+        .extra = "[type.chaos]\ntimeout = 300ms\nmax_attempts = 1\n"};
+    start(&host, &o);
+    test_add_entry(rc, "chaos", "slow", "sleep:5000");
+    wait_running(&host, "slow");
+    pid_t pid = worker_running(&host, "slow");
+    cr_assert_eq(test_wait_int(rc, 1, 10000, "ZCARD wharf:{chaos}:dead"), 1);
+    char *err = envelope_field("slow", "error");
+    cr_assert_str_eq(err, "timeout after 300 ms");
+    free(err);
+    cr_assert(kill(pid, 0) != 0, "the hung worker still runs");
+    /* Its slot serves again. */
+    test_add_entry(rc, "chaos", "after", "ok");
+    cr_assert_eq(wait_result("after", 10000), 1);
+}
+
+Test(supervisor, sigterm_exits_0_and_restart_runs_the_rest_once)
+{
+    test_host_opts o = {.extra = "[type.chaos]\nprefetch = 4\n"};
+    char id[32];
+    start(&host, &o);
+    for (int i = 0; i < 12; i++) {
+        snprintf(id, sizeof(id), "term-%d", i);
+        test_add_entry(rc, "chaos", id, "sleep:200");
+    }
+    wait_running(&host, "term-0");
+    cr_assert_eq(test_host_stop(&host), 0, "wharfd did not exit 0");
+    cr_assert(test_host_log_has(&host, "\"msg\":\"wharfd stopped\"", NULL));
+    /* What ran finished; the rest waits, none lost. */
+    long long finished = 0;
+    for (int i = 0; i < 12; i++) {
+        snprintf(id, sizeof(id), "term-%d", i);
+        finished += test_redis_int(rc, "EXISTS wharf:{chaos}:result:%s", id);
+    }
+    cr_assert(finished < 12, "everything finished before the stop");
+    cr_assert_eq(test_redis_int(rc, "EVAL %s 0",
+                                "return #redis.call('KEYS', 'wharf:instance:*')"),
+                 0, "the instance key outlived a clean stop");
+
+    test_host restarted = host;
+    host.pid = 0;
+    test_host_start(&restarted);
+    host = restarted;
+    for (int i = 0; i < 12; i++) {
+        snprintf(id, sizeof(id), "term-%d", i);
+        cr_assert_eq(wait_result(id, 20000), 1, "%s lost", id);
+        cr_assert_eq(test_host_done(&host, id), 1, "%s ran %d times", id,
+                     test_host_done(&host, id));
+    }
+}
+
+Test(supervisor, silent_host_tasks_are_taken_over)
+{
+    test_host_opts a = {.host_keys = "instance = a\n",
+                        .extra = "[defaults]\nvisibility_timeout = 1500ms\n"
+                                 "lock_ttl = 1s\nbackoff_base = 10ms\n"};
+    test_host_opts b = {.host_keys = "instance = b\n",
+                        .extra = "[defaults]\nvisibility_timeout = 1500ms\n"
+                                 "lock_ttl = 1s\nbackoff_base = 10ms\n"};
+    char id[32];
+    start(&host, &a);
+    for (int i = 0; i < 20; i++) {
+        snprintf(id, sizeof(id), "two-%d", i);
+        test_add_entry(rc, "chaos", id, "sleep:300");
+    }
+    wait_running(&host, "two-0");
+    start(&other, &b);
+    /* kill -9 the whole of host a: its workers die with it. */
+    cr_assert_eq(kill(host.pid, SIGKILL), 0);
+    waitpid(host.pid, NULL, 0);
+    host.pid = 0;
+    for (int i = 0; i < 20; i++) {
+        snprintf(id, sizeof(id), "two-%d", i);
+        cr_assert_eq(wait_result(id, 30000), 1, "%s lost", id);
+    }
+    cr_assert(test_host_log_has(&other, "taken over", NULL),
+              "nothing was taken over");
+}
+
+Test(supervisor, same_instance_name_is_refused)
+{
+    start(&host, &(test_host_opts){0});
+    test_host_manifest_opts(&other, &redis, &(test_host_opts){0});
+    test_host_start(&other);
+    int status = test_host_wait_exit(&other, 15000);
+    cr_assert_eq(status, 78, "second host with the same instance: %d", status);
+    cr_assert(test_host_log_has(&other, "held by another", NULL));
+    /* The first one still serves. */
+    test_add_entry(rc, "chaos", "still", "ok");
+    cr_assert_eq(wait_result("still", 5000), 1);
+}
+
+Test(supervisor, redis_restart_loses_nothing_and_runs_nothing_twice)
+{
+    test_host_opts o = {.extra = "[defaults]\nlock_ttl = 3s\n"};
+    enum { N = 10000 };
+    start(&host, &o);
+    /* Pipelined: 10,000 tasks in one go. */
+    for (int i = 0; i < N; i++)
+        redisAppendCommand(rc,
+                           "XADD wharf:{chaos}:stream * id r-%d type chaos "
+                           "payload ok attempt 1 enqueued_at 1 trace "
+                           "00-0af7651916cd43dd8448eb211c80319c-"
+                           "b7ad6b7169203331-01",
+                           i);
+    for (int i = 0; i < N; i++) {
+        redisReply *r;
+        cr_assert_eq(redisGetReply(rc, (void **)&r), REDIS_OK);
+        freeReplyObject(r);
+    }
+    /* Stop Redis part way through the run, then bring it back. */
+    for (int i = 0; i < 1000; i++) {
+        if (test_redis_int(rc, "XLEN wharf:{chaos}:stream") < N * 3 / 4)
+            break;
+        test_sleep_ms(5);
+    }
+    redisFree(rc);
+    rc = NULL;
+    test_redis_stop(&redis);
+    test_sleep_ms(1000);
+    test_redis_restart(&redis);
+    rc = test_redis_connect(&redis);
+    long long results = 0;
+    for (int waited = 0; waited < 60000; waited += 100) {
+        redisReply *r = test_redis_command(rc, "EVAL %s 0",
+                                           "return #redis.call('KEYS', "
+                                           "'wharf:{chaos}:result:*')");
+        results = r->integer;
+        freeReplyObject(r);
+        if (results == N)
+            break;
+        test_sleep_ms(100);
+    }
+    cr_assert_eq(results, N, "only %lld of %d results", results, N);
+    /* Each task completed exactly once. */
+    FILE *f = fopen(host.done, "r");
+    cr_assert(f != NULL);
+    static unsigned char seen[N];
+    char line[64];
+    int lines = 0, twice = 0;
+    while (fgets(line, sizeof(line), f)) {
+        int k = atoi(line + 2);
+        lines++;
+        if (k >= 0 && k < N && seen[k]++)
+            twice++;
+    }
+    fclose(f);
+    cr_assert_eq(twice, 0, "%d tasks ran twice", twice);
+    cr_assert_eq(lines, N);
+    cr_assert(test_host_log_has(&host, "unreachable", NULL) ||
+                  test_host_log_has(&host, "connection lost", NULL),
+              "no outage was seen");
+}
+
+Test(supervisor, sighup_with_broken_manifest_keeps_serving)
+{
+    start(&host, &(test_host_opts){0});
+    test_add_entry(rc, "chaos", "h1", "ok");
+    cr_assert_eq(wait_result("h1", 5000), 1);
+    FILE *f = fopen(host.manifest, "a");
+    fprintf(f, "[host]\nbroken line\n");
+    fclose(f);
+    kill(host.pid, SIGHUP);
+    for (int i = 0; i < 300 && !test_host_log_has(&host, "reload refused",
+                                                 NULL); i++)
+        test_sleep_ms(10);
+    cr_assert(test_host_log_has(&host, "reload refused", "wharf.ini:", NULL));
+    test_add_entry(rc, "chaos", "h2", "ok");
+    cr_assert_eq(wait_result("h2", 5000), 1, "stopped serving");
+    cr_assert_eq(kill(host.pid, 0), 0);
+}
+
+/* Copies a fixture plugin to dir/name through a temporary file renamed
+ * into place, as plugins should be replaced. */
+static void install_plugin(const char *dir, const char *fixture)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "cp %s/%s.so %s/.versioned.tmp && chmod 0644 %s/.versioned.tmp "
+             "&& mv %s/.versioned.tmp %s/versioned.so",
+             WHARF_FIXTURE_DIR, fixture, dir, dir, dir, dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+static void plugin_dir(char *dir, size_t len)
+{
+    char cmd[600];
+    snprintf(dir, len, "/tmp/wharf-test-plugins-XXXXXX");
+    cr_assert(mkdtemp(dir) != NULL);
+    chmod(dir, 0755);
+    snprintf(cmd, sizeof(cmd), "cp %s/chaos.so %s/ && chmod 0644 %s/chaos.so",
+             WHARF_PLUGIN_DIR, dir, dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static char *versioned_result(const char *id)
+{
+    test_wait_int(rc, 1, 10000, "EXISTS wharf:{versioned}:result:%s", id);
+    redisReply *r =
+        test_redis_command(rc, "GET wharf:{versioned}:result:%s", id);
+    char *s = strdup(r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    return s;
+}
+
+static void reload_test(bool watch)
+{
+    char dir[64], id[32];
+    plugin_dir(dir, sizeof(dir));
+    install_plugin(dir, "versioned_v1");
+    test_host_opts o = {.plugins_dir = dir,
+                        .host_keys = watch ? "watch = yes\n" : NULL};
+    start(&host, &o);
+    test_add_entry(rc, "versioned", "before", "x");
+    char *res = versioned_result("before");
+    cr_assert_str_eq(res, "v1");
+    free(res);
+
+    install_plugin(dir, "versioned_v2");
+    if (!watch)
+        kill(host.pid, SIGHUP);
+    /* Tasks keep flowing during the reload: none dropped or repeated. */
+    for (int i = 0; i < 40; i++) {
+        snprintf(id, sizeof(id), "during-%d", i);
+        test_add_entry(rc, "versioned", id, "x");
+        test_sleep_ms(25);
+    }
+    for (int i = 0; i < 40; i++) {
+        snprintf(id, sizeof(id), "during-%d", i);
+        res = versioned_result(id);
+        cr_assert(strcmp(res, "v1") == 0 || strcmp(res, "v2") == 0,
+                  "%s: '%s'", id, res);
+        free(res);
+    }
+    test_sleep_ms(500);
+    test_add_entry(rc, "versioned", "after", "x");
+    res = versioned_result("after");
+    cr_assert_str_eq(res, "v2", "the new version was not loaded");
+    free(res);
+    cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{versioned}:dead"), 0);
+}
+
+Test(supervisor, sighup_loads_a_new_plugin_version)
+{
+    reload_test(false);
+}
+
+Test(supervisor, watch_reloads_when_a_plugin_is_renamed_in)
+{
+    reload_test(true);
+}
+
+Test(supervisor, embedded_redis_is_started_and_stopped)
+{
+    char dir[64], url[200];
+    snprintf(dir, sizeof(dir), "/tmp/wharf-test-emb-XXXXXX");
+    cr_assert(mkdtemp(dir) != NULL);
+    char redis_keys[200];
+    snprintf(redis_keys, sizeof(redis_keys), "data_dir = %s/data\n", dir);
+    test_host_opts o = {.redis_url = "embedded", .redis_keys = redis_keys};
+    test_host_manifest_opts(&host, &redis, &o);
+    test_host_start(&host);
+    snprintf(url, sizeof(url), "%s/data/redis.sock", dir);
+    redisContext *c = NULL;
+    for (int i = 0; i < 500; i++) {
+        c = redisConnectUnix(url);
+        if (c && !c->err && test_redis_int(c, "EXISTS wharf:{chaos}:stream"))
+            break;
+        redisFree(c);
+        c = NULL;
+        test_sleep_ms(20);
+    }
+    cr_assert(c != NULL, "no embedded redis at %s", url);
+    test_add_entry(c, "chaos", "emb", "ok");
+    cr_assert_eq(test_wait_int(c, 1, 5000, "EXISTS wharf:{chaos}:result:emb"),
+                 1);
+    redisFree(c);
+    cr_assert_eq(test_host_stop(&host), 0);
+    c = redisConnectUnix(url);
+    cr_assert(c == NULL || c->err, "the embedded redis outlived wharfd");
+    redisFree(c);
+    struct stat st;
+    snprintf(url, sizeof(url), "%s/data/appendonlydir", dir);
+    cr_assert_eq(stat(url, &st), 0, "no append-only file");
+}
