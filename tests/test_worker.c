@@ -10,6 +10,8 @@
 
 #include <criterion/criterion.h>
 
+#include <wharf/client.h>
+
 #include "host_process.h"
 #include "redis_server.h"
 
@@ -76,9 +78,14 @@ static long long wait_result(const char *type, const char *id, int ms)
     return test_wait_int(rc, 1, ms, "EXISTS wharf:{%s}:result:%s", type, id);
 }
 
-static long long wait_dead(const char *type, const char *id, int ms)
+/* True once id is in type's dead set (waiting up to ms). */
+static bool wait_dead(const char *type, const char *id, int ms)
 {
-    return test_wait_int(rc, 1, ms, "ZSCORE wharf:{%s}:dead %s", type, id) > 0;
+    return test_wait_int(rc, 1, ms,
+                         "EVAL %s 1 wharf:{%s}:dead %s",
+                         "return redis.call('ZSCORE', KEYS[1], ARGV[1]) "
+                         "and 1 or 0",
+                         type, id) == 1;
 }
 
 TestSuite(worker, .init = start_redis, .fini = stop_all, .timeout = 60);
@@ -458,4 +465,43 @@ Test(worker, survives_a_redis_restart)
                  "no work done after Redis came back");
     cr_assert(test_host_log_has(&host, "redis", "reconnect", NULL) ||
               test_host_log_has(&host, "unreachable", NULL));
+}
+
+Test(worker, delayed_enqueue_does_not_run_before_it_is_due)
+{
+    wharf_client *client = NULL;
+    wharf_enqueue_reply reply;
+    char err[256];
+
+    start_host(NULL);
+    cr_assert_eq(wharf_client_open(&client, redis.url, NULL, NULL, err,
+                                   sizeof(err)),
+                 WHARF_CLIENT_OK, "%s", err);
+    wharf_enqueue_opts task = {.type = "chaos", .payload = "ok",
+                               .payload_len = 2, .id = "later",
+                               .delay_ms = 700};
+    cr_assert_eq(wharf_enqueue(client, &task, &reply), WHARF_CLIENT_OK);
+    test_sleep_ms(400);
+    cr_assert_eq(test_host_runs(&host, "later", 0), 0, "ran before it was due");
+    cr_assert_eq(wait_result("chaos", "later", 5000), 1, "never ran");
+    wharf_client_close(client);
+}
+
+Test(worker, replayed_dead_task_runs_again)
+{
+    char cmd[512];
+
+    start_host("[type.chaos]\nmax_attempts = 1\n");
+    test_add_entry(rc, "chaos", "phoenix", "fail:1");
+    cr_assert(wait_dead("chaos", "phoenix", 5000), "not dead");
+    cr_assert_eq(test_host_runs(&host, "phoenix", 0), 1);
+    snprintf(cmd, sizeof(cmd),
+             "%s/wharf --redis %s dead replay chaos phoenix >/dev/null",
+             WHARF_BINARY_DIR, redis.url);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    /* It runs again from attempt 1 (and, failing once more, dies again). */
+    for (int i = 0; i < 500 && test_host_runs(&host, "phoenix", 0) < 2; i++)
+        test_sleep_ms(10);
+    cr_assert_eq(test_host_runs(&host, "phoenix", 1), 2, "replay did not run");
+    cr_assert(wait_dead("chaos", "phoenix", 5000), "not dead again");
 }
