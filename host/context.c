@@ -67,6 +67,7 @@ static void context_log(wharf_ctx *ctx, int level, const char *fmt, va_list ap)
 {
     context *c = context_of(ctx);
     char msg[CONTEXT_LOG_LEN];
+    char trace[64];
     log_field fields[4];
     size_t n = 0;
 
@@ -82,7 +83,14 @@ static void context_log(wharf_ctx *ctx, int level, const char *fmt, va_list ap)
     if (c->task != NULL) {
         fields[n++] = LOG_STR("task", c->task->id);
         fields[n++] = LOG_STR("type", c->task->type);
-        fields[n++] = LOG_STR("trace", c->task->trace);
+        /* The traceparent's trace id, as the host's task lines log it,
+         * so one grep finds a task's every line. */
+        if (c->task->trace && strlen(c->task->trace) == 55)
+            snprintf(trace, sizeof trace, "%.32s", c->task->trace + 3);
+        else
+            snprintf(trace, sizeof trace, "%s",
+                     c->task->trace ? c->task->trace : "");
+        fields[n++] = LOG_STR("trace_id", trace);
     }
     log_fields(level, msg, fields, n);
 }

@@ -21,8 +21,11 @@
 #include "backoff.h"
 #include "broker.h"
 #include "embedded.h"
+#include "http.h"
 #include "loader.h"
 #include "log.h"
+#include "metrics.h"
+#include "pressure.h"
 #include "scripts.h"
 #include "slots.h"
 #include "worker.h"
@@ -45,6 +48,9 @@
 #define RECONNECT_MAX_MS 5000
 /* Changes in plugins_dir are gathered this long before a reload. */
 #define WATCH_SETTLE_MS 300
+/* Queue figures (and pressure) are refreshed this often; a scrape older
+ * than this refreshes them itself. */
+#define FIGURES_EVERY_MS 1000
 
 typedef struct worker_proc {
     pid_t pid;                /* 0 when not running */
@@ -86,6 +92,12 @@ typedef struct supervisor {
     bool stopping;
     int64_t stop_deadline_ms;
     int exit_code;
+    metrics *m;
+    http_server *http;
+    queue_figures *figures; /* one per broker queue */
+    bool figures_ok;
+    int64_t figures_ms;
+    uint64_t counted_round_trips, counted_errors;
 } supervisor;
 
 static int signal_pipe[2] = {-1, -1};
@@ -252,12 +264,27 @@ static int check_plugins(const config *cfg, char ***types_out,
 
 /* ---- the supervisor's Redis connection ---- */
 
+/* Adds the supervisor's own round trips and Redis errors to the shared
+ * counters. */
+static void count_redis(supervisor *s)
+{
+    metrics_add(s->m, &s->m->round_trips,
+                s->b.round_trips - s->counted_round_trips);
+    metrics_add(s->m, &s->m->redis_errors,
+                s->b.redis_errors - s->counted_errors);
+    s->counted_round_trips = s->b.round_trips;
+    s->counted_errors = s->b.redis_errors;
+}
+
 /* (Re)initializes the broker for the current types and policies. */
 static int setup_broker(supervisor *s)
 {
     const policy **policies;
 
+    count_redis(s);
     broker_destroy(&s->b);
+    s->counted_round_trips = 0;
+    s->counted_errors = 0;
     s->b_ready = false;
     policies = calloc(s->n_types + 1, sizeof(*policies));
     if (!policies) {
@@ -273,6 +300,19 @@ static int setup_broker(supervisor *s)
         log_msg(WHARF_LOG_ERROR, "%s", s->b.errstr);
         return -1;
     }
+    free(s->figures);
+    s->figures = calloc(s->n_types + 1, sizeof(*s->figures));
+    if (!s->figures) {
+        log_msg(WHARF_LOG_ERROR, "supervisor: out of memory");
+        return -1;
+    }
+    s->figures_ok = false;
+    /* Counters exist before any worker that adds to them is forked. */
+    for (size_t i = 0; i < s->n_types; i++)
+        if (metrics_type_add(s->m, s->types[i]) < 0)
+            log_fields(WHARF_LOG_WARN, "too many types to count; this one "
+                                       "has no metrics",
+                       (log_field[]){LOG_STR("type", s->types[i])}, 1);
     s->b_ready = true;
     return 0;
 }
@@ -362,6 +402,7 @@ static void worker_process(supervisor *s, size_t index)
     opts.maintenance = 0;
     opts.status = slots_get(&s->table, index);
     opts.status_capacity = s->table.capacity;
+    opts.metrics = s->m;
     status = worker_run(s->cfg, ld, &opts, &worker_stop, NULL);
     loader_close(ld);
     /* exit, not _exit: a sanitizer build checks the worker for leaks. */
@@ -476,6 +517,7 @@ static void recover_slot(supervisor *s, size_t index, int status, bool clean)
             lost_connection(s, "recording a dead worker's task");
             goto out;
         }
+        metrics_outcome(s->m, metrics_type_find(s->m, q->type), j->outcome);
         log_fields(WHARF_LOG_WARN, "task failed with its worker",
                    (log_field[]){LOG_STR("task", j->e.task.id),
                                  LOG_STR("type", q->type),
@@ -524,7 +566,12 @@ static void worker_exited(supervisor *s, size_t index, int status,
         p->replace = false;
         p->crashes = 0;
         p->restart_at_ms = now;
+        metrics_add(s->m, &s->m->restarts[RESTART_RELOAD], 1);
     } else {
+        restart_reason why = p->term_sent_ms        ? RESTART_TIMEOUT
+                             : WIFSIGNALED(status) ? RESTART_CRASH
+                                                   : RESTART_EXIT;
+        metrics_add(s->m, &s->m->restarts[why], 1);
         unsigned shift;
         int64_t delay;
         p->crashes = lived >= STABLE_AFTER_MS ? 1 : p->crashes + 1;
@@ -687,6 +734,10 @@ static int take_over(supervisor *s)
         }
         for (size_t i = 0; i < n; i++)
             if (jobs[i].finish != FINISH_NONE)
+                metrics_outcome(s->m, metrics_type_find(s->m, queue->type),
+                                jobs[i].outcome);
+        for (size_t i = 0; i < n; i++)
+            if (jobs[i].finish != FINISH_NONE)
                 log_fields(WHARF_LOG_WARN, "task taken over from a silent host",
                            (log_field[]){LOG_STR("task", jobs[i].e.task.id),
                                          LOG_STR("type", queue->type),
@@ -708,6 +759,19 @@ static int64_t takeover_every_ms(const supervisor *s)
         if (s->policies[i]->visibility_timeout_ms / 4 < every)
             every = s->policies[i]->visibility_timeout_ms / 4;
     return every < 100 ? 100 : every > 5000 ? 5000 : every;
+}
+
+/* Reads every queue's figures and publishes backlog and pressure. */
+static int refresh_figures(supervisor *s, int64_t now)
+{
+    s->figures_ms = now;
+    if (pressure_refresh(&s->b, s->figures) != 0) {
+        s->figures_ok = false;
+        lost_connection(s, "reading queue figures");
+        return -1;
+    }
+    s->figures_ok = true;
+    return 0;
 }
 
 /* One pass of the Redis housekeeping that is due. -2 when the instance
@@ -757,7 +821,93 @@ static int maintain(supervisor *s, int64_t now)
             return 0;
         }
     }
+    if (now - s->figures_ms >= FIGURES_EVERY_MS && refresh_figures(s, now) != 0)
+        return 0;
     return 0;
+}
+
+/* ---- the HTTP endpoint ---- */
+
+static worker_figures count_workers(supervisor *s)
+{
+    worker_figures w = {0, 0, 0, 0};
+
+    for (size_t i = 0; i < s->n_procs; i++) {
+        slot *snap = s->snapshot;
+        if (s->procs[i].pid <= 0 ||
+            slot_read(&s->table, slots_get(&s->table, i), snap) != 0) {
+            w.down++;
+            continue;
+        }
+        switch (snap->state) {
+        case SLOT_RUNNING:
+            w.running++;
+            break;
+        case SLOT_STOPPING:
+            w.stopping++;
+            break;
+        case SLOT_IDLE:
+            w.idle++;
+            break;
+        default:
+            w.down++;
+            break;
+        }
+    }
+    return w;
+}
+
+static void text_reply(http_reply *reply, unsigned status, const char *body)
+{
+    reply->status = status;
+    reply->content_type = "text/plain; charset=utf-8";
+    reply->body = strdup(body);
+    reply->len = reply->body ? strlen(reply->body) : 0;
+}
+
+/* /metrics, /healthz, /readyz. A scrape reads the queue figures from Redis
+ * only when the last reading is over a second old. */
+static void on_http(void *arg, const char *method, const char *path,
+                    http_reply *reply)
+{
+    supervisor *s = arg;
+    int64_t now = slots_now_ms();
+    worker_figures workers;
+
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        text_reply(reply, 405, "only GET\n");
+        return;
+    }
+    if (strcmp(path, "/healthz") == 0) {
+        text_reply(reply, 200, "ok\n");
+        return;
+    }
+    workers = count_workers(s);
+    if (strcmp(path, "/readyz") == 0) {
+        bool up = s->b.redis != NULL || ensure_connected(s, now) == 0;
+        if (!up)
+            text_reply(reply, 503, "not ready: redis unreachable\n");
+        else if (workers.idle + workers.running == 0)
+            text_reply(reply, 503, "not ready: no worker up\n");
+        else
+            text_reply(reply, 200, "ready\n");
+        return;
+    }
+    if (strcmp(path, "/metrics") == 0) {
+        if (s->b_ready && (!s->figures_ok ||
+                           now - s->figures_ms >= FIGURES_EVERY_MS) &&
+            ensure_connected(s, now) == 0)
+            refresh_figures(s, now);
+        count_redis(s);
+        reply->status = 200;
+        reply->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        reply->body = metrics_render(s->m, s->figures, s->b.n_queues,
+                                     &workers,
+                                     s->b.redis != NULL && s->figures_ok,
+                                     &reply->len);
+        return;
+    }
+    text_reply(reply, 404, "not found: try /metrics, /healthz, /readyz\n");
 }
 
 /* ---- start, reload, stop ---- */
@@ -799,7 +949,14 @@ static int acquire_instance(supervisor *s)
                 said = true;
             }
         }
-        usleep(200 * 1000);
+        /* /healthz and /readyz answer while we wait. */
+        if (s->http) {
+            struct pollfd pfd = {http_fd(s->http), POLLIN, 0};
+            poll(&pfd, 1, 200);
+            http_run(s->http);
+        } else {
+            usleep(200 * 1000);
+        }
     }
     return -1;
 }
@@ -865,9 +1022,13 @@ static void reload(supervisor *s)
     if (next->workers != s->cfg->workers || next->watch != s->cfg->watch ||
         strcmp(next->redis_url, s->cfg->redis_url) != 0 ||
         strcmp(next->prefix, s->cfg->prefix) != 0 ||
-        strcmp(next->instance, s->cfg->instance) != 0)
-        log_msg(WHARF_LOG_WARN, "reload: workers, watch, [redis] url, prefix "
-                                "and instance take effect at the next start");
+        strcmp(next->instance, s->cfg->instance) != 0 ||
+        (next->metrics_listen == NULL) != (s->cfg->metrics_listen == NULL) ||
+        (next->metrics_listen &&
+         strcmp(next->metrics_listen, s->cfg->metrics_listen) != 0))
+        log_msg(WHARF_LOG_WARN, "reload: workers, watch, [redis] url, prefix, "
+                                "instance and [metrics] listen take effect at "
+                                "the next start");
     /* Those stay as they were; everything else is the new manifest's. */
     next->workers = s->cfg->workers;
     next->watch = s->cfg->watch;
@@ -877,7 +1038,11 @@ static void reload(supervisor *s)
     next->prefix = strdup(s->cfg->prefix);
     free(next->instance);
     next->instance = strdup(s->cfg->instance);
-    if (!next->redis_url || !next->prefix || !next->instance) {
+    free(next->metrics_listen);
+    next->metrics_listen =
+        s->cfg->metrics_listen ? strdup(s->cfg->metrics_listen) : NULL;
+    if (!next->redis_url || !next->prefix || !next->instance ||
+        (s->cfg->metrics_listen && !next->metrics_listen)) {
         log_msg(WHARF_LOG_ERROR, "reload: out of memory; serving as before");
         config_free(next);
         free_types(types);
@@ -958,26 +1123,33 @@ static void drain_signal_pipe(void)
 
 static int run_loop(supervisor *s)
 {
-    struct pollfd fds[2];
+    struct pollfd fds[3];
     char err[256];
 
     while (true) {
         int64_t now;
         nfds_t nfds = 1;
+        int watch_at = -1;
 
         fds[0].fd = signal_pipe[0];
         fds[0].events = POLLIN;
         if (s->watch_fd >= 0) {
-            fds[1].fd = s->watch_fd;
-            fds[1].events = POLLIN;
-            nfds = 2;
+            fds[nfds].fd = s->watch_fd;
+            fds[nfds].events = POLLIN;
+            watch_at = (int)nfds++;
+        }
+        if (s->http) {
+            fds[nfds].fd = http_fd(s->http);
+            fds[nfds].events = POLLIN;
+            nfds++;
         }
         if (poll(fds, nfds, TICK_MS) < 0 && errno != EINTR)
             log_msg(WHARF_LOG_ERROR, "poll: %s", strerror(errno));
         drain_signal_pipe();
         now = slots_now_ms();
-        if (nfds == 2 && (fds[1].revents & POLLIN))
+        if (watch_at >= 0 && (fds[watch_at].revents & POLLIN))
             read_watch(s, now);
+        http_run(s->http);
         if (got_child) {
             got_child = 0;
             reap(s, now);
@@ -1012,6 +1184,7 @@ static int run_loop(supervisor *s)
             start_due_workers(s, now);
         }
         enforce_timeouts(s, now);
+        count_redis(s);
         if (maintain(s, now) == -2) {
             log_fields(WHARF_LOG_ERROR,
                        "another wharfd took this instance name; stopping",
@@ -1067,8 +1240,26 @@ int supervisor_run(const char *config_path, config *cfg)
                                  LOG_INT("pid", s.embedded.pid)},
                    2);
     }
+    s.m = metrics_create();
+    if (!s.m) {
+        log_msg(WHARF_LOG_ERROR, "cannot map the metrics: %s",
+                strerror(errno));
+        status = EX_OSERR;
+        goto out;
+    }
     if (setup_broker(&s) != 0)
         goto out;
+    if (cfg->metrics_listen) {
+        s.http = http_start(cfg->metrics_listen, on_http, &s, err,
+                            sizeof(err));
+        if (!s.http) {
+            fprintf(stderr, "%s: [metrics] listen: %s\n", cfg->file, err);
+            status = EX_CONFIG;
+            goto out;
+        }
+        log_fields(WHARF_LOG_INFO, "serving /metrics, /healthz, /readyz",
+                   (log_field[]){LOG_STR("listen", cfg->metrics_listen)}, 1);
+    }
     status = acquire_instance(&s);
     if (status != 0) {
         if (status < 0)
@@ -1105,7 +1296,10 @@ int supervisor_run(const char *config_path, config *cfg)
     log_fields(WHARF_LOG_INFO, "wharfd stopped",
                (log_field[]){LOG_INT("status", status)}, 1);
 out:
+    http_stop(s.http);
     broker_destroy(&s.b);
+    metrics_destroy(s.m);
+    free(s.figures);
     if (s.embedded_on)
         embedded_stop(&s.embedded);
     if (s.watch_fd >= 0)

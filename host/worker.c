@@ -41,12 +41,28 @@ typedef struct worker {
     held_kind held;
     redisReply *held_claim; /* the jobs point into it */
     size_t held_n;
+    int *metric_index;       /* per broker queue: its metrics type index */
+    uint64_t counted_round_trips, counted_errors; /* already in metrics */
 } worker;
 
 static int64_t now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -133,9 +149,17 @@ static int worker_setup(worker *w)
         goto out;
     for (size_t i = 0; i < w->capacity; i++)
         context_init(&w->ctxs[i], NULL, WORKER_MAX_RESULT);
+    w->metric_index = calloc(w->b.n_queues ? w->b.n_queues : 1,
+                             sizeof(*w->metric_index));
+    if (!w->metric_index)
+        goto out;
+    for (size_t i = 0; i < w->b.n_queues; i++)
+        w->metric_index[i] =
+            metrics_type_find(w->opts->metrics, w->b.queues[i].type);
     rc = 0;
 out:
-    if (rc != 0 && (!types || !policies || !w->jobs || !w->ctxs))
+    if (rc != 0 && (!types || !policies || !w->jobs || !w->ctxs ||
+                    !w->metric_index))
         log_msg(WHARF_LOG_ERROR, "worker: out of memory");
     free(types);
     free(policies);
@@ -149,6 +173,7 @@ static void worker_teardown(worker *w)
         context_destroy(&w->ctxs[i]);
     free(w->ctxs);
     free(w->jobs);
+    free(w->metric_index);
     broker_destroy(&w->b);
 }
 
@@ -199,6 +224,22 @@ static void trace_id(const char *traceparent, char *buf, size_t len)
         snprintf(buf, len, "%s", traceparent);
 }
 
+static void log_started(const worker *w, const broker_job *j)
+{
+    char trace[64];
+
+    if (!log_enabled(WHARF_LOG_INFO))
+        return;
+    trace_id(j->e.task.trace, trace, sizeof(trace));
+    log_fields(WHARF_LOG_INFO, "task started",
+               (log_field[]){LOG_STR("task", j->e.task.id),
+                             LOG_STR("type", j->queue->type),
+                             LOG_INT("attempt", j->e.task.attempt),
+                             LOG_STR("trace_id", trace),
+                             LOG_STR("worker", w->opts->consumer)},
+               5);
+}
+
 static void log_job(const worker *w, const broker_job *j, int64_t duration)
 {
     char trace[64];
@@ -225,6 +266,26 @@ static void log_job(const worker *w, const broker_job *j, int64_t duration)
     if (j->reason && j->outcome != OUTCOME_OK)
         f[n++] = LOG_STR("error", j->reason);
     log_fields(level, "task finished", f, n);
+}
+
+/* The metrics index of a job's type. */
+static int metric_of(const worker *w, const broker_job *j)
+{
+    return w->metric_index[j->queue - w->b.queues];
+}
+
+/* Adds the round trips and Redis errors since the last call to the
+ * shared counters. */
+static void count_redis(worker *w)
+{
+    metrics *m = w->opts->metrics;
+
+    if (!m)
+        return;
+    metrics_add(m, &m->round_trips, w->b.round_trips - w->counted_round_trips);
+    metrics_add(m, &m->redis_errors, w->b.redis_errors - w->counted_errors);
+    w->counted_round_trips = w->b.round_trips;
+    w->counted_errors = w->b.redis_errors;
 }
 
 /* Tells the supervisor, through the slot, which entries this worker holds
@@ -307,23 +368,26 @@ static int begin_and_run(worker *w, size_t n)
             j->finish = FINISH_ACK;
             break;
         case BEGIN_LOCKED:
+            if (w->opts->metrics)
+                metrics_add(w->opts->metrics,
+                            &w->opts->metrics->lock_contended, 1);
             j->finish = FINISH_RESCHEDULE;
             j->next_attempt = j->e.task.attempt;
             j->delay_ms = j->queue->pol->lock_retry_ms;
             j->reason = "locked by another run";
             break;
         case BEGIN_RUN:
-            log_fields(WHARF_LOG_DEBUG, "task started",
-                       (log_field[]){LOG_STR("task", j->e.task.id),
-                                     LOG_STR("type", j->queue->type),
-                                     LOG_INT("attempt", j->e.task.attempt),
-                                     LOG_STR("trace", j->e.task.trace),
-                                     LOG_STR("worker", w->opts->consumer)},
-                       5);
+            log_started(w, j);
             slot_running(w, (uint32_t)i);
-            j->duration_ms = now_ms();
-            run_job(w, j, &w->ctxs[i]);
-            j->duration_ms = now_ms() - j->duration_ms;
+            {
+                int64_t wait_ms = wall_ms() - j->e.task.enqueued_at_ms;
+                int64_t started = now_us();
+                run_job(w, j, &w->ctxs[i]);
+                int64_t took = now_us() - started;
+                j->duration_ms = took / 1000;
+                metrics_run(w->opts->metrics, metric_of(w, j), took,
+                            wait_ms * 1000);
+            }
             slot_running(w, SLOT_NONE);
             break;
         case BEGIN_NONE:
@@ -342,6 +406,7 @@ static void report(worker *w, size_t n)
         if (j->finish == FINISH_NONE || j->e.deleted)
             continue;
         w->counts.outcomes[j->outcome]++;
+        metrics_outcome(w->opts->metrics, metric_of(w, j), j->outcome);
         log_job(w, j, j->duration_ms);
     }
     w->counts.batches++;
@@ -425,6 +490,7 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
         redisReply *claim;
         size_t n;
 
+        count_redis(&w);
         if (!w.b.redis) {
             int rc = connect_with_backoff(&w);
             if (rc == -2) {
@@ -468,8 +534,11 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
     }
     status = EX_OK;
     log_fields(WHARF_LOG_INFO, "worker stopped",
-               (log_field[]){LOG_STR("worker", opts->consumer)}, 1);
+               (log_field[]){LOG_STR("worker", opts->consumer),
+                             LOG_INT("round_trips", w.b.round_trips)},
+               2);
 out:
+    count_redis(&w);
     w.counts.round_trips = w.b.round_trips;
     if (counts)
         *counts = w.counts;

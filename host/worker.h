@@ -10,6 +10,7 @@
 #include "broker.h"
 #include "config.h"
 #include "loader.h"
+#include "metrics.h"
 #include "slots.h"
 
 /* The largest result a plugin may set. Redis strings hold 512 MB; a result
@@ -23,6 +24,7 @@ typedef struct worker_options {
     slot *status;         /* where it tells the supervisor what it does;
                              NULL when there is no supervisor */
     size_t status_capacity; /* batch entries the status slot holds */
+    metrics *metrics;     /* shared counters; NULL for none */
 } worker_options;
 
 typedef struct worker_counts {

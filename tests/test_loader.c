@@ -840,7 +840,7 @@ Test(loader, wharf_log_names_plugin_and_task)
     assert_contains(text, "\"plugin\":\"good\"");
     assert_contains(text, "\"task\":\"t1\"");
     assert_contains(text, "\"type\":\"good\"");
-    assert_contains(text, "\"trace\":\"00-0af7651916cd43dd8448eb211c80319c-");
+    assert_contains(text, "\"trace_id\":\"0af7651916cd43dd8448eb211c80319c\"");
     second = strchr(text, '\n');
     cr_assert_not_null(second);
     assert_contains(second, "\"level\":\"error\""); /* 99 clamped */

@@ -39,8 +39,9 @@
  *       task: payload, trace, and for a delayed call the delay in ms.
  * Replies {pressure (0/1), then per task: word, id, limit}; word is OK,
  * DUPLICATE, TOO_LARGE (limit = max_payload) or BACKPRESSURE (limit =
- * max_backlog). The backlog counts the tasks added before, so a run is
- * judged as the same tasks one by one. Times come from Redis TIME, so
+ * max_backlog). The backlog is ready + delayed, as the hosts count it
+ * (running tasks are not waiting); it counts the tasks added before, so a
+ * run is judged as the same tasks one by one. Times come from Redis TIME, so
  * producers with skewed clocks agree.
  * Every argument costs Redis work on each call, so ids ride in their keys
  * and a ready task sends no task keys or delay; numbers handed to
@@ -57,6 +58,10 @@ static const char enqueue_lua[] =
     "local backlog = -1\n"
     "if max_backlog > 0 then\n"
     "  backlog = redis.call('XLEN', KEYS[2]) + redis.call('ZCARD', KEYS[3])\n"
+    "  local pending = redis.pcall('XPENDING', KEYS[2], '" WHARF_GROUP "')\n"
+    "  if type(pending) == 'table' and pending.err == nil then\n"
+    "    backlog = backlog - pending[1]\n"
+    "  end\n"
     "end\n"
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"

@@ -21,7 +21,7 @@
 /* A port the kernel just handed out for loopback, so no server of ours or
  * anyone else's is on it. The window before redis binds it is closed by
  * retrying on a new port if the start fails. */
-static int free_port(void)
+int test_free_port(void)
 {
     struct sockaddr_in addr;
     socklen_t len = sizeof(addr);
@@ -104,7 +104,7 @@ void test_redis_start(test_redis *r, int appendonly)
     snprintf(r->dir, sizeof(r->dir), "/tmp/wharf-test-redis-XXXXXX");
     cr_assert(mkdtemp(r->dir) != NULL, "mkdtemp: %s", strerror(errno));
     for (int attempt = 0; attempt < 5; attempt++) {
-        r->port = free_port();
+        r->port = test_free_port();
         cr_assert(r->port > 0, "no free loopback port");
         r->pid = spawn(r);
         cr_assert(r->pid > 0, "fork: %s", strerror(errno));

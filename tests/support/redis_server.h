@@ -15,6 +15,9 @@ typedef struct test_redis {
     int appendonly;
 } test_redis;
 
+/* A loopback TCP port nobody listens on right now. */
+int test_free_port(void);
+
 /* Starts redis-server (--save '' and, unless appendonly, --appendonly no)
  * and waits until it answers PING. Aborts the test on failure. */
 void test_redis_start(test_redis *r, int appendonly);

@@ -1,0 +1,89 @@
+/* Metrics: counters and histograms in shared memory, set up by the
+ * supervisor before it forks, added to by every process with atomic adds
+ * (so counts are exact), and rendered by the supervisor in the Prometheus
+ * text format. DESIGN section 8 names them. */
+#ifndef WHARF_METRICS_H
+#define WHARF_METRICS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker.h"
+
+#define METRICS_MAX_TYPES 256
+#define METRICS_TYPE_LEN 101
+/* Histogram upper bounds in microseconds; a last bucket is +Inf. */
+#define METRICS_BUCKETS 14
+
+typedef enum restart_reason {
+    RESTART_CRASH = 0, /* killed by a signal */
+    RESTART_TIMEOUT,   /* stopped for a task past its timeout */
+    RESTART_EXIT,      /* exited by itself */
+    RESTART_RELOAD,    /* replaced by a reload */
+    RESTART_REASON_COUNT
+} restart_reason;
+
+typedef struct histogram {
+    _Atomic uint64_t buckets[METRICS_BUCKETS]; /* not cumulative */
+    _Atomic uint64_t sum_us;
+} histogram;
+
+typedef struct type_metrics {
+    char type[METRICS_TYPE_LEN];
+    _Atomic uint64_t outcomes[OUTCOME_COUNT];
+    histogram duration; /* plugin run time */
+    histogram wait;     /* enqueue to start */
+} type_metrics;
+
+typedef struct metrics {
+    _Atomic uint32_t n_types; /* written by the supervisor only */
+    type_metrics types[METRICS_MAX_TYPES];
+    _Atomic uint64_t lock_contended;
+    _Atomic uint64_t redis_errors;
+    _Atomic uint64_t round_trips;
+    _Atomic uint64_t restarts[RESTART_REASON_COUNT];
+} metrics;
+
+/* Queue figures of one type, read from Redis in O(1) commands. */
+typedef struct queue_figures {
+    const char *type;
+    long long ready, running, delayed, dead;
+    int pressure;
+} queue_figures;
+
+typedef struct worker_figures {
+    unsigned idle, running, stopping, down;
+} worker_figures;
+
+/* Maps a zeroed shared region. NULL with errno set on failure. */
+metrics *metrics_create(void);
+
+/* Unmaps it. Accepts NULL. */
+void metrics_destroy(metrics *m);
+
+/* The index of type's counters, adding them if new (supervisor only,
+ * before the workers that use them are forked). -1 when full. */
+int metrics_type_add(metrics *m, const char *type);
+
+/* The index of type's counters, or -1. */
+int metrics_type_find(const metrics *m, const char *type);
+
+/* Adds one finished task of type index ti (ignored when ti < 0 or m is
+ * NULL, as are the other adders). */
+void metrics_outcome(metrics *m, int ti, task_outcome outcome);
+
+/* Records a plugin run: how long it took and how long it waited. */
+void metrics_run(metrics *m, int ti, int64_t duration_us, int64_t wait_us);
+
+/* Adds n to a global counter. */
+void metrics_add(metrics *m, _Atomic uint64_t *counter, uint64_t n);
+
+/* Renders everything as Prometheus text (format 0.0.4) into a malloc'd,
+ * NUL-terminated buffer (caller frees); NULL when out of memory. queues
+ * are n_queues current figures (redis_up 0: queue gauges left out). */
+char *metrics_render(const metrics *m, const queue_figures *queues,
+                     size_t n_queues, const worker_figures *workers,
+                     int redis_up, size_t *len);
+
+#endif /* WHARF_METRICS_H */
