@@ -6,6 +6,7 @@
 #include <sysexits.h>
 
 #include "cli.h"
+#include "dead_pages.h"
 #include "script.h"
 
 /* Dead ids per round trip. */
@@ -23,16 +24,14 @@ static script purge_script = {.name = "purge", .source = purge_lua};
 
 /* Purges the ids of one ZRANGE page. 0 or an exit code. */
 static int purge_page(cli *ctx, redisContext *redis, const char *type,
-                      const redisReply *page, long *purged)
+                      const redisReply *page, void *arg)
 {
+    long *purged = arg;
     char dead[KEY_MAX], task[KEY_MAX];
     const char *argv[3];
     int code = 0, err;
 
     cli_key(ctx, dead, type, "dead");
-    for (size_t i = 0; i < page->elements; i++)
-        if (page->element[i]->type != REDIS_REPLY_STRING)
-            return cli_fail(ctx, EX_SOFTWARE, "ZRANGE gave a non-string");
     for (size_t i = 0; i < page->elements; i++) {
         cli_task_key(ctx, task, type, "task", page->element[i]->str);
         argv[0] = dead;
@@ -58,11 +57,7 @@ static int run(cli *ctx, int argc, char **argv)
 {
     static const struct option options[] = {{"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    char dead[KEY_MAX], err[512];
     const char *type;
-    redisContext *redis = NULL;
-    redisReply *r;
-    long long remaining;
     long purged = 0;
     int opt, code;
 
@@ -78,30 +73,8 @@ static int run(cli *ctx, int argc, char **argv)
     if ((code = cli_check_type(ctx, type)) != 0)
         return code;
     script_init(&purge_script);
-    cli_key(ctx, dead, type, "dead");
-    if (!(r = cli_run(ctx, &code, "dead purge", "ZCARD %s", dead)))
-        return code;
-    remaining = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
-    freeReplyObject(r);
-    if (remaining > 0 && (redis = cli_redis(ctx, &code)) &&
-        script_load(redis, &purge_script, err, sizeof(err)) != 0)
-        code = cli_fail(ctx, EX_UNAVAILABLE, "%s", err);
-    while (code == 0 && remaining > 0) {
-        long take = remaining < CHUNK ? (long)remaining : CHUNK;
-        r = cli_run(ctx, &code, "dead purge", "ZRANGE %s 0 %ld", dead,
-                    take - 1);
-        if (!r)
-            break;
-        if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
-            freeReplyObject(r);
-            break;
-        }
-        /* cli_run may have made a new connection: take it afresh. */
-        if ((redis = cli_redis(ctx, &code)))
-            code = purge_page(ctx, redis, type, r, &purged);
-        remaining -= (long long)r->elements;
-        freeReplyObject(r);
-    }
+    code = dead_each_page(ctx, "dead purge", type, &purge_script, CHUNK,
+                          purge_page, &purged);
     printf("purged %ld\n", purged);
     return code;
 }

@@ -6,6 +6,7 @@
 #include <sysexits.h>
 
 #include "cli.h"
+#include "dead_pages.h"
 #include "script.h"
 
 /* Dead ids per round trip with --all. */
@@ -102,16 +103,18 @@ static int replay_one(cli *ctx, const char *type, const char *id)
 }
 
 /* Replays the ids of one ZRANGE page, pipelined. 0 or an exit code. */
+typedef struct replay_counts {
+    long replayed, missing;
+} replay_counts;
+
 static int replay_page(cli *ctx, redisContext *redis, const char *type,
-                       const redisReply *page, long *replayed, long *missing)
+                       const redisReply *page, void *arg)
 {
+    replay_counts *counts = arg;
     char keys[3][KEY_MAX];
     const char *argv[5];
     int code = 0, err;
 
-    for (size_t i = 0; i < page->elements; i++)
-        if (page->element[i]->type != REDIS_REPLY_STRING)
-            return cli_fail(ctx, EX_SOFTWARE, "ZRANGE gave a non-string");
     for (size_t i = 0; i < page->elements; i++) {
         call_args(ctx, type, page->element[i]->str, keys, argv);
         if (script_append(redis, &replay_script, 3, 5, argv, NULL) != 0)
@@ -124,9 +127,9 @@ static int replay_page(cli *ctx, redisContext *redis, const char *type,
             return err;
         word = code == 0 ? answer(ctx, r, &code) : NULL;
         if (word && strcmp(word, "OK") == 0)
-            (*replayed)++;
+            counts->replayed++;
         else if (word && strcmp(word, "MISSING") == 0)
-            (*missing)++;
+            counts->missing++;
         freeReplyObject(r);
     }
     return code;
@@ -134,43 +137,16 @@ static int replay_page(cli *ctx, redisContext *redis, const char *type,
 
 static int replay_all(cli *ctx, const char *type)
 {
-    char dead[KEY_MAX], err[512];
-    redisContext *redis = NULL;
-    redisReply *r;
-    long long remaining;
-    long replayed = 0, missing = 0;
-    int code = 0;
+    replay_counts counts = {0, 0};
+    int code = dead_each_page(ctx, "dead replay", type, &replay_script,
+                              CHUNK, replay_page, &counts);
 
-    cli_key(ctx, dead, type, "dead");
-    if (!(r = cli_run(ctx, &code, "dead replay", "ZCARD %s", dead)))
-        return code;
-    remaining = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
-    freeReplyObject(r);
-    if (remaining > 0 && (redis = cli_redis(ctx, &code)) &&
-        script_load(redis, &replay_script, err, sizeof(err)) != 0)
-        code = cli_fail(ctx, EX_UNAVAILABLE, "%s", err);
-    while (code == 0 && remaining > 0) {
-        long take = remaining < CHUNK ? (long)remaining : CHUNK;
-        r = cli_run(ctx, &code, "dead replay", "ZRANGE %s 0 %ld", dead,
-                    take - 1);
-        if (!r)
-            break;
-        if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
-            freeReplyObject(r);
-            break;
-        }
-        /* cli_run may have made a new connection: take it afresh. */
-        if ((redis = cli_redis(ctx, &code)))
-            code = replay_page(ctx, redis, type, r, &replayed, &missing);
-        remaining -= (long long)r->elements;
-        freeReplyObject(r);
-    }
-    printf("replayed %ld\n", replayed);
-    if (missing > 0)
+    printf("replayed %ld\n", counts.replayed);
+    if (counts.missing > 0)
         cli_fail(ctx, 0,
                  "%ld dead ids had no envelope: dropped them from "
                  "the dead set",
-                 missing);
+                 counts.missing);
     return code;
 }
 
