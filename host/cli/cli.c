@@ -112,6 +112,23 @@ int cli_check_id(cli *ctx, const char *id)
                     "task id '%s' is not valid: " CLIENT_ID_RULE, quoted);
 }
 
+int cli_type_and_id(cli *ctx, int argc, char **argv, const char **type,
+                    const char **id)
+{
+    int code;
+
+    if (argc - optind < 2)
+        return cli_usage(ctx, "missing %s", optind < argc ? "ID" : "TYPE");
+    if (argc - optind > 2)
+        return cli_usage(ctx, "unexpected argument '%s'", argv[optind + 2]);
+    if ((code = cli_check_type(ctx, argv[optind])) != 0 ||
+        (code = cli_check_id(ctx, argv[optind + 1])) != 0)
+        return code;
+    *type = argv[optind];
+    *id = argv[optind + 1];
+    return 0;
+}
+
 int cli_duration(cli *ctx, const char *name, const char *text, int64_t *ms)
 {
     char quoted[60];

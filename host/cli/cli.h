@@ -80,6 +80,12 @@ int cli_exit_status(wharf_client_status status);
 int cli_check_type(cli *ctx, const char *type);
 int cli_check_id(cli *ctx, const char *id);
 
+/* Takes the two operands "TYPE ID" left after the options (argv[optind]
+ * on), checks both and sets *type and *id: 0, or 64 when one is missing or
+ * another follows, or 65 when one is not valid, after saying why. */
+int cli_type_and_id(cli *ctx, int argc, char **argv, const char **type,
+                    const char **id);
+
 /* Parses the DUR of option `name` (e.g. "--wait") into *ms: 0, or 64
  * after saying why. */
 int cli_duration(cli *ctx, const char *name, const char *text, int64_t *ms);

@@ -18,14 +18,7 @@ static int run(cli *ctx, int argc, char **argv)
         ;
     if (opt < 0)
         return cli_option_exit(opt);
-    if (argc - optind < 2)
-        return cli_usage(ctx, "missing %s", optind < argc ? "ID" : "TYPE");
-    if (argc - optind > 2)
-        return cli_usage(ctx, "unexpected argument '%s'", argv[optind + 2]);
-    type = argv[optind];
-    id = argv[optind + 1];
-    if ((code = cli_check_type(ctx, type)) != 0 ||
-        (code = cli_check_id(ctx, id)) != 0)
+    if ((code = cli_type_and_id(ctx, argc, argv, &type, &id)) != 0)
         return code;
     cli_task_key(ctx, lock, type, "lock", id);
     if (!(r = cli_run(ctx, &code, "locks release", "DEL %s", lock)))

@@ -22,16 +22,10 @@ static int run(cli *ctx, int argc, char **argv)
         wait_text = optarg;
     if (opt < 0)
         return cli_option_exit(opt);
-    if (argc - optind < 2)
-        return cli_usage(ctx, "missing %s", optind < argc ? "ID" : "TYPE");
-    if (argc - optind > 2)
-        return cli_usage(ctx, "unexpected argument '%s'", argv[optind + 2]);
-    type = argv[optind];
-    id = argv[optind + 1];
-    if ((wait_text &&
+    if ((code = cli_type_and_id(ctx, argc, argv, &type, &id)) != 0 ||
+        (wait_text &&
          (code = cli_duration(ctx, "--wait", wait_text, &wait_ms)) != 0) ||
-        (code = cli_check_type(ctx, type)) != 0 ||
-        (code = cli_check_id(ctx, id)) != 0 || (code = cli_connect(ctx)) != 0)
+        (code = cli_connect(ctx)) != 0)
         return code;
     status = wharf_result_wait(ctx->client, type, id, wait_ms, &data, &len);
     if (status != WHARF_CLIENT_OK)
