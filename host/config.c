@@ -20,6 +20,8 @@
 #include <ini.h>
 #include <wharf/plugin.h>
 
+#include "redis_url.h"
+
 #define NAME_MAX_LEN 100
 #define TASK_ID_MAX_LEN 200
 #define NAME_RULE "expected 1-100 bytes of A-Z a-z 0-9 . _ -"
@@ -279,14 +281,6 @@ static bool valid_port(const char *text)
            port <= 65535;
 }
 
-static bool valid_db(const char *text)
-{
-    uint64_t db = 0;
-    const char *why = NULL;
-
-    return parse_count(text, &db, &why) == PARSE_OK && db <= INT_MAX;
-}
-
 static bool valid_host_name(const char *host, size_t len)
 {
     if (len == 0)
@@ -320,53 +314,18 @@ static const char *check_host_port(const char *text, const char **port)
     return NULL;
 }
 
-/* Checks a [redis] url; returns NULL if fine, else why not. */
-static const char *check_redis_url(const char *url)
+/* Checks a [redis] url with the SDK's parser of Redis addresses (the one
+ * the CLI and the client library use); "embedded" is the host's own.
+ * Returns NULL if fine, else why not (in why, or a static string). */
+static const char *check_redis_url(const char *url, char *why, size_t len)
 {
-    static const char usage[] = "expected redis://[user[:password]@]host"
-                                "[:port][/db], unix:///absolute/path or "
-                                "embedded";
-    /* Kept in step with redis_url_parse() (sdk/src/redis_url.c), which
-     * the host does not link; "embedded" is the host's own. */
-    const char *rest, *at, *slash, *port, *why;
-    char *port_text;
-    bool port_ok;
+    redis_url parsed;
 
     if (strcmp(url, "embedded") == 0)
         return NULL;
-    if (strncmp(url, "unix://", 7) == 0) {
-        rest = url + 7;
-        at = strchr(rest, '?');
-        if (rest[0] != '/' || rest[1] == '\0' || rest[1] == '?')
-            return "a unix socket URL needs an absolute path "
-                   "(unix:///path/to/redis.sock[?db=N])";
-        if (at != NULL && (strncmp(at, "?db=", 4) != 0 || !valid_db(at + 4)))
-            return "expected ?db=N after the socket path";
+    if (redis_url_parse(url, &parsed, why, len) == 0)
         return NULL;
-    }
-    if (strncmp(url, "redis://", 8) != 0)
-        return usage;
-    rest = url + 8;
-    slash = rest + strcspn(rest, "/");
-    /* As redis_url_parse() in the SDK: the host follows the first '@'. */
-    at = memchr(rest, '@', (size_t)(slash - rest));
-    if (at != NULL)
-        rest = at + 1;
-    why = check_host_port(rest, &port);
-    if (why != NULL)
-        return why;
-    if (*port == ':') {
-        port_text = xstrndup(port + 1, (size_t)(slash - port - 1));
-        port_ok = valid_port(port_text);
-        free(port_text);
-        if (!port_ok)
-            return "bad port: expected 1..65535";
-    } else if (port != slash) {
-        return usage;
-    }
-    if (*slash == '/' && slash[1] != '\0' && !valid_db(slash + 1))
-        return "bad database: expected a number after the '/'";
-    return NULL;
+    return why;
 }
 
 /* Checks a [metrics] listen address (not "off"); NULL if fine. */
@@ -752,6 +711,7 @@ static void set_value(parser *p, const key_spec *spec, void *base,
                       const char *value)
 {
     char *field = (char *)base + spec->offset;
+    char url_why[256];
     const char *why = NULL;
     uint64_t number = 0;
     int64_t ms = 0;
@@ -795,7 +755,7 @@ static void set_value(parser *p, const key_spec *spec, void *base,
         store_string(field, value);
         return;
     case VALUE_URL:
-        why = check_redis_url(value);
+        why = check_redis_url(value, url_why, sizeof(url_why));
         if (why != NULL)
             fail(p, p->line, "bad value '%s' for %s: %s", value, spec->name,
                  why);
@@ -1329,7 +1289,8 @@ static void finish(parser *p)
         return;
     env = getenv("WHARF_REDIS_URL");
     if (env != NULL && *env != '\0') {
-        const char *why = check_redis_url(env);
+        char url_why[256];
+        const char *why = check_redis_url(env, url_why, sizeof(url_why));
 
         if (why != NULL) {
             fail(p, -1, "WHARF_REDIS_URL: bad value '%s': %s", env, why);

@@ -30,7 +30,8 @@ static int check_url(cli *ctx, const char *source, int code)
     redis_url parsed;
 
     if (redis_url_parse(ctx->url, &parsed, err, sizeof(err)) != 0) {
-        fprintf(stderr, "wharf: %s: bad Redis URL %s\n", source, err);
+        fprintf(stderr, "wharf: %s: bad Redis URL '%s': %s\n", source,
+                ctx->url, err);
         return code;
     }
     /* A password in the URL itself wins over WHARF_REDIS_PASSWORD. */

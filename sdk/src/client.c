@@ -118,7 +118,7 @@ wharf_client_status wharf_client_open(wharf_client **out, const char *url,
         goto fail;
     }
     if (redis_url_parse(url, &c->url, why, sizeof(why)) != 0) {
-        set_err(err, errlen, "bad Redis URL %s", why);
+        set_err(err, errlen, "bad Redis URL '%s': %s", url, why);
         status = WHARF_CLIENT_BAD_INPUT;
         goto fail;
     }

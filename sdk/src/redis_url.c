@@ -1,6 +1,7 @@
 /* Redis addresses and connecting to them; see redis_url.h. */
 #include "redis_url.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -45,18 +46,18 @@ static int parse_unix(const char *text, redis_url *u, char *err,
     long db;
 
     if (n == 0 || path[0] != '/') {
-        snprintf(err, errlen, "'%s': a unix socket URL is unix:///abs/path",
-                 text);
+        snprintf(err, errlen, "a unix socket URL needs an absolute path "
+                              "(unix:///path/to/redis.sock[?db=N])");
         return -1;
     }
     if (copy_part(u->path, sizeof(u->path), path, n) != 0) {
-        snprintf(err, errlen, "'%s': socket path too long", text);
+        snprintf(err, errlen, "the socket path is too long");
         return -1;
     }
     if (query) {
         if (strncmp(query, "?db=", 4) != 0 ||
             parse_number(query + 4, strlen(query + 4), 0, INT_MAX, &db) != 0) {
-            snprintf(err, errlen, "'%s': expected ?db=N after the path", text);
+            snprintf(err, errlen, "expected ?db=N after the socket path");
             return -1;
         }
         u->db = (int)db;
@@ -88,6 +89,23 @@ static int parse_userinfo(const char **p, redis_url *u)
     return 0;
 }
 
+/* A host name or IPv4 address (letters, digits, '.', '_', '-') or, from
+ * inside brackets, an IPv6 address (hex digits, ':' and '.'). */
+static int valid_host(const char *host)
+{
+    int v6 = strchr(host, ':') != NULL;
+
+    if (host[0] == '\0')
+        return 0;
+    for (const char *c = host; *c; c++) {
+        if (v6 ? !(isxdigit((unsigned char)*c) || *c == ':' || *c == '.')
+               : !(isalnum((unsigned char)*c) || *c == '.' || *c == '_' ||
+                   *c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
 static int parse_tcp(const char *text, redis_url *u, char *err, size_t errlen)
 {
     const char *p = text + strlen("redis://");
@@ -95,7 +113,7 @@ static int parse_tcp(const char *text, redis_url *u, char *err, size_t errlen)
     long v;
 
     if (parse_userinfo(&p, u) != 0) {
-        snprintf(err, errlen, "'%s': user or password too long", text);
+        snprintf(err, errlen, "user or password too long");
         return -1;
     }
     path = strchr(p, '/');
@@ -103,7 +121,7 @@ static int parse_tcp(const char *text, redis_url *u, char *err, size_t errlen)
     if (*p == '[') { /* [::1]:6379 */
         const char *close = memchr(p, ']', (size_t)(host_end - p));
         if (!close) {
-            snprintf(err, errlen, "'%s': unclosed '[' in the host", text);
+            snprintf(err, errlen, "bad IPv6 address: expected [address]");
             return -1;
         }
         if (copy_part(u->host, sizeof(u->host), p + 1,
@@ -122,27 +140,27 @@ static int parse_tcp(const char *text, redis_url *u, char *err, size_t errlen)
         if (colon)
             port_start = colon + 1;
     }
-    if (u->host[0] == '\0')
+    if (!valid_host(u->host))
         goto bad_host;
     if (port_start) {
         if (parse_number(port_start, (size_t)(host_end - port_start), 1,
                          65535, &v) != 0) {
-            snprintf(err, errlen, "'%s': the port must be 1..65535", text);
+            snprintf(err, errlen, "bad port: expected 1..65535");
             return -1;
         }
         u->port = (int)v;
     }
     if (path && path[1] != '\0') {
         if (parse_number(path + 1, strlen(path + 1), 0, INT_MAX, &v) != 0) {
-            snprintf(err, errlen, "'%s': the database after '/' must be a "
-                                  "number", text);
+            snprintf(err, errlen,
+                     "bad database: expected a number after the '/'");
             return -1;
         }
         u->db = (int)v;
     }
     return 0;
 bad_host:
-    snprintf(err, errlen, "'%s': missing or bad host", text);
+    snprintf(err, errlen, "expected a host name or address");
     return -1;
 }
 
@@ -159,9 +177,8 @@ int redis_url_parse(const char *text, redis_url *out, char *err,
     else if (strncmp(text, "unix://", 7) == 0)
         rc = parse_unix(text, &u, err, errlen);
     else {
-        snprintf(err, errlen,
-                 "'%s': expected redis://[user:password@]host[:port][/db] "
-                 "or unix:///path", text);
+        snprintf(err, errlen, "expected redis://[user[:password]@]host"
+                              "[:port][/db] or unix:///absolute/path");
         rc = -1;
     }
     if (rc == 0)

@@ -17,7 +17,10 @@ typedef struct redis_url {
     int db;
 } redis_url;
 
-/* Parses text into *out. 0 on success; -1 with the reason in err. */
+/* Parses text into *out. 0 on success; -1 with the reason alone in err
+ * ("bad port: expected 1..65535"), for the caller to say which URL. The
+ * one parser of Redis addresses: the manifest, the CLI and the client
+ * library all use it. */
 int redis_url_parse(const char *text, redis_url *out, char *err,
                     size_t errlen);
 
