@@ -20,10 +20,9 @@
 #include <ini.h>
 #include <wharf/plugin.h>
 
+#include "client_ids.h"
 #include "redis_url.h"
 
-#define NAME_MAX_LEN 100
-#define TASK_ID_MAX_LEN 200
 #define NAME_RULE "expected 1-100 bytes of A-Z a-z 0-9 . _ -"
 
 #define MS_SECOND INT64_C(1000)
@@ -246,29 +245,18 @@ static bool is_name_char(char c)
            (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
+/* The name rules live once, with the producer's checks in the SDK, so the
+ * manifest, the CLI and the client library agree to the byte. */
 bool config_valid_type_name(const char *name)
 {
-    size_t len;
-
-    if (name == NULL)
-        return false;
-    len = strlen(name);
-    if (len == 0 || len > NAME_MAX_LEN)
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!is_name_char(name[i]))
-            return false;
-    return true;
+    return client_valid_type(name);
 }
 
 bool config_valid_task_id(const char *id, size_t len)
 {
-    if (id == NULL || len == 0 || len > TASK_ID_MAX_LEN)
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)id[i] < 0x21 || (unsigned char)id[i] > 0x7e)
-            return false;
-    return true;
+    /* From a reply or argv: NUL-terminated, and no NUL inside. */
+    return id != NULL && memchr(id, '\0', len) == NULL && id[len] == '\0' &&
+           client_valid_id(id);
 }
 
 /* Reads a TCP port (1..65535) that makes up all of `text`. */

@@ -8,29 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_lower_hex(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-            return false;
-    return true;
-}
-
-static bool all_zero(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != '0')
-            return false;
-    return true;
-}
+#include "client_ids.h"
 
 bool entry_valid_trace(const char *t, size_t len)
 {
-    return len == 55 && t[2] == '-' && t[35] == '-' && t[52] == '-' &&
-           is_lower_hex(t, 2) && strncmp(t, "ff", 2) != 0 &&
-           is_lower_hex(t + 3, 32) && !all_zero(t + 3, 32) &&
-           is_lower_hex(t + 36, 16) && !all_zero(t + 36, 16) &&
-           is_lower_hex(t + 53, 2);
+    /* The producer's rule (SDK), on a reply string that may hold a NUL. */
+    return strlen(t) == len && client_valid_trace(t);
 }
 
 /* Parses a decimal integer in [min, max] from a reply string. */

@@ -31,7 +31,8 @@ typedef struct entry {
 void entry_parse(entry *e, const redisReply *r, const char *type,
                  const policy *pol);
 
-/* True if text is a W3C traceparent "00-<32 hex>-<16 hex>-<2 hex>". */
+/* True if text (len bytes) is a W3C traceparent
+ * "00-<32 hex>-<16 hex>-<2 hex>" with neither id all zero. */
 bool entry_valid_trace(const char *text, size_t len);
 
 #endif /* WHARF_ENTRY_H */
