@@ -516,6 +516,7 @@ typedef struct parser {
     int fixed_line[SECTION_KINDS];   /* header line of each fixed section */
     int defaults_lines[POLICY_KEYS]; /* line of each key set, or 0 */
     int (*type_lines)[POLICY_KEYS];  /* the same per [type.NAME] */
+    bool skip_plugin_files;          /* config_load_producer */
 } parser;
 
 /* Records an error at `line` (0: the file has no line for it, -1: not about
@@ -1258,6 +1259,8 @@ static void finish(parser *p)
                      section->name);
         }
         replace_path(&section->path, cfg->plugins_dir);
+        if (p->skip_plugin_files)
+            continue;
         if (stat(section->path, &st) != 0) {
             if (errno == ENOENT)
                 fail(p, section->path_line,
@@ -1331,13 +1334,17 @@ static config *config_new(const char *path)
     return cfg;
 }
 
-int config_load(const char *path, config **out, char *err, size_t errlen)
+/* config_load and config_load_producer: the same parse, with or without
+ * the check that each plugin file is there. */
+static int load(const char *path, bool skip_plugin_files, config **out,
+                char *err, size_t errlen)
 {
     parser p;
     int rc = -1, bad_line;
 
     memset(&p, 0, sizeof p);
     p.file = path;
+    p.skip_plugin_files = skip_plugin_files;
     p.stream = fopen(path, "r");
     if (p.stream == NULL) {
         fail(&p, 0, "cannot open: %s", strerror(errno));
@@ -1374,6 +1381,17 @@ done:
     free(p.type_lines);
     config_free(p.cfg);
     return rc;
+}
+
+int config_load(const char *path, config **out, char *err, size_t errlen)
+{
+    return load(path, false, out, err, errlen);
+}
+
+int config_load_producer(const char *path, config **out, char *err,
+                         size_t errlen)
+{
+    return load(path, true, out, err, errlen);
 }
 
 void config_free(config *cfg)

@@ -112,6 +112,12 @@ typedef struct config {
  * untouched and writes one line "FILE:LINE: what is wrong" into err. */
 int config_load(const char *path, config **out, char *err, size_t errlen);
 
+/* config_load for a producer or operator (the wharf CLI): the same
+ * checks, but a plugin file named by the manifest need not exist, as the
+ * plugins live on the worker hosts, not on every machine that enqueues. */
+int config_load_producer(const char *path, config **out, char *err,
+                         size_t errlen);
+
 void config_free(config *cfg);
 
 /* The effective policy of `type`: its [type.NAME] section or [defaults]. */

@@ -982,3 +982,22 @@ Test(config, valid_task_id)
     cr_assert_not(config_valid_task_id("a\0b", 3));
     cr_assert_not(config_valid_task_id("caf\xc3\xa9", 5));
 }
+
+Test(config, producer_load_does_not_need_the_plugin_files)
+{
+    static const char text[] = "[redis]\nurl = redis://queue.example:6380/1\n"
+                               "[plugin.far]\npath = far.so\n";
+    char err[CONFIG_ERR_LEN] = "";
+    config *cfg = NULL;
+
+    fails_at(text, 4, "does not exist");
+    cr_assert_eq(config_load_producer(manifest, &cfg, err, sizeof err), 0,
+                 "config_load_producer: %s", err);
+    cr_assert_str_eq(cfg->redis_url, "redis://queue.example:6380/1");
+    config_free(cfg);
+    /* Everything else is still checked. */
+    write_file("wharf.ini", "[redis]\nurl = nope\n");
+    cr_assert_eq(config_load_producer(manifest, &cfg, err, sizeof err), -1);
+    cr_assert_not_null(strstr(err, "wharf.ini:2: bad value 'nope' for url"),
+                       "%s", err);
+}

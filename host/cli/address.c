@@ -49,7 +49,8 @@ int address_resolve(cli *ctx, const char *redis_option, const char *config_path)
     ctx->prefix = DEFAULT_PREFIX;
     ctx->password = env_password && env_password[0] ? env_password : NULL;
     if (config_path) {
-        if (config_load(config_path, &ctx->config, err, sizeof(err)) != 0) {
+        if (config_load_producer(config_path, &ctx->config, err,
+                                 sizeof(err)) != 0) {
             fprintf(stderr, "wharf: %s\n", err);
             return EX_CONFIG;
         }
