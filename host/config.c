@@ -254,9 +254,7 @@ bool config_valid_type_name(const char *name)
 
 bool config_valid_task_id(const char *id, size_t len)
 {
-    /* From a reply or argv: NUL-terminated, and no NUL inside. */
-    return id != NULL && memchr(id, '\0', len) == NULL && id[len] == '\0' &&
-           client_valid_id(id);
+    return client_valid_id_len(id, len);
 }
 
 /* Reads a TCP port (1..65535) that makes up all of `text`. */

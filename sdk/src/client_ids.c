@@ -54,6 +54,16 @@ bool client_valid_id(const char *id)
     return printable_word(id, WHARF_ID_MAX);
 }
 
+bool client_valid_id_len(const char *id, size_t len)
+{
+    if (!id || len == 0 || len > WHARF_ID_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)id[i] < 0x21 || (unsigned char)id[i] > 0x7e)
+            return false;
+    return true;
+}
+
 bool client_valid_prefix(const char *prefix)
 {
     /* Braces would make a second hash tag and move keys between slots. */

@@ -23,6 +23,8 @@
 
 bool client_valid_type(const char *type);
 bool client_valid_id(const char *id);
+/* The same rule for len bytes that need no NUL after them. */
+bool client_valid_id_len(const char *id, size_t len);
 bool client_valid_prefix(const char *prefix);
 bool client_valid_trace(const char *trace);
 
