@@ -6,7 +6,7 @@ WERROR ?= ON
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap build build-sanitize demo test test-plain test-sanitize clean
+.PHONY: all bootstrap build build-sanitize demo bench test test-plain test-sanitize clean
 
 all: build
 
@@ -26,6 +26,11 @@ build-sanitize: bootstrap
 # A private redis-server, wharfd and a few thousand tasks; see scripts/demo.
 demo: build
 	@BUILD=$(BUILD) bash scripts/demo
+
+# Throughput, Redis cost, latency and memory against a private
+# redis-server, beside redis-benchmark; see bench/run.sh and docs/tuning.md.
+bench: build
+	@BUILD=$(BUILD) bash bench/run.sh
 
 # The whole suite, then the whole suite again under ASan + UBSan.
 test: test-plain test-sanitize

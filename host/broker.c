@@ -1,5 +1,6 @@
-/* The broker: wharfd's side of Redis; see broker.h. Round trips are the
- * hot path's cost, so a batch costs three: claim, begin, finish. */
+/* The broker: wharfd's side of Redis; see broker.h. Round trips and
+ * script calls are the hot path's cost, so a batch costs three round
+ * trips (claim, begin, finish) and two script calls per queue. */
 #include "broker.h"
 
 #include <inttypes.h>
@@ -17,6 +18,47 @@
 /* Promote or trim calls per queue per maintenance pass, so one busy queue
  * cannot hold a worker in maintenance for long. */
 #define BROKER_MOVE_ROUNDS 10
+/* Tasks per begin or finish script call: a call keeps Redis busy for well
+ * under a millisecond. */
+#define CALL_TASKS 64
+/* Script calls per round trip. */
+#define PIPE_CALLS 16
+/* Arguments of the largest call (finish, every task a retry): EVALSHA,
+ * sha, numkeys, 3 queue keys, 6 call arguments, then per task 2 keys and
+ * 9 arguments. */
+#define CALL_ARGS (12 + 11 * CALL_TASKS)
+/* Room for a call's task keys, each at most KEY_MAX with its NUL. */
+#define CALL_KEY_BYTES (2 * CALL_TASKS * KEY_MAX)
+/* XREADGROUP's arguments before the streams and their ids. */
+#define CLAIM_ARGS 10
+
+/* One call: the jobs [first, end) it was built from, n of them taken. */
+typedef struct batch_call {
+    size_t first, end, n;
+} batch_call;
+
+/* Argument text that is not in a job: the queue-wide numbers of a call
+ * and each task's attempt and delay. */
+typedef struct call_numbers {
+    char numkeys[16];
+    char kinds[CALL_TASKS + 1]; /* finish: one letter per task */
+    char call[2][24];
+    char task[CALL_TASKS][2][24];
+} call_numbers;
+
+struct broker_scratch {
+    const char *argv[CALL_ARGS];
+    size_t argvlen[CALL_ARGS];
+    int argc;
+    char keys[CALL_KEY_BYTES]; /* key names of one call, end to end */
+    size_t keys_used;
+    call_numbers numbers;
+    batch_call calls[PIPE_CALLS];
+    redisReply *replies[PIPE_CALLS];
+    const char **claim_argv; /* XREADGROUP's, sized for every queue */
+    char *wire;              /* a call in the Redis protocol; grows */
+    size_t wire_cap;
+};
 
 static const char *const outcome_names[OUTCOME_COUNT] = {
     "ok", "retry", "dead", "cached", "locked", "stale"};
@@ -43,7 +85,11 @@ int broker_init(broker *b, const config *cfg, const char *const *types,
         return -1;
     snprintf(b->consumer, sizeof(b->consumer), "%s", consumer);
     b->queues = calloc(n ? n : 1, sizeof(*b->queues));
-    if (!b->queues) {
+    b->scratch = calloc(1, sizeof(*b->scratch));
+    if (b->scratch)
+        b->scratch->claim_argv =
+            calloc(CLAIM_ARGS + 2 * n, sizeof(*b->scratch->claim_argv));
+    if (!b->queues || !b->scratch || !b->scratch->claim_argv) {
         snprintf(b->errstr, sizeof(b->errstr), "out of memory");
         return -1;
     }
@@ -52,16 +98,18 @@ int broker_init(broker *b, const config *cfg, const char *const *types,
         broker_queue *q = &b->queues[i];
         q->type = types[i];
         q->pol = policies[i];
-        if (key_of_type(q->stream, KEY_MAX, cfg->prefix, q->type, "stream") < 0 ||
-            key_of_type(q->delayed, KEY_MAX, cfg->prefix, q->type, "delayed") < 0 ||
-            key_of_type(q->dead, KEY_MAX, cfg->prefix, q->type, "dead") < 0 ||
-            key_of_type(q->fence, KEY_MAX, cfg->prefix, q->type, "fence") < 0 ||
-            key_of_type(q->policy_key, KEY_MAX, cfg->prefix, q->type,
-                        "policy") < 0) {
+        const char *p = cfg->prefix, *t = q->type;
+        if (key_of_type(q->stream, KEY_MAX, p, t, "stream") < 0 ||
+            key_of_type(q->delayed, KEY_MAX, p, t, "delayed") < 0 ||
+            key_of_type(q->dead, KEY_MAX, p, t, "dead") < 0 ||
+            key_of_type(q->fence, KEY_MAX, p, t, "fence") < 0 ||
+            key_of_type(q->policy_key, KEY_MAX, p, t, "policy") < 0 ||
+            key_of_type(q->task_prefix, KEY_MAX, p, t, "") < 0) {
             snprintf(b->errstr, sizeof(b->errstr), "type '%s': key too long",
                      q->type);
             return -1;
         }
+        q->task_prefix_len = strlen(q->task_prefix);
     }
     return 0;
 }
@@ -80,6 +128,12 @@ void broker_destroy(broker *b)
     free(b->queues);
     b->queues = NULL;
     b->n_queues = 0;
+    if (b->scratch) {
+        free(b->scratch->claim_argv);
+        free(b->scratch->wire);
+    }
+    free(b->scratch);
+    b->scratch = NULL;
 }
 
 /* Records a failed command: the connection's error, or the error reply. */
@@ -185,9 +239,9 @@ int broker_connect(broker *b)
     int rc;
 
     broker_disconnect(b);
-    b->redis = redis_url_connect(&b->url, b->cfg->redis_password,
-                                 BROKER_TIMEOUT_MS, b->errstr,
-                                 sizeof(b->errstr));
+    b->redis =
+        redis_url_connect(&b->url, b->cfg->redis_password, BROKER_TIMEOUT_MS,
+                          b->errstr, sizeof(b->errstr));
     if (!b->redis) {
         b->redis_errors++;
         return -1;
@@ -218,18 +272,13 @@ redisReply *broker_claim(broker *b, unsigned count, int block_ms)
 {
     size_t n = b->n_queues;
     size_t argc = 0;
-    const char **argv = NULL;
+    const char **argv = b->scratch->claim_argv;
     char count_text[16], block_text[16];
     bool history = false;
     redisReply *r = NULL;
 
     if (!b->redis)
         return NULL;
-    argv = malloc((10 + 2 * n) * sizeof(*argv));
-    if (!argv) {
-        snprintf(b->errstr, sizeof(b->errstr), "out of memory");
-        return NULL;
-    }
     for (size_t i = 0; i < n; i++)
         history = history || !b->queues[i].history_done;
     snprintf(count_text, sizeof(count_text), "%u", count ? count : 1);
@@ -248,11 +297,10 @@ redisReply *broker_claim(broker *b, unsigned count, int block_ms)
     for (size_t i = 0; i < n; i++)
         argv[argc++] = b->queues[i].stream;
     for (size_t i = 0; i < n; i++)
-        argv[argc++] = b->queues[i].history_done ? ">"
-                                                 : b->queues[i].history_from;
+        argv[argc++] =
+            b->queues[i].history_done ? ">" : b->queues[i].history_from;
     r = redisCommandArgv(b->redis, (int)argc, argv, NULL);
     b->round_trips++;
-    free(argv);
     if (!r || r->type == REDIS_REPLY_ERROR) {
         command_failed(b, "XREADGROUP", r);
         freeReplyObject(r);
@@ -398,8 +446,7 @@ long broker_renew(broker *b, broker_queue *q, const char *consumer,
     for (size_t i = 0; i < n; i++)
         argv[argc++] = tokens[i];
     b->round_trips++;
-    r = script_run(b->redis, &script_renew, (int)n + 1, (int)argc, argv,
-                   NULL);
+    r = script_run(b->redis, &script_renew, (int)n + 1, (int)argc, argv, NULL);
     if (r && r->type == REDIS_REPLY_INTEGER)
         result = (long)r->integer;
     else
@@ -450,214 +497,460 @@ int broker_release_key(broker *b, const char *key, const char *value)
     return rc;
 }
 
-/* Key buffers and argument arrays of one script call. */
-typedef struct call_args {
-    char keys[4][KEY_MAX];
-    const char *argv[20];
-    size_t argvlen[20];
-    int argc;
-    int numkeys;
-    char numbers[3][24];
-} call_args;
+/* ---- batched script calls ----
+ * begin, finish and release run as script calls that each carry a run of
+ * consecutive jobs of one queue (and, for finish, one consumer), up to
+ * CALL_TASKS of them; up to PIPE_CALLS calls go in one round trip. The
+ * argument arrays live in the broker's scratch, made once at init, so a
+ * batch allocates nothing beyond what hiredis does. */
 
-static void arg(call_args *a, const void *data, size_t len)
+/* What one batched script does with jobs. */
+typedef struct batch_ops {
+    const script *s;
+    const char *what; /* for messages */
+    size_t max_tasks; /* per call */
+    bool (*takes)(const broker_job *j);
+    bool (*shares)(const broker *b, const broker_job *a, const broker_job *c);
+    /* Builds the call's keys and arguments with push/push_key. */
+    void (*build)(broker *b, broker_job *jobs, const batch_call *c);
+    /* Reads the call's reply into its jobs (r may be an error). */
+    void (*apply)(broker *b, broker_job *jobs, const batch_call *c,
+                  const redisReply *r);
+} batch_ops;
+
+static void push(broker *b, const void *data, size_t len)
 {
-    a->argv[a->argc] = data;
-    a->argvlen[a->argc] = len;
-    a->argc++;
+    broker_scratch *sc = b->scratch;
+
+    sc->argv[sc->argc] = data;
+    sc->argvlen[sc->argc] = len;
+    sc->argc++;
 }
 
-static void arg_str(call_args *a, const char *s)
+static void push_str(broker *b, const char *s)
 {
-    arg(a, s, strlen(s));
+    push(b, s, strlen(s));
 }
 
-/* KEYS result, lock, fence; ARGV lock_ttl. */
-static void begin_args(const broker *b, const broker_job *j, call_args *a)
+/* Appends the key "<prefix>:{<type>}:<what>:<id>" of job j: the key
+ * key_of_task spells, copied together from the queue's
+ * "<prefix>:{<type>}:" (snprintf was a sixth of a worker's time). */
+static void push_key(broker *b, const broker_job *j, const char *what)
 {
-    const char *prefix = b->cfg->prefix;
-    const char *type = j->queue->type;
+    broker_scratch *sc = b->scratch;
+    const broker_queue *q = j->queue;
+    char *at = sc->keys + sc->keys_used;
+    size_t what_len = strlen(what), id_len = strlen(j->e.task.id);
+    size_t len = q->task_prefix_len + what_len + 1 + id_len;
 
-    a->argc = 0;
-    a->numkeys = 3;
-    key_of_task(a->keys[0], KEY_MAX, prefix, type, "result", j->e.task.id);
-    key_of_task(a->keys[1], KEY_MAX, prefix, type, "lock", j->e.task.id);
-    arg_str(a, a->keys[0]);
-    arg_str(a, a->keys[1]);
-    arg_str(a, j->queue->fence);
-    snprintf(a->numbers[0], sizeof(a->numbers[0]), "%" PRId64,
-             j->queue->pol->lock_ttl_ms);
-    arg_str(a, a->numbers[0]);
+    if (len < KEY_MAX) {
+        memcpy(at, q->task_prefix, q->task_prefix_len);
+        memcpy(at + q->task_prefix_len, what, what_len);
+        at[q->task_prefix_len + what_len] = ':';
+        memcpy(at + q->task_prefix_len + what_len + 1, j->e.task.id, id_len);
+    } else {
+        len = 0; /* cannot happen: prefix, type and id are bounded */
+    }
+    at[len] = '\0';
+    sc->keys_used += len + 1;
+    push(b, at, len);
 }
 
-/* KEYS lock; ARGV token. */
-static void release_args(const broker *b, const broker_job *j, call_args *a)
+/* Starts "EVALSHA sha numkeys": numkeys is set by end_keys. */
+static void begin_call(broker *b, const script *s)
 {
-    a->argc = 0;
-    a->numkeys = 1;
-    key_of_task(a->keys[0], KEY_MAX, b->cfg->prefix, j->queue->type, "lock",
-                j->e.task.id);
-    arg_str(a, a->keys[0]);
-    arg_str(a, j->token);
+    broker_scratch *sc = b->scratch;
+
+    sc->argc = 0;
+    sc->keys_used = 0;
+    push(b, "EVALSHA", 7);
+    push(b, s->sha, 40);
+    push(b, "", 0);
 }
+
+/* Every key is pushed: the count goes in argv[2]. */
+static void end_keys(broker *b)
+{
+    broker_scratch *sc = b->scratch;
+    int n = snprintf(sc->numbers.numkeys, sizeof(sc->numbers.numkeys), "%d",
+                     sc->argc - 3);
+
+    sc->argv[2] = sc->numbers.numkeys;
+    sc->argvlen[2] = (size_t)n;
+}
+
+/* Writes "<c><n>\r\n" at out; returns the bytes written. */
+static size_t put_header(char *out, char c, size_t n)
+{
+    char digits[24];
+    size_t k = 0, len = 0;
+
+    do {
+        digits[k++] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n > 0);
+    out[len++] = c;
+    while (k > 0)
+        out[len++] = digits[--k];
+    out[len++] = '\r';
+    out[len++] = '\n';
+    return len;
+}
+
+/* Appends the built call to the connection's output, written in the
+ * Redis protocol by hand into a buffer kept from call to call: hiredis's
+ * own formatting (an sds printf per argument) cost a worker more than
+ * the call's keys. 0, or -1 when out of memory. */
+static int append_call(broker *b)
+{
+    broker_scratch *sc = b->scratch;
+    size_t need = 32, used = 0;
+
+    for (int i = 0; i < sc->argc; i++)
+        need += sc->argvlen[i] + 32;
+    if (need > sc->wire_cap) {
+        size_t cap = need > 2 * sc->wire_cap ? need : 2 * sc->wire_cap;
+        char *grown = realloc(sc->wire, cap);
+        if (!grown) {
+            snprintf(b->errstr, sizeof(b->errstr), "out of memory");
+            return -1;
+        }
+        sc->wire = grown;
+        sc->wire_cap = cap;
+    }
+    used += put_header(sc->wire, '*', (size_t)sc->argc);
+    for (int i = 0; i < sc->argc; i++) {
+        used += put_header(sc->wire + used, '$', sc->argvlen[i]);
+        memcpy(sc->wire + used, sc->argv[i], sc->argvlen[i]);
+        used += sc->argvlen[i];
+        sc->wire[used++] = '\r';
+        sc->wire[used++] = '\n';
+    }
+    return redisAppendFormattedCommand(b->redis, sc->wire, used) == REDIS_OK
+               ? 0
+               : -1;
+}
+
+/* The next call from *cursor on, or false when no job is left. */
+static bool next_call(const broker *b, const batch_ops *ops,
+                      const broker_job *jobs, size_t n, size_t *cursor,
+                      batch_call *c)
+{
+    size_t i = *cursor;
+    const broker_job *lead = NULL;
+
+    while (i < n && !ops->takes(&jobs[i]))
+        i++;
+    if (i == n) {
+        *cursor = n;
+        return false;
+    }
+    c->first = i;
+    c->n = 0;
+    for (; i < n; i++) {
+        if (!ops->takes(&jobs[i]))
+            continue;
+        if (c->n == ops->max_tasks || (lead && !ops->shares(b, lead, &jobs[i])))
+            break;
+        lead = lead ? lead : &jobs[i];
+        c->n++;
+    }
+    c->end = i;
+    *cursor = i;
+    return true;
+}
+
+/* A call answered NOSCRIPT (the server lost its scripts): loads the
+ * script and makes the call again, now that no pipelined reply is left
+ * to read. The reply, or NULL on a connection error. */
+static redisReply *call_again(broker *b, const batch_ops *ops, broker_job *jobs,
+                              const batch_call *c)
+{
+    broker_scratch *sc = b->scratch;
+    char err[256];
+
+    b->round_trips++;
+    if (script_load(b->redis, ops->s, err, sizeof(err)) != 0 && b->redis->err)
+        return NULL;
+    ops->build(b, jobs, c);
+    b->round_trips++;
+    return redisCommandArgv(b->redis, sc->argc, sc->argv, sc->argvlen);
+}
+
+/* Appends the calls of one round trip: how many (0 when no job is
+ * left), or -1 when out of memory. */
+static int send_calls(broker *b, const batch_ops *ops, broker_job *jobs,
+                      size_t n, size_t *cursor)
+{
+    broker_scratch *sc = b->scratch;
+    int calls = 0;
+
+    while (calls < PIPE_CALLS &&
+           next_call(b, ops, jobs, n, cursor, &sc->calls[calls])) {
+        ops->build(b, jobs, &sc->calls[calls]);
+        if (append_call(b) != 0)
+            return -1;
+        calls++;
+    }
+    return calls;
+}
+
+/* Runs ops over the jobs it takes, PIPE_CALLS calls a round trip. Each
+ * reply is applied as it is read, so if the connection breaks the jobs
+ * answered so far know it (a begun lock is then released). A NOSCRIPT
+ * reply is kept until every reply of the round trip is read, and its
+ * call made again then. 0, or -1 on a connection error (the jobs not
+ * answered are left as they were). */
+static int run_batch(broker *b, const batch_ops *ops, broker_job *jobs,
+                     size_t n)
+{
+    broker_scratch *sc = b->scratch;
+    size_t cursor = 0;
+    int calls, rc = -1;
+
+    if (!b->redis)
+        return -1;
+    while ((calls = send_calls(b, ops, jobs, n, &cursor)) > 0) {
+        b->round_trips++;
+        for (int i = 0; i < calls; i++) {
+            void *r = NULL;
+            if (redisGetReply(b->redis, &r) != REDIS_OK)
+                goto out;
+            if (script_is_noscript(r)) {
+                sc->replies[i] = r;
+                continue;
+            }
+            ops->apply(b, jobs, &sc->calls[i], r);
+            freeReplyObject(r);
+        }
+        for (int i = 0; i < calls; i++) {
+            if (!sc->replies[i])
+                continue;
+            freeReplyObject(sc->replies[i]);
+            sc->replies[i] = call_again(b, ops, jobs, &sc->calls[i]);
+            if (!sc->replies[i])
+                goto out;
+            ops->apply(b, jobs, &sc->calls[i], sc->replies[i]);
+            freeReplyObject(sc->replies[i]);
+            sc->replies[i] = NULL;
+        }
+    }
+    if (calls == 0)
+        rc = 0;
+out:
+    if (rc != 0) {
+        for (int i = 0; i < PIPE_CALLS; i++) {
+            freeReplyObject(sc->replies[i]);
+            sc->replies[i] = NULL;
+        }
+        command_failed(b, ops->what, NULL);
+    }
+    return rc;
+}
+
+/* ---- begin ---- */
 
 static bool job_begins(const broker_job *j)
 {
     return !j->e.deleted && j->e.bad[0] == '\0';
 }
 
-/* Appends a call, or runs it at once when its pipelined reply was
- * NOSCRIPT (the server lost its scripts: script_run loads them again). */
-static int append_call(broker *b, const script *s, const call_args *a)
+static bool same_queue(const broker *b, const broker_job *a,
+                       const broker_job *c)
 {
-    return script_append(b->redis, s, a->numkeys, a->argc, a->argv,
-                         a->argvlen);
+    (void)b;
+    return a->queue == c->queue;
 }
 
-/* Reads the next pipelined reply; if it is NOSCRIPT, runs the call again
- * with script_run. NULL on a connection error. */
-static redisReply *read_reply(broker *b, const script *s, const call_args *a)
+/* KEYS fence, result:<id>..., lock:<id>...; ARGV lock_ttl_ms. */
+static void begin_build(broker *b, broker_job *jobs, const batch_call *c)
 {
-    redisReply *r = NULL;
+    broker_scratch *sc = b->scratch;
+    const broker_queue *q = jobs[c->first].queue;
 
-    if (redisGetReply(b->redis, (void **)&r) != REDIS_OK)
-        return NULL;
-    if (script_is_noscript(r)) {
-        freeReplyObject(r);
-        b->round_trips++;
-        r = script_run(b->redis, s, a->numkeys, a->argc, a->argv, a->argvlen);
+    begin_call(b, &script_begin);
+    push_str(b, q->fence);
+    for (size_t i = c->first; i < c->end; i++)
+        if (job_begins(&jobs[i]))
+            push_key(b, &jobs[i], "result");
+    for (size_t i = c->first; i < c->end; i++)
+        if (job_begins(&jobs[i]))
+            push_key(b, &jobs[i], "lock");
+    end_keys(b);
+    snprintf(sc->numbers.call[0], sizeof(sc->numbers.call[0]), "%" PRId64,
+             q->pol->lock_ttl_ms);
+    push_str(b, sc->numbers.call[0]);
+}
+
+/* r: the error (or unexpected) reply, for the call or for j alone. */
+static void begin_failed(broker *b, broker_job *j, const redisReply *r)
+{
+    command_failed(b, "begin", r);
+    log_fields(WHARF_LOG_ERROR, "begin failed",
+               (log_field[]){LOG_STR("task", j->e.task.id),
+                             LOG_STR("type", j->queue->type),
+                             LOG_STR("error", b->errstr)},
+               3);
+    /* Left pending: it is read again after a reconnect. */
+    j->begin = BEGIN_NONE;
+}
+
+/* One element per task: 0 (cached), -1 (locked) or the token. */
+static void begin_apply(broker *b, broker_job *jobs, const batch_call *c,
+                        const redisReply *r)
+{
+    bool whole = r->type == REDIS_REPLY_ARRAY && r->elements == c->n;
+    size_t k = 0;
+
+    for (size_t i = c->first; i < c->end; i++) {
+        broker_job *j = &jobs[i];
+        const redisReply *v;
+        if (!job_begins(j))
+            continue;
+        if (!whole) {
+            begin_failed(b, j, r);
+            continue;
+        }
+        v = r->element[k++];
+        if (v->type == REDIS_REPLY_INTEGER) {
+            j->begin = v->integer == 0 ? BEGIN_CACHED : BEGIN_LOCKED;
+        } else if (v->type == REDIS_REPLY_STRING && v->len > 0 &&
+                   v->len < sizeof(j->token)) {
+            memcpy(j->token, v->str, v->len + 1);
+            j->e.task.fence = strtoull(v->str, NULL, 10);
+            j->begin = BEGIN_RUN;
+        } else {
+            begin_failed(b, j, v);
+        }
     }
-    return r;
 }
+
+static const batch_ops begin_ops = {
+    .s = &script_begin,
+    .what = "begin",
+    .max_tasks = CALL_TASKS,
+    .takes = job_begins,
+    .shares = same_queue,
+    .build = begin_build,
+    .apply = begin_apply,
+};
 
 int broker_begin(broker *b, broker_job *jobs, size_t n)
 {
-    call_args a;
-    size_t sent = 0;
-
-    if (!b->redis)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (!job_begins(&jobs[i]))
-            continue;
-        begin_args(b, &jobs[i], &a);
-        if (append_call(b, &script_begin, &a) != 0) {
-            command_failed(b, "begin", NULL);
-            return -1;
-        }
-        sent++;
-    }
-    if (sent == 0)
-        return 0;
-    b->round_trips++;
-    for (size_t i = 0; i < n; i++) {
-        broker_job *j = &jobs[i];
-        redisReply *r;
-        if (!job_begins(j))
-            continue;
-        begin_args(b, j, &a);
-        r = read_reply(b, &script_begin, &a);
-        if (!r) {
-            command_failed(b, "begin", NULL);
-            return -1;
-        }
-        if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
-            r->element[0]->type == REDIS_REPLY_INTEGER) {
-            long long kind = r->element[0]->integer;
-            if (kind == 0) {
-                j->begin = BEGIN_CACHED;
-            } else if (kind == 1 && r->elements == 2) {
-                j->begin = BEGIN_RUN;
-                snprintf(j->token, sizeof(j->token), "%lld",
-                         r->element[1]->integer);
-                j->e.task.fence = (uint64_t)r->element[1]->integer;
-            } else {
-                j->begin = BEGIN_LOCKED;
-            }
-        } else {
-            /* Leave it pending: it is read again after a reconnect. */
-            command_failed(b, "begin", r);
-            log_fields(WHARF_LOG_ERROR, "begin failed",
-                       (log_field[]){LOG_STR("task", j->e.task.id),
-                                     LOG_STR("type", j->queue->type),
-                                     LOG_STR("error", b->errstr)},
-                       3);
-            j->begin = BEGIN_NONE;
-        }
-        freeReplyObject(r);
-    }
-    return 0;
+    return run_batch(b, &begin_ops, jobs, n);
 }
 
-/* The arguments of j's finish script, by its finish kind. */
-static const script *finish_args(const broker *b, const broker_job *j,
-                                 call_args *a)
-{
-    const char *prefix = b->cfg->prefix;
-    const char *type = j->queue->type;
-    const char *id = j->e.task.id;
-    const script *s;
+/* ---- finish ---- */
 
-    a->argc = 0;
-    arg_str(a, j->queue->stream);
-    if (j->finish == FINISH_ACK) {
-        a->numkeys = 1;
-        s = &script_ack;
-    } else {
-        key_of_task(a->keys[0], KEY_MAX, prefix, type, "lock", id);
-        arg_str(a, a->keys[0]);
-        if (j->finish == FINISH_OK) {
-            key_of_task(a->keys[1], KEY_MAX, prefix, type, "result", id);
-            arg_str(a, a->keys[1]);
-            a->numkeys = 3;
-            s = &script_finish_ok;
-        } else {
-            key_of_task(a->keys[1], KEY_MAX, prefix, type, "task", id);
-            arg_str(a, a->keys[1]);
-            arg_str(a, j->finish == FINISH_DEAD ? j->queue->dead
-                                                : j->queue->delayed);
-            a->numkeys = 4;
-            s = j->finish == FINISH_DEAD ? &script_finish_dead
-                                         : &script_finish_retry;
-        }
+static bool job_finishes(const broker_job *j)
+{
+    return j->finish != FINISH_NONE;
+}
+
+static const char *consumer_of(const broker *b, const broker_job *j)
+{
+    return j->consumer ? j->consumer : b->consumer;
+}
+
+static bool same_owner(const broker *b, const broker_job *a,
+                       const broker_job *c)
+{
+    return a->queue == c->queue &&
+           (consumer_of(b, a) == consumer_of(b, c) ||
+            strcmp(consumer_of(b, a), consumer_of(b, c)) == 0);
+}
+
+/* The envelope a retried or dead task keeps: id, payload, attempt,
+ * enqueued_at, trace, error. */
+static void push_envelope(broker *b, const broker_job *j, char *attempt)
+{
+    snprintf(attempt, 24, "%u", j->next_attempt);
+    push_str(b, j->e.task.id);
+    push(b, j->e.task.payload ? (const void *)j->e.task.payload : "",
+         j->e.task.payload_len);
+    push_str(b, attempt);
+    push_str(b, j->e.enqueued_at[0] ? j->e.enqueued_at : "0");
+    push_str(b, j->e.task.trace);
+    push_str(b, j->reason ? j->reason : "");
+}
+
+/* A finish kind as script_finish spells it. */
+static char finish_letter(finish_kind kind)
+{
+    switch (kind) {
+    case FINISH_ACK:
+        return 'a';
+    case FINISH_OK:
+        return 'o';
+    case FINISH_DEAD:
+        return 'd';
+    default:
+        return 'r';
     }
-    arg_str(a, WHARF_GROUP);
-    arg_str(a, j->consumer ? j->consumer : b->consumer);
-    arg_str(a, j->e.entry_id);
-    if (j->finish == FINISH_ACK)
-        return s;
+}
+
+/* See script_finish for KEYS and ARGV. */
+static void finish_build(broker *b, broker_job *jobs, const batch_call *c)
+{
+    broker_scratch *sc = b->scratch;
+    const broker_job *lead = &jobs[c->first];
+    const broker_queue *q = lead->queue;
+    size_t t = 0;
+
+    begin_call(b, &script_finish);
+    push_str(b, q->stream);
+    push_str(b, q->delayed);
+    push_str(b, q->dead);
+    for (size_t i = c->first; i < c->end; i++)
+        if (job_finishes(&jobs[i]) && jobs[i].finish != FINISH_ACK)
+            push_key(b, &jobs[i], "lock");
+    for (size_t i = c->first; i < c->end; i++)
+        if (job_finishes(&jobs[i]) && jobs[i].finish != FINISH_ACK)
+            push_key(b, &jobs[i],
+                     jobs[i].finish == FINISH_OK ? "result" : "task");
+    end_keys(b);
+    snprintf(sc->numbers.call[0], sizeof(sc->numbers.call[0]), "%" PRId64,
+             q->pol->result_ttl_ms);
+    snprintf(sc->numbers.call[1], sizeof(sc->numbers.call[1]), "%" PRId64,
+             q->pol->dead_ttl_ms);
+    push_str(b, WHARF_GROUP);
+    push_str(b, consumer_of(b, lead));
+    push_str(b, sc->numbers.call[0]);
+    push_str(b, sc->numbers.call[1]);
+    push_str(b, q->type);
+    for (size_t i = c->first; i < c->end; i++)
+        if (job_finishes(&jobs[i]))
+            sc->numbers.kinds[t++] = finish_letter(jobs[i].finish);
+    push(b, sc->numbers.kinds, t);
+    for (size_t i = c->first; i < c->end; i++)
+        if (job_finishes(&jobs[i]))
+            push_str(b, jobs[i].e.entry_id);
     /* Only a run that took the lock checks and releases it. */
-    arg_str(a, j->begin == BEGIN_RUN ? j->token : "");
-    if (j->finish == FINISH_OK) {
-        arg(a, j->result ? (const void *)j->result : "", j->result_len);
-        snprintf(a->numbers[0], sizeof(a->numbers[0]), "%" PRId64,
-                 j->queue->pol->result_ttl_ms);
-        arg_str(a, a->numbers[0]);
-        return s;
+    for (size_t i = c->first; i < c->end; i++)
+        if (job_finishes(&jobs[i]) && jobs[i].finish != FINISH_ACK)
+            push_str(b, jobs[i].begin == BEGIN_RUN ? jobs[i].token : "");
+    t = 0;
+    for (size_t i = c->first; i < c->end; i++) {
+        const broker_job *j = &jobs[i];
+        char(*num)[24];
+        if (!job_finishes(j) || j->finish == FINISH_ACK)
+            continue;
+        if (j->finish == FINISH_OK) {
+            push(b, j->result ? (const void *)j->result : "", j->result_len);
+            continue;
+        }
+        num = sc->numbers.task[t++];
+        push_envelope(b, j, num[0]);
+        if (j->finish != FINISH_DEAD) {
+            snprintf(num[1], 24, "%" PRId64, j->delay_ms);
+            push_str(b, num[1]);
+        }
     }
-    arg_str(a, id);
-    arg_str(a, type);
-    arg(a, j->e.task.payload ? (const void *)j->e.task.payload : "",
-        j->e.task.payload_len);
-    snprintf(a->numbers[0], sizeof(a->numbers[0]), "%u", j->next_attempt);
-    arg_str(a, a->numbers[0]);
-    arg_str(a, j->e.enqueued_at[0] ? j->e.enqueued_at : "0");
-    arg_str(a, j->e.task.trace);
-    arg_str(a, j->reason ? j->reason : "");
-    arg_str(a, j->consumer ? j->consumer : b->consumer);
-    snprintf(a->numbers[1], sizeof(a->numbers[1]), "%" PRId64,
-             j->finish == FINISH_DEAD ? j->queue->pol->dead_ttl_ms
-                                      : j->delay_ms);
-    arg_str(a, a->numbers[1]);
-    return s;
 }
 
-static task_outcome outcome_of(const broker_job *j, const redisReply *r)
+/* The outcome of a job that finished as asked. */
+static task_outcome outcome_done(const broker_job *j)
 {
-    if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS)
-        return OUTCOME_STALE;
-    if (strcmp(r->str, "stale") == 0)
-        return OUTCOME_STALE;
     switch (j->finish) {
     case FINISH_OK:
         return OUTCOME_OK;
@@ -672,85 +965,99 @@ static task_outcome outcome_of(const broker_job *j, const redisReply *r)
     }
 }
 
+static void finish_failed(broker *b, broker_job *j, const redisReply *r)
+{
+    j->outcome = OUTCOME_STALE;
+    command_failed(b, "finish", r);
+    log_fields(WHARF_LOG_ERROR, "finish failed; the task stays pending",
+               (log_field[]){LOG_STR("task", j->e.task.id),
+                             LOG_STR("type", j->queue->type),
+                             LOG_STR("error", b->errstr)},
+               3);
+}
+
+/* {codes, errors...}: per task k (done), s (stale) or e (failed, with
+ * the next error). A reply of another shape fails every job. */
+static void finish_apply(broker *b, broker_job *jobs, const batch_call *c,
+                         const redisReply *r)
+{
+    const redisReply *codes = NULL;
+    size_t k = 0, next_error = 1;
+
+    if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+        r->element[0]->type == REDIS_REPLY_STRING && r->element[0]->len == c->n)
+        codes = r->element[0];
+    for (size_t i = c->first; i < c->end; i++) {
+        broker_job *j = &jobs[i];
+        char code;
+        if (!job_finishes(j))
+            continue;
+        code = codes ? codes->str[k++] : '?';
+        if (code == 'k') {
+            j->outcome = outcome_done(j);
+        } else if (code == 's') {
+            j->outcome = OUTCOME_STALE;
+        } else if (code == 'e' && next_error < r->elements) {
+            finish_failed(b, j, r->element[next_error++]);
+        } else {
+            finish_failed(b, j, r);
+        }
+    }
+}
+
+static const batch_ops finish_ops = {
+    .s = &script_finish,
+    .what = "finish",
+    .max_tasks = CALL_TASKS,
+    .takes = job_finishes,
+    .shares = same_owner,
+    .build = finish_build,
+    .apply = finish_apply,
+};
+
 int broker_finish(broker *b, broker_job *jobs, size_t n)
 {
-    call_args a;
-    size_t sent = 0;
-
-    if (!b->redis)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (jobs[i].finish == FINISH_NONE)
-            continue;
-        if (append_call(b, finish_args(b, &jobs[i], &a), &a) != 0) {
-            command_failed(b, "finish", NULL);
-            return -1;
-        }
-        sent++;
-    }
-    if (sent == 0)
-        return 0;
-    b->round_trips++;
-    for (size_t i = 0; i < n; i++) {
-        broker_job *j = &jobs[i];
-        const script *s;
-        redisReply *r;
-        if (j->finish == FINISH_NONE)
-            continue;
-        s = finish_args(b, j, &a);
-        r = read_reply(b, s, &a);
-        if (!r) {
-            command_failed(b, "finish", NULL);
-            return -1;
-        }
-        j->outcome = outcome_of(j, r);
-        if (r->type == REDIS_REPLY_ERROR) {
-            command_failed(b, s->name, r);
-            log_fields(WHARF_LOG_ERROR, "finish failed; the task stays pending",
-                       (log_field[]){LOG_STR("task", j->e.task.id),
-                                     LOG_STR("type", j->queue->type),
-                                     LOG_STR("error", b->errstr)},
-                       3);
-        }
-        freeReplyObject(r);
-    }
-    return 0;
+    return run_batch(b, &finish_ops, jobs, n);
 }
+
+/* ---- release ---- */
+
+static bool job_holds_lock(const broker_job *j)
+{
+    return j->begin == BEGIN_RUN;
+}
+
+/* KEYS lock; ARGV token. One task a call: a rare path (a batch dropped
+ * by a broken connection). */
+static void release_build(broker *b, broker_job *jobs, const batch_call *c)
+{
+    begin_call(b, &script_release);
+    push_key(b, &jobs[c->first], "lock");
+    end_keys(b);
+    push_str(b, jobs[c->first].token);
+}
+
+static void release_apply(broker *b, broker_job *jobs, const batch_call *c,
+                          const redisReply *r)
+{
+    (void)r;
+    (void)b;
+    jobs[c->first].begin = BEGIN_NONE;
+}
+
+static const batch_ops release_ops = {
+    .s = &script_release,
+    .what = "release",
+    .max_tasks = 1,
+    .takes = job_holds_lock,
+    .shares = same_queue,
+    .build = release_build,
+    .apply = release_apply,
+};
 
 int broker_release(broker *b, broker_job *jobs, size_t n)
 {
-    call_args a;
-    size_t sent = 0;
-
-    if (!b->redis)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (jobs[i].begin != BEGIN_RUN)
-            continue;
-        release_args(b, &jobs[i], &a);
-        if (append_call(b, &script_release, &a) != 0) {
-            command_failed(b, "release", NULL);
-            return -1;
-        }
-        sent++;
-    }
-    if (sent == 0)
-        return 0;
-    b->round_trips++;
-    for (size_t i = 0; i < n; i++) {
-        redisReply *r;
-        if (jobs[i].begin != BEGIN_RUN)
-            continue;
-        release_args(b, &jobs[i], &a);
-        r = read_reply(b, &script_release, &a);
-        if (!r) {
-            command_failed(b, "release", NULL);
-            return -1;
-        }
-        freeReplyObject(r);
-        jobs[i].begin = BEGIN_NONE;
-    }
-    return 0;
+    return run_batch(b, &release_ops, jobs, n);
 }
 
 /* Runs a maintenance script over ids: KEYS first_keys..., then the task
@@ -887,8 +1194,7 @@ long broker_trim_dead(broker *b)
                 break;
             if (excess > BROKER_MOVE_BATCH)
                 excess = BROKER_MOVE_BATCH;
-            r = redisCommand(b->redis, "ZRANGE %s 0 %lld", q->dead,
-                             excess - 1);
+            r = redisCommand(b->redis, "ZRANGE %s 0 %lld", q->dead, excess - 1);
             b->round_trips++;
             if (!r || r->type != REDIS_REPLY_ARRAY || !all_strings(r)) {
                 command_failed(b, "ZRANGE", r);

@@ -1,8 +1,9 @@
 /* The broker: wharfd's side of Redis. It claims entries from the streams
- * of the types a worker serves, begins a batch in one pipelined round trip
- * (result cache check + lock), finishes it in another (one script per
- * task), and runs the maintenance scripts (promote due tasks, trim the dead
- * set). It decides nothing about retries: the worker does. */
+ * of the types a worker serves, begins a batch in one round trip (result
+ * cache check + lock), finishes it in another (one script call per queue
+ * of the batch, not per task), and runs the maintenance scripts (promote
+ * due tasks, trim the dead set). It decides nothing about retries: the
+ * worker does. */
 #ifndef WHARF_BROKER_H
 #define WHARF_BROKER_H
 
@@ -57,6 +58,8 @@ typedef struct broker_queue {
     char dead[KEY_MAX];
     char fence[KEY_MAX];
     char policy_key[KEY_MAX];
+    char task_prefix[KEY_MAX]; /* "<prefix>:{<type>}:", for task keys */
+    size_t task_prefix_len;
     bool history_done;     /* this consumer's own pending entries were read */
     char history_from[48]; /* the last of them read so far ("0" at start) */
 } broker_queue;
@@ -80,6 +83,9 @@ typedef struct broker_job {
                               for the supervisor); NULL: the broker's */
 } broker_job;
 
+/* Argument arrays of batched script calls, made once (broker.c). */
+typedef struct broker_scratch broker_scratch;
+
 typedef struct broker {
     const config *cfg;
     redis_url url;
@@ -87,6 +93,7 @@ typedef struct broker {
     char consumer[256];  /* <hostname>:<instance>:<slot> */
     broker_queue *queues;
     size_t n_queues;
+    broker_scratch *scratch;
     uint64_t round_trips; /* every command or pipeline flush */
     uint64_t redis_errors;
     char errstr[1024];
@@ -122,12 +129,15 @@ redisReply *broker_claim(broker *b, unsigned count, int block_ms);
 size_t broker_jobs(broker *b, const redisReply *claim, broker_job *jobs,
                    size_t max);
 
-/* Begins the good jobs in one pipelined round trip: sets begin and token.
- * 0, or -1 on a connection error (the batch must be dropped). */
+/* Begins the good jobs (one script call per queue and up to 64 jobs, in
+ * one round trip for up to 16 calls): sets begin and token. 0, or -1 on a
+ * connection error (the batch must be dropped). */
 int broker_begin(broker *b, broker_job *jobs, size_t n);
 
-/* Finishes every job in one pipelined round trip according to its
- * finish kind; sets outcome (OUTCOME_STALE where the run no longer owned
+/* Finishes every job according to its finish kind, kinds mixed freely:
+ * one script call per run of consecutive jobs of one queue and consumer
+ * (up to 64 jobs), up to 16 calls a round trip, each job handled as if it
+ * were alone. Sets outcome (OUTCOME_STALE where the run no longer owned
  * its task). 0, or -1 on a connection error. */
 int broker_finish(broker *b, broker_job *jobs, size_t n);
 

@@ -33,17 +33,43 @@ static bool parse_int(const redisReply *v, long long min, long long max,
     return true;
 }
 
-/* The value of `field` in a [field, value, ...] array, or NULL. */
-static const redisReply *field(const redisReply *fields, const char *name)
+/* The fields of a task entry, in the order a missing one is reported. */
+enum { F_ID, F_TYPE, F_PAYLOAD, F_ATTEMPT, F_ENQUEUED_AT, F_TRACE, F_COUNT };
+
+static const char *const field_names[F_COUNT] = {
+    "id", "type", "payload", "attempt", "enqueued_at", "trace"};
+
+/* Finds every known field of a [field, value, ...] array in one pass:
+ * v[f] is the value of the first key named f, or NULL when there is no
+ * such key or its value is not a string. */
+static void fields_of(const redisReply *fields,
+                      const redisReply *v[F_COUNT])
 {
+    bool seen[F_COUNT] = {false};
+
+    for (int f = 0; f < F_COUNT; f++)
+        v[f] = NULL;
     for (size_t i = 0; i + 1 < fields->elements; i += 2) {
         const redisReply *k = fields->element[i];
-        if (k->type == REDIS_REPLY_STRING && strcmp(k->str, name) == 0) {
-            const redisReply *v = fields->element[i + 1];
-            return v->type == REDIS_REPLY_STRING ? v : NULL;
+        if (k->type != REDIS_REPLY_STRING)
+            continue;
+        for (int f = 0; f < F_COUNT; f++) {
+            if (seen[f] || k->str[0] != field_names[f][0] ||
+                strcmp(k->str, field_names[f]) != 0)
+                continue;
+            seen[f] = true;
+            if (fields->element[i + 1]->type == REDIS_REPLY_STRING)
+                v[f] = fields->element[i + 1];
+            break;
         }
     }
-    return NULL;
+}
+
+/* Gives e the id "entry-<entry id>", for an entry without a usable id. */
+static void use_fallback_id(entry *e)
+{
+    snprintf(e->fallback_id, sizeof(e->fallback_id), "entry-%s", e->entry_id);
+    e->task.id = e->fallback_id;
 }
 
 /* Writes a printable, bounded copy of a field's text for a reason. */
@@ -65,10 +91,7 @@ static void quote(char *buf, size_t len, const redisReply *v)
 void entry_parse(entry *e, const redisReply *r, const char *type,
                  const policy *pol)
 {
-    static const char *const required[] = {"id",       "type",
-                                           "payload",  "attempt",
-                                           "enqueued_at", "trace"};
-    const redisReply *fields, *id, *t, *payload, *trace;
+    const redisReply *fields, *v[F_COUNT], *id, *t, *payload, *trace;
     long long attempt = 1, enqueued = 0;
     char shown[64];
 
@@ -79,34 +102,36 @@ void entry_parse(entry *e, const redisReply *r, const char *type,
     e->task.trace = "";
     e->task.attempt = 1;
     e->task.max_attempts = pol->max_attempts;
-    snprintf(e->fallback_id, sizeof(e->fallback_id), "entry-%s", e->entry_id);
-    e->task.id = e->fallback_id;
 
     fields = r->elements > 1 ? r->element[1] : NULL;
     if (!fields || fields->type != REDIS_REPLY_ARRAY) {
+        use_fallback_id(e);
         e->deleted = true;
         return;
     }
-    id = field(fields, "id");
+    fields_of(fields, v);
+    id = v[F_ID];
     if (id && config_valid_task_id(id->str, id->len))
         e->task.id = id->str;
+    else
+        use_fallback_id(e);
     /* Kept even for a bad entry, so its dead envelope still has them. */
-    payload = field(fields, "payload");
+    payload = v[F_PAYLOAD];
     if (payload) {
         e->task.payload = (const unsigned char *)payload->str;
         e->task.payload_len = payload->len;
     }
-    trace = field(fields, "trace");
+    trace = v[F_TRACE];
     if (trace && strlen(trace->str) == trace->len) {
         e->task.trace = trace->str;
         e->trace_len = trace->len;
     }
-    if (field(fields, "enqueued_at"))
-        e->enqueued_at = field(fields, "enqueued_at")->str;
-    for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
-        if (!field(fields, required[i])) {
+    if (v[F_ENQUEUED_AT])
+        e->enqueued_at = v[F_ENQUEUED_AT]->str;
+    for (int f = 0; f < F_COUNT; f++) {
+        if (!v[f]) {
             snprintf(e->bad, sizeof(e->bad), "bad task: missing field '%s'",
-                     required[i]);
+                     field_names[f]);
             return;
         }
     }
@@ -117,7 +142,7 @@ void entry_parse(entry *e, const redisReply *r, const char *type,
                  "spaces", shown);
         return;
     }
-    t = field(fields, "type");
+    t = v[F_TYPE];
     if (t->len != strlen(type) || memcmp(t->str, type, t->len) != 0) {
         quote(shown, sizeof(shown), t);
         snprintf(e->bad, sizeof(e->bad),
@@ -125,15 +150,15 @@ void entry_parse(entry *e, const redisReply *r, const char *type,
                  shown, type);
         return;
     }
-    if (!parse_int(field(fields, "attempt"), 1, 1000000, &attempt)) {
-        quote(shown, sizeof(shown), field(fields, "attempt"));
+    if (!parse_int(v[F_ATTEMPT], 1, 1000000, &attempt)) {
+        quote(shown, sizeof(shown), v[F_ATTEMPT]);
         snprintf(e->bad, sizeof(e->bad),
                  "bad task: attempt '%s' is not a number from 1", shown);
         return;
     }
     e->task.attempt = (unsigned)attempt;
-    if (!parse_int(field(fields, "enqueued_at"), 0, INT64_MAX, &enqueued)) {
-        quote(shown, sizeof(shown), field(fields, "enqueued_at"));
+    if (!parse_int(v[F_ENQUEUED_AT], 0, INT64_MAX, &enqueued)) {
+        quote(shown, sizeof(shown), v[F_ENQUEUED_AT]);
         snprintf(e->bad, sizeof(e->bad),
                  "bad task: enqueued_at '%s' is not a time in ms", shown);
         return;

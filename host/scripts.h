@@ -1,16 +1,14 @@
-/* The host's Lua scripts: begin, the three finishes, ack, and the
- * maintenance scripts (due, promote, trim_dead). See scripts.c for each
- * script's KEYS and ARGV. */
+/* The host's Lua scripts: begin and finish (each takes a whole batch of
+ * one queue), release, and the maintenance scripts (renew, heartbeat,
+ * due, promote, trim_dead). See scripts.c for each script's KEYS and
+ * ARGV. */
 #ifndef WHARF_SCRIPTS_H
 #define WHARF_SCRIPTS_H
 
 #include "script.h"
 
 extern script script_begin;
-extern script script_finish_ok;
-extern script script_finish_retry;
-extern script script_finish_dead;
-extern script script_ack;
+extern script script_finish;
 extern script script_release;
 extern script script_renew;
 extern script script_heartbeat;

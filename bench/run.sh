@@ -1,0 +1,404 @@
+#!/usr/bin/env bash
+# make bench: wharf against a private redis-server, in one run on one
+# machine (DESIGN section 9). Prints a table and writes a JSON file:
+#   1. enqueue rate through libwharf-client, one task a call and in bulk;
+#   2. processing throughput of BENCH_TASKS pre-enqueued no-op tasks with
+#      wharfd (BENCH_WORKERS workers, prefetch BENCH_PREFETCH), from the
+#      first claim to the last result (wharf-bench watch polls Redis);
+#   3. Redis commands per task (INFO commandstats, script-internal ones
+#      included) and round trips per task (wharfd's own counter, read
+#      from /metrics at the end of the run: workers and supervisor);
+#   4. enqueue-to-start latency at a steady BENCH_RATE tasks/s;
+#   5. peak resident memory (VmHWM) of the supervisor and each worker;
+#   6. the ceiling: redis-benchmark on the same server.
+# Only processes it started are stopped, and always. Needs bash, awk and
+# the redis-server/redis-cli/redis-benchmark of scripts/bootstrap.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+TASKS=${BENCH_TASKS:-100000}
+WORKERS=${BENCH_WORKERS:-2}
+PREFETCH=${BENCH_PREFETCH:-16}
+SINGLE=${BENCH_SINGLE:-20000}
+RATE=${BENCH_RATE:-1000}
+STEADY_SECONDS=${BENCH_STEADY_SECONDS:-5}
+PHASES=${BENCH_PHASES:-ceiling,enqueue,process,latency}
+# Another wharfd (say, last release's) to run the processing phase with
+# too, against the same server: its rate is shown beside ours.
+BASELINE=${BENCH_BASELINE_WHARFD:-}
+OUT=${BENCH_OUT:-$BUILD/bench/results.json}
+# More keys for the noop plugin's manifest section, e.g. "sleep_us = 1000"
+# for tasks that take a millisecond (bench/sweep.sh).
+PLUGIN_KEYS=${BENCH_PLUGIN_KEYS:-}
+
+TOOL=$BUILD/bench/wharf-bench
+WHARFD=$BUILD/wharfd
+STREAM='wharf:{noop}:stream'
+for f in "$TOOL" "$WHARFD" "$BUILD/bench/noop.so"; do
+    [ -e "$f" ] || { echo "bench: $f is missing; run make first" >&2; exit 69; }
+done
+for t in redis-server redis-cli redis-benchmark awk; do
+    command -v "$t" >/dev/null ||
+        { echo "bench: $t is missing; run make bootstrap" >&2; exit 69; }
+done
+has_phase() { case ",$PHASES," in *",$1,"*) return 0 ;; esac; return 1; }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/wharf-bench.XXXXXX")
+PLUGINS=$(cd "$BUILD/bench" && pwd)
+redis_pid="" wharfd_pid="" watch_pid="" port=""
+
+# Stops what this script started, by pid, whatever happened.
+stop_pid() { # stop_pid PID: TERM, then KILL after 5 s
+    local pid=$1
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 250); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.02
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+    local status=$?
+    stop_pid "$watch_pid"
+    stop_pid "$wharfd_pid"
+    stop_pid "$redis_pid"
+    if [ "$status" = 0 ]; then
+        rm -rf "$WORK"
+    else
+        echo "bench: logs kept in $WORK" >&2
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() {
+    echo "bench: $*" >&2
+    exit 1
+}
+rcli() { redis-cli -h 127.0.0.1 -p "$port" "$@"; }
+# "key value" lines of a helper's output: value_of FILE KEY
+value_of() { awk -v k="$2" '$1 == k { print $2; exit }' "$1"; }
+# Our server answers as the process we started, never another one.
+start_redis() {
+    for _ in 1 2 3 4 5; do
+        port=$("$TOOL" free-port)
+        redis-server --port "$port" --bind 127.0.0.1 --save '' \
+            --appendonly no --dir "$WORK" --logfile "$WORK/redis.log" \
+            --daemonize no &
+        redis_pid=$!
+        for _ in $(seq 1 250); do
+            [ "$(rcli INFO server 2>/dev/null |
+                awk -F: '/^process_id:/ { print $2 + 0 }')" = "$redis_pid" ] &&
+                return 0
+            kill -0 "$redis_pid" 2>/dev/null || break
+            sleep 0.02
+        done
+        stop_pid "$redis_pid"
+        redis_pid=""
+    done
+    fail "could not start redis-server; see $WORK/redis.log"
+}
+
+# ---- 6. the ceiling: redis-benchmark on the same server ----
+# The machine's speed drifts (a shared host), so the non-pipelined SET
+# rate that wharf is compared with is taken right before and right after
+# the processing run, and the ratio uses their mean.
+bench_rps() { # bench_rps ARGS...: requests per second of one test
+    redis-benchmark -h 127.0.0.1 -p "$port" -q --csv "$@" 2>/dev/null |
+        awk -F'"' 'NR == 2 { printf "%.0f\n", $4 }'
+}
+set_rps=0 set_before=0 set_after=0 set_p16_rps=0 evalsha_rps=0
+set_rate() { bench_rps -t set -n 200000; }
+ceiling() {
+    echo "bench: redis-benchmark (SET -P 16, EVALSHA, SET)" >&2
+    set_p16_rps=$(bench_rps -t set -n 1000000 -P 16)
+    local sha
+    sha=$(rcli SCRIPT LOAD "return 1")
+    evalsha_rps=$(bench_rps -n 200000 EVALSHA "$sha" 0)
+    has_phase process || set_before=$(set_rate)
+    rcli FLUSHALL >/dev/null
+}
+
+# ---- 1. enqueue rate ----
+single_rate=0 single_redis_us=0
+enqueue() {
+    echo "bench: enqueue, $SINGLE one at a time" >&2
+    "$TOOL" enqueue "$port" bench.single "$SINGLE" single >"$WORK/single.txt" ||
+        fail "single enqueue failed"
+    single_rate=$(value_of "$WORK/single.txt" rate)
+    single_redis_us=$(value_of "$WORK/single.txt" redis_cpu_us_per_task)
+    rcli FLUSHALL >/dev/null
+}
+
+# ---- 2, 3, 5: processing ----
+manifest() { # manifest FILE WORKERS METRICS_PORT [EXTRA PLUGIN KEYS]
+    cat >"$1" <<EOF
+[host]
+plugins_dir = $PLUGINS
+autoload = no
+; the build folder may be group-writable (umask 002): not a bench concern
+insecure_plugins = yes
+workers = $2
+shutdown_timeout = 5s
+instance = bench
+[redis]
+url = redis://127.0.0.1:$port/0
+[metrics]
+listen = ${3:-off}
+[log]
+level = warn
+format = json
+[defaults]
+prefetch = $PREFETCH
+[plugin.noop]
+path = noop.so
+types = noop
+$PLUGIN_KEYS
+${4:-}
+EOF
+}
+# The pids of the children of a process, from /proc (no procps needed).
+proc_children() { # proc_children PID
+    local parent=$1 d stat rest
+    for d in /proc/[0-9]*; do
+        stat=$(cat "$d/stat" 2>/dev/null) || continue
+        rest=${stat##*) }
+        # shellcheck disable=SC2086 # split the fields on purpose
+        set -- $rest
+        [ "$2" = "$parent" ] && echo "${d#/proc/}"
+    done
+    return 0
+}
+hwm_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
+cpu_ticks() { # utime + stime
+    local stat rest
+    stat=$(cat "/proc/$1/stat")
+    rest=${stat##*) }
+    # shellcheck disable=SC2086
+    set -- $rest
+    echo $(( ${12} + ${13} ))
+}
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+
+# process NAME WHARFD: one processing run; writes $WORK/NAME.* files.
+process() {
+    local name=$1 bin=$2 mport ini log
+    ini=$WORK/$name.ini log=$WORK/$name.log
+    rcli FLUSHALL >/dev/null
+    echo "bench: $name: enqueueing $TASKS tasks in bulk" >&2
+    "$TOOL" enqueue "$port" noop "$TASKS" bulk >"$WORK/$name.bulk" ||
+        fail "bulk enqueue failed"
+    if [ "$name" = wharf ] && has_phase ceiling; then
+        echo "bench: redis-benchmark SET, before processing" >&2
+        set_before=$(set_rate)
+    fi
+    mport=$("$TOOL" free-port)
+    manifest "$ini" "$WORKERS" "127.0.0.1:$mport"
+    rm -f "$WORK/ready"
+    "$TOOL" watch "$port" "$STREAM" "$TASKS" "$WORK/ready" 60 \
+        >"$WORK/$name.watch" &
+    watch_pid=$!
+    while [ ! -e "$WORK/ready" ]; do
+        kill -0 "$watch_pid" 2>/dev/null || fail "the watcher did not start"
+        sleep 0.01
+    done
+    echo "bench: $name: wharfd, $WORKERS workers, prefetch $PREFETCH" >&2
+    "$bin" --config "$ini" 2>"$log" &
+    wharfd_pid=$!
+    if ! wait "$watch_pid"; then
+        watch_pid=""
+        tail -n 5 "$log" >&2
+        fail "$name: the run did not finish; see above"
+    fi
+    watch_pid=""
+    "$TOOL" scrape "$mport" wharf_round_trips_total >"$WORK/$name.trips" \
+        2>/dev/null || echo "" >"$WORK/$name.trips"
+    {
+        echo "supervisor $(hwm_kib "$wharfd_pid") $(cpu_ticks "$wharfd_pid")"
+        for c in $(proc_children "$wharfd_pid"); do
+            echo "worker $(hwm_kib "$c") $(cpu_ticks "$c")"
+        done
+    } >"$WORK/$name.procs"
+    stop_pid "$wharfd_pid"
+    wharfd_pid=""
+    if [ "$name" = wharf ] && has_phase ceiling; then
+        echo "bench: redis-benchmark SET, after processing" >&2
+        set_after=$(set_rate)
+    fi
+}
+
+# ---- 4. latency at a steady rate ----
+latency() {
+    local ini=$WORK/latency.ini expected=$((RATE * STEADY_SECONDS))
+    rcli FLUSHALL >/dev/null
+    : >"$WORK/latency.txt"
+    manifest "$ini" "$WORKERS" off "latency_file = $WORK/latency.txt"
+    "$WHARFD" --config "$ini" 2>"$WORK/latency.log" &
+    wharfd_pid=$!
+    for _ in $(seq 1 250); do
+        [ "$(rcli EXISTS "$STREAM")" = 1 ] && break
+        sleep 0.02
+    done
+    sleep 0.2 # every worker is in its blocking claim
+    echo "bench: latency: $RATE tasks/s for $STEADY_SECONDS s" >&2
+    "$TOOL" steady "$port" noop "$RATE" "$STEADY_SECONDS" >"$WORK/steady.txt" ||
+        fail "steady producer failed"
+    for _ in $(seq 1 500); do
+        [ "$(wc -l <"$WORK/latency.txt")" -ge "$expected" ] && break
+        sleep 0.02
+    done
+    stop_pid "$wharfd_pid"
+    wharfd_pid=""
+    "$TOOL" percentiles "$WORK/latency.txt" >"$WORK/latency.pct" ||
+        fail "no latency samples; see $WORK/latency.log"
+}
+
+start_redis
+has_phase ceiling && ceiling
+has_phase enqueue && enqueue
+if has_phase process; then
+    process wharf "$WHARFD"
+    [ -n "$BASELINE" ] && process baseline "$BASELINE"
+fi
+has_phase latency && latency
+
+# ---- report ----
+num() { [ -n "${1:-}" ] && echo "$1" || echo 0; }
+ratio() { awk -v a="$(num "$1")" -v b="$(num "$2")" -v d="${3:-2}" \
+    'BEGIN { if (b > 0) printf "%.*f", d, a / b; else printf "0" }'; }
+verdict() { # verdict VALUE OP LIMIT: yes/no
+    awk -v v="$(num "$1")" -v l="$3" -v op="$2" 'BEGIN {
+        ok = (op == ">=") ? v >= l : v <= l; print ok ? "yes" : "NO" }'
+}
+
+rate=0 seconds=0 bulk_rate=0 bulk_redis_us=0 trips="" commands=0 redis_cpu=0
+sup_hwm=0 worker_hwms="" worker_hwm_max=0 worker_cpu=0 sup_cpu=0
+cmd_json="" usec_json="" base_rate=0
+if has_phase process; then
+    W=$WORK/wharf
+    rate=$(value_of "$W.watch" rate)
+    seconds=$(value_of "$W.watch" seconds)
+    redis_cpu=$(value_of "$W.watch" redis_cpu_s)
+    bulk_rate=$(value_of "$W.bulk" rate)
+    bulk_redis_us=$(value_of "$W.bulk" redis_cpu_us_per_task)
+    trips=$(cat "$W.trips")
+    commands=$(awk '$1 == "cmd" { s += $3 } END { print s + 0 }' "$W.watch")
+    cmd_json=$(awk -v n="$TASKS" '$1 == "cmd" {
+        printf "%s\"%s\": %.3f", sep, $2, $3 / n; sep = ", " }' "$W.watch")
+    usec_json=$(awk -v n="$TASKS" '$1 == "cmd" {
+        printf "%s\"%s\": %.2f", sep, $2, $4 / n; sep = ", " }' "$W.watch")
+    sup_hwm=$(awk '$1 == "supervisor" { print $2 }' "$W.procs")
+    sup_cpu=$(awk '$1 == "supervisor" { print $3 }' "$W.procs")
+    worker_hwms=$(awk '$1 == "worker" { printf "%s%s", sep, $2; sep = ", " }' \
+        "$W.procs")
+    worker_hwm_max=$(awk '$1 == "worker" && $2 > m { m = $2 } END { print m + 0 }' \
+        "$W.procs")
+    worker_cpu=$(awk '$1 == "worker" { s += $3 } END { print s + 0 }' "$W.procs")
+    [ -n "$BASELINE" ] && base_rate=$(value_of "$WORK/baseline.watch" rate)
+fi
+p50=0 p99=0 p999=0 pmax=0 samples=0
+if has_phase latency; then
+    p50=$(value_of "$WORK/latency.pct" p50_us)
+    p99=$(value_of "$WORK/latency.pct" p99_us)
+    p999=$(value_of "$WORK/latency.pct" p999_us)
+    pmax=$(value_of "$WORK/latency.pct" max_us)
+    samples=$(value_of "$WORK/latency.pct" count)
+fi
+set_rps=$(awk -v a="$(num "$set_before")" -v b="$(num "$set_after")" \
+    'BEGIN { n = (a > 0) + (b > 0); printf "%.0f", n ? (a + b) / n : 0 }')
+per_task() { awk -v a="$(num "$1")" -v n="$TASKS" -v s="${2:-1}" \
+    'BEGIN { printf "%.2f", a * s / n }'; }
+cmds_per_task=$(per_task "$commands")
+trips_per_task=$([ -n "$trips" ] && per_task "$trips" || echo "")
+redis_us=$(per_task "$redis_cpu" 1000000)
+worker_us=$(per_task "$worker_cpu" $((1000000 / CLK_TCK)))
+of_set=$(ratio "$rate" "$set_rps")
+ms() { awk -v u="$(num "$1")" 'BEGIN { printf "%.2f", u / 1000 }'; }
+mib() { awk -v k="$(num "$1")" 'BEGIN { printf "%.1f", k / 1024 }'; }
+
+row() { printf '  %-44s %14s   %-12s %s\n' "$@"; }
+echo
+echo "wharf bench: $TASKS tasks, $WORKERS workers, prefetch $PREFETCH," \
+    "$(nproc 2>/dev/null || echo '?') CPUs, redis $(redis-server --version |
+    awk '{ print $3 }' | sed 's/v=//')"
+row "measure" "value" "target" "met"
+if has_phase ceiling; then
+    row "redis-benchmark SET (ops/s)" "$set_rps" "" ""
+    [ "$set_after" != 0 ] &&
+        row "  before / after processing" "$set_before / $set_after" "" ""
+    row "redis-benchmark SET -P 16 (ops/s)" "$set_p16_rps" "" ""
+    row "redis-benchmark EVALSHA 'return 1' (ops/s)" "$evalsha_rps" "" ""
+fi
+if has_phase enqueue; then
+    row "enqueue, one a call (tasks/s)" "$single_rate" "" ""
+    row "  redis CPU per task (us)" "$single_redis_us" "" ""
+fi
+if has_phase process; then
+    has_phase enqueue &&
+        row "enqueue, bulk (tasks/s)" "$bulk_rate" ">= 100000" \
+            "$(verdict "$bulk_rate" ">=" 100000)" &&
+        row "  redis CPU per task (us)" "$bulk_redis_us" "" ""
+    row "processing (tasks/s)" "$rate" "" ""
+    has_phase ceiling &&
+        row "  as a share of SET" "$of_set" ">= 0.50" \
+            "$(verdict "$of_set" ">=" 0.5)"
+    [ -n "$BASELINE" ] &&
+        row "  baseline wharfd (tasks/s)" "$base_rate" "" "" &&
+        row "  this / baseline" "$(ratio "$rate" "$base_rate")" "" ""
+    row "redis commands per task" "$cmds_per_task" "" ""
+    row "round trips per task" "${trips_per_task:-n/a}" "<= 0.25" \
+        "$([ -n "$trips_per_task" ] && verdict "$trips_per_task" "<=" 0.25)"
+    row "redis CPU per task (us)" "$redis_us" "" ""
+    row "worker CPU per task (us, all workers)" "$worker_us" "" ""
+    row "supervisor CPU per task (us)" \
+        "$(per_task "$sup_cpu" $((1000000 / CLK_TCK)))" "" ""
+    row "supervisor peak RSS (MiB)" "$(mib "$sup_hwm")" "" ""
+    row "worker peak RSS, largest (MiB)" "$(mib "$worker_hwm_max")" "< 8" \
+        "$(verdict "$(mib "$worker_hwm_max")" "<=" 7.99)"
+fi
+if has_phase latency; then
+    row "enqueue->start p50 at $RATE/s (ms)" "$(ms "$p50")" "" ""
+    row "enqueue->start p99 (ms)" "$(ms "$p99")" "< 5" \
+        "$(verdict "$(ms "$p99")" "<=" 4.99)"
+    row "enqueue->start p99.9 (ms)" "$(ms "$p999")" "" ""
+    row "enqueue->start max (ms, $samples samples)" "$(ms "$pmax")" "" ""
+fi
+
+mkdir -p "$(dirname "$OUT")"
+cat >"$OUT" <<EOF
+{
+  "when": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
+  "commit": "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)",
+  "cpus": $(nproc 2>/dev/null || echo 0),
+  "config": {"tasks": $TASKS, "workers": $WORKERS, "prefetch": $PREFETCH,
+             "steady_rate": $RATE, "steady_seconds": $STEADY_SECONDS},
+  "redis_benchmark": {"set": $(num "$set_rps"),
+                      "set_before": $(num "$set_before"),
+                      "set_after": $(num "$set_after"),
+                      "set_p16": $(num "$set_p16_rps"),
+                      "evalsha": $(num "$evalsha_rps")},
+  "enqueue": {"single_per_s": $(num "$single_rate"),
+              "single_redis_cpu_us": $(num "$single_redis_us"),
+              "bulk_per_s": $(num "$bulk_rate"),
+              "bulk_redis_cpu_us": $(num "$bulk_redis_us")},
+  "processing": {"tasks_per_s": $(num "$rate"), "seconds": $(num "$seconds"),
+                 "share_of_set": $(num "$of_set"),
+                 "baseline_tasks_per_s": $(num "$base_rate")},
+  "cost_per_task": {"redis_commands": $(num "$cmds_per_task"),
+                    "round_trips": ${trips_per_task:-null},
+                    "redis_cpu_us": $(num "$redis_us"),
+                    "worker_cpu_us": $(num "$worker_us"),
+                    "commands": {$cmd_json},
+                    "command_usec": {$usec_json}},
+  "latency_us": {"rate": $RATE, "samples": $(num "$samples"),
+                 "p50": $(num "$p50"), "p99": $(num "$p99"),
+                 "p999": $(num "$p999"), "max": $(num "$pmax")},
+  "memory_kib": {"supervisor_hwm": $(num "$sup_hwm"),
+                 "worker_hwm": [$worker_hwms]}
+}
+EOF
+echo
+echo "results: $OUT"

@@ -1,0 +1,336 @@
+/* The broker's batched scripts against a private redis-server: one begin
+ * and one finish call carry many tasks, of mixed kinds, queues and
+ * consumers, and each task still comes out exactly as if it were alone
+ * (cached, locked, fresh token, stale, envelope). Also: a server that lost
+ * its scripts mid-pipeline, and batches larger than one call. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "broker.h"
+#include "redis_server.h"
+#include "scripts.h"
+
+#define TRACE "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+static test_redis redis;
+static redisContext *rc;
+static config *cfg;
+static broker b, other;
+static broker_job jobs[256];
+
+static void start(void)
+{
+    char path[300], err[CONFIG_ERR_LEN];
+    FILE *f;
+
+    scripts_init();
+    test_redis_start(&redis, 0);
+    rc = test_redis_connect(&redis);
+    snprintf(path, sizeof(path), "%s/wharf.ini", redis.dir);
+    f = fopen(path, "w");
+    cr_assert(f != NULL);
+    fprintf(f, "[redis]\nurl = %s\n[metrics]\nlisten = off\n", redis.url);
+    fclose(f);
+    cr_assert_eq(config_load_producer(path, &cfg, err, sizeof(err)), 0, "%s",
+                 err);
+}
+
+static void stop(void)
+{
+    broker_destroy(&b);
+    broker_destroy(&other);
+    config_free(cfg);
+    if (rc)
+        redisFree(rc);
+    test_redis_stop(&redis);
+}
+
+TestSuite(broker, .init = start, .fini = stop, .timeout = 60);
+
+/* A broker for the types alpha and beta, connected. */
+static void open_broker(broker *br, const char *consumer)
+{
+    static const char *const types[] = {"alpha", "beta"};
+    const policy *policies[] = {&cfg->defaults, &cfg->defaults};
+
+    cr_assert_eq(broker_init(br, cfg, types, policies, 2, consumer), 0, "%s",
+                 br->errstr);
+    cr_assert_eq(broker_connect(br), 0, "%s", br->errstr);
+}
+
+static void add_task(const char *type, const char *id)
+{
+    freeReplyObject(test_redis_command(
+        rc,
+        "XADD wharf:{%s}:stream * id %s type %s payload p-%s attempt 1 "
+        "enqueued_at 1700000000000 trace %s",
+        type, id, type, id, TRACE));
+}
+
+/* Claims up to count entries per queue for br: the number of jobs. The
+ * reply stays alive in *claim (the jobs point into it). */
+static size_t claim(broker *br, unsigned count, redisReply **claim_reply)
+{
+    size_t n = 0;
+
+    /* The first claim reads the consumer's own (no) pending entries. */
+    for (int i = 0; i < 2 && n == 0; i++) {
+        freeReplyObject(*claim_reply);
+        *claim_reply = broker_claim(br, count, 0);
+        cr_assert(*claim_reply != NULL, "%s", br->errstr);
+        n = broker_jobs(br, *claim_reply, jobs, 256);
+    }
+    return n;
+}
+
+static broker_job *job_of(size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(jobs[i].e.task.id, id) == 0)
+            return &jobs[i];
+    cr_assert_fail("no job %s", id);
+    return NULL;
+}
+
+static char *get(const char *fmt, const char *a, const char *c)
+{
+    redisReply *r = test_redis_command(rc, fmt, a, c);
+    char *s = strdup(r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    return s;
+}
+
+Test(broker, one_batch_of_every_kind_ends_as_each_would_alone)
+{
+    redisReply *reply = NULL;
+    size_t n;
+    char *s;
+
+    open_broker(&b, "host:test:0");
+    for (int i = 1; i <= 6; i++) {
+        char id[8];
+        snprintf(id, sizeof(id), "a%d", i);
+        add_task("alpha", id);
+    }
+    freeReplyObject(test_redis_command(rc, "SET wharf:{alpha}:result:a2 x"));
+    freeReplyObject(
+        test_redis_command(rc, "SET wharf:{alpha}:lock:a3 999 PX 60000"));
+    n = claim(&b, 16, &reply);
+    cr_assert_eq(n, 6);
+    cr_assert_eq(broker_begin(&b, jobs, n), 0, "%s", b.errstr);
+
+    /* Tokens are drawn in order by every task not cached: a1 1, a3 2
+     * (lost to the holder), a4 3, a5 4, a6 5. */
+    cr_assert_eq(job_of(n, "a1")->begin, BEGIN_RUN);
+    cr_assert_str_eq(job_of(n, "a1")->token, "1");
+    cr_assert_eq(job_of(n, "a1")->e.task.fence, 1);
+    cr_assert_eq(job_of(n, "a2")->begin, BEGIN_CACHED);
+    cr_assert_eq(job_of(n, "a3")->begin, BEGIN_LOCKED);
+    cr_assert_str_eq(job_of(n, "a4")->token, "3");
+    cr_assert_str_eq(job_of(n, "a5")->token, "4");
+    cr_assert_str_eq(job_of(n, "a6")->token, "5");
+    cr_assert_eq(test_redis_int(rc, "GET wharf:{alpha}:fence"), 5);
+    s = get("GET wharf:{alpha}:lock:%s%s", "a", "4");
+    cr_assert_str_eq(s, "3");
+    free(s);
+
+    job_of(n, "a1")->finish = FINISH_OK;
+    job_of(n, "a1")->result = (const unsigned char *)"r1";
+    job_of(n, "a1")->result_len = 2;
+    job_of(n, "a2")->finish = FINISH_ACK;
+    job_of(n, "a3")->finish = FINISH_RESCHEDULE;
+    job_of(n, "a3")->next_attempt = 1;
+    job_of(n, "a3")->delay_ms = 500;
+    job_of(n, "a3")->reason = "locked by another run";
+    job_of(n, "a4")->finish = FINISH_RETRY;
+    job_of(n, "a4")->next_attempt = 2;
+    job_of(n, "a4")->delay_ms = 1000;
+    job_of(n, "a4")->reason = "boom";
+    job_of(n, "a5")->finish = FINISH_DEAD;
+    job_of(n, "a5")->next_attempt = 1;
+    job_of(n, "a5")->reason = "fatal";
+    job_of(n, "a6")->finish = FINISH_OK;
+    /* a6's lock was taken over: its run is stale and writes nothing. */
+    freeReplyObject(
+        test_redis_command(rc, "SET wharf:{alpha}:lock:a6 other PX 60000"));
+    cr_assert_eq(broker_finish(&b, jobs, n), 0, "%s", b.errstr);
+
+    cr_assert_eq(job_of(n, "a1")->outcome, OUTCOME_OK);
+    cr_assert_eq(job_of(n, "a2")->outcome, OUTCOME_CACHED);
+    cr_assert_eq(job_of(n, "a3")->outcome, OUTCOME_LOCKED);
+    cr_assert_eq(job_of(n, "a4")->outcome, OUTCOME_RETRY);
+    cr_assert_eq(job_of(n, "a5")->outcome, OUTCOME_DEAD);
+    cr_assert_eq(job_of(n, "a6")->outcome, OUTCOME_STALE);
+
+    s = get("GET wharf:{alpha}:result:%s%s", "a", "1");
+    cr_assert_str_eq(s, "r1");
+    free(s);
+    cr_assert_gt(test_redis_int(rc, "PTTL wharf:{alpha}:result:a1"), 0);
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{alpha}:lock:a1"), 0);
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{alpha}:lock:a4"), 0);
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{alpha}:lock:a5"), 0);
+    /* Another holder's lock is left alone. */
+    s = get("GET wharf:{alpha}:lock:%s%s", "a", "3");
+    cr_assert_str_eq(s, "999");
+    free(s);
+    s = get("GET wharf:{alpha}:lock:%s%s", "a", "6");
+    cr_assert_str_eq(s, "other");
+    free(s);
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{alpha}:result:a6"), 0);
+
+    s = get("HGET wharf:{alpha}:task:%s %s", "a3", "attempt");
+    cr_assert_str_eq(s, "1");
+    free(s);
+    s = get("HGET wharf:{alpha}:task:%s %s", "a4", "attempt");
+    cr_assert_str_eq(s, "2");
+    free(s);
+    s = get("HGET wharf:{alpha}:task:%s %s", "a4", "error");
+    cr_assert_str_eq(s, "boom");
+    free(s);
+    s = get("HGET wharf:{alpha}:task:%s %s", "a4", "worker");
+    cr_assert_str_eq(s, "host:test:0");
+    free(s);
+    s = get("HGET wharf:{alpha}:task:%s %s", "a5", "payload");
+    cr_assert_str_eq(s, "p-a5");
+    free(s);
+    cr_assert_gt(test_redis_int(rc, "PTTL wharf:{alpha}:task:a5"), 0);
+    cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{alpha}:delayed"), 2);
+    cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{alpha}:dead"), 1);
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{alpha}:task:a6"), 0);
+    /* Only the stale run's entry is left, still pending. */
+    cr_assert_eq(test_redis_int(rc, "XLEN wharf:{alpha}:stream"), 1);
+    freeReplyObject(reply);
+}
+
+Test(broker, a_server_that_lost_its_scripts_mid_pipeline)
+{
+    redisReply *reply = NULL;
+    size_t n;
+
+    open_broker(&b, "host:test:0");
+    add_task("alpha", "x1");
+    add_task("beta", "y1");
+    add_task("alpha", "x2");
+    n = claim(&b, 16, &reply);
+    cr_assert_eq(n, 3);
+    /* Two queues: two begin calls in one round trip, both NOSCRIPT. */
+    freeReplyObject(test_redis_command(rc, "SCRIPT FLUSH"));
+    cr_assert_eq(broker_begin(&b, jobs, n), 0, "%s", b.errstr);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(jobs[i].begin, BEGIN_RUN, "%s", jobs[i].e.task.id);
+        jobs[i].finish = FINISH_OK;
+    }
+    freeReplyObject(test_redis_command(rc, "SCRIPT FLUSH"));
+    cr_assert_eq(broker_finish(&b, jobs, n), 0, "%s", b.errstr);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(jobs[i].outcome, OUTCOME_OK, "%s", jobs[i].e.task.id);
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{alpha}:result:x1 "
+                                    "wharf:{alpha}:result:x2 "
+                                    "wharf:{beta}:result:y1"),
+                 3);
+    cr_assert_eq(test_redis_int(rc, "XLEN wharf:{alpha}:stream"), 0);
+    cr_assert_eq(test_redis_int(rc, "XLEN wharf:{beta}:stream"), 0);
+    freeReplyObject(reply);
+}
+
+Test(broker, a_batch_larger_than_one_call)
+{
+    redisReply *reply = NULL, *pending;
+    size_t n;
+
+    open_broker(&b, "host:test:0");
+    for (int i = 0; i < 150; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "big%d", i);
+        add_task("alpha", id);
+    }
+    n = claim(&b, 200, &reply);
+    cr_assert_eq(n, 150);
+    cr_assert_eq(broker_begin(&b, jobs, n), 0, "%s", b.errstr);
+    for (size_t i = 0; i < n; i++) {
+        char want[24];
+        snprintf(want, sizeof(want), "%zu", i + 1);
+        cr_assert_eq(jobs[i].begin, BEGIN_RUN);
+        cr_assert_str_eq(jobs[i].token, want);
+        jobs[i].finish = i % 10 == 0 ? FINISH_RETRY : FINISH_OK;
+        jobs[i].next_attempt = 2;
+        jobs[i].delay_ms = 60000;
+    }
+    cr_assert_eq(broker_finish(&b, jobs, n), 0, "%s", b.errstr);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(jobs[i].outcome, i % 10 == 0 ? OUTCOME_RETRY : OUTCOME_OK);
+    cr_assert_eq(test_redis_int(rc, "XLEN wharf:{alpha}:stream"), 0);
+    cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{alpha}:delayed"), 15);
+    pending = test_redis_command(rc, "XPENDING wharf:{alpha}:stream wharf");
+    cr_assert_eq(pending->element[0]->integer, 0);
+    freeReplyObject(pending);
+    freeReplyObject(reply);
+}
+
+Test(broker, each_job_is_judged_by_its_own_consumer)
+{
+    redisReply *mine = NULL, *theirs = NULL;
+    broker_job batch[4];
+    size_t n;
+
+    open_broker(&b, "host:test:0");
+    open_broker(&other, "host:test:1");
+    add_task("alpha", "m1");
+    add_task("alpha", "m2");
+    n = claim(&b, 2, &mine);
+    cr_assert_eq(n, 2);
+    batch[0] = jobs[0];
+    batch[1] = jobs[1];
+    add_task("alpha", "t1");
+    add_task("alpha", "t2");
+    n = claim(&other, 2, &theirs);
+    cr_assert_eq(n, 2);
+    batch[2] = jobs[0];
+    batch[3] = jobs[1];
+    /* The supervisor's way: finish the other consumer's entries by name,
+     * in the same call as its own; one job names the wrong consumer. */
+    for (int i = 0; i < 4; i++)
+        batch[i].finish = FINISH_ACK;
+    batch[1].consumer = "host:test:1"; /* m2 is not pending there */
+    batch[2].consumer = "host:test:1";
+    batch[3].consumer = "host:test:1";
+    cr_assert_eq(broker_finish(&b, batch, 4), 0, "%s", b.errstr);
+    cr_assert_eq(batch[0].outcome, OUTCOME_CACHED);
+    cr_assert_eq(batch[1].outcome, OUTCOME_STALE);
+    cr_assert_eq(batch[2].outcome, OUTCOME_CACHED);
+    cr_assert_eq(batch[3].outcome, OUTCOME_CACHED);
+    cr_assert_eq(test_redis_int(rc, "XLEN wharf:{alpha}:stream"), 1);
+    freeReplyObject(mine);
+    freeReplyObject(theirs);
+}
+
+Test(broker, entries_behind_older_pending_ones_are_still_owned)
+{
+    redisReply *reply = NULL;
+    size_t n;
+
+    open_broker(&b, "host:test:0");
+    for (int i = 1; i <= 4; i++) {
+        char id[8];
+        snprintf(id, sizeof(id), "o%d", i);
+        add_task("alpha", id);
+    }
+    n = claim(&b, 16, &reply);
+    cr_assert_eq(n, 4);
+    cr_assert_eq(broker_begin(&b, jobs, n), 0, "%s", b.errstr);
+    /* Finish the newest two only: the consumer's two oldest pending
+     * entries fill the XPENDING page the script reads first. */
+    jobs[2].finish = FINISH_OK;
+    jobs[3].finish = FINISH_OK;
+    cr_assert_eq(broker_finish(&b, jobs + 2, 2), 0, "%s", b.errstr);
+    cr_assert_eq(jobs[2].outcome, OUTCOME_OK);
+    cr_assert_eq(jobs[3].outcome, OUTCOME_OK);
+    cr_assert_eq(test_redis_int(rc, "XLEN wharf:{alpha}:stream"), 2);
+    cr_assert_eq(broker_release(&b, jobs, 2), 0, "%s", b.errstr);
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{alpha}:lock:o1"), 0);
+    cr_assert_eq(jobs[0].begin, BEGIN_NONE);
+    freeReplyObject(reply);
+}
