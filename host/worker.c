@@ -129,13 +129,19 @@ static int worker_setup(worker *w)
 
     if (!types || !policies)
         goto out;
-    w->count = 1;
+    /* XREADGROUP takes one COUNT for every stream, so the smallest
+     * prefetch of the served types is the one that holds for all of them:
+     * a type set to prefetch = 1 (slow tasks) never has more than one of
+     * its tasks held by this worker. */
+    w->count = 0;
     for (size_t i = 0; i < ld->n_routes; i++) {
         types[i] = ld->routes[i].type;
         policies[i] = ld->routes[i].policy;
-        if (policies[i]->prefetch > w->count)
+        if (w->count == 0 || policies[i]->prefetch < w->count)
             w->count = policies[i]->prefetch;
     }
+    if (w->count == 0)
+        w->count = 1;
     if (broker_init(&w->b, w->cfg, types, policies, ld->n_routes,
                     w->opts->consumer) != 0) {
         log_msg(WHARF_LOG_ERROR, "%s", w->b.errstr);

@@ -450,3 +450,26 @@ Test(supervisor, embedded_redis_is_started_and_stopped)
     snprintf(url, sizeof(url), "%s/data/appendonlydir", dir);
     cr_assert_eq(stat(url, &st), 0, "no append-only file");
 }
+
+Test(supervisor, smallest_prefetch_bounds_what_a_worker_holds)
+{
+    /* echo keeps prefetch 16; chaos (slow tasks) asks for 1. */
+    test_host_opts o = {.host_keys = "workers = 1\n",
+                        .extra = "[plugin.echo]\npath = echo.so\n"
+                                 "[type.chaos]\nprefetch = 1\n"};
+    char id[32];
+    start(&host, &o);
+    for (int i = 0; i < 5; i++) {
+        snprintf(id, sizeof(id), "one-%d", i);
+        test_add_entry(rc, "chaos", id, "sleep:200");
+    }
+    for (int i = 0; i < 40; i++) {
+        redisReply *p = test_redis_command(
+            rc, "XPENDING wharf:{chaos}:stream wharf");
+        long long held = p->element[0]->integer;
+        freeReplyObject(p);
+        cr_assert(held <= 1, "a worker holds %lld chaos tasks", held);
+        test_sleep_ms(20);
+    }
+    cr_assert_eq(wait_result("one-4", 10000), 1);
+}
