@@ -112,6 +112,20 @@ int cli_check_id(cli *ctx, const char *id)
                     "task id '%s' is not valid: " CLIENT_ID_RULE, quoted);
 }
 
+int cli_type_arg(cli *ctx, int argc, char **argv, const char **type)
+{
+    int code;
+
+    if (optind >= argc)
+        return cli_usage(ctx, "missing TYPE");
+    if (argc - optind > 1)
+        return cli_usage(ctx, "unexpected argument '%s'", argv[optind + 1]);
+    if ((code = cli_check_type(ctx, argv[optind])) != 0)
+        return code;
+    *type = argv[optind];
+    return 0;
+}
+
 int cli_type_and_id(cli *ctx, int argc, char **argv, const char **type,
                     const char **id)
 {

@@ -80,6 +80,11 @@ int cli_exit_status(wharf_client_status status);
 int cli_check_type(cli *ctx, const char *type);
 int cli_check_id(cli *ctx, const char *id);
 
+/* Takes the one operand "TYPE" left after the options (argv[optind]),
+ * checks it and sets *type: 0, or 64 when it is missing or another
+ * follows, or 65 when it is not valid, after saying why. */
+int cli_type_arg(cli *ctx, int argc, char **argv, const char **type);
+
 /* Takes the two operands "TYPE ID" left after the options (argv[optind]
  * on), checks both and sets *type and *id: 0, or 64 when one is missing or
  * another follows, or 65 when one is not valid, after saying why. */

@@ -69,12 +69,7 @@ static int run(cli *ctx, int argc, char **argv)
         ;
     if (opt < 0)
         return cli_option_exit(opt);
-    if (optind >= argc)
-        return cli_usage(ctx, "missing TYPE");
-    if (argc - optind > 1)
-        return cli_usage(ctx, "unexpected argument '%s'", argv[optind + 1]);
-    type = argv[optind];
-    if ((code = cli_check_type(ctx, type)) != 0)
+    if ((code = cli_type_arg(ctx, argc, argv, &type)) != 0)
         return code;
     cli_key(ctx, dead, type, "dead");
     for (long start = 0; code == 0; start += PAGE) {

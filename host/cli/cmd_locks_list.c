@@ -121,6 +121,7 @@ static int run(cli *ctx, int argc, char **argv)
                                             {NULL, 0, NULL, 0}};
     char base[KEY_MAX];
     char **keys = NULL;
+    const char *type;
     size_t n = 0;
     int opt, code;
 
@@ -128,13 +129,9 @@ static int run(cli *ctx, int argc, char **argv)
         ;
     if (opt < 0)
         return cli_option_exit(opt);
-    if (optind >= argc)
-        return cli_usage(ctx, "missing TYPE");
-    if (argc - optind > 1)
-        return cli_usage(ctx, "unexpected argument '%s'", argv[optind + 1]);
-    if ((code = cli_check_type(ctx, argv[optind])) != 0)
+    if ((code = cli_type_arg(ctx, argc, argv, &type)) != 0)
         return code;
-    code = scan_locks(ctx, argv[optind], &keys, &n);
+    code = scan_locks(ctx, type, &keys, &n);
     if (code == 0 && n > 0) {
         size_t kept = 0;
         /* SCAN may return a key twice. */
@@ -146,7 +143,7 @@ static int run(cli *ctx, int argc, char **argv)
                 keys[kept++] = keys[i];
         }
         n = kept;
-        cli_key(ctx, base, argv[optind], "lock:");
+        cli_key(ctx, base, type, "lock:");
         code = print_locks(ctx, keys, n, strlen(base));
     }
     for (size_t i = 0; i < n; i++)
