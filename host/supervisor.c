@@ -460,6 +460,17 @@ static void death_reason(const worker_proc *p, int status, const char *entry_id,
                  WEXITSTATUS(status));
 }
 
+/* Makes j act for the dead worker's consumer with the lock token its
+ * slot recorded ("" when it held no lock). */
+static void own_slot_task(broker_job *j, broker_queue *q, const char *consumer,
+                          const char *token)
+{
+    j->queue = q;
+    j->consumer = consumer;
+    snprintf(j->token, sizeof(j->token), "%s", token);
+    j->begin = token[0] ? BEGIN_RUN : BEGIN_NONE;
+}
+
 /* A worker died: records the failure of the task it was running through
  * the normal retry/dead path, and releases the locks of the rest of its
  * batch so its replacement can run them at once. If Redis is not there,
@@ -490,10 +501,7 @@ static void recover_slot(supervisor *s, size_t index, int status, bool clean)
         broker_queue *q = broker_queue_of(&s->b, t->type);
         if (!q)
             continue;
-        j->queue = q;
-        j->consumer = p->consumer;
-        snprintf(j->token, sizeof(j->token), "%s", t->token);
-        j->begin = t->token[0] ? BEGIN_RUN : BEGIN_NONE;
+        own_slot_task(j, q, p->consumer, t->token);
         j->e.task.id = t->id;
         j->e.task.trace = "";
         j->e.enqueued_at = "";
@@ -506,11 +514,8 @@ static void recover_slot(supervisor *s, size_t index, int status, bool clean)
                 lost_connection(s, "reading a dead worker's task");
             continue;
         }
-        broker_entries(&s->b, q, entries[i], j, 1);
-        j->queue = q;
-        j->consumer = p->consumer;
-        snprintf(j->token, sizeof(j->token), "%s", t->token);
-        j->begin = t->token[0] ? BEGIN_RUN : BEGIN_NONE;
+        broker_entries(&s->b, q, entries[i], j, 1); /* resets j */
+        own_slot_task(j, q, p->consumer, t->token);
         death_reason(p, status, t->entry_id, reason, sizeof(reason));
         backoff_fail(j, reason);
         if (broker_finish(&s->b, j, 1) != 0) {

@@ -45,13 +45,6 @@ typedef struct worker {
     uint64_t counted_round_trips, counted_errors; /* already in metrics */
 } worker;
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t now_us(void)
 {
     struct timespec ts;
@@ -457,7 +450,7 @@ static int resolve_held(worker *w)
 /* Promotes due tasks every block_ms and trims dead sets every second. */
 static int maintain(worker *w)
 {
-    int64_t now = now_ms();
+    int64_t now = slots_now_ms();
 
     if (!w->opts->maintenance)
         return 0;
