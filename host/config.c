@@ -385,6 +385,7 @@ static const key_spec host_keys[] = {
     HOST("shutdown_timeout", VALUE_DURATION, shutdown_timeout_ms, 0, MS_DAY,
          NULL),
     HOST("instance", VALUE_NAME, instance, 0, 0, NULL),
+    HOST("init_timeout", VALUE_DURATION, init_timeout_ms, 1, MS_DAY, NULL),
     {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL},
 };
 
@@ -1320,6 +1321,7 @@ static config *config_new(const char *path)
     cfg->insecure_plugins = false;
     cfg->workers = 2;
     cfg->shutdown_timeout_ms = 30 * MS_SECOND;
+    cfg->init_timeout_ms = 30 * MS_SECOND;
     cfg->instance = xstrdup("default");
     cfg->redis_url = xstrdup("redis://127.0.0.1:6379/0");
     cfg->prefix = xstrdup("wharf");

@@ -82,6 +82,7 @@ typedef struct config {
     bool insecure_plugins;
     unsigned workers;
     int64_t shutdown_timeout_ms;
+    int64_t init_timeout_ms; /* plugin check, and a worker's plugin init */
     char *instance;
 
     /* [redis] */

@@ -115,6 +115,41 @@ static void *context_state(wharf_ctx *ctx)
     return c->plugin ? c->plugin->state : c->state;
 }
 
+/* Milliseconds left, 0 once passed, -1 outside a task. */
+static int64_t context_deadline(wharf_ctx *ctx)
+{
+    context *c = context_of(ctx);
+    int64_t left;
+
+    if (c->task == NULL || c->deadline_ms == 0)
+        return -1;
+    left = c->deadline_ms - slots_now_ms();
+    return left > 0 ? left : 0;
+}
+
+static int context_cancelled_service(wharf_ctx *ctx)
+{
+    context *c = context_of(ctx);
+
+    return c->task != NULL && context_cancelled(c);
+}
+
+bool context_cancelled(const context *c)
+{
+    if (c->status && c->status_run &&
+        atomic_load(&c->status->cancel) == c->status_run)
+        return true;
+    return c->deadline_ms != 0 && slots_now_ms() > c->deadline_ms;
+}
+
+void context_set_deadline(context *c, int64_t deadline_ms, const slot *status,
+                          uint32_t run)
+{
+    c->deadline_ms = deadline_ms;
+    c->status = status;
+    c->status_run = run;
+}
+
 static const wharf_services context_services = {
     .size = sizeof(wharf_services),
     .result = context_result,
@@ -122,6 +157,8 @@ static const wharf_services context_services = {
     .log = context_log,
     .config = context_config,
     .state = context_state,
+    .deadline_ms = context_deadline,
+    .cancelled = context_cancelled_service,
 };
 
 void context_init(context *c, const struct loaded_plugin *plugin,
@@ -140,6 +177,9 @@ void context_begin(context *c, const wharf_task *task)
     c->result_len = 0;
     c->has_result = false;
     c->error[0] = '\0';
+    c->deadline_ms = 0;
+    c->status = NULL;
+    c->status_run = 0;
 }
 
 void context_end(context *c)

@@ -9,6 +9,7 @@
 #include <wharf/plugin.h>
 
 #include "config.h"
+#include "slots.h"
 
 #define CONTEXT_ERROR_LEN 1024
 
@@ -27,6 +28,11 @@ typedef struct context {
     size_t result_cap;
     bool has_result;
     char error[CONTEXT_ERROR_LEN]; /* "" if the plugin set no reason */
+
+    int64_t deadline_ms;   /* CLOCK_MONOTONIC; 0: no deadline */
+    const slot *status;    /* where the supervisor asks for a cancel, or
+                              NULL */
+    uint32_t status_run;   /* the slot's `run` of this call */
 } context;
 
 /* Prepares c for calls into `plugin` (whose state it reads at each call). */
@@ -35,6 +41,15 @@ void context_init(context *c, const struct loaded_plugin *plugin,
 
 /* Starts a process_business call for `task`: clears result and error. */
 void context_begin(context *c, const wharf_task *task);
+
+/* Gives the call under way a deadline (slots_now_ms() clock) and, with a
+ * slot, the run number the supervisor names when it asks for a cancel. */
+void context_set_deadline(context *c, int64_t deadline_ms, const slot *status,
+                          uint32_t run);
+
+/* True once the deadline has passed or the supervisor asked the task to
+ * end. */
+bool context_cancelled(const context *c);
 
 /* Ends the call: services used after it no longer see the task. The result
  * and error stay readable until the next context_begin. */

@@ -1,45 +1,56 @@
-/* The slot table in shared memory; see slots.h. */
+/* A worker's slot in shared memory; see slots.h. */
 #include "slots.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
-int slots_create(slot_table *t, size_t n_slots, size_t capacity)
+/* Rounded to whole pages: the mapping is that large anyway. */
+static size_t bytes_for(size_t capacity)
 {
-    size_t size;
-    void *base;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t size = sizeof(slot) + capacity * sizeof(slot_task);
 
-    memset(t, 0, sizeof(*t));
-    /* Each slot starts on its own 64-byte line. */
-    size = (sizeof(slot) + capacity * sizeof(slot_task) + 63) & ~(size_t)63;
-    base = mmap(NULL, size * n_slots, PROT_READ | PROT_WRITE,
-                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED)
-        return -1;
-    t->base = base;
-    t->n_slots = n_slots;
-    t->capacity = capacity;
-    t->slot_size = size;
-    for (size_t i = 0; i < n_slots; i++)
-        slots_get(t, i)->running = SLOT_NONE;
-    return 0;
+    return (size + page - 1) / page * page;
 }
 
-void slots_destroy(slot_table *t)
+slot *slot_create(size_t capacity)
 {
-    if (t->base)
-        munmap(t->base, t->slot_size * t->n_slots);
-    memset(t, 0, sizeof(*t));
+    slot *s;
+
+    if (capacity == 0)
+        capacity = 1;
+    if (capacity > UINT32_MAX / 2) {
+        errno = EINVAL;
+        return NULL;
+    }
+    s = mmap(NULL, bytes_for(capacity), PROT_READ | PROT_WRITE,
+             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (s == MAP_FAILED)
+        return NULL;
+    /* mmap zeroes it; only what is not zero is set. */
+    s->capacity = (uint32_t)capacity;
+    s->running = SLOT_NONE;
+    return s;
 }
 
-slot *slots_get(const slot_table *t, size_t i)
+void slot_destroy(slot *s)
 {
-    return (slot *)((char *)t->base + i * t->slot_size);
+    if (s)
+        munmap(s, bytes_for(s->capacity));
+}
+
+size_t slot_size(const slot *s)
+{
+    return sizeof(slot) + (size_t)s->capacity * sizeof(slot_task);
 }
 
 void slot_write_begin(slot *s)
 {
+    atomic_store_explicit(&s->writer, getpid(), memory_order_relaxed);
     atomic_fetch_add_explicit(&s->seq, 1, memory_order_acq_rel);
     atomic_thread_fence(memory_order_release);
 }
@@ -50,21 +61,49 @@ void slot_write_end(slot *s)
     atomic_fetch_add_explicit(&s->seq, 1, memory_order_acq_rel);
 }
 
-int slot_read(const slot_table *t, const slot *s, slot *copy)
+/* The worker half: everything from seq on. */
+static void copy_worker_half(const slot *s, slot *copy)
+{
+    size_t from = offsetof(slot, writer);
+
+    copy->stop = atomic_load(&s->stop);
+    copy->cancel = atomic_load(&s->cancel);
+    copy->capacity = s->capacity;
+    memcpy((char *)copy + from, (const char *)s + from, slot_size(s) - from);
+}
+
+/* True if the pid that began the write under way is gone. */
+static int writer_died(const slot *s)
+{
+    pid_t pid = atomic_load_explicit(&s->writer, memory_order_relaxed);
+
+    return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+int slot_read(const slot *s, slot *copy)
 {
     for (int tries = 0; tries < 100; tries++) {
         uint32_t before = atomic_load_explicit(&s->seq, memory_order_acquire);
-        if (before & 1)
+        if (before & 1) {
+            if (writer_died(s))
+                break;
             continue;
+        }
         /* The copy may race a write; the sequence check below throws such
          * a copy away, and nothing reads it before. */
-        memcpy((char *)copy + sizeof(copy->seq), (const char *)s + sizeof(s->seq),
-               t->slot_size - sizeof(s->seq));
+        copy_worker_half(s, copy);
         atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&s->seq, memory_order_acquire) == before)
+        if (atomic_load_explicit(&s->seq, memory_order_acquire) == before) {
+            atomic_store(&copy->seq, before);
             return 0;
+        }
     }
-    return -1;
+    if (!writer_died(s))
+        return -1;
+    copy_worker_half(s, copy);
+    if (copy->batch_n > copy->capacity)
+        copy->batch_n = copy->capacity;
+    return -2;
 }
 
 int64_t slots_now_ms(void)

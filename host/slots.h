@@ -1,9 +1,14 @@
-/* The slot table: shared memory, set up by the supervisor before it forks,
- * in which each worker says what it is doing (its batch, the task running,
- * since when), so the supervisor can renew leases, enforce timeouts and
- * record the failure of a task whose worker died. A worker writes only its
- * own slot, under a sequence counter; the supervisor reads a consistent
- * copy. */
+/* A worker's slot: shared memory in which one worker process says what it
+ * is doing (its batch, the task running, since when), so the supervisor
+ * can renew leases, enforce timeouts and record the failure of a task
+ * whose worker died; and in which the supervisor asks the worker to stop
+ * or to cancel its task, so no signal ever interrupts plugin code.
+ *
+ * One slot is mapped for each worker process just before it is forked,
+ * sized for the batch that worker may hold under the manifest of the
+ * moment, and unmapped once that process is gone: a reload that adds a
+ * type or raises prefetch gets slots of the new size, and a worker killed
+ * in the middle of a write leaves nothing behind for its replacement. */
 #ifndef WHARF_SLOTS_H
 #define WHARF_SLOTS_H
 
@@ -15,11 +20,11 @@
 #define SLOT_TYPE_MAX 101
 #define SLOT_ID_MAX 201
 #define SLOT_ENTRY_MAX 48
-#define SLOT_TOKEN_MAX 24
+#define SLOT_TOKEN_MAX 48
 #define SLOT_NONE UINT32_MAX
 
 typedef enum slot_state {
-    SLOT_EMPTY = 0, /* no worker */
+    SLOT_EMPTY = 0, /* no worker yet (forked, loading its plugins) */
     SLOT_IDLE,      /* waiting for work, or between tasks */
     SLOT_RUNNING,   /* a plugin call is under way */
     SLOT_STOPPING   /* finishing up after a stop request */
@@ -30,46 +35,51 @@ typedef struct slot_task {
     char type[SLOT_TYPE_MAX];
     char id[SLOT_ID_MAX];
     char entry_id[SLOT_ENTRY_MAX];
-    char token[SLOT_TOKEN_MAX]; /* the lock's token while held, else "" */
+    char token[SLOT_TOKEN_MAX]; /* the lock's value while held, else "" */
 } slot_task;
 
 typedef struct slot {
-    _Atomic uint32_t seq; /* odd while the worker writes */
-    pid_t pid;            /* written by the supervisor */
-    int state;            /* slot_state */
-    char consumer[300];
-    uint32_t running;     /* index into batch of the running task, or
-                             SLOT_NONE */
-    int64_t started_ms;   /* CLOCK_MONOTONIC, when it started */
-    int64_t timeout_ms;   /* its type's timeout */
+    /* Written by the supervisor, read by the worker at any time. */
+    _Atomic int stop;       /* 1: stop claiming, finish, exit 0 */
+    _Atomic uint32_t cancel; /* the `run` that must end (its deadline
+                                passed), or 0 */
+    uint32_t capacity;      /* batch entries, fixed at slot_create */
+
+    /* Written by the worker between slot_write_begin and _end. */
+    _Atomic uint32_t seq;   /* odd while the worker writes */
+    _Atomic pid_t writer;   /* who writes (set at slot_write_begin) */
+    int state;              /* slot_state */
+    uint32_t running;       /* index into batch of the running task, or
+                               SLOT_NONE */
+    uint32_t run;           /* counts plugin calls (from 1): names the one
+                               under way, so a cancel meant for one call
+                               never reaches the next */
+    int64_t started_ms;     /* CLOCK_MONOTONIC, when it started */
+    int64_t timeout_ms;     /* its type's timeout */
     uint32_t batch_n;
-    slot_task batch[];    /* capacity entries */
+    slot_task batch[];      /* capacity entries */
 } slot;
 
-typedef struct slot_table {
-    void *base;
-    size_t n_slots;
-    size_t capacity;  /* batch entries per slot */
-    size_t slot_size; /* bytes per slot */
-} slot_table;
+/* Maps a zeroed, shared, anonymous slot of capacity batch entries (at
+ * least 1). The slot, or NULL with errno set. Unmap with slot_destroy. */
+slot *slot_create(size_t capacity);
 
-/* Maps a zeroed, shared, anonymous table of n_slots slots of capacity batch
- * entries each. 0, or -1 with errno set. */
-int slots_create(slot_table *t, size_t n_slots, size_t capacity);
+/* Unmaps s. Accepts NULL. */
+void slot_destroy(slot *s);
 
-/* Unmaps it. Accepts a table that was never created. */
-void slots_destroy(slot_table *t);
+/* Bytes of a slot of s's capacity: the size of a copy for slot_read. */
+size_t slot_size(const slot *s);
 
-slot *slots_get(const slot_table *t, size_t i);
-
-/* Worker side: bracket every change of the slot. */
+/* Worker side: bracket every change of the slot's worker half. */
 void slot_write_begin(slot *s);
 void slot_write_end(slot *s);
 
-/* Supervisor side: copies s into copy (a buffer of t->slot_size bytes)
- * once no write is under way, retrying a few times. 0, or -1 if the
- * worker kept writing (try again on the next tick). */
-int slot_read(const slot_table *t, const slot *s, slot *copy);
+/* Supervisor side: copies s into copy (slot_size(s) bytes) once no write
+ * is under way. 0 on a consistent copy; -1 if the worker kept writing
+ * (try again on the next tick); -2 if the writer died in the middle of a
+ * write (the copy is made anyway and may be torn: its batch still names
+ * the entries the dead worker held, which is what recovery needs). */
+int slot_read(const slot *s, slot *copy);
 
 /* CLOCK_MONOTONIC in milliseconds: one clock for every process. */
 int64_t slots_now_ms(void);

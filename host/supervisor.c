@@ -13,13 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <sysexits.h>
 #include <unistd.h>
 
 #include "backoff.h"
 #include "broker.h"
+#include "check.h"
+#include "child.h"
 #include "embedded.h"
 #include "http.h"
 #include "loader.h"
@@ -35,7 +36,8 @@
  * host killed with -9 frees its name within a few seconds. */
 #define HEARTBEAT_TTL_MS 5000
 #define HEARTBEAT_EVERY_MS 1000
-/* After SIGTERM for a timeout, this long before SIGKILL. */
+/* After a timeout's cancel request, this long before SIGKILL: time for a
+ * plugin that checks wharf_cancelled to return. */
 #define KILL_GRACE_MS 1000
 /* Restart delays of a worker that keeps dying: 100 ms doubling to 10 s;
  * a worker that lived this long resets the count. */
@@ -55,10 +57,14 @@
 typedef struct worker_proc {
     pid_t pid;                /* 0 when not running */
     char consumer[300];
+    slot *sl;                 /* this generation's slot, while it lives */
+    slot *snap;               /* a copy of sl, for reading it */
     int64_t forked_ms;
     int64_t restart_at_ms;    /* when to fork it again; 0 = not waiting */
     unsigned crashes;         /* deaths in a row, each before STABLE_AFTER */
-    int64_t term_sent_ms;     /* a timeout's SIGTERM, 0 = none */
+    int64_t cancel_sent_ms;   /* a timeout's cancel request, 0 = none */
+    uint32_t cancel_run;      /* the run it was for */
+    bool killed_for_timeout;  /* SIGKILLed after the grace */
     char timed_out_entry[SLOT_ENTRY_MAX];
     int64_t timed_out_after_ms;
     bool retiring;            /* asked to stop: reload or shutdown */
@@ -71,8 +77,6 @@ typedef struct supervisor {
     char **types; /* served types, NULL-terminated (from the check child) */
     size_t n_types;
     const policy **policies;
-    slot_table table;
-    slot *snapshot; /* table.slot_size bytes */
     worker_proc *procs;
     size_t n_procs;
     broker b;          /* the supervisor's own connection */
@@ -89,6 +93,8 @@ typedef struct supervisor {
         last_heartbeat_ms;
     int watch_fd;
     int64_t reload_at_ms; /* a watched change asks for a reload then */
+    plugin_check check;   /* a reload's plugin check under way */
+    config *next_cfg;     /* the manifest that check is for */
     bool stopping;
     int64_t stop_deadline_ms;
     int exit_code;
@@ -121,12 +127,6 @@ static void on_signal(int sig)
     errno = saved;
 }
 
-static void on_worker_stop(int sig)
-{
-    (void)sig;
-    worker_stop = 1;
-}
-
 static int install_signals(void)
 {
     struct sigaction sa;
@@ -142,124 +142,6 @@ static int install_signals(void)
         return -1;
     signal(SIGPIPE, SIG_IGN);
     return 0;
-}
-
-static void free_types(char **types)
-{
-    for (size_t i = 0; types && types[i]; i++)
-        free(types[i]);
-    free(types);
-}
-
-/* ---- plugins are checked in a child, never loaded here ---- */
-
-/* Loads cfg's plugins in a child process (open, init, fini: what --check
- * does) so no plugin code runs in the supervisor. 0 with the served types
- * (caller frees with free_types); -1 with the reason in err. */
-static int check_plugins(const config *cfg, char ***types_out,
-                         size_t *n_out, char *err, size_t errlen)
-{
-    int fds[2];
-    pid_t pid;
-    char buf[65536];
-    size_t len = 0;
-    ssize_t n;
-    int status;
-    char **types = NULL;
-    size_t count = 0;
-    int rc = -1;
-
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-        snprintf(err, errlen, "checking plugins: pipe: %s", strerror(errno));
-        return -1;
-    }
-    pid = fork();
-    if (pid < 0) {
-        snprintf(err, errlen, "checking plugins: fork: %s", strerror(errno));
-        close(fds[0]);
-        close(fds[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        char line[CONFIG_ERR_LEN + 4];
-        loader *ld = NULL;
-        FILE *out;
-        close(fds[0]);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        signal(SIGCHLD, SIG_DFL);
-        out = fdopen(fds[1], "w");
-        if (!out)
-            _exit(EX_OSERR);
-        if (loader_open(cfg, &ld, line, sizeof(line)) != 0 ||
-            loader_init(ld, line, sizeof(line)) != 0) {
-            fprintf(out, "E %s\n", line);
-            fclose(out);
-            _exit(EX_CONFIG);
-        }
-        loader_fini(ld);
-        for (size_t i = 0; i < ld->n_routes; i++)
-            fprintf(out, "T %s\n", ld->routes[i].type);
-        fclose(out);
-        loader_close(ld);
-        _exit(EX_OK);
-    }
-    close(fds[1]);
-    while (len < sizeof(buf) - 1 &&
-           ((n = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0 ||
-            (n < 0 && errno == EINTR)))
-        if (n > 0)
-            len += (size_t)n;
-    buf[len] = '\0';
-    close(fds[0]);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (WIFSIGNALED(status)) {
-        snprintf(err, errlen, "checking plugins: the check process died of "
-                              "signal %d (a plugin's init crashed?)",
-                 WTERMSIG(status));
-        return -1;
-    }
-    if (strncmp(buf, "E ", 2) == 0) {
-        size_t line = strcspn(buf + 2, "\n");
-        if (line >= errlen)
-            line = errlen - 1; /* one line, cut to fit */
-        memcpy(err, buf + 2, line);
-        err[line] = '\0';
-        return -1;
-    }
-    types = calloc(1, sizeof(*types));
-    for (char *line = strtok(buf, "\n"); types && line;
-         line = strtok(NULL, "\n")) {
-        char **grown;
-        if (strncmp(line, "T ", 2) != 0)
-            continue;
-        grown = realloc(types, (count + 2) * sizeof(*types));
-        if (!grown)
-            break;
-        types = grown;
-        types[count] = strdup(line + 2);
-        types[count + 1] = NULL;
-        if (!types[count])
-            break;
-        count++;
-    }
-    if (!types) {
-        snprintf(err, errlen, "checking plugins: out of memory");
-    } else if (WEXITSTATUS(status) != 0) {
-        snprintf(err, errlen, "checking plugins: the check process exited "
-                              "with status %d", WEXITSTATUS(status));
-    } else if (count == 0) {
-        snprintf(err, errlen, "%s: no plugin serves any type", cfg->file);
-    } else {
-        *types_out = types;
-        *n_out = count;
-        types = NULL;
-        rc = 0;
-    }
-    free_types(types);
-    return rc;
 }
 
 /* ---- the supervisor's Redis connection ---- */
@@ -363,29 +245,19 @@ static void lost_connection(supervisor *s, const char *what)
 
 /* ---- workers ---- */
 
+/* In the forked child (see child_fork): loads the plugins and serves
+ * until the supervisor asks it to stop through its slot. Never returns. */
 static void worker_process(supervisor *s, size_t index)
 {
     worker_proc *p = &s->procs[index];
-    struct sigaction sa;
     worker_options opts;
     char err[CONFIG_ERR_LEN];
     loader *ld = NULL;
     int status;
 
-    /* Die with the supervisor, whatever kills it. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_worker_stop;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGHUP, SIG_IGN);
-    signal(SIGCHLD, SIG_DFL);
-    close(signal_pipe[0]);
-    close(signal_pipe[1]);
-    if (s->watch_fd >= 0)
-        close(s->watch_fd);
-    /* The supervisor's connection is its own: drop it, send nothing. */
+    child_block_stops();
+    /* The supervisor's connection is its own; child_fork closed its
+     * socket, so this frees memory and sends nothing. */
     broker_disconnect(&s->b);
 
     if (loader_open(s->cfg, &ld, err, sizeof(err)) != 0 ||
@@ -400,8 +272,7 @@ static void worker_process(supervisor *s, size_t index)
     opts.consumer = p->consumer;
     opts.block_ms = WORKER_BLOCK_MS;
     opts.maintenance = 0;
-    opts.status = slots_get(&s->table, index);
-    opts.status_capacity = s->table.capacity;
+    opts.status = p->sl;
     opts.metrics = s->m;
     status = worker_run(s->cfg, ld, &opts, &worker_stop, NULL);
     loader_close(ld);
@@ -409,22 +280,47 @@ static void worker_process(supervisor *s, size_t index)
     exit(status);
 }
 
+/* Batch entries a worker may hold under the current manifest: XREADGROUP
+ * takes the smallest prefetch of the served types for every stream. */
+static size_t slot_capacity(const supervisor *s)
+{
+    uint32_t count = 0;
+
+    for (size_t i = 0; i < s->n_types; i++)
+        if (count == 0 || s->policies[i]->prefetch < count)
+            count = s->policies[i]->prefetch;
+    return (size_t)(count ? count : 1) * (s->n_types ? s->n_types : 1);
+}
+
+/* Unmaps a worker's slot once nothing reads it any more. */
+static void drop_slot(worker_proc *p)
+{
+    slot_destroy(p->sl);
+    p->sl = NULL;
+    free(p->snap);
+    p->snap = NULL;
+}
+
 static void start_worker(supervisor *s, size_t index, int64_t now)
 {
     worker_proc *p = &s->procs[index];
-    slot *sl = slots_get(&s->table, index);
     pid_t pid;
 
-    slot_write_begin(sl);
-    sl->state = SLOT_IDLE;
-    sl->running = SLOT_NONE;
-    sl->batch_n = 0;
-    snprintf(sl->consumer, sizeof(sl->consumer), "%s", p->consumer);
-    slot_write_end(sl);
-    pid = fork();
+    drop_slot(p);
+    p->sl = slot_create(slot_capacity(s));
+    p->snap = p->sl ? malloc(slot_size(p->sl)) : NULL;
+    if (!p->sl || !p->snap) {
+        log_msg(WHARF_LOG_ERROR, "cannot map a slot for worker %zu: %s",
+                index, strerror(errno));
+        drop_slot(p);
+        p->restart_at_ms = now + RESTART_MAX_MS;
+        return;
+    }
+    pid = child_fork(-1);
     if (pid < 0) {
         log_msg(WHARF_LOG_ERROR, "cannot fork worker %zu: %s", index,
                 strerror(errno));
+        drop_slot(p);
         p->restart_at_ms = now + RESTART_MAX_MS;
         return;
     }
@@ -433,14 +329,27 @@ static void start_worker(supervisor *s, size_t index, int64_t now)
     p->pid = pid;
     p->forked_ms = now;
     p->restart_at_ms = 0;
-    p->term_sent_ms = 0;
+    p->cancel_sent_ms = 0;
+    p->cancel_run = 0;
+    p->killed_for_timeout = false;
     p->timed_out_entry[0] = '\0';
     p->retiring = false;
-    sl->pid = pid;
     log_fields(WHARF_LOG_INFO, "worker started",
                (log_field[]){LOG_INT("pid", pid), LOG_INT("slot", index),
+                             LOG_INT("slot_capacity",
+                                     (int64_t)p->sl->capacity),
                              LOG_STR("worker", p->consumer)},
-               3);
+               4);
+}
+
+/* A consistent copy of p's slot in p->snap: 0, or -1 when there is none
+ * (no worker, or it kept writing). A copy torn by a writer that died
+ * mid-write is refused here; recovery reads it on its own terms. */
+static int read_slot(worker_proc *p)
+{
+    if (!p->sl || !p->snap)
+        return -1;
+    return slot_read(p->sl, p->snap) == 0 ? 0 : -1;
 }
 
 /* Names how a worker ended, for the task it was running. */
@@ -456,7 +365,7 @@ static void death_reason(const worker_proc *p, int status, const char *entry_id,
                      ? sigabbrev_np(WTERMSIG(status))
                      : "UNKNOWN");
     else
-        snprintf(buf, len, "worker exited with status %d",
+        snprintf(buf, len, "worker exited with status %d during the task",
                  WEXITSTATUS(status));
 }
 
@@ -475,20 +384,30 @@ static void own_slot_task(broker_job *j, broker_queue *q, const char *consumer,
  * the normal retry/dead path, and releases the locks of the rest of its
  * batch so its replacement can run them at once. If Redis is not there,
  * the entries stay pending and the replacement reads them again. */
-static void recover_slot(supervisor *s, size_t index, int status, bool clean)
+static void recover_slot(supervisor *s, size_t index, int status)
 {
     worker_proc *p = &s->procs[index];
-    slot *sl = slots_get(&s->table, index);
-    slot *snap = s->snapshot;
+    slot *snap = p->snap;
     broker_job *jobs = NULL;
     redisReply **entries = NULL;
     char reason[256];
+    bool mid_task;
     size_t n;
 
-    if (slot_read(&s->table, sl, snap) != 0) /* died mid-write */
-        memcpy((char *)snap + sizeof(snap->seq), (char *)sl + sizeof(sl->seq),
-               s->table.slot_size - sizeof(sl->seq));
-    n = snap->batch_n > s->table.capacity ? s->table.capacity : snap->batch_n;
+    if (!p->sl || !snap)
+        return;
+    /* The worker is gone: a write it left half done (it died in it) is
+     * read as it stands, which still names every entry it held. */
+    if (slot_read(p->sl, snap) == -1)
+        memcpy(snap, p->sl, slot_size(p->sl));
+    if (snap->batch_n > snap->capacity)
+        snap->batch_n = snap->capacity;
+    /* Any end of the process while a plugin call was under way (a crash,
+     * a kill, or exit() called by the plugin) fails that task's attempt;
+     * only an exit between tasks is clean. */
+    mid_task = snap->state == SLOT_RUNNING && snap->running < snap->batch_n;
+
+    n = snap->batch_n;
     if (n == 0 || ensure_connected(s, slots_now_ms()) != 0)
         goto out;
     jobs = calloc(n, sizeof(*jobs));
@@ -505,7 +424,7 @@ static void recover_slot(supervisor *s, size_t index, int status, bool clean)
         j->e.task.id = t->id;
         j->e.task.trace = "";
         j->e.enqueued_at = "";
-        if (clean || i != snap->running || snap->state != SLOT_RUNNING)
+        if (!mid_task || i != snap->running)
             continue;
         /* The task it was running: its failure goes through retry/dead. */
         entries[i] = broker_entry(&s->b, q, t->entry_id);
@@ -541,12 +460,7 @@ out:
         freeReplyObject(entries[i]);
     free(entries);
     free(jobs);
-    slot_write_begin(sl);
-    sl->batch_n = 0;
-    sl->running = SLOT_NONE;
-    sl->state = SLOT_EMPTY;
-    sl->pid = 0;
-    slot_write_end(sl);
+    drop_slot(p);
 }
 
 static void worker_exited(supervisor *s, size_t index, int status,
@@ -563,7 +477,10 @@ static void worker_exited(supervisor *s, size_t index, int status,
                                                 : "?");
     else
         snprintf(how, sizeof(how), "exit %d", WEXITSTATUS(status));
-    recover_slot(s, index, status, clean);
+    if (clean && p->sl && read_slot(p) == 0 &&
+        p->snap->state == SLOT_RUNNING)
+        clean = false; /* exit() inside a plugin call */
+    recover_slot(s, index, status);
     p->pid = 0;
     if (s->stopping)
         return;
@@ -573,12 +490,13 @@ static void worker_exited(supervisor *s, size_t index, int status,
         p->restart_at_ms = now;
         metrics_add(s->m, &s->m->restarts[RESTART_RELOAD], 1);
     } else {
-        restart_reason why = p->term_sent_ms        ? RESTART_TIMEOUT
+        restart_reason why = p->killed_for_timeout  ? RESTART_TIMEOUT
                              : WIFSIGNALED(status) ? RESTART_CRASH
                                                    : RESTART_EXIT;
         metrics_add(s->m, &s->m->restarts[why], 1);
         unsigned shift;
         int64_t delay;
+        p->replace = false; /* it starts with the current plugins */
         p->crashes = lived >= STABLE_AFTER_MS ? 1 : p->crashes + 1;
         shift = p->crashes - 1 > 7 ? 7 : p->crashes - 1;
         delay = (int64_t)RESTART_MIN_MS << shift;
@@ -606,42 +524,71 @@ static void reap(supervisor *s, int64_t now)
                        (log_field[]){LOG_STR("error", err)}, 1);
             continue;
         }
+        if (check_reaped(&s->check, pid, status))
+            continue;
         for (size_t i = 0; i < s->n_procs; i++)
             if (s->procs[i].pid == pid)
                 worker_exited(s, i, status, now);
     }
 }
 
-/* A task past its timeout: SIGTERM, then SIGKILL after a short grace. */
+/* A task past its timeout: its worker is asked, through the slot, to end
+ * that run (the plugin sees wharf_cancelled, and whatever it returns is
+ * recorded as a timeout by the worker itself); a worker still in the same
+ * run after a short grace is killed, and recover_slot records the
+ * timeout. A worker that takes longer than init_timeout to load its
+ * plugins is killed too. No signal but SIGKILL is ever sent. */
 static void enforce_timeouts(supervisor *s, int64_t now)
 {
     for (size_t i = 0; i < s->n_procs; i++) {
         worker_proc *p = &s->procs[i];
-        slot *snap = s->snapshot;
-        if (p->pid <= 0)
+        slot *snap = p->snap;
+        const slot_task *t;
+        if (p->pid <= 0 || p->killed_for_timeout || read_slot(p) != 0)
             continue;
-        if (p->term_sent_ms) {
-            if (now - p->term_sent_ms >= KILL_GRACE_MS)
+        if (snap->state == SLOT_EMPTY) {
+            if (now - p->forked_ms > s->cfg->init_timeout_ms) {
+                log_fields(WHARF_LOG_ERROR,
+                           "worker still loading its plugins after "
+                           "init_timeout; killing it",
+                           (log_field[]){LOG_INT("init_timeout_ms",
+                                                 s->cfg->init_timeout_ms),
+                                         LOG_STR("worker", p->consumer)},
+                           2);
                 kill(p->pid, SIGKILL);
+                p->killed_for_timeout = true;
+            }
             continue;
         }
-        if (slot_read(&s->table, slots_get(&s->table, i), snap) != 0 ||
-            snap->state != SLOT_RUNNING || snap->running >= snap->batch_n ||
+        if (p->cancel_sent_ms) {
+            if (snap->state != SLOT_RUNNING || snap->run != p->cancel_run) {
+                p->cancel_sent_ms = 0; /* it ended that run itself */
+            } else if (now - p->cancel_sent_ms >= KILL_GRACE_MS) {
+                log_fields(WHARF_LOG_WARN, "task ignored its cancel request; "
+                                           "killing its worker",
+                           (log_field[]){LOG_STR("worker", p->consumer)}, 1);
+                kill(p->pid, SIGKILL);
+                p->killed_for_timeout = true;
+            }
+            continue;
+        }
+        if (snap->state != SLOT_RUNNING || snap->running >= snap->batch_n ||
             now - snap->started_ms <= snap->timeout_ms)
             continue;
+        t = &snap->batch[snap->running];
         snprintf(p->timed_out_entry, sizeof(p->timed_out_entry), "%s",
-                 snap->batch[snap->running].entry_id);
+                 t->entry_id);
         p->timed_out_after_ms = snap->timeout_ms;
-        p->term_sent_ms = now;
-        log_fields(WHARF_LOG_WARN, "task ran past its timeout; stopping its "
-                                   "worker",
-                   (log_field[]){LOG_STR("task", snap->batch[snap->running].id),
-                                 LOG_STR("type",
-                                         snap->batch[snap->running].type),
+        p->cancel_sent_ms = now;
+        p->cancel_run = snap->run;
+        atomic_store(&p->sl->cancel, snap->run);
+        log_fields(WHARF_LOG_WARN, "task ran past its timeout; asking it to "
+                                   "end",
+                   (log_field[]){LOG_STR("task", t->id),
+                                 LOG_STR("type", t->type),
                                  LOG_INT("timeout_ms", snap->timeout_ms),
                                  LOG_STR("worker", p->consumer)},
                    4);
-        kill(p->pid, SIGTERM);
     }
 }
 
@@ -664,27 +611,37 @@ static int64_t renew_every_ms(const supervisor *s)
 }
 
 /* Keeps every live worker's batch from looking idle and its locks from
- * expiring while the tasks run. */
+ * expiring while the tasks run: one renew call per worker and type, of
+ * any size. */
 static int renew_leases(supervisor *s)
 {
-    size_t cap = s->table.capacity;
-    const char **entry_ids = calloc(cap ? cap : 1, sizeof(*entry_ids));
-    const char **ids = calloc(cap ? cap : 1, sizeof(*ids));
-    const char **tokens = calloc(cap ? cap : 1, sizeof(*tokens));
+    const char **entry_ids = NULL, **ids = NULL, **tokens = NULL;
+    size_t room = 0;
     int rc = 0;
 
-    if (!entry_ids || !ids || !tokens)
-        goto out;
     for (size_t i = 0; i < s->n_procs && rc == 0; i++) {
-        slot *snap = s->snapshot;
-        if (s->procs[i].pid <= 0 ||
-            slot_read(&s->table, slots_get(&s->table, i), snap) != 0 ||
-            snap->batch_n == 0)
+        worker_proc *p = &s->procs[i];
+        slot *snap = p->snap;
+        if (p->pid <= 0 || read_slot(p) != 0 || snap->batch_n == 0)
             continue;
+        if (snap->batch_n > room) {
+            room = snap->batch_n;
+            free(entry_ids);
+            free(ids);
+            free(tokens);
+            entry_ids = calloc(room, sizeof(*entry_ids));
+            ids = calloc(room, sizeof(*ids));
+            tokens = calloc(room, sizeof(*tokens));
+            if (!entry_ids || !ids || !tokens) {
+                log_msg(WHARF_LOG_ERROR, "renewing leases: out of memory");
+                room = 0;
+                break;
+            }
+        }
         for (size_t q = 0; q < s->b.n_queues && rc == 0; q++) {
             broker_queue *queue = &s->b.queues[q];
             size_t n = 0;
-            for (size_t k = 0; k < snap->batch_n && k < cap; k++) {
+            for (size_t k = 0; k < snap->batch_n; k++) {
                 if (strcmp(snap->batch[k].type, queue->type) != 0)
                     continue;
                 entry_ids[n] = snap->batch[k].entry_id;
@@ -692,12 +649,11 @@ static int renew_leases(supervisor *s)
                 tokens[n] = snap->batch[k].token;
                 n++;
             }
-            if (n > 0 && broker_renew(&s->b, queue, snap->consumer, entry_ids,
+            if (n > 0 && broker_renew(&s->b, queue, p->consumer, entry_ids,
                                       ids, tokens, n) < 0)
                 rc = -1;
         }
     }
-out:
     free(entry_ids);
     free(ids);
     free(tokens);
@@ -838,13 +794,12 @@ static worker_figures count_workers(supervisor *s)
     worker_figures w = {0, 0, 0, 0};
 
     for (size_t i = 0; i < s->n_procs; i++) {
-        slot *snap = s->snapshot;
-        if (s->procs[i].pid <= 0 ||
-            slot_read(&s->table, slots_get(&s->table, i), snap) != 0) {
+        worker_proc *p = &s->procs[i];
+        if (p->pid <= 0 || read_slot(p) != 0) {
             w.down++;
             continue;
         }
-        switch (snap->state) {
+        switch (p->snap->state) {
         case SLOT_RUNNING:
             w.running++;
             break;
@@ -870,13 +825,14 @@ static void text_reply(http_reply *reply, unsigned status, const char *body)
     reply->len = reply->body ? strlen(reply->body) : 0;
 }
 
-/* /metrics, /healthz, /readyz. A scrape reads the queue figures from Redis
- * only when the last reading is over a second old. */
+/* /metrics, /healthz, /readyz. Answered from what the loop already knows
+ * (the queue figures it refreshes every second, the connection's state),
+ * never by a Redis call of its own: a slow Redis must not hold the loop
+ * that enforces timeouts and renews leases. */
 static void on_http(void *arg, const char *method, const char *path,
                     http_reply *reply)
 {
     supervisor *s = arg;
-    int64_t now = slots_now_ms();
     worker_figures workers;
 
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
@@ -889,7 +845,7 @@ static void on_http(void *arg, const char *method, const char *path,
     }
     workers = count_workers(s);
     if (strcmp(path, "/readyz") == 0) {
-        bool up = s->b.redis != NULL || ensure_connected(s, now) == 0;
+        bool up = s->b.redis != NULL;
         if (!up)
             text_reply(reply, 503, "not ready: redis unreachable\n");
         else if (workers.idle + workers.running == 0)
@@ -899,10 +855,6 @@ static void on_http(void *arg, const char *method, const char *path,
         return;
     }
     if (strcmp(path, "/metrics") == 0) {
-        if (s->b_ready && (!s->figures_ok ||
-                           now - s->figures_ms >= FIGURES_EVERY_MS) &&
-            ensure_connected(s, now) == 0)
-            refresh_figures(s, now);
         count_redis(s);
         reply->status = 200;
         reply->content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -1005,20 +957,47 @@ static void read_watch(supervisor *s, int64_t now)
     }
 }
 
-/* SIGHUP (or a watched change): re-reads and checks the manifest and its
- * plugins; if all is well, replaces the workers one at a time so they
- * load the new plugins; if not, says why and keeps serving as before. */
-static void reload(supervisor *s)
+/* SIGHUP (or a watched change): re-reads the manifest and starts checking
+ * its plugins in a child; the loop goes on serving while it runs, and
+ * finish_reload takes the outcome. */
+static void start_reload(supervisor *s)
 {
     char err[CONFIG_ERR_LEN];
     config *next = NULL;
-    char **types = NULL;
-    size_t n_types = 0;
 
     log_fields(WHARF_LOG_INFO, "reloading",
                (log_field[]){LOG_STR("manifest", s->config_path)}, 1);
+    if (s->check.running) {
+        log_msg(WHARF_LOG_INFO, "reload: a check is under way; it is "
+                                "started again for the latest manifest");
+        check_abandon(&s->check);
+        config_free(s->next_cfg);
+        s->next_cfg = NULL;
+    }
     if (config_load(s->config_path, &next, err, sizeof(err)) != 0 ||
-        check_plugins(next, &types, &n_types, err, sizeof(err)) != 0) {
+        check_start(&s->check, next, next->init_timeout_ms, err,
+                    sizeof(err)) != 0) {
+        log_fields(WHARF_LOG_ERROR, "reload refused; serving as before",
+                   (log_field[]){LOG_STR("error", err)}, 1);
+        config_free(next);
+        return;
+    }
+    s->next_cfg = next;
+}
+
+/* The reload's check is over: if the plugins passed, the new manifest
+ * takes effect and the workers are replaced one at a time so they load
+ * the new plugins; if not, says why and keeps serving as before. */
+static void finish_reload(supervisor *s)
+{
+    char err[CONFIG_ERR_LEN];
+    config *next = s->next_cfg;
+    char **types = NULL;
+    size_t n_types = 0;
+
+    s->next_cfg = NULL;
+    if (check_result(&s->check, next, &types, &n_types, err, sizeof(err)) !=
+        0) {
         log_fields(WHARF_LOG_ERROR, "reload refused; serving as before",
                    (log_field[]){LOG_STR("error", err)}, 1);
         config_free(next);
@@ -1050,18 +1029,29 @@ static void reload(supervisor *s)
         (s->cfg->metrics_listen && !next->metrics_listen)) {
         log_msg(WHARF_LOG_ERROR, "reload: out of memory; serving as before");
         config_free(next);
-        free_types(types);
+        check_free_types(types);
         return;
     }
     config_free(s->cfg);
     s->cfg = next;
-    free_types(s->types);
+    check_free_types(s->types);
     s->types = types;
     s->n_types = n_types;
     log_setup(s->cfg->log_level, s->cfg->log_format);
     setup_broker(s);
     for (size_t i = 0; i < s->n_procs; i++)
         s->procs[i].replace = true;
+    log_fields(WHARF_LOG_INFO, "reload checked; replacing the workers",
+               (log_field[]){LOG_INT("types", (int64_t)n_types)}, 1);
+}
+
+/* Asks a worker to stop through its slot: it finishes the task in hand
+ * and exits 0. No signal, so no plugin system call is interrupted. */
+static void ask_to_stop(worker_proc *p)
+{
+    p->retiring = true;
+    if (p->pid > 0 && p->sl)
+        atomic_store(&p->sl->stop, 1);
 }
 
 /* Replaces one worker at a time: the next one is asked to stop once the
@@ -1073,8 +1063,7 @@ static void replace_workers(supervisor *s)
         if (!p->replace)
             continue;
         if (p->pid > 0 && !p->retiring) {
-            p->retiring = true;
-            kill(p->pid, SIGTERM);
+            ask_to_stop(p);
         } else if (p->pid <= 0 && p->restart_at_ms == 0) {
             /* not running and not waiting: start it with the new plugins */
             p->replace = false;
@@ -1104,10 +1093,12 @@ static void begin_stop(supervisor *s, int code)
                (log_field[]){LOG_INT("shutdown_timeout_ms",
                                      s->cfg->shutdown_timeout_ms)},
                1);
-    for (size_t i = 0; i < s->n_procs; i++) {
-        s->procs[i].retiring = true;
-        if (s->procs[i].pid > 0)
-            kill(s->procs[i].pid, SIGTERM);
+    for (size_t i = 0; i < s->n_procs; i++)
+        ask_to_stop(&s->procs[i]);
+    if (s->check.running) {
+        check_abandon(&s->check);
+        config_free(s->next_cfg);
+        s->next_cfg = NULL;
     }
 }
 
@@ -1128,13 +1119,14 @@ static void drain_signal_pipe(void)
 
 static int run_loop(supervisor *s)
 {
-    struct pollfd fds[3];
+    struct pollfd fds[4];
     char err[256];
 
     while (true) {
         int64_t now;
         nfds_t nfds = 1;
         int watch_at = -1;
+        int tick = TICK_MS;
 
         fds[0].fd = signal_pipe[0];
         fds[0].events = POLLIN;
@@ -1148,7 +1140,14 @@ static int run_loop(supervisor *s)
             fds[nfds].events = POLLIN;
             nfds++;
         }
-        if (poll(fds, nfds, TICK_MS) < 0 && errno != EINTR)
+        if (s->check.running) {
+            fds[nfds].fd = s->check.fd; /* -1 once read: poll skips it */
+            fds[nfds].events = POLLIN;
+            nfds++;
+            if (s->check.fd < 0)
+                tick = 10; /* its child closed its end: reap it soon */
+        }
+        if (poll(fds, nfds, tick) < 0 && errno != EINTR)
             log_msg(WHARF_LOG_ERROR, "poll: %s", strerror(errno));
         drain_signal_pipe();
         now = slots_now_ms();
@@ -1177,8 +1176,10 @@ static int run_loop(supervisor *s)
             if (got_reload || (s->reload_at_ms && now >= s->reload_at_ms)) {
                 got_reload = 0;
                 s->reload_at_ms = 0;
-                reload(s);
+                start_reload(s);
             }
+            if (s->check.running && check_step(&s->check, now))
+                finish_reload(s);
             if (s->embedded_on && embedded_check(&s->embedded, err,
                                                  sizeof(err)) != 0 &&
                 embedded_start(&s->embedded, s->cfg->data_dir, err,
@@ -1205,10 +1206,10 @@ int supervisor_run(const char *config_path, config *cfg)
     supervisor s;
     char err[CONFIG_ERR_LEN];
     char host[256];
-    size_t capacity = 0;
     int status = EX_CONFIG;
 
     memset(&s, 0, sizeof(s));
+    s.check.fd = -1;
     s.config_path = config_path;
     s.cfg = cfg;
     s.watch_fd = -1;
@@ -1219,7 +1220,8 @@ int supervisor_run(const char *config_path, config *cfg)
         status = EX_OSERR;
         goto out;
     }
-    if (check_plugins(cfg, &s.types, &s.n_types, err, sizeof(err)) != 0) {
+    if (check_run(cfg, cfg->init_timeout_ms, &s.types, &s.n_types, err,
+                  sizeof(err)) != 0) {
         fprintf(stderr, "%s\n", err);
         goto out;
     }
@@ -1271,15 +1273,10 @@ int supervisor_run(const char *config_path, config *cfg)
             status = EX_OK; /* stopped while waiting */
         goto out;
     }
-    /* Room for every entry a worker may hold: prefetch per served type. */
-    for (size_t i = 0; i < s.n_types; i++)
-        capacity += s.policies[i]->prefetch;
     s.n_procs = cfg->workers;
     s.procs = calloc(s.n_procs, sizeof(*s.procs));
-    if (!s.procs || slots_create(&s.table, s.n_procs, capacity) != 0 ||
-        !(s.snapshot = malloc(s.table.slot_size))) {
-        log_msg(WHARF_LOG_ERROR, "cannot set up the slot table: %s",
-                strerror(errno));
+    if (!s.procs) {
+        log_msg(WHARF_LOG_ERROR, "supervisor: out of memory");
         status = EX_OSERR;
         goto out;
     }
@@ -1309,11 +1306,13 @@ out:
         embedded_stop(&s.embedded);
     if (s.watch_fd >= 0)
         close(s.watch_fd);
-    slots_destroy(&s.table);
-    free(s.snapshot);
+    for (size_t i = 0; s.procs && i < s.n_procs; i++)
+        drop_slot(&s.procs[i]);
+    check_abandon(&s.check);
+    config_free(s.next_cfg);
     free(s.procs);
     free(s.policies);
-    free_types(s.types);
+    check_free_types(s.types);
     config_free(s.cfg);
     return status;
 }

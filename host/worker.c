@@ -4,6 +4,8 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,7 @@ typedef struct worker {
     held_kind held;
     redisReply *held_claim; /* the jobs point into it */
     size_t held_n;
+    int64_t stop_seen_ms;    /* when a stop request was first seen, or 0 */
     int *metric_index;       /* per broker queue: its metrics type index */
     uint64_t counted_round_trips, counted_errors; /* already in metrics */
 } worker;
@@ -59,10 +62,54 @@ static int64_t wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void sleep_ms(int64_t ms, volatile sig_atomic_t *stop)
+/* True once a stop was asked for: by the caller's flag, by the supervisor
+ * through the slot, or by a SIGTERM / SIGINT sent to this process (the
+ * worker keeps them blocked, so they wait, pending, to be read here
+ * between tasks rather than interrupting a plugin's system call). */
+static bool stopping(worker *w)
+{
+    sigset_t pending;
+    bool stop = *w->stop != 0;
+
+    if (!stop && w->opts->status)
+        stop = atomic_load(&w->opts->status->stop) != 0;
+    if (!stop && sigpending(&pending) == 0)
+        stop = sigismember(&pending, SIGTERM) == 1 ||
+               sigismember(&pending, SIGINT) == 1;
+    if (stop && w->stop_seen_ms == 0)
+        w->stop_seen_ms = slots_now_ms() | 1; /* never 0 */
+    return stop;
+}
+
+/* While stopping, a batch whose finish the connection cut off is still
+ * worth sending: until shutdown_timeout is nearly over (the supervisor
+ * kills a worker at its end), the worker keeps trying. */
+static bool keep_trying(worker *w)
+{
+    if (!stopping(w))
+        return true;
+    return w->held != HELD_NONE &&
+           slots_now_ms() - w->stop_seen_ms <
+               w->cfg->shutdown_timeout_ms - w->cfg->shutdown_timeout_ms / 10;
+}
+
+/* Microseconds from enqueued_at (wall clock, ms) to now; 0 for a time in
+ * the future, and never an overflow whatever the entry says. */
+static int64_t wait_since(int64_t enqueued_at_ms)
+{
+    int64_t now = wall_ms();
+
+    if (enqueued_at_ms <= 0 || enqueued_at_ms >= now)
+        return 0;
+    if (now - enqueued_at_ms > INT64_MAX / 1000)
+        return INT64_MAX;
+    return (now - enqueued_at_ms) * 1000;
+}
+
+static void sleep_ms(worker *w, int64_t ms)
 {
     /* In short steps, so a stop request is seen quickly. */
-    while (ms > 0 && !*stop) {
+    while (ms > 0 && keep_trying(w)) {
         int64_t step = ms > 50 ? 50 : ms;
         struct timespec ts = {0, (long)step * 1000000L};
         nanosleep(&ts, NULL);
@@ -89,7 +136,7 @@ static int connect_with_backoff(worker *w)
     int64_t delay = RECONNECT_MIN_MS;
     int logged = 0;
 
-    while (!*w->stop) {
+    while (keep_trying(w)) {
         int rc = broker_connect(&w->b);
         if (rc == 0) {
             if (logged)
@@ -107,7 +154,7 @@ static int connect_with_backoff(worker *w)
                        2);
             logged = 1;
         }
-        sleep_ms((int64_t)(delay * (0.5 + backoff_random_unit())), w->stop);
+        sleep_ms(w, (int64_t)(delay * (0.5 + backoff_random_unit())));
         delay = delay * 2 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS : delay * 2;
     }
     return -1;
@@ -135,6 +182,28 @@ static int worker_setup(worker *w)
     }
     if (w->count == 0)
         w->count = 1;
+    /* The slot holds every entry this worker may claim, so each one's
+     * lease is renewed and its failure recorded if the worker dies. The
+     * supervisor sized it from the same manifest; should the plugins have
+     * changed in between, claim fewer rather than hold an unseen task. */
+    if (w->opts->status) {
+        size_t routes = ld->n_routes ? ld->n_routes : 1;
+        size_t room = w->opts->status->capacity;
+        if ((size_t)w->count * routes > room) {
+            if (room < routes) {
+                log_fields(WHARF_LOG_ERROR,
+                           "worker: its slot holds fewer tasks than it "
+                           "serves types; the plugins changed since the "
+                           "check (a reload follows)",
+                           (log_field[]){LOG_INT("slot_capacity",
+                                                 (int64_t)room),
+                                         LOG_INT("types", (int64_t)routes)},
+                           2);
+                goto out;
+            }
+            w->count = (unsigned)(room / routes);
+        }
+    }
     if (broker_init(&w->b, w->cfg, types, policies, ld->n_routes,
                     w->opts->consumer) != 0) {
         log_msg(WHARF_LOG_ERROR, "%s", w->b.errstr);
@@ -157,8 +226,9 @@ static int worker_setup(worker *w)
             metrics_type_find(w->opts->metrics, w->b.queues[i].type);
     rc = 0;
 out:
-    if (rc != 0 && (!types || !policies || !w->jobs || !w->ctxs ||
-                    !w->metric_index))
+    if (rc != 0 && (!types || !policies ||
+                    (w->capacity && (!w->jobs || !w->ctxs ||
+                                     !w->metric_index))))
         log_msg(WHARF_LOG_ERROR, "worker: out of memory");
     free(types);
     free(policies);
@@ -176,10 +246,16 @@ static void worker_teardown(worker *w)
     broker_destroy(&w->b);
 }
 
-/* Runs the plugin of j's type and decides how j finishes. */
-static void run_job(worker *w, broker_job *j, context *ctx)
+/* Runs the plugin of j's type (job index i of the batch) and decides how
+ * j finishes. The run owns its deadline: whatever the plugin returns after
+ * it, or after the supervisor asked it to end, is thrown away and the
+ * attempt fails with "timeout after N ms", the same outcome as when the
+ * worker is killed for it. */
+static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
 {
     const route *r = loader_route(w->ld, j->queue->type);
+    int64_t timeout_ms = j->queue->pol->timeout_ms;
+    int64_t started, ended;
     wharf_status status;
 
     if (!r) { /* cannot happen: we only read the streams we route */
@@ -189,7 +265,17 @@ static void run_job(worker *w, broker_job *j, context *ctx)
     ctx->plugin = r->plugin;
     ctx->state = r->plugin->state;
     context_begin(ctx, &j->e.task);
+    started = slots_now_ms();
+    context_set_deadline(ctx, started + timeout_ms, w->opts->status, run);
     status = r->plugin->desc->process_business(&ctx->base, &j->e.task);
+    ended = slots_now_ms();
+    if (ended - started > timeout_ms || context_cancelled(ctx)) {
+        context_end(ctx);
+        snprintf(ctx->error, sizeof(ctx->error), "timeout after %" PRId64
+                 " ms", timeout_ms);
+        backoff_fail(j, ctx->error);
+        return;
+    }
     context_end(ctx);
     switch (status) {
     case WHARF_OK:
@@ -287,18 +373,33 @@ static void count_redis(worker *w)
     w->counted_errors = w->b.redis_errors;
 }
 
+/* A test hook: with WHARF_TEST_DIE_IN_SLOT_WRITE set, the worker kills
+ * itself in the middle of its first slot write, as a crash there would,
+ * so the tests can show that its replacement's slot works. */
+static void die_in_slot_write_if_asked(void)
+{
+    static int asked = -1;
+
+    if (asked < 0)
+        asked = getenv("WHARF_TEST_DIE_IN_SLOT_WRITE") != NULL;
+    if (asked)
+        raise(SIGKILL);
+}
+
 /* Tells the supervisor, through the slot, which entries this worker holds
  * (and, once begun, with which lock tokens), so it can renew their leases
- * and release them if this process dies. */
+ * and release them if this process dies. worker_setup made sure the slot
+ * holds the whole batch. */
 static void slot_publish_batch(worker *w, size_t n)
 {
     slot *sl = w->opts->status;
 
     if (!sl)
         return;
-    if (n > w->opts->status_capacity)
-        n = w->opts->status_capacity;
+    if (n > sl->capacity)
+        n = sl->capacity; /* cannot happen: see worker_setup */
     slot_write_begin(sl);
+    die_in_slot_write_if_asked();
     for (size_t i = 0; i < n; i++) {
         const broker_job *j = &w->jobs[i];
         slot_task *t = &sl->batch[i];
@@ -310,27 +411,33 @@ static void slot_publish_batch(worker *w, size_t n)
     }
     sl->batch_n = (uint32_t)n;
     sl->running = SLOT_NONE;
-    sl->state = *w->stop ? SLOT_STOPPING : SLOT_IDLE;
+    sl->state = stopping(w) ? SLOT_STOPPING : SLOT_IDLE;
     slot_write_end(sl);
 }
 
-/* Marks job i as running (or, with i == SLOT_NONE, nothing running). */
-static void slot_running(worker *w, uint32_t i)
+/* Marks job i as running (or, with i == SLOT_NONE, nothing running).
+ * Returns the run number that names this plugin call (0 without a
+ * slot). */
+static uint32_t slot_running(worker *w, uint32_t i)
 {
     slot *sl = w->opts->status;
+    uint32_t run;
 
     if (!sl)
-        return;
+        return 0;
     slot_write_begin(sl);
-    sl->running = i < w->opts->status_capacity ? i : SLOT_NONE;
+    sl->running = i < sl->capacity ? i : SLOT_NONE;
     if (i != SLOT_NONE) {
+        sl->run = sl->run + 1 ? sl->run + 1 : 1;
         sl->started_ms = slots_now_ms();
         sl->timeout_ms = w->jobs[i].queue->pol->timeout_ms;
         sl->state = SLOT_RUNNING;
     } else {
-        sl->state = *w->stop ? SLOT_STOPPING : SLOT_IDLE;
+        sl->state = stopping(w) ? SLOT_STOPPING : SLOT_IDLE;
     }
+    run = sl->run;
     slot_write_end(sl);
+    return run;
 }
 
 /* Begins one claimed batch and runs the plugin of each task it may run.
@@ -353,7 +460,7 @@ static int begin_and_run(worker *w, size_t n)
     slot_publish_batch(w, n);
     for (size_t i = 0; i < n; i++) {
         broker_job *j = &w->jobs[i];
-        if (j->begin == BEGIN_RUN && *w->stop) {
+        if (j->begin == BEGIN_RUN && stopping(w)) {
             /* Stopping: what has not started goes back for any host, its
              * lock released, no attempt spent. */
             j->finish = FINISH_RESCHEDULE;
@@ -377,15 +484,14 @@ static int begin_and_run(worker *w, size_t n)
             break;
         case BEGIN_RUN:
             log_started(w, j);
-            slot_running(w, (uint32_t)i);
             {
-                int64_t wait_ms = wall_ms() - j->e.task.enqueued_at_ms;
+                uint32_t run = slot_running(w, (uint32_t)i);
+                int64_t wait_us = wait_since(j->e.task.enqueued_at_ms);
                 int64_t started = now_us();
-                run_job(w, j, &w->ctxs[i]);
+                run_job(w, j, &w->ctxs[i], run);
                 int64_t took = now_us() - started;
                 j->duration_ms = took / 1000;
-                metrics_run(w->opts->metrics, metric_of(w, j), took,
-                            wait_ms * 1000);
+                metrics_run(w->opts->metrics, metric_of(w, j), took, wait_us);
             }
             slot_running(w, SLOT_NONE);
             break;
@@ -481,11 +587,12 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
     scripts_init();
     if (worker_setup(&w) != 0)
         goto out;
+    slot_publish_batch(&w, 0); /* loaded: the supervisor sees it up */
     log_fields(WHARF_LOG_INFO, "worker serving",
                (log_field[]){LOG_STR("worker", opts->consumer),
                              LOG_INT("types", (int64_t)ld->n_routes)},
                2);
-    while (!*stop) {
+    while (!stopping(&w) || (w.held && keep_trying(&w))) {
         redisReply *claim;
         size_t n;
 
@@ -503,6 +610,8 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
                 continue;
             }
         }
+        if (stopping(&w))
+            break; /* nothing held is left to send */
         if (maintain(&w) != 0 ||
             !(claim = broker_claim(&w.b, w.count, opts->block_ms))) {
             log_fields(WHARF_LOG_WARN, "redis connection lost; reconnecting",
@@ -531,6 +640,13 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
                    2);
         broker_disconnect(&w.b);
     }
+    if (w.held == HELD_FINISH)
+        log_fields(WHARF_LOG_ERROR,
+                   "stopping with a finished batch Redis never received; "
+                   "its tasks stay pending and run again",
+                   (log_field[]){LOG_INT("tasks", (int64_t)w.held_n),
+                                 LOG_STR("worker", opts->consumer)},
+                   2);
     status = EX_OK;
     log_fields(WHARF_LOG_INFO, "worker stopped",
                (log_field[]){LOG_STR("worker", opts->consumer),

@@ -21,9 +21,9 @@ typedef struct worker_options {
     const char *consumer; /* <hostname>:<instance>:<slot> */
     int block_ms;         /* longest XREADGROUP BLOCK (also the promote tick) */
     int maintenance;      /* 1: this worker also promotes and trims */
-    slot *status;         /* where it tells the supervisor what it does;
+    slot *status;         /* where it tells the supervisor what it does
+                             and reads its stop and cancel requests;
                              NULL when there is no supervisor */
-    size_t status_capacity; /* batch entries the status slot holds */
     metrics *metrics;     /* shared counters; NULL for none */
 } worker_options;
 
@@ -33,8 +33,11 @@ typedef struct worker_counts {
     uint64_t round_trips;
 } worker_counts;
 
-/* Serves the routes of ld (initialized) until *stop becomes non-zero; the
- * batch in hand is finished first. Redis outages are waited out with
+/* Serves the routes of ld (initialized) until *stop becomes non-zero, the
+ * supervisor sets the slot's stop, or a SIGTERM / SIGINT is pending (a
+ * worker keeps them blocked: see child_block_stops); the batch in hand is
+ * finished first, and a finish Redis did not take yet is sent until
+ * shutdown_timeout is nearly over. Redis outages are waited out with
  * capped backoff. Returns 0 on a requested stop, 78 (EX_CONFIG) when Redis
  * refuses what retrying cannot fix (an evicting maxmemory-policy), 70 on an
  * internal error. counts, if not NULL, receives the totals. */

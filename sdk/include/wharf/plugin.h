@@ -67,7 +67,18 @@ typedef struct wharf_services {
     void (*log)(wharf_ctx *ctx, int level, const char *fmt, va_list ap);
     const char *(*config)(wharf_ctx *ctx, const char *key);
     void *(*state)(wharf_ctx *ctx);
+    /* Appended after the first release; see the wrappers below. */
+    int64_t (*deadline_ms)(wharf_ctx *ctx);
+    int (*cancelled)(wharf_ctx *ctx);
 } wharf_services;
+
+/* True if the host that filled the table has the service `member`: a
+ * plugin built against a newer header must not call past an older host's
+ * table. */
+#define WHARF_HAS_SERVICE(ctx, member)                                        \
+    ((ctx)->services->size >= offsetof(wharf_services, member) +              \
+                                  sizeof((ctx)->services->member) &&          \
+     (ctx)->services->member != NULL)
 
 /* The host's context starts with this; the rest is private to the host. */
 struct wharf_ctx {
@@ -114,6 +125,45 @@ static inline void *wharf_state(wharf_ctx *ctx)
 {
     return ctx->services->state(ctx);
 }
+
+/* Milliseconds left before the running task's deadline (its type's
+ * `timeout`, counted from the start of this process_business call): 0 once
+ * it has passed, -1 outside process_business or on a host without the
+ * service. Use it to bound waits (poll, connect, a client's timeout).
+ * Whatever process_business returns after the deadline is thrown away:
+ * the attempt fails with "timeout after N ms", retried or dead by the
+ * type's policy, exactly as if the worker had been killed. */
+static inline int64_t wharf_deadline_ms(wharf_ctx *ctx)
+{
+    if (!WHARF_HAS_SERVICE(ctx, deadline_ms))
+        return -1;
+    return ctx->services->deadline_ms(ctx);
+}
+
+/* Non-zero once the host asks the running task to end early: its deadline
+ * passed. A plugin doing long work checks it between steps and returns
+ * (any status: the host already knows the outcome). One that does not
+ * return is killed with SIGKILL a short grace later. 0 outside
+ * process_business or on a host without the service. */
+static inline int wharf_cancelled(wharf_ctx *ctx)
+{
+    if (!WHARF_HAS_SERVICE(ctx, cancelled))
+        return 0;
+    return ctx->services->cancelled(ctx);
+}
+
+/* Signals, EINTR and threads. A worker process blocks SIGTERM, SIGINT and
+ * SIGHUP for its whole life, and threads a plugin starts inherit that
+ * mask, so no stop, reload or Ctrl-C ever interrupts a plugin's system
+ * call with EINTR: a stop or a reload is a request the worker reads
+ * between tasks, and the task in hand finishes (up to shutdown_timeout).
+ * The host signals a worker only with SIGKILL: after a task's deadline
+ * plus a short grace, or at the end of shutdown_timeout; a worker also
+ * dies with SIGKILL when its supervisor dies. SIGPIPE is ignored: a write
+ * to a closed socket fails with EPIPE. A plugin must not unblock those
+ * signals or install handlers for them. It may start threads, but the
+ * services above are for the thread that runs process_business (or init),
+ * during that call. */
 
 /* The descriptor. `abi` comes first so the host can check it before it
  * trusts the rest of the layout. */
