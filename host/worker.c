@@ -4,6 +4,7 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -373,16 +374,24 @@ static void count_redis(worker *w)
     w->counted_errors = w->b.redis_errors;
 }
 
-/* A test hook: with WHARF_TEST_DIE_IN_SLOT_WRITE set, the worker kills
- * itself in the middle of its first slot write, as a crash there would,
- * so the tests can show that its replacement's slot works. */
+/* A test hook: with WHARF_TEST_DIE_IN_SLOT_WRITE=PATH, the first worker
+ * that creates PATH kills itself in the middle of its first slot write,
+ * as a crash there would, so the tests can show that its replacement's
+ * slot works. */
 static void die_in_slot_write_if_asked(void)
 {
     static int asked = -1;
+    const char *path;
+    int fd;
 
-    if (asked < 0)
-        asked = getenv("WHARF_TEST_DIE_IN_SLOT_WRITE") != NULL;
-    if (asked)
+    if (asked == 0)
+        return;
+    path = getenv("WHARF_TEST_DIE_IN_SLOT_WRITE");
+    asked = 0;
+    if (!path)
+        return;
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0)
         raise(SIGKILL);
 }
 

@@ -6,13 +6,21 @@
  *   fatal       WHARF_FAIL (dead at once)
  *   crash       SIGSEGV
  *   abort       abort()
- *   sleep:MS    sleep MS milliseconds, then succeed
+ *   sleep:MS    sleep MS milliseconds (resuming after EINTR), then succeed
+ *   nap:MS      one nanosleep of MS ms, then succeed however it ended
+ *   snooze:S    a plain sleep(S), then succeed however it ended
+ *   polite:MS   work in 10 ms steps for MS ms or until wharf_cancelled,
+ *               then succeed (the host throws a late success away)
+ *   read:PATH   open PATH (a fifo) and read one byte: succeed if one came,
+ *               retry with the reason if the read failed (EINTR included)
+ *   exit:N      exit(N) in the middle of the task
  *   big:BYTES   succeed with a result of BYTES bytes of 'x'
  *
  * The result of a success is "ok attempt=N". With `runs_file = PATH` in
  * its manifest section it appends "<id> <attempt>\n" to PATH each time it
  * starts a task, and with `done_file = PATH` "<id>\n" each time it
- * completes one, so a test can count how often each task really ran. */
+ * completes one, so a test can count how often each task really ran.
+ * With `init_sleep_ms = MS` its init sleeps that long (a hanging init). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -61,6 +69,29 @@ static wharf_status succeed(wharf_ctx *ctx, const wharf_task *task)
     return WHARF_OK;
 }
 
+/* read:PATH: one blocking open and read, as network code blocks in recv. */
+static wharf_status read_one(wharf_ctx *ctx, const wharf_task *task,
+                             const char *path)
+{
+    char byte;
+    ssize_t n;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0) {
+        wharf_error(ctx, "read: open %s: %s", path, strerror(errno));
+        return WHARF_RETRY;
+    }
+    n = read(fd, &byte, 1);
+    if (n != 1) {
+        wharf_error(ctx, "read: %s: %s", path,
+                    n < 0 ? strerror(errno) : "end of file");
+        close(fd);
+        return WHARF_RETRY;
+    }
+    close(fd);
+    return succeed(ctx, task);
+}
+
 /* Parses the number after a "word:" command; -1 if there is none. */
 static long long command_number(const char *text, const char *word)
 {
@@ -79,7 +110,7 @@ static long long command_number(const char *text, const char *word)
 
 static wharf_status process_business(wharf_ctx *ctx, const wharf_task *task)
 {
-    char command[64];
+    char command[512];
     long long n;
 
     record(ctx, "runs_file", task, 1);
@@ -118,6 +149,29 @@ static wharf_status process_business(wharf_ctx *ctx, const wharf_task *task)
             ;
         return succeed(ctx, task);
     }
+    if ((n = command_number(command, "nap")) >= 0) {
+        struct timespec ts = {(time_t)(n / 1000), (long)(n % 1000) * 1000000L};
+        nanosleep(&ts, NULL); /* as careless code does: EINTR ends it */
+        return succeed(ctx, task);
+    }
+    if ((n = command_number(command, "snooze")) >= 0) {
+        sleep((unsigned)n);
+        return succeed(ctx, task);
+    }
+    if ((n = command_number(command, "polite")) >= 0) {
+        struct timespec step = {0, 10 * 1000000L};
+        for (long long waited = 0; waited < n && !wharf_cancelled(ctx);
+             waited += 10)
+            nanosleep(&step, NULL);
+        if (wharf_cancelled(ctx))
+            wharf_log(ctx, WHARF_LOG_INFO, "polite: cancelled, %lld ms left",
+                      (long long)wharf_deadline_ms(ctx));
+        return succeed(ctx, task);
+    }
+    if (strncmp(command, "read:", 5) == 0)
+        return read_one(ctx, task, command + 5);
+    if ((n = command_number(command, "exit")) >= 0)
+        exit((int)n);
     if ((n = command_number(command, "big")) >= 0) {
         char *data = malloc(n > 0 ? (size_t)n : 1);
         int rc;
@@ -138,7 +192,20 @@ static wharf_status process_business(wharf_ctx *ctx, const wharf_task *task)
     return WHARF_FAIL;
 }
 
+/* init_sleep_ms = MS: sleeps that long, for tests of a hanging init. */
+static int init(wharf_ctx *ctx, void **state)
+{
+    const char *text = wharf_config(ctx, "init_sleep_ms");
+    long long ms = text ? atoll(text) : 0;
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+
+    *state = NULL;
+    while (ms > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+    return 0;
+}
+
 static const char *const chaos_types[] = {"chaos", NULL};
 
 WHARF_PLUGIN(.name = "chaos", .version = "1.0.0", .types = chaos_types,
-             .process_business = process_business);
+             .init = init, .process_business = process_business);

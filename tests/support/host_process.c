@@ -36,24 +36,21 @@ void test_host_manifest_redis(test_host *h, const test_redis *r,
     test_host_manifest_opts(h, r, &o);
 }
 
-void test_host_manifest_opts(test_host *h, const test_redis *r,
-                             const test_host_opts *o)
+/* Writes h->manifest from h's paths and o. */
+static void write_manifest(const test_host *h, const test_redis *r,
+                           const test_host_opts *o)
 {
+    char tmp[320];
     FILE *f;
 
-    memset(h, 0, sizeof(*h));
-    snprintf(h->dir, sizeof(h->dir), "/tmp/wharf-test-host-XXXXXX");
-    cr_assert(mkdtemp(h->dir) != NULL, "mkdtemp: %s", strerror(errno));
-    snprintf(h->manifest, sizeof(h->manifest), "%s/wharf.ini", h->dir);
-    snprintf(h->log, sizeof(h->log), "%s/wharfd.log", h->dir);
-    snprintf(h->runs, sizeof(h->runs), "%s/runs", h->dir);
-    snprintf(h->done, sizeof(h->done), "%s/done", h->dir);
-    f = fopen(h->manifest, "w");
-    cr_assert(f != NULL, "%s: %s", h->manifest, strerror(errno));
+    /* Renamed into place: a reload never reads half a file. */
+    snprintf(tmp, sizeof(tmp), "%s.tmp", h->manifest);
+    f = fopen(tmp, "w");
+    cr_assert(f != NULL, "%s: %s", tmp, strerror(errno));
     fprintf(f,
             "[host]\nplugins_dir = %s\nshutdown_timeout = 10s\n%s"
             "[redis]\nurl = %s\n%s"
-            "[metrics]\nlisten = off\n"
+            "[metrics]\nlisten = %s\n"
             "[log]\nlevel = debug\n"
             "[plugin.chaos]\npath = chaos.so\nruns_file = %s\n"
             "done_file = %s\n"
@@ -61,9 +58,31 @@ void test_host_manifest_opts(test_host *h, const test_redis *r,
             o->plugins_dir ? o->plugins_dir : WHARF_PLUGIN_DIR,
             o->host_keys ? o->host_keys : "",
             o->redis_url ? o->redis_url : r->url,
-            o->redis_keys ? o->redis_keys : "", h->runs, h->done,
+            o->redis_keys ? o->redis_keys : "",
+            o->metrics_listen ? o->metrics_listen : "off", h->runs, h->done,
             o->extra ? o->extra : "");
-    fclose(f);
+    cr_assert_eq(fclose(f), 0);
+    cr_assert_eq(rename(tmp, h->manifest), 0, "%s: %s", h->manifest,
+                 strerror(errno));
+}
+
+void test_host_manifest_opts(test_host *h, const test_redis *r,
+                             const test_host_opts *o)
+{
+    memset(h, 0, sizeof(*h));
+    snprintf(h->dir, sizeof(h->dir), "/tmp/wharf-test-host-XXXXXX");
+    cr_assert(mkdtemp(h->dir) != NULL, "mkdtemp: %s", strerror(errno));
+    snprintf(h->manifest, sizeof(h->manifest), "%s/wharf.ini", h->dir);
+    snprintf(h->log, sizeof(h->log), "%s/wharfd.log", h->dir);
+    snprintf(h->runs, sizeof(h->runs), "%s/runs", h->dir);
+    snprintf(h->done, sizeof(h->done), "%s/done", h->dir);
+    write_manifest(h, r, o);
+}
+
+void test_host_rewrite(const test_host *h, const test_redis *r,
+                       const test_host_opts *o)
+{
+    write_manifest(h, r, o);
 }
 
 void test_host_start(test_host *h)

@@ -27,11 +27,17 @@ typedef struct test_host_opts {
     const char *redis_keys;  /* more [redis] keys */
     const char *redis_url;   /* default: the test server's */
     const char *extra;       /* more sections, verbatim */
+    const char *metrics_listen; /* default: off */
 } test_host_opts;
 
 /* Writes dir/wharf.ini as test_host_manifest does, with o's changes. */
 void test_host_manifest_opts(test_host *h, const test_redis *r,
                              const test_host_opts *o);
+
+/* Writes h's manifest again (same folder, runs and done files) with o's
+ * changes, renamed into place: for a reload. */
+void test_host_rewrite(const test_host *h, const test_redis *r,
+                       const test_host_opts *o);
 
 /* Waits up to timeout_ms for wharfd to exit by itself; returns its exit
  * code (or 128 + signal), or -1 if it still runs. */
