@@ -370,6 +370,19 @@ static char *versioned_result(const char *id)
     return s;
 }
 
+/* Lines of path that contain what. */
+static int count_lines(const char *path, const char *what)
+{
+    FILE *f = fopen(path, "r");
+    char line[8192];
+    int n = 0;
+    while (f && fgets(line, sizeof(line), f))
+        n += strstr(line, what) != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
 static void reload_test(bool watch)
 {
     char dir[64], id[32];
@@ -399,7 +412,14 @@ static void reload_test(bool watch)
                   "%s: '%s'", id, res);
         free(res);
     }
-    test_sleep_ms(500);
+    /* Every worker has been replaced (each replacement logs its start
+     * again) before "after" can count on v2: waited for, not slept. */
+    for (int i = 0; i < 3000 && count_lines(host.log, "\"msg\":\"worker "
+                                                      "started\"") < 4;
+         i++)
+        test_sleep_ms(10);
+    cr_assert_geq(count_lines(host.log, "\"msg\":\"worker started\""), 4,
+                  "the workers were not replaced; see %s", host.log);
     test_add_entry(rc, "versioned", "after", "x");
     res = versioned_result("after");
     cr_assert_str_eq(res, "v2", "the new version was not loaded");

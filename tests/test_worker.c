@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 
 #include <criterion/criterion.h>
@@ -433,8 +434,12 @@ Test(worker, sigterm_finishes_the_running_task_and_exits_0)
 {
     start_host(NULL);
     test_add_entry(rc, "chaos", "t-term", "sleep:500");
-    cr_assert_eq(test_wait_int(rc, 1, 5000,
-                               "EXISTS wharf:{chaos}:lock:t-term"), 1);
+    /* The plugin has started (its runs line is written): a lock alone
+     * only says begun, and a stop between begin and run rightly sends
+     * the task back unrun. */
+    for (int i = 0; i < 2000 && test_host_runs(&host, "t-term", 0) == 0; i++)
+        test_sleep_ms(10);
+    cr_assert_eq(test_host_runs(&host, "t-term", 0), 1, "never started");
     cr_assert_eq(test_host_stop(&host), 0);
     cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:result:t-term"), 1,
                  "the running task was not finished before exit");
@@ -480,10 +485,22 @@ Test(worker, delayed_enqueue_does_not_run_before_it_is_due)
     wharf_enqueue_opts task = {.type = "chaos", .payload = "ok",
                                .payload_len = 2, .id = "later",
                                .delay_ms = 700};
+    /* Polled, not slept: a check after a fixed sleep would fail whenever
+     * a loaded machine delays this process past the due time. Being
+     * late is the only thing load can cause; running early is the bug. */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     cr_assert_eq(wharf_enqueue(client, &task, &reply), WHARF_CLIENT_OK);
-    test_sleep_ms(400);
-    cr_assert_eq(test_host_runs(&host, "later", 0), 0, "ran before it was due");
-    cr_assert_eq(wait_result("chaos", "later", 5000), 1, "never ran");
+    while (test_host_runs(&host, "later", 0) == 0) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        cr_assert(t1.tv_sec - t0.tv_sec < 30, "never ran");
+        test_sleep_ms(5);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long elapsed = (long)(t1.tv_sec - t0.tv_sec) * 1000 +
+                   (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    cr_assert_geq(elapsed, 690, "ran %ld ms after a 700 ms delay", elapsed);
+    cr_assert_eq(wait_result("chaos", "later", 5000), 1, "never finished");
     wharf_client_close(client);
 }
 

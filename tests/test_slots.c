@@ -1,0 +1,133 @@
+/* The worker slot in shared memory: sized per worker generation,
+ * consistent copies, a writer that dies mid-write, and the supervisor's
+ * requests seen across fork. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "slots.h"
+
+static slot *copy_of(const slot *s)
+{
+    slot *c = malloc(slot_size(s));
+    cr_assert(c != NULL);
+    return c;
+}
+
+Test(slots, sized_for_its_capacity_and_zeroed)
+{
+    slot *s = slot_create(300);
+    cr_assert(s != NULL);
+    cr_assert_eq(s->capacity, 300);
+    cr_assert_eq(s->running, SLOT_NONE);
+    cr_assert_eq(s->state, SLOT_EMPTY);
+    cr_assert_eq(s->batch_n, 0);
+    cr_assert_geq(slot_size(s), sizeof(slot) + 300 * sizeof(slot_task));
+    /* The last entry is writable: the mapping covers the whole batch. */
+    strcpy(s->batch[299].id, "last");
+    cr_assert_str_eq(s->batch[299].id, "last");
+    slot_destroy(s);
+    slot_destroy(NULL);
+    s = slot_create(0);
+    cr_assert(s != NULL);
+    cr_assert_eq(s->capacity, 1);
+    slot_destroy(s);
+}
+
+Test(slots, read_copies_what_was_written)
+{
+    slot *s = slot_create(4);
+    slot *c = copy_of(s);
+    slot_write_begin(s);
+    s->state = SLOT_RUNNING;
+    s->batch_n = 2;
+    s->running = 1;
+    strcpy(s->batch[1].id, "task-b");
+    slot_write_end(s);
+    cr_assert_eq(slot_read(s, c), 0);
+    cr_assert_eq(c->state, SLOT_RUNNING);
+    cr_assert_eq(c->batch_n, 2);
+    cr_assert_eq(c->running, 1);
+    cr_assert_str_eq(c->batch[1].id, "task-b");
+    cr_assert_eq(c->capacity, 4);
+    cr_assert_eq(s->writer, getpid());
+    free(c);
+    slot_destroy(s);
+}
+
+Test(slots, a_write_under_way_by_a_live_writer_is_not_read)
+{
+    slot *s = slot_create(2);
+    slot *c = copy_of(s);
+    slot_write_begin(s); /* this process: alive */
+    cr_assert_eq(slot_read(s, c), -1);
+    slot_write_end(s);
+    cr_assert_eq(slot_read(s, c), 0);
+    free(c);
+    slot_destroy(s);
+}
+
+Test(slots, a_writer_that_died_mid_write_is_told_apart)
+{
+    slot *s = slot_create(8);
+    slot *c = copy_of(s);
+    pid_t pid = fork();
+    int status;
+
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        slot_write_begin(s);
+        s->batch_n = 3;
+        strcpy(s->batch[2].entry_id, "1-2");
+        raise(SIGKILL); /* dies with the write half done */
+        _exit(0);
+    }
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFSIGNALED(status));
+    cr_assert_eq(slot_read(s, c), -2, "a dead writer's odd sequence must "
+                                      "not read as a busy one");
+    /* The copy is made anyway: it names the entries the worker held. */
+    cr_assert_eq(c->batch_n, 3);
+    cr_assert_str_eq(c->batch[2].entry_id, "1-2");
+    free(c);
+    slot_destroy(s);
+}
+
+Test(slots, requests_reach_a_forked_worker)
+{
+    slot *s = slot_create(1);
+    pid_t pid = fork();
+    int status;
+
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        for (int i = 0; i < 5000 && !atomic_load(&s->stop); i++)
+            usleep(1000);
+        _exit(atomic_load(&s->stop) && atomic_load(&s->cancel) == 7 ? 0 : 1);
+    }
+    atomic_store(&s->cancel, 7);
+    atomic_store(&s->stop, 1);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "the worker did not see the stop and cancel requests");
+    slot_destroy(s);
+}
+
+Test(slots, reading_keeps_the_supervisor_half)
+{
+    slot *s = slot_create(2);
+    slot *c = copy_of(s);
+    atomic_store(&s->cancel, 3);
+    slot_write_begin(s);
+    s->run = 3;
+    slot_write_end(s);
+    cr_assert_eq(slot_read(s, c), 0);
+    cr_assert_eq(c->run, 3);
+    cr_assert_eq(atomic_load(&c->cancel), 3);
+    free(c);
+    slot_destroy(s);
+}
