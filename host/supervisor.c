@@ -27,6 +27,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "pressure.h"
+#include "run.h"
 #include "scripts.h"
 #include "slots.h"
 #include "worker.h"
@@ -36,9 +37,6 @@
  * host killed with -9 frees its name within a few seconds. */
 #define HEARTBEAT_TTL_MS 5000
 #define HEARTBEAT_EVERY_MS 1000
-/* After a timeout's cancel request, this long before SIGKILL: time for a
- * plugin that checks wharf_cancelled to return. */
-#define KILL_GRACE_MS 1000
 /* Restart delays of a worker that keeps dying: 100 ms doubling to 10 s;
  * a worker that lived this long resets the count. */
 #define RESTART_MIN_MS 100
@@ -563,7 +561,7 @@ static void enforce_timeouts(supervisor *s, int64_t now)
         if (p->cancel_sent_ms) {
             if (snap->state != SLOT_RUNNING || snap->run != p->cancel_run) {
                 p->cancel_sent_ms = 0; /* it ended that run itself */
-            } else if (now - p->cancel_sent_ms >= KILL_GRACE_MS) {
+            } else if (now - p->cancel_sent_ms >= RUN_KILL_GRACE_MS) {
                 log_fields(WHARF_LOG_WARN, "task ignored its cancel request; "
                                            "killing its worker",
                            (log_field[]){LOG_STR("worker", p->consumer)}, 1);
@@ -604,8 +602,8 @@ static int64_t renew_every_ms(const supervisor *s)
         int64_t shortest = pol->lock_ttl_ms < pol->visibility_timeout_ms
                                ? pol->lock_ttl_ms
                                : pol->visibility_timeout_ms;
-        if (shortest / 3 < every)
-            every = shortest / 3;
+        if (shortest / RUN_RENEWALS_PER_TTL < every)
+            every = shortest / RUN_RENEWALS_PER_TTL;
     }
     return every < TICK_MS ? TICK_MS : every;
 }

@@ -16,6 +16,7 @@
 
 #include "backoff.h"
 #include "log.h"
+#include "run.h"
 #include "scripts.h"
 
 /* Reconnect backoff: from 100 ms, doubling, up to 5 s, with jitter. */

@@ -431,3 +431,32 @@ Test(run, workers_inherit_no_descriptor)
     cr_assert(sockets <= 1, "the worker holds %d sockets (its Redis "
                             "connection is one)", sockets);
 }
+
+/* A batch finished while Redis is down, then SIGTERM: the worker keeps
+ * the finish and sends it once Redis is back (within shutdown_timeout)
+ * instead of dropping it, so the task is not run a second time. */
+Test(run, finish_held_across_an_outage_survives_sigterm)
+{
+    start(&host, &(test_host_opts){.host_keys = "workers = 1\n"});
+    test_add_entry(rc, "chaos", "held", "sleep:1500");
+    for (int i = 0; i < 1000 && test_host_runs(&host, "held", 0) == 0; i++)
+        test_sleep_ms(10);
+    cr_assert_eq(test_host_runs(&host, "held", 0), 1, "never started");
+    redisFree(rc);
+    rc = NULL;
+    test_redis_stop(&redis); /* append-only: what was acked is kept */
+    cr_assert(wait_log(&host, 20000, "connection lost mid-batch", NULL),
+              "the finish did not meet the outage; see %s", host.log);
+    kill(host.pid, SIGTERM);
+    cr_assert(wait_log(&host, 20000, "stopping", NULL));
+    test_redis_restart(&redis);
+    rc = test_redis_connect(&redis);
+    cr_assert_eq(test_host_wait_exit(&host, 30000), 0, "see %s", host.log);
+    host.pid = 0;
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:result:held"), 1,
+                 "the held finish was dropped; see %s", host.log);
+    cr_assert_eq(test_redis_int(rc, "XLEN wharf:{chaos}:stream"), 0);
+    cr_assert_eq(test_host_runs(&host, "held", 0), 1);
+    cr_assert(test_host_log_has(&host, "\"task\":\"held\"",
+                                "\"outcome\":\"ok\"", NULL));
+}

@@ -1,0 +1,69 @@
+/* The run protocol: how one run of a task is owned, kept alive, ended and
+ * told apart from a stale one. The worker (worker.c), the supervisor
+ * (supervisor.c), the broker's scripts (sdk/lua/) and the slot (slots.h)
+ * each do a part; this comment is the whole, and the numbers they share
+ * live here.
+ *
+ * Ownership. A run owns its task while three things hold at once:
+ *   1. the stream entry is pending in the group under the run's consumer
+ *      (<host>:<instance>:<slot>): claimed by XREADGROUP, not yet acked;
+ *   2. the lock wharf:{T}:lock:<id> holds the run's token, "<fence>-<owner>"
+ *      (fence from INCR wharf:{T}:fence, owner a nonce of the begin call),
+ *      taken by the begin script with SET NX PX lock_ttl;
+ *   3. the lease: the entry's idle time stays below visibility_timeout.
+ * Every finish script checks 1 and 2 before it writes; a run that fails
+ * either is stale: it writes nothing and counts as `stale`. A task whose
+ * result is cached is acked without a run (`cached`); one whose lock
+ * another run holds goes back to the delayed set after lock_retry without
+ * spending an attempt (`locked`).
+ *
+ * Renewal. The worker publishes its batch (entry ids, ids, tokens) in its
+ * slot. The supervisor renews, every third of the shortest lock_ttl or
+ * visibility_timeout, each published entry's idle time (XCLAIM JUSTID by
+ * the same consumer) and each lock still holding its token (PEXPIRE), in
+ * one script call per worker and type, of any size. Entries idle past
+ * visibility_timeout belong to a silent host: any live host takes them
+ * over (XAUTOCLAIM), which counts as a failed attempt.
+ *
+ * Deadlines. A run's deadline is its type's timeout from the start of the
+ * plugin call. The worker owns it: whatever the plugin returns after it,
+ * or after the supervisor asked for a cancel, is discarded and the
+ * attempt fails with "timeout after N ms". The supervisor, reading the
+ * slot, asks for the cancel through the slot once the deadline passes
+ * (the plugin sees wharf_cancelled), and SIGKILLs the worker if the same
+ * run is still under way RUN_KILL_GRACE_MS later; recover_slot then
+ * records the same failure. A worker that dies in any other way during a
+ * plugin call (a signal, exit() called by the plugin) fails that run's
+ * attempt ("worker crashed: SIGSEGV", "worker exited with status 0 during
+ * the task"); the locks of the rest of its batch are released and its
+ * replacement reads the slot's pending entries again.
+ *
+ * Signals. Workers block SIGTERM, SIGINT and SIGHUP for life, so none
+ * interrupts plugin code; a stop is the slot's `stop` flag (or one of
+ * those signals, pending), read between tasks. The supervisor: SIGTERM or
+ * SIGINT stops the host (workers finish the task in hand, the unstarted
+ * rest of each batch goes back unrun, then exit 0; SIGKILL at
+ * shutdown_timeout); SIGHUP reloads (a plugin check in a child bounded by
+ * init_timeout, then workers replaced one at a time through `stop`);
+ * SIGCHLD reaps. The only signal the host sends a worker is SIGKILL.
+ *
+ * Outages. A batch whose begin reply was lost is held and, once Redis is
+ * back, its locks are released by their owner nonce; a batch whose finish
+ * was cut off is held and sent again (a resent finish that had landed
+ * counts as done, not stale), even after a stop request, until
+ * shutdown_timeout is nearly over. Delivery is at least once: a worker
+ * killed between a plugin's return and its batch's finish leaves those
+ * tasks pending, and they run again. */
+#ifndef WHARF_RUN_H
+#define WHARF_RUN_H
+
+/* After a timeout's cancel request, this long before SIGKILL: time for a
+ * plugin that checks wharf_cancelled to return. */
+#define RUN_KILL_GRACE_MS 1000
+
+/* Leases and locks are renewed this many times per lock_ttl (or
+ * visibility_timeout, the shorter), so two renewals can be missed before
+ * anything expires. */
+#define RUN_RENEWALS_PER_TTL 3
+
+#endif /* WHARF_RUN_H */
