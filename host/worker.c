@@ -46,6 +46,7 @@ typedef struct worker {
     redisReply *held_claim; /* the jobs point into it */
     size_t held_n;
     int64_t stop_seen_ms;    /* when a stop request was first seen, or 0 */
+    bool signalled;          /* a SIGTERM / SIGINT is pending */
     int *metric_index;       /* per broker queue: its metrics type index */
     uint64_t counted_round_trips, counted_errors; /* already in metrics */
 } worker;
@@ -64,20 +65,29 @@ static int64_t wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* True once a stop was asked for: by the caller's flag, by the supervisor
- * through the slot, or by a SIGTERM / SIGINT sent to this process (the
- * worker keeps them blocked, so they wait, pending, to be read here
- * between tasks rather than interrupting a plugin's system call). */
-static bool stopping(worker *w)
+/* Reads a SIGTERM or SIGINT sent to this process: the worker keeps them
+ * blocked (see child_block_stops), so they wait, pending, to be read here
+ * between tasks rather than interrupting a plugin's system call. Once per
+ * claim and per sleep step: a system call, kept off the per-task path. */
+static void read_pending_signals(worker *w)
 {
     sigset_t pending;
-    bool stop = *w->stop != 0;
+
+    if (!w->signalled && sigpending(&pending) == 0 &&
+        (sigismember(&pending, SIGTERM) == 1 ||
+         sigismember(&pending, SIGINT) == 1))
+        w->signalled = true;
+}
+
+/* True once a stop was asked for: by the caller's flag, by the supervisor
+ * through the slot, or by a pending SIGTERM / SIGINT. */
+static bool stopping(worker *w)
+{
+    bool stop = *w->stop != 0 || w->signalled;
 
     if (!stop && w->opts->status)
-        stop = atomic_load(&w->opts->status->stop) != 0;
-    if (!stop && sigpending(&pending) == 0)
-        stop = sigismember(&pending, SIGTERM) == 1 ||
-               sigismember(&pending, SIGINT) == 1;
+        stop = atomic_load_explicit(&w->opts->status->stop,
+                                    memory_order_relaxed) != 0;
     if (stop && w->stop_seen_ms == 0)
         w->stop_seen_ms = slots_now_ms() | 1; /* never 0 */
     return stop;
@@ -111,7 +121,10 @@ static int64_t wait_since(int64_t enqueued_at_ms)
 static void sleep_ms(worker *w, int64_t ms)
 {
     /* In short steps, so a stop request is seen quickly. */
-    while (ms > 0 && keep_trying(w)) {
+    while (ms > 0) {
+        read_pending_signals(w);
+        if (!keep_trying(w))
+            break;
         int64_t step = ms > 50 ? 50 : ms;
         struct timespec ts = {0, (long)step * 1000000L};
         nanosleep(&ts, NULL);
@@ -602,9 +615,13 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
                (log_field[]){LOG_STR("worker", opts->consumer),
                              LOG_INT("types", (int64_t)ld->n_routes)},
                2);
-    while (!stopping(&w) || (w.held && keep_trying(&w))) {
+    while (true) {
         redisReply *claim;
         size_t n;
+
+        read_pending_signals(&w);
+        if (stopping(&w) && !(w.held && keep_trying(&w)))
+            break;
 
         count_redis(&w);
         if (!w.b.redis) {
