@@ -1,7 +1,7 @@
 /* Metrics: counters and histograms in shared memory, set up by the
  * supervisor before it forks, added to by every process with atomic adds
  * (so counts are exact), and rendered by the supervisor in the Prometheus
- * text format. DESIGN section 8 names them. */
+ * text format. README's "Metrics and health" names them. */
 #ifndef WHARF_METRICS_H
 #define WHARF_METRICS_H
 

@@ -1,4 +1,4 @@
-/* The manifest parser (host/config.c): every key of DESIGN section 5, the
+/* The manifest parser (host/config.c): every key of docs/manifest.md, the
  * defaults, and each configuration error with its line and message. Each
  * test writes its manifests into a fresh temporary folder. */
 
@@ -131,7 +131,7 @@ static const char *fails_at(const char *text, int line, const char *what)
 /* ---- a valid manifest ---- */
 
 static const char full_manifest[] =
-    "; every key of DESIGN section 5, none at its default\n"
+    "; every key of docs/manifest.md, none at its default\n"
     "[type.echo]                ; before [defaults] on purpose\n"
     "max_attempts = 3\n"
     "backoff = exponential\n"

@@ -1,4 +1,4 @@
-/* The plugin of DESIGN section 4, verbatim: test_check builds it with the
+/* The plugin of README's "Writing a plugin", verbatim: test_check builds it with the
  * plain line `cc -shared -fPIC -I sdk/include` and nothing else. */
 #include <wharf/plugin.h>
 
