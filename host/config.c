@@ -1,4 +1,4 @@
-/* The manifest parser (DESIGN section 5). We feed inih one whole line at a
+/* The manifest parser (docs/manifest.md). We feed inih one whole line at a
  * time through our own reader, so we know every line's number, catch lines
  * too long for inih and track section headers ourselves; inih splits the
  * key = value lines. The first problem in file order is the one reported. */

@@ -1,4 +1,4 @@
-/* The manifest (DESIGN section 5): an INI file parsed with inih into a
+/* The manifest (docs/manifest.md): an INI file parsed with inih into a
  * validated, typed configuration. Every error is one line
  * "FILE:LINE: what is wrong" and the caller exits 78. */
 #ifndef WHARF_CONFIG_H
@@ -135,7 +135,7 @@ const char *config_plugin_value(const plugin_section *section, const char *key);
 int config_parse_duration(const char *text, int64_t *out_ms);
 int config_parse_size(const char *text, uint64_t *out_bytes);
 
-/* Name rules of DESIGN section 2. */
+/* Name rules of docs/protocol.md (type names and task ids). */
 bool config_valid_type_name(const char *name);
 bool config_valid_task_id(const char *id, size_t len);
 
