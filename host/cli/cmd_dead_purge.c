@@ -7,20 +7,15 @@
 
 #include "cli.h"
 #include "dead_pages.h"
+#include "lua_sources.h"
 #include "script.h"
 
 /* Dead ids per round trip. */
 #define CHUNK 500
 
-/* KEYS: 1 dead, 2 task:<id>. ARGV: 1 id. Replies 1 if it was dead. */
-static const char purge_lua[] =
-    "if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then\n"
-    "  redis.call('DEL', KEYS[2])\n"
-    "  return 1\n"
-    "end\n"
-    "return 0\n";
-
-static script purge_script = {.name = "purge", .source = purge_lua};
+/* sdk/lua/dead_purge.lua */
+static script purge_script = {.name = "dead_purge",
+                              .source = wharf_lua_dead_purge};
 
 /* Purges the ids of one ZRANGE page. 0 or an exit code. */
 static int purge_page(cli *ctx, redisContext *redis, const char *type,

@@ -7,43 +7,15 @@
 
 #include "cli.h"
 #include "dead_pages.h"
+#include "lua_sources.h"
 #include "script.h"
 
 /* Dead ids per round trip with --all. */
 #define CHUNK 200
 
-/* KEYS: 1 dead, 2 task:<id>, 3 stream. ARGV: 1 id, 2 type.
- * Replies OK, NOT_FOUND (not in the dead set) or MISSING (in the dead set
- * without an envelope: dropped from it). */
-static const char replay_lua[] =
-    "if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then\n"
-    "  return 'NOT_FOUND'\n"
-    "end\n"
-    "redis.call('ZREM', KEYS[1], ARGV[1])\n"
-    "local h = redis.call('HGETALL', KEYS[2])\n"
-    "if #h == 0 then return 'MISSING' end\n"
-    "local drop = {id = 1, type = 1, payload = 1, attempt = 1,\n"
-    "              enqueued_at = 1, trace = 1, error = 1, failed_at = 1,\n"
-    "              worker = 1}\n"
-    "local v, f = {}, {}\n"
-    "for i = 1, #h, 2 do v[h[i]] = h[i + 1] end\n"
-    "local function add(name, value)\n"
-    "  if value then f[#f + 1] = name; f[#f + 1] = value end\n"
-    "end\n"
-    "add('id', v.id or ARGV[1])\n"
-    "add('type', v.type or ARGV[2])\n"
-    "add('payload', v.payload)\n"
-    "add('attempt', '1')\n"
-    "add('enqueued_at', v.enqueued_at)\n"
-    "add('trace', v.trace)\n"
-    "for i = 1, #h, 2 do\n"
-    "  if not drop[h[i]] then add(h[i], h[i + 1]) end\n"
-    "end\n"
-    "redis.call('XADD', KEYS[3], '*', unpack(f))\n"
-    "redis.call('DEL', KEYS[2])\n"
-    "return 'OK'\n";
-
-static script replay_script = {.name = "replay", .source = replay_lua};
+/* sdk/lua/dead_replay.lua */
+static script replay_script = {.name = "dead_replay",
+                               .source = wharf_lua_dead_replay};
 
 /* Fills the 5 arguments of the script for id. */
 static void call_args(cli *ctx, const char *type, const char *id,

@@ -12,6 +12,7 @@
 #include "client_ids.h"
 #include "client_internal.h"
 #include "keys.h"
+#include "lua_sources.h"
 
 /* Tasks per script call, and their payload bytes (a call takes at least
  * one task): a call blocks Redis for well under a millisecond. */
@@ -29,87 +30,8 @@
 /* A hundred years: anything longer is a mistake, not a schedule. */
 #define MAX_DELAY_MS (INT64_C(100) * 365 * 24 * 3600 * 1000)
 
-/* KEYS: 1 policy, 2 stream, 3 delayed, 4 types, 5 pressure; then per task
- *       seen:<id1>, seen:<id2>, and for a delayed call also task:<id1>,
- *       task:<id2>. id1 is the payload hash or the explicit id, id2 a
- *       random id or the explicit id again (equal keys: an explicit id).
- * ARGV: 1 type, 2 the length of "<prefix>:{<type>}:seen:" (an id is the
- *       rest of its seen key), 3 "1" for a delayed call, 4-7 the default
- *       max_payload, max_backlog, idempotency, idempotency_ttl; then per
- *       task: payload, trace, and for a delayed call the delay in ms.
- * Replies {pressure (0/1), then per task: word, id, limit}; word is OK,
- * DUPLICATE, TOO_LARGE (limit = max_payload) or BACKPRESSURE (limit =
- * max_backlog). The backlog is ready + delayed, as the hosts count it
- * (running tasks are not waiting); it counts the tasks added before, so a
- * run is judged as the same tasks one by one. Times come from Redis TIME, so
- * producers with skewed clocks agree.
- * Every argument costs Redis work on each call, so ids ride in their keys
- * and a ready task sends no task keys or delay; numbers handed to
- * redis.call are strings, as Lua would format them with printf. */
-static const char enqueue_lua[] =
-    "local p = redis.call('HMGET', KEYS[1], 'max_payload', 'max_backlog',\n"
-    "                     'idempotency', 'idempotency_ttl')\n"
-    "local max_payload = tonumber(p[1]) or tonumber(ARGV[4])\n"
-    "local max_backlog = tonumber(p[2]) or tonumber(ARGV[5])\n"
-    "local idempotency = p[3] or ARGV[6]\n"
-    "local ttl = p[4]\n"
-    "if not (tonumber(ttl) and tonumber(ttl) >= 1) then ttl = ARGV[7] end\n"
-    "local out = {redis.call('EXISTS', KEYS[5])}\n"
-    "local backlog = -1\n"
-    "if max_backlog > 0 then\n"
-    "  backlog = redis.call('XLEN', KEYS[2]) + redis.call('ZCARD', KEYS[3])\n"
-    "  local pending = redis.pcall('XPENDING', KEYS[2], '" WHARF_GROUP "')\n"
-    "  if type(pending) == 'table' and pending.err == nil then\n"
-    "    backlog = backlog - pending[1]\n"
-    "  end\n"
-    "end\n"
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local now_text = string.format('%.0f', now)\n"
-    "local task_type, skip = ARGV[1], tonumber(ARGV[2]) + 1\n"
-    "local delayed = ARGV[3] == '1'\n"
-    "local nkeys, nargs = 2, 2\n"
-    "if delayed then nkeys, nargs = 4, 3 end\n"
-    "local added = false\n"
-    "for i = 0, (#ARGV - 7) / nargs - 1 do\n"
-    "  local k, a = 6 + nkeys * i, 8 + nargs * i\n"
-    "  local word, id, limit = 'OK', '', 0\n"
-    "  local payload = ARGV[a]\n"
-    "  if #payload > max_payload then\n"
-    "    word, limit = 'TOO_LARGE', max_payload\n"
-    "  elseif backlog >= max_backlog then\n"
-    "    word, limit = 'BACKPRESSURE', max_backlog\n"
-    "  else\n"
-    "    local c = 0\n"
-    "    if idempotency == 'none' and KEYS[k] ~= KEYS[k + 1] then c = 1 end\n"
-    "    local seen = KEYS[k + c]\n"
-    "    id = string.sub(seen, skip)\n"
-    "    if not redis.call('SET', seen, '1', 'NX', 'PX', ttl) then\n"
-    "      word = 'DUPLICATE'\n"
-    "    elseif not delayed then\n"
-    "      redis.call('XADD', KEYS[2], '*', 'id', id, 'type', task_type,\n"
-    "                 'payload', payload, 'attempt', '1',\n"
-    "                 'enqueued_at', now_text, 'trace', ARGV[a + 1])\n"
-    "    else\n"
-    "      local task = KEYS[k + 2 + c]\n"
-    "      redis.call('DEL', task)\n"
-    "      redis.call('HSET', task, 'id', id, 'type', task_type,\n"
-    "                 'payload', payload, 'attempt', '1',\n"
-    "                 'enqueued_at', now_text, 'trace', ARGV[a + 1])\n"
-    "      redis.call('ZADD', KEYS[3],\n"
-    "                 string.format('%.0f', now + tonumber(ARGV[a + 2])), id)\n"
-    "    end\n"
-    "    if word == 'OK' then\n"
-    "      if backlog >= 0 then backlog = backlog + 1 end\n"
-    "      added = true\n"
-    "    end\n"
-    "  end\n"
-    "  out[#out + 1] = word\n"
-    "  out[#out + 1] = id\n"
-    "  out[#out + 1] = limit\n"
-    "end\n"
-    "if added then redis.call('SADD', KEYS[4], task_type) end\n"
-    "return out\n";
+/* The script is sdk/lua/enqueue.lua, whose header states its KEYS, ARGV
+ * and reply. */
 
 enum {
     COMMON_KEYS = 5,
@@ -169,7 +91,7 @@ struct enqueue_buffers {
 void client_enqueue_init(wharf_client *c)
 {
     c->enqueue.name = "enqueue";
-    c->enqueue.source = enqueue_lua;
+    c->enqueue.source = wharf_lua_enqueue;
     script_init(&c->enqueue);
 }
 
