@@ -334,3 +334,39 @@ Test(broker, entries_behind_older_pending_ones_are_still_owned)
     cr_assert_eq(jobs[0].begin, BEGIN_NONE);
     freeReplyObject(reply);
 }
+
+/* Renew takes 3n + 4 arguments: a worker holding 200 tasks of a type used
+ * to go over the old 256-argument limit and renew nothing, silently. */
+Test(broker, renew_of_two_hundred_tasks_in_one_call)
+{
+    static const char *entry_ids[200], *task_ids[200], *tokens[200];
+    redisReply *reply = NULL;
+    size_t n;
+
+    open_broker(&b, "host:test:0");
+    for (int i = 0; i < 200; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "lease%d", i);
+        add_task("alpha", id);
+    }
+    n = claim(&b, 256, &reply);
+    cr_assert_eq(n, 200);
+    cr_assert_eq(broker_begin(&b, jobs, n), 0, "%s", b.errstr);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(jobs[i].begin, BEGIN_RUN);
+        entry_ids[i] = jobs[i].e.entry_id;
+        task_ids[i] = jobs[i].e.task.id;
+        tokens[i] = jobs[i].token;
+        freeReplyObject(test_redis_command(
+            rc, "PEXPIRE wharf:{alpha}:lock:%s 1000", task_ids[i]));
+    }
+    cr_assert_eq(broker_renew(&b, &b.queues[0], b.consumer, entry_ids,
+                              task_ids, tokens, n),
+                 200, "%s", b.errstr);
+    /* Every lock got lock_ttl again (60 s by default). */
+    for (size_t i = 0; i < n; i++)
+        cr_assert_gt(test_redis_int(rc, "PTTL wharf:{alpha}:lock:%s",
+                                    task_ids[i]),
+                     1000, "%s", task_ids[i]);
+    freeReplyObject(reply);
+}

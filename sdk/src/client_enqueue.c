@@ -36,12 +36,6 @@
 enum {
     COMMON_KEYS = 5,
     TASK_KEYS_MAX = 4, /* 2 for a ready task, 4 for a delayed one */
-    COMMON_ARGS = 7,
-    TASK_ARGS_MAX = 3, /* 2 for a ready task, 3 for a delayed one */
-    /* EVALSHA sha numkeys */
-    CALL_HEAD = 3,
-    CALL_ARGC_MAX = CALL_HEAD + COMMON_KEYS + COMMON_ARGS +
-                    CALL_TASKS * (TASK_KEYS_MAX + TASK_ARGS_MAX),
     TASK_RANDOM_BYTES = CLIENT_RANDOM_ID_BYTES + CLIENT_TRACE_BYTES
 };
 
@@ -53,16 +47,13 @@ typedef struct task_slot {
     char delay[24];
 } task_slot;
 
-/* One script call being built: argv points into it and into the tasks. */
+/* One script call being built: cmd's arguments point into it and into
+ * the tasks; cmd keeps its buffers from call to call. */
 typedef struct enqueue_call {
     char common_keys[COMMON_KEYS][KEY_MAX];
-    char numkeys[24];
-    char skip[24];
     task_slot slots[CALL_TASKS];
     unsigned char random[CALL_TASKS * TASK_RANDOM_BYTES];
-    const char *argv[CALL_ARGC_MAX];
-    size_t argvlen[CALL_ARGC_MAX];
-    int argc;
+    command cmd;
 } enqueue_call;
 
 /* What became of a call of a round. */
@@ -97,6 +88,8 @@ void client_enqueue_init(wharf_client *c)
 
 void client_enqueue_free(wharf_client *c)
 {
+    if (c->enqueue_buffers)
+        command_free(&c->enqueue_buffers->call.cmd);
     free(c->enqueue_buffers);
     c->enqueue_buffers = NULL;
 }
@@ -105,9 +98,13 @@ void client_enqueue_free(wharf_client *c)
  * memory. */
 static struct enqueue_buffers *buffers(wharf_client *c)
 {
-    if (!c->enqueue_buffers &&
-        !(c->enqueue_buffers = malloc(sizeof(*c->enqueue_buffers))))
-        client_error(c, "enqueue: out of memory");
+    if (!c->enqueue_buffers) {
+        c->enqueue_buffers = malloc(sizeof(*c->enqueue_buffers));
+        if (c->enqueue_buffers)
+            command_init(&c->enqueue_buffers->call.cmd);
+        else
+            client_error(c, "enqueue: out of memory");
+    }
     return c->enqueue_buffers;
 }
 
@@ -186,17 +183,6 @@ static wharf_client_status fill_slot(wharf_client *c,
     return WHARF_CLIENT_OK;
 }
 
-static void push(enqueue_call *call, const char *arg, size_t len)
-{
-    call->argv[call->argc] = arg;
-    call->argvlen[call->argc++] = len;
-}
-
-static void push_text(enqueue_call *call, const char *arg)
-{
-    push(call, arg, strlen(arg));
-}
-
 /* Builds the EVALSHA call for count (<= CALL_TASKS) checked tasks of one
  * type, all ready or all delayed: tasks[index[0]], tasks[index[1]], ...
  * OK, or ERROR with c->errstr set when libcrypto fails. */
@@ -207,7 +193,9 @@ static wharf_client_status build_call(wharf_client *c, enqueue_call *call,
     const char *type = tasks[index[0]].type, *prefix = c->prefix;
     int delayed = tasks[index[0]].delay_ms > 0;
     int task_keys = delayed ? 4 : 2;
+    command *cmd = &call->cmd;
     char seen[KEY_MAX];
+    int skip;
 
     if (client_random_bytes(call->random, count * TASK_RANDOM_BYTES) != 0) {
         client_error(c, "enqueue: libcrypto has no random bytes to give");
@@ -225,33 +213,35 @@ static wharf_client_status build_call(wharf_client *c, enqueue_call *call,
     key_of_type(call->common_keys[2], KEY_MAX, prefix, type, "delayed");
     key_global(call->common_keys[3], KEY_MAX, prefix, "types");
     key_of_type(call->common_keys[4], KEY_MAX, prefix, type, "pressure");
-    snprintf(call->skip, sizeof(call->skip), "%d",
-             key_of_type(seen, sizeof(seen), prefix, type, "seen:"));
-    snprintf(call->numkeys, sizeof(call->numkeys), "%zu",
-             COMMON_KEYS + (size_t)task_keys * count);
-    call->argc = 0;
-    push(call, "EVALSHA", 7);
-    push(call, c->enqueue.sha, 40);
-    push_text(call, call->numkeys);
+    skip = key_of_type(seen, sizeof(seen), prefix, type, "seen:");
+    command_evalsha(cmd, c->enqueue.sha);
     for (int k = 0; k < COMMON_KEYS; k++)
-        push_text(call, call->common_keys[k]);
+        command_push_key(cmd, call->common_keys[k],
+                         strlen(call->common_keys[k]));
     for (size_t i = 0; i < count; i++)
         for (int k = 0; k < task_keys; k++)
-            push_text(call, call->slots[i].keys[k]);
-    push_text(call, type);
-    push_text(call, call->skip);
-    push_text(call, delayed ? "1" : "0");
-    push_text(call, DEFAULT_MAX_PAYLOAD);
-    push_text(call, DEFAULT_MAX_BACKLOG);
-    push_text(call, DEFAULT_IDEMPOTENCY);
-    push_text(call, DEFAULT_IDEMPOTENCY_TTL);
+            command_push_key(cmd, call->slots[i].keys[k],
+                             strlen(call->slots[i].keys[k]));
+    command_push_str(cmd, type);
+    command_push_int(cmd, skip);
+    command_push_str(cmd, delayed ? "1" : "0");
+    command_push_str(cmd, DEFAULT_MAX_PAYLOAD);
+    command_push_str(cmd, DEFAULT_MAX_BACKLOG);
+    command_push_str(cmd, DEFAULT_IDEMPOTENCY);
+    command_push_str(cmd, DEFAULT_IDEMPOTENCY_TTL);
     for (size_t i = 0; i < count; i++) {
         const wharf_enqueue_opts *t = &tasks[index[i]];
         task_slot *s = &call->slots[i];
-        push(call, t->payload ? (const char *)t->payload : "", t->payload_len);
-        push_text(call, t->trace ? t->trace : s->trace);
+        command_push(cmd, t->payload ? (const char *)t->payload : "",
+                     t->payload_len);
+        command_push_str(cmd, t->trace ? t->trace : s->trace);
         if (delayed)
-            push_text(call, s->delay);
+            command_push_str(cmd, s->delay);
+    }
+    if (cmd->err) {
+        client_error(c, "enqueue: building the script call: %s",
+                     strerror(cmd->err));
+        return WHARF_CLIENT_ERROR;
     }
     return WHARF_CLIENT_OK;
 }
@@ -339,24 +329,6 @@ static wharf_client_status parse_call(wharf_client *c, const redisReply *r,
     return status;
 }
 
-/* Runs one call alone and waits for it; on NOSCRIPT loads the script and
- * runs it again. Returns the reply (caller frees) or NULL when the
- * connection failed. */
-static redisReply *run_call(wharf_client *c, redisContext *redis,
-                            enqueue_call *call)
-{
-    redisReply *r =
-        redisCommandArgv(redis, call->argc, call->argv, call->argvlen);
-    char err[256];
-
-    if (!script_is_noscript(r))
-        return r;
-    freeReplyObject(r);
-    if (script_load(redis, &c->enqueue, err, sizeof(err)) != 0 && redis->err)
-        return NULL;
-    return redisCommandArgv(redis, call->argc, call->argv, call->argvlen);
-}
-
 /* Builds, runs and parses the call of count tasks (given by index). */
 static wharf_client_status call_alone(wharf_client *c, enqueue_call *call,
                                       const wharf_enqueue_opts *tasks,
@@ -372,7 +344,13 @@ static wharf_client_status call_alone(wharf_client *c, enqueue_call *call,
     status = build_call(c, call, tasks, index, count);
     if (status != WHARF_CLIENT_OK)
         return status;
-    r = run_call(c, redis, call);
+    /* On NOSCRIPT it loads the script and runs the call again. */
+    r = script_run_command(redis, &c->enqueue, &call->cmd);
+    if (!r && call->cmd.err) {
+        client_error(c, "enqueue: encoding the script call: %s",
+                     strerror(call->cmd.err));
+        return WHARF_CLIENT_ERROR;
+    }
     status = parse_call(c, r, tasks, index, count, replies);
     freeReplyObject(r);
     return status;
@@ -498,11 +476,15 @@ static wharf_client_status send_round(wharf_client *c, enqueue_call *call,
             build_call(c, call, tasks, &round->members[p->first], p->count);
         if (status != WHARF_CLIENT_OK)
             break;
-        if (redisAppendCommandArgv(redis, call->argc, call->argv,
-                                   call->argvlen) != REDIS_OK)
-            status = client_reply_status(c, NULL, "enqueue");
-        else
+        if (command_append(&call->cmd, redis) == 0) {
             p->state = CALL_SENT;
+        } else if (call->cmd.err) {
+            client_error(c, "enqueue: encoding the script call: %s",
+                         strerror(call->cmd.err));
+            status = WHARF_CLIENT_ERROR;
+        } else {
+            status = client_reply_status(c, NULL, "enqueue");
+        }
     }
     if (status == WHARF_CLIENT_OK && flush_output(redis) != REDIS_OK)
         status = client_reply_status(c, NULL, "enqueue");
