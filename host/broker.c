@@ -802,6 +802,21 @@ static void push_envelope(broker *b, const broker_job *j)
     push_str(b, j->reason ? j->reason : "");
 }
 
+/* The key <what>:<id> a finish writes: the result, the envelope of a
+ * retry (promote reads it), or the dead record (only death, trim_dead and
+ * the CLI's dead commands touch it, so a new run of the id cannot). */
+static const char *record_of(finish_kind kind)
+{
+    switch (kind) {
+    case FINISH_OK:
+        return "result";
+    case FINISH_DEAD:
+        return "dead";
+    default:
+        return "task";
+    }
+}
+
 /* A finish kind as script_finish spells it. */
 static char finish_letter(finish_kind kind)
 {
@@ -834,8 +849,7 @@ static void finish_build(broker *b, broker_job *jobs, const batch_call *c)
             push_key(b, &jobs[i], "lock");
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]) && jobs[i].finish != FINISH_ACK)
-            push_key(b, &jobs[i],
-                     jobs[i].finish == FINISH_OK ? "result" : "task");
+            push_key(b, &jobs[i], record_of(jobs[i].finish));
     push_str(b, WHARF_GROUP);
     push_str(b, consumer_of(b, lead));
     push_int(b, q->pol->result_ttl_ms);
@@ -1114,7 +1128,7 @@ long broker_trim_dead(broker *b)
                 return r ? total : -1;
             }
             snprintf(max, sizeof(max), "%" PRIu64, q->pol->dead_max);
-            removed = move_ids(b, &script_trim_dead, q, keys, 1, "task", max, r);
+            removed = move_ids(b, &script_trim_dead, q, keys, 1, "dead", max, r);
             freeReplyObject(r);
             if (removed < 0)
                 return -1;

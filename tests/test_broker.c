@@ -9,6 +9,8 @@
 
 #include <criterion/criterion.h>
 
+#include <wharf/client.h>
+
 #include "broker.h"
 #include "redis_server.h"
 #include "scripts.h"
@@ -193,10 +195,12 @@ Test(broker, one_batch_of_every_kind_ends_as_each_would_alone)
     s = get("HGET wharf:{alpha}:task:%s %s", "a4", "worker");
     cr_assert_str_eq(s, "host:test:0");
     free(s);
-    s = get("HGET wharf:{alpha}:task:%s %s", "a5", "payload");
+    /* A dead task's record is its own key, dead:<id>. */
+    s = get("HGET wharf:{alpha}:dead:%s %s", "a5", "payload");
     cr_assert_str_eq(s, "p-a5");
     free(s);
-    cr_assert_gt(test_redis_int(rc, "PTTL wharf:{alpha}:task:a5"), 0);
+    cr_assert_gt(test_redis_int(rc, "PTTL wharf:{alpha}:dead:a5"), 0);
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{alpha}:task:a5"), 0);
     cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{alpha}:delayed"), 2);
     cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{alpha}:dead"), 1);
     cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{alpha}:task:a6"), 0);
@@ -368,5 +372,89 @@ Test(broker, renew_of_two_hundred_tasks_in_one_call)
         cr_assert_gt(test_redis_int(rc, "PTTL wharf:{alpha}:lock:%s",
                                     task_ids[i]),
                      1000, "%s", task_ids[i]);
+    freeReplyObject(reply);
+}
+
+/* Enqueues id of type alpha through the client library: its status. */
+static wharf_client_status enqueue_id(const char *id)
+{
+    wharf_client *client = NULL;
+    wharf_enqueue_opts opts = {.type = "alpha", .payload = "again",
+                               .payload_len = 5, .id = id};
+    wharf_enqueue_reply reply;
+    wharf_client_status status;
+    char err[256];
+
+    cr_assert_eq(wharf_client_open(&client, redis.url, NULL, NULL, err,
+                                   sizeof(err)),
+                 WHARF_CLIENT_OK, "%s", err);
+    status = wharf_enqueue(client, &opts, &reply);
+    wharf_client_close(client);
+    return status;
+}
+
+/* Runs the one alpha task there is to its finish kind. */
+static broker_job *run_one(finish_kind kind, redisReply **reply)
+{
+    size_t n = claim(&b, 16, reply);
+
+    cr_assert_eq(n, 1);
+    cr_assert_eq(broker_begin(&b, jobs, n), 0, "%s", b.errstr);
+    cr_assert_eq(jobs[0].begin, BEGIN_RUN);
+    jobs[0].finish = kind;
+    jobs[0].next_attempt = jobs[0].e.task.attempt + 1;
+    jobs[0].delay_ms = 60000;
+    jobs[0].reason = "boom";
+    cr_assert_eq(broker_finish(&b, jobs, n), 0, "%s", b.errstr);
+    return &jobs[0];
+}
+
+/* Its seen marker expired, but an id waiting for its retry is a
+ * duplicate: enqueueing it again must not reset its attempt to 1. */
+Test(broker, enqueue_of_a_retrying_id_keeps_its_attempt)
+{
+    redisReply *reply = NULL;
+
+    open_broker(&b, "host:test:0");
+    add_task("alpha", "r1");
+    cr_assert_eq(run_one(FINISH_RETRY, &reply)->outcome, OUTCOME_RETRY);
+    freeReplyObject(test_redis_command(rc, "DEL wharf:{alpha}:seen:r1"));
+    cr_assert_eq(enqueue_id("r1"), WHARF_CLIENT_DUPLICATE);
+    char *s = get("HGET wharf:{alpha}:task:%s %s", "r1", "attempt");
+    cr_assert_str_eq(s, "2");
+    free(s);
+    cr_assert_eq(test_redis_int(rc, "XLEN wharf:{alpha}:stream"), 0);
+    freeReplyObject(reply);
+}
+
+/* A dead id enqueued again runs anew; the dead record stays as it was,
+ * through the new run's own retry and success. */
+Test(broker, enqueue_of_a_dead_id_leaves_its_record)
+{
+    redisReply *reply = NULL;
+    char *s;
+
+    open_broker(&b, "host:test:0");
+    add_task("alpha", "d1");
+    cr_assert_eq(run_one(FINISH_DEAD, &reply)->outcome, OUTCOME_DEAD);
+    long long died = test_redis_int(rc, "ZSCORE wharf:{alpha}:dead d1");
+    cr_assert_eq(enqueue_id("d1"), WHARF_CLIENT_OK);
+    cr_assert_eq(run_one(FINISH_RETRY, &reply)->outcome, OUTCOME_RETRY);
+    /* Promote it now rather than in a minute. */
+    freeReplyObject(test_redis_command(rc, "ZADD wharf:{alpha}:delayed 1 d1"));
+    cr_assert_eq(broker_promote(&b), 1, "%s", b.errstr);
+    broker_job *j = run_one(FINISH_OK, &reply);
+    cr_assert_eq(j->outcome, OUTCOME_OK);
+    cr_assert_eq(j->e.task.attempt, 2);
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{alpha}:result:d1"), 1);
+    /* The dead record: untouched by the new run. */
+    s = get("HGET wharf:{alpha}:dead:%s %s", "d1", "payload");
+    cr_assert_str_eq(s, "p-d1");
+    free(s);
+    s = get("HGET wharf:{alpha}:dead:%s %s", "d1", "attempt");
+    cr_assert_str_eq(s, "2");
+    free(s);
+    cr_assert_eq(test_redis_int(rc, "ZSCORE wharf:{alpha}:dead d1"), died);
+    cr_assert_gt(test_redis_int(rc, "PTTL wharf:{alpha}:dead:d1"), 0);
     freeReplyObject(reply);
 }

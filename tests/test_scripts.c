@@ -182,7 +182,7 @@ Test(scripts, finish_writes_each_kind_and_nothing_of_a_stale_run)
     r = run(&script_finish, 11, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
             "w:{t}:lock:ok1", "w:{t}:lock:re1", "w:{t}:lock:de1",
             "w:{t}:lock:st1", "w:{t}:result:ok1", "w:{t}:task:re1",
-            "w:{t}:task:de1", "w:{t}:result:st1",
+            "w:{t}:dead:de1", "w:{t}:result:st1",
             /* ARGV */
             "wharf", "c1", "300000", "86400000", "t", "ordo", entries[0],
             entries[1], entries[2], entries[3], "5", "6", "7", "8",
@@ -200,9 +200,9 @@ Test(scripts, finish_writes_each_kind_and_nothing_of_a_stale_run)
     assert_str(hget("w:{t}:task:re1", "error"), "boom");
     assert_str(hget("w:{t}:task:re1", "worker"), "c1");
     cr_assert(test_redis_int(rc, "ZSCORE w:{t}:delayed re1") > 1700000000000);
-    /* Dead: envelope with a TTL, in the dead set. */
-    assert_str(hget("w:{t}:task:de1", "error"), "gave up");
-    cr_assert(test_redis_int(rc, "PTTL w:{t}:task:de1") > 0);
+    /* Dead: its own record with a TTL, in the dead set. */
+    assert_str(hget("w:{t}:dead:de1", "error"), "gave up");
+    cr_assert(test_redis_int(rc, "PTTL w:{t}:dead:de1") > 0);
     cr_assert(test_redis_int(rc, "ZSCORE w:{t}:dead de1") > 0);
     /* Done entries are acked and deleted, their locks released; the stale
      * one stays pending and keeps the other run's lock. */
@@ -323,65 +323,95 @@ Test(scripts, trim_dead_stops_at_dead_max)
     redisReply *r;
 
     freeReplyObject(test_redis_command(rc, "ZADD w:{t}:dead 1 a 2 b 3 c"));
-    freeReplyObject(test_redis_command(rc, "HSET w:{t}:task:a id a"));
-    freeReplyObject(test_redis_command(rc, "HSET w:{t}:task:b id b"));
-    freeReplyObject(test_redis_command(rc, "HSET w:{t}:task:c id c"));
-    r = run(&script_trim_dead, 4, "w:{t}:dead", "w:{t}:task:a",
-            "w:{t}:task:b", "w:{t}:task:c", "2", "a", "b", "c", NULL);
+    freeReplyObject(test_redis_command(rc, "HSET w:{t}:dead:a id a"));
+    freeReplyObject(test_redis_command(rc, "HSET w:{t}:dead:b id b"));
+    freeReplyObject(test_redis_command(rc, "HSET w:{t}:dead:c id c"));
+    r = run(&script_trim_dead, 4, "w:{t}:dead", "w:{t}:dead:a",
+            "w:{t}:dead:b", "w:{t}:dead:c", "2", "a", "b", "c", NULL);
     cr_assert_eq(r->integer, 1);
     freeReplyObject(r);
     cr_assert_eq(test_redis_int(rc, "ZCARD w:{t}:dead"), 2);
-    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:task:a"), 0);
-    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:task:b"), 1);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:dead:a"), 0);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:dead:b"), 1);
+}
+
+static redisReply *replay(const char *id)
+{
+    char record[64], task[64];
+
+    snprintf(record, sizeof(record), "w:{t}:dead:%s", id);
+    snprintf(task, sizeof(task), "w:{t}:task:%s", id);
+    return run(&script_dead_replay, 5, "w:{t}:dead", record, "w:{t}:stream",
+               task, "w:{t}:delayed", id, "t", NULL);
+}
+
+static redisReply *purge(const char *id)
+{
+    char record[64], task[64];
+
+    snprintf(record, sizeof(record), "w:{t}:dead:%s", id);
+    snprintf(task, sizeof(task), "w:{t}:task:%s", id);
+    return run(&script_dead_purge, 4, "w:{t}:dead", record, task,
+               "w:{t}:delayed", id, NULL);
 }
 
 Test(scripts, dead_purge_and_dead_replay)
 {
     redisReply *r;
 
-    freeReplyObject(test_redis_command(rc, "ZADD w:{t}:dead 1 a 2 b"));
+    freeReplyObject(test_redis_command(rc, "ZADD w:{t}:dead 1 a 2 b 3 old"));
     freeReplyObject(test_redis_command(
-        rc, "HSET w:{t}:task:a id a type t payload p attempt 5 enqueued_at 5 "
+        rc, "HSET w:{t}:dead:a id a type t payload p attempt 5 enqueued_at 5 "
             "trace %s error boom failed_at 6 worker c1",
         TRACE));
-    freeReplyObject(test_redis_command(rc, "HSET w:{t}:task:b id b"));
-    r = run(&script_dead_replay, 3, "w:{t}:dead", "w:{t}:task:a",
-            "w:{t}:stream", "a", "t", NULL);
+    freeReplyObject(test_redis_command(rc, "HSET w:{t}:dead:b id b"));
+    /* A new run of a waits for a retry: its envelope is not touched. */
+    freeReplyObject(test_redis_command(rc, "ZADD w:{t}:delayed 9 a"));
+    freeReplyObject(test_redis_command(rc, "HSET w:{t}:task:a attempt 2"));
+    /* A record from before dead:<id> existed. */
+    freeReplyObject(
+        test_redis_command(rc, "HSET w:{t}:task:old id old payload q"));
+    r = replay("a");
     cr_assert_str_eq(r->str, "OK");
     freeReplyObject(r);
-    r = run(&script_dead_replay, 3, "w:{t}:dead", "w:{t}:task:a",
-            "w:{t}:stream", "a", "t", NULL);
+    r = replay("a");
     cr_assert_str_eq(r->str, "NOT_FOUND");
     freeReplyObject(r);
+    r = replay("old");
+    cr_assert_str_eq(r->str, "OK");
+    freeReplyObject(r);
     r = test_redis_command(rc, "XRANGE w:{t}:stream - +");
-    cr_assert_eq(r->elements, 1);
+    cr_assert_eq(r->elements, 2);
     const redisReply *f = r->element[0]->element[1];
     for (size_t i = 0; i < f->elements; i += 2)
         if (strcmp(f->element[i]->str, "attempt") == 0)
             cr_assert_str_eq(f->element[i + 1]->str, "1");
     freeReplyObject(r);
-    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:task:a"), 0);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:dead:a w:{t}:task:old"), 0);
+    assert_str(hget("w:{t}:task:a", "attempt"), "2");
 
-    r = run(&script_dead_purge, 2, "w:{t}:dead", "w:{t}:task:b", "b", NULL);
+    r = purge("b");
     cr_assert_eq(r->integer, 1);
     freeReplyObject(r);
-    r = run(&script_dead_purge, 2, "w:{t}:dead", "w:{t}:task:b", "b", NULL);
+    r = purge("b");
     cr_assert_eq(r->integer, 0);
     freeReplyObject(r);
-    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:task:b w:{t}:dead"), 0);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:dead:b w:{t}:dead"), 0);
+    assert_str(hget("w:{t}:task:a", "attempt"), "2");
 }
 
 /* One ready task through the enqueue script: its reply words. */
 static void enqueue_one(const char *id, const char *want)
 {
-    char seen[64];
+    char seen[64], task[64];
     redisReply *r;
 
     snprintf(seen, sizeof(seen), "w:{t}:seen:%s", id);
-    r = run(&script_enqueue, 7, "w:{t}:policy", "w:{t}:stream",
-            "w:{t}:delayed", "w:types", "w:{t}:pressure", seen, seen, "t",
-            "11", "0", "1048576", "0", "payload", "300000", "the payload",
-            TRACE, NULL);
+    snprintf(task, sizeof(task), "w:{t}:task:%s", id);
+    r = run(&script_enqueue, 9, "w:{t}:policy", "w:{t}:stream",
+            "w:{t}:delayed", "w:types", "w:{t}:pressure", seen, seen, task,
+            task, "t", "11", "0", "1048576", "0", "payload", "300000",
+            "the payload", TRACE, NULL);
     cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
     cr_assert_eq(r->elements, 4);
     cr_assert_eq(r->element[0]->integer, 0); /* no pressure */
@@ -397,4 +427,28 @@ Test(scripts, enqueue_adds_once_and_answers_duplicate_after)
     cr_assert_eq(test_redis_int(rc, "XLEN w:{t}:stream"), 1);
     cr_assert(test_redis_int(rc, "PTTL w:{t}:seen:x1") > 0);
     cr_assert_eq(test_redis_int(rc, "SISMEMBER w:types t"), 1);
+}
+
+/* Once its seen marker expired, an id waiting for a retry is still a
+ * duplicate: adding it again would reset its attempt to 1. */
+Test(scripts, enqueue_of_a_retrying_id_keeps_its_attempt)
+{
+    freeReplyObject(test_redis_command(rc, "ZADD w:{t}:delayed 99 r1"));
+    freeReplyObject(test_redis_command(
+        rc, "HSET w:{t}:task:r1 id r1 type t payload p attempt 4"));
+    enqueue_one("r1", "DUPLICATE");
+    assert_str(hget("w:{t}:task:r1", "attempt"), "4");
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:stream"), 0);
+}
+
+/* A dead id runs anew; its dead record stays as it was. */
+Test(scripts, enqueue_of_a_dead_id_leaves_its_record)
+{
+    freeReplyObject(test_redis_command(rc, "ZADD w:{t}:dead 5 d1"));
+    freeReplyObject(test_redis_command(
+        rc, "HSET w:{t}:dead:d1 id d1 type t payload p attempt 5 error x"));
+    enqueue_one("d1", "OK");
+    cr_assert_eq(test_redis_int(rc, "XLEN w:{t}:stream"), 1);
+    assert_str(hget("w:{t}:dead:d1", "error"), "x");
+    cr_assert_eq(test_redis_int(rc, "ZSCORE w:{t}:dead d1"), 5);
 }

@@ -17,18 +17,24 @@
 static script replay_script = {.name = "dead_replay",
                                .source = wharf_lua_dead_replay};
 
-/* Fills the 5 arguments of the script for id. */
+/* The script's keys and arguments. */
+#define REPLAY_KEYS 5
+#define REPLAY_ARGS (REPLAY_KEYS + 2)
+
+/* Fills the arguments of the script for id. */
 static void call_args(cli *ctx, const char *type, const char *id,
-                      char keys[3][KEY_MAX], const char *argv[5])
+                      char keys[REPLAY_KEYS][KEY_MAX],
+                      const char *argv[REPLAY_ARGS])
 {
     cli_key(ctx, keys[0], type, "dead");
-    cli_task_key(ctx, keys[1], type, "task", id);
+    cli_task_key(ctx, keys[1], type, "dead", id);
     cli_key(ctx, keys[2], type, "stream");
-    argv[0] = keys[0];
-    argv[1] = keys[1];
-    argv[2] = keys[2];
-    argv[3] = id;
-    argv[4] = type;
+    cli_task_key(ctx, keys[3], type, "task", id);
+    cli_key(ctx, keys[4], type, "delayed");
+    for (int i = 0; i < REPLAY_KEYS; i++)
+        argv[i] = keys[i];
+    argv[REPLAY_KEYS] = id;
+    argv[REPLAY_KEYS + 1] = type;
 }
 
 /* The script's answer word, or NULL after saying why there is none. */
@@ -48,8 +54,8 @@ static const char *answer(cli *ctx, const redisReply *r, int *code)
 
 static int replay_one(cli *ctx, const char *type, const char *id)
 {
-    char keys[3][KEY_MAX];
-    const char *argv[5], *word;
+    char keys[REPLAY_KEYS][KEY_MAX];
+    const char *argv[REPLAY_ARGS], *word;
     redisContext *redis;
     redisReply *r;
     int code;
@@ -57,7 +63,8 @@ static int replay_one(cli *ctx, const char *type, const char *id)
     if (!(redis = cli_redis(ctx, &code)))
         return code;
     call_args(ctx, type, id, keys, argv);
-    r = script_run(redis, &replay_script, 3, 5, argv, NULL);
+    r = script_run(redis, &replay_script, REPLAY_KEYS, REPLAY_ARGS, argv,
+                   NULL);
     word = answer(ctx, r, &code);
     if (word && strcmp(word, "OK") == 0)
         printf("replayed 1\n");
@@ -83,13 +90,14 @@ static int replay_page(cli *ctx, redisContext *redis, const char *type,
                        const redisReply *page, void *arg)
 {
     replay_counts *counts = arg;
-    char keys[3][KEY_MAX];
-    const char *argv[5];
+    char keys[REPLAY_KEYS][KEY_MAX];
+    const char *argv[REPLAY_ARGS];
     int code = 0, err;
 
     for (size_t i = 0; i < page->elements; i++) {
         call_args(ctx, type, page->element[i]->str, keys, argv);
-        if (script_append(redis, &replay_script, 3, 5, argv, NULL) != 0)
+        if (script_append(redis, &replay_script, REPLAY_KEYS, REPLAY_ARGS,
+                          argv, NULL) != 0)
             return cli_reply_check(ctx, NULL, "dead replay");
     }
     for (size_t i = 0; i < page->elements; i++) {

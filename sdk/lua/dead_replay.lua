@@ -1,14 +1,22 @@
 -- dead_replay: puts one dead task back into the stream (wharf dead
 -- replay): attempt 1, no error; unknown fields are kept.
--- KEYS: 1 dead, 2 task:<id>, 3 stream.
+-- KEYS: 1 dead, 2 dead:<id>, 3 stream, 4 task:<id>, 5 delayed.
 -- ARGV: 1 id, 2 type.
 -- Reply: OK; NOT_FOUND (not in the dead set); or MISSING (in the dead set
---       without an envelope: dropped from it).
+--       without a record: dropped from it).
+-- A record written before dead tasks had their own key is task:<id>; it is
+-- used when dead:<id> is missing, unless the id waits in the delayed set
+-- (then task:<id> belongs to a new run of the id).
 if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   return 'NOT_FOUND'
 end
 redis.call('ZREM', KEYS[1], ARGV[1])
-local h = redis.call('HGETALL', KEYS[2])
+local record = KEYS[2]
+local h = redis.call('HGETALL', record)
+if #h == 0 and not redis.call('ZSCORE', KEYS[5], ARGV[1]) then
+  record = KEYS[4]
+  h = redis.call('HGETALL', record)
+end
 if #h == 0 then return 'MISSING' end
 local drop = {id = 1, type = 1, payload = 1, attempt = 1,
               enqueued_at = 1, trace = 1, error = 1, failed_at = 1,
@@ -28,5 +36,5 @@ for i = 1, #h, 2 do
   if not drop[h[i]] then add(h[i], h[i + 1]) end
 end
 redis.call('XADD', KEYS[3], '*', unpack(f))
-redis.call('DEL', KEYS[2])
+redis.call('DEL', record)
 return 'OK'

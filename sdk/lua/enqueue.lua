@@ -1,9 +1,9 @@
 -- enqueue: adds a run of tasks of one type, each handled exactly as if it
 -- were alone, enforcing the policy the hosts published for the type.
 -- KEYS: 1 policy, 2 stream, 3 delayed, 4 types, 5 pressure; then per task
---       seen:<id1>, seen:<id2>, and for a delayed call also task:<id1>,
---       task:<id2>. id1 is the payload hash or the explicit id, id2 a
---       random id or the explicit id again (equal keys: an explicit id).
+--       seen:<id1>, seen:<id2>, task:<id1>, task:<id2>. id1 is the payload
+--       hash or the explicit id, id2 a random id or the explicit id again
+--       (equal keys: an explicit id).
 -- ARGV: 1 type, 2 the length of "<prefix>:{<type>}:seen:" (an id is the
 --       rest of its seen key), 3 "1" for a delayed call, 4-7 the default
 --       max_payload, max_backlog, idempotency, idempotency_ttl (used while
@@ -12,12 +12,18 @@
 -- Reply: {pressure (0/1), then per task: word, id, limit}; word is OK,
 --       DUPLICATE, TOO_LARGE (limit = max_payload) or BACKPRESSURE
 --       (limit = max_backlog).
+-- An id is a duplicate while its seen marker lives, and also while it
+-- waits in the delayed set with its envelope task:<id> (a retry, or a
+-- scheduled run): once the marker has expired, adding it again would
+-- reset a retrying task's attempt to 1 and overwrite its envelope. A dead
+-- id (its record is dead:<id>, which this script never touches) is added
+-- anew.
 -- The backlog is ready + delayed, as the hosts count it (running tasks are
 -- not waiting); it counts the tasks added before, so a run is judged as
 -- the same tasks one by one. Times come from Redis TIME, so producers with
 -- skewed clocks agree. 'wharf' is the consumer group every stream has.
 -- Every argument costs Redis work on each call, so ids ride in their keys
--- and a ready task sends no task keys or delay; numbers handed to
+-- and a ready task sends no delay; numbers handed to
 -- redis.call are strings, as Lua would format them with printf.
 local p = redis.call('HMGET', KEYS[1], 'max_payload', 'max_backlog',
                      'idempotency', 'idempotency_ttl')
@@ -40,8 +46,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now_text = string.format('%.0f', now)
 local task_type, skip = ARGV[1], tonumber(ARGV[2]) + 1
 local delayed = ARGV[3] == '1'
-local nkeys, nargs = 2, 2
-if delayed then nkeys, nargs = 4, 3 end
+local nkeys, nargs = 4, 2
+if delayed then nargs = 3 end
 local added = false
 for i = 0, (#ARGV - 7) / nargs - 1 do
   local k, a = 6 + nkeys * i, 8 + nargs * i
@@ -56,14 +62,17 @@ for i = 0, (#ARGV - 7) / nargs - 1 do
     if idempotency == 'none' and KEYS[k] ~= KEYS[k + 1] then c = 1 end
     local seen = KEYS[k + c]
     id = string.sub(seen, skip)
+    local task = KEYS[k + 2 + c]
     if not redis.call('SET', seen, '1', 'NX', 'PX', ttl) then
+      word = 'DUPLICATE'
+    elseif redis.call('ZSCORE', KEYS[3], id) and
+           redis.call('EXISTS', task) == 1 then
       word = 'DUPLICATE'
     elseif not delayed then
       redis.call('XADD', KEYS[2], '*', 'id', id, 'type', task_type,
                  'payload', payload, 'attempt', '1',
                  'enqueued_at', now_text, 'trace', ARGV[a + 1])
     else
-      local task = KEYS[k + 2 + c]
       redis.call('DEL', task)
       redis.call('HSET', task, 'id', id, 'type', task_type,
                  'payload', payload, 'attempt', '1',

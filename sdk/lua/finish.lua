@@ -1,8 +1,8 @@
 -- finish: ends the runs of a batch of one queue and one consumer, each
 -- task as if it were alone.
 -- KEYS: 1 stream, 2 delayed, 3 dead, then for each task but an ack its
---       lock:<id>, then (same order) its result:<id> (ok) or task:<id>
---       (retry, dead).
+--       lock:<id>, then (same order) its result:<id> (ok), task:<id>
+--       (retry) or dead:<id> (dead).
 -- ARGV: 1 group, 2 consumer (also the envelope's worker), 3 result_ttl_ms,
 --       4 dead_ttl_ms, 5 type, 6 the tasks' kinds (one letter each: a ack,
 --       o ok, r retry or reschedule, d dead), then the entry id of every
@@ -18,8 +18,9 @@
 -- task it no longer owns is stale and nothing of it is written.
 -- An owned task: ok stores its result (an empty one too, TTL result_ttl);
 -- retry writes the envelope task:<id> and puts the id in the delayed set
--- at now + delay; dead writes the envelope (TTL dead_ttl), puts the id in
--- the dead set at now, and ids older than dead_ttl leave that set
+-- at now + delay; dead writes the dead record dead:<id> (the same fields,
+-- TTL dead_ttl; a later run of the same id never touches it), puts the id
+-- in the dead set at now, and ids older than dead_ttl leave that set
 -- (dead_max is kept by trim_dead); an ack writes nothing. Then its entry
 -- is acked and deleted and its lock released. A retry or dead write that
 -- fails (a key of the wrong type) leaves that task pending and locked, and

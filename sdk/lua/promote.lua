@@ -4,7 +4,8 @@
 -- Reply: the number moved.
 -- Each id still due goes into the stream with the fields of its envelope
 -- (error, failed_at and worker stay behind) and its envelope is deleted.
--- An id with no envelope is dropped from the delayed set.
+-- An id with no envelope is dropped from the delayed set. Dead records
+-- (dead:<id>) are never read here: a dead task is not promoted.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local moved = 0

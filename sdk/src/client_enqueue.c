@@ -35,14 +35,16 @@
 
 enum {
     COMMON_KEYS = 5,
-    TASK_KEYS_MAX = 4, /* 2 for a ready task, 4 for a delayed one */
+    /* seen and task keys of both candidate ids: the script checks the
+     * envelope of a ready task too (a retrying id is a duplicate). */
+    TASK_KEYS = 4,
     TASK_RANDOM_BYTES = CLIENT_RANDOM_ID_BYTES + CLIENT_TRACE_BYTES
 };
 
 /* What one task adds to a call: its keys, and the trace and delay its
  * arguments point to. */
 typedef struct task_slot {
-    char keys[TASK_KEYS_MAX][KEY_MAX];
+    char keys[TASK_KEYS][KEY_MAX];
     char trace[CLIENT_TRACE_SIZE];
     char delay[24];
 } task_slot;
@@ -176,10 +178,8 @@ static wharf_client_status fill_slot(wharf_client *c,
      * KEY_MAX, so the returns need no check. */
     key_of_task(s->keys[0], KEY_MAX, c->prefix, t->type, "seen", id1);
     key_of_task(s->keys[1], KEY_MAX, c->prefix, t->type, "seen", id2);
-    if (t->delay_ms > 0) {
-        key_of_task(s->keys[2], KEY_MAX, c->prefix, t->type, "task", id1);
-        key_of_task(s->keys[3], KEY_MAX, c->prefix, t->type, "task", id2);
-    }
+    key_of_task(s->keys[2], KEY_MAX, c->prefix, t->type, "task", id1);
+    key_of_task(s->keys[3], KEY_MAX, c->prefix, t->type, "task", id2);
     return WHARF_CLIENT_OK;
 }
 
@@ -192,7 +192,7 @@ static wharf_client_status build_call(wharf_client *c, enqueue_call *call,
 {
     const char *type = tasks[index[0]].type, *prefix = c->prefix;
     int delayed = tasks[index[0]].delay_ms > 0;
-    int task_keys = delayed ? 4 : 2;
+    int task_keys = TASK_KEYS;
     command *cmd = &call->cmd;
     char seen[KEY_MAX];
     int skip;
