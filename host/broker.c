@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client_ids.h"
 #include "log.h"
 #include "scripts.h"
 
@@ -695,7 +696,7 @@ static bool same_queue(const broker *b, const broker_job *a,
     return a->queue == c->queue;
 }
 
-/* KEYS fence, result:<id>..., lock:<id>...; ARGV lock_ttl_ms. */
+/* KEYS fence, result:<id>..., lock:<id>...; ARGV lock_ttl_ms, owner. */
 static void begin_build(broker *b, broker_job *jobs, const batch_call *c)
 {
     const broker_queue *q = jobs[c->first].queue;
@@ -709,6 +710,7 @@ static void begin_build(broker *b, broker_job *jobs, const batch_call *c)
         if (job_begins(&jobs[i]))
             push_key(b, &jobs[i], "lock");
     push_int(b, q->pol->lock_ttl_ms);
+    push_str(b, jobs[c->first].owner);
 }
 
 /* r: the error (or unexpected) reply, for the call or for j alone. */
@@ -724,7 +726,29 @@ static void begin_failed(broker *b, broker_job *j, const redisReply *r)
     j->begin = BEGIN_NONE;
 }
 
-/* One element per task: 0 (cached), -1 (locked) or the token. */
+/* True if text (len bytes) is the lock value "<fence>-<owner>" of a call
+ * of this owner; sets *fence. */
+static bool lock_value_fence(const char *text, size_t len, const char *owner,
+                             uint64_t *fence)
+{
+    size_t owner_len = strlen(owner), digits = 0;
+    uint64_t n = 0;
+
+    while (digits < len && text[digits] >= '0' && text[digits] <= '9') {
+        if (n > (UINT64_MAX - 9) / 10)
+            return false;
+        n = n * 10 + (uint64_t)(text[digits] - '0');
+        digits++;
+    }
+    if (digits == 0 || len != digits + 1 + owner_len ||
+        len >= sizeof(((broker_job *)0)->token) || text[digits] != '-' ||
+        memcmp(text + digits + 1, owner, owner_len) != 0)
+        return false;
+    *fence = n;
+    return true;
+}
+
+/* One element per task: 0 (cached), -1 (locked) or the lock value. */
 static void begin_apply(broker *b, broker_job *jobs, const batch_call *c,
                         const redisReply *r)
 {
@@ -743,10 +767,10 @@ static void begin_apply(broker *b, broker_job *jobs, const batch_call *c,
         v = r->element[k++];
         if (v->type == REDIS_REPLY_INTEGER) {
             j->begin = v->integer == 0 ? BEGIN_CACHED : BEGIN_LOCKED;
-        } else if (v->type == REDIS_REPLY_STRING && v->len > 0 &&
-                   v->len < sizeof(j->token)) {
+        } else if (v->type == REDIS_REPLY_STRING &&
+                   lock_value_fence(v->str, v->len, j->owner,
+                                    &j->e.task.fence)) {
             memcpy(j->token, v->str, v->len + 1);
-            j->e.task.fence = strtoull(v->str, NULL, 10);
             j->begin = BEGIN_RUN;
         } else {
             begin_failed(b, j, v);
@@ -766,6 +790,23 @@ static const batch_ops begin_ops = {
 
 int broker_begin(broker *b, broker_job *jobs, size_t n)
 {
+    unsigned char random[8];
+    char owner[17];
+
+    if (!b->redis)
+        return -1;
+    if (client_random_bytes(random, sizeof(random)) != 0) {
+        snprintf(b->errstr, sizeof(b->errstr),
+                 "begin: libcrypto has no random bytes to give");
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof(random); i++)
+        snprintf(owner + 2 * i, 3, "%02x", random[i]);
+    /* Stored before anything is sent: if the replies are lost, the
+     * release knows whose locks to look for. */
+    for (size_t i = 0; i < n; i++)
+        if (job_begins(&jobs[i]))
+            memcpy(jobs[i].owner, owner, sizeof(owner));
     return run_batch(b, &begin_ops, jobs, n);
 }
 
@@ -954,26 +995,42 @@ int broker_finish(broker *b, broker_job *jobs, size_t n)
 
 /* ---- release ---- */
 
+/* A job whose lock is ours (BEGIN_RUN), or may be: its begin was sent
+ * and not answered (the call may have run). */
 static bool job_holds_lock(const broker_job *j)
 {
-    return j->begin == BEGIN_RUN;
+    return j->begin == BEGIN_RUN ||
+           (j->begin == BEGIN_NONE && j->owner[0] != '\0');
 }
 
-/* KEYS lock; ARGV token. One task a call: a rare path (a batch dropped
- * by a broken connection). */
+/* KEYS lock; ARGV token, or owner and "owner". One task a call: a rare
+ * path (a batch dropped by a broken connection). */
 static void release_build(broker *b, broker_job *jobs, const batch_call *c)
 {
+    const broker_job *j = &jobs[c->first];
+
     begin_call(b, &script_release);
-    push_key(b, &jobs[c->first], "lock");
-    push_str(b, jobs[c->first].token);
+    push_key(b, j, "lock");
+    if (j->begin == BEGIN_RUN) {
+        push_str(b, j->token);
+    } else {
+        push_str(b, j->owner);
+        push_str(b, "owner");
+    }
 }
 
 static void release_apply(broker *b, broker_job *jobs, const batch_call *c,
                           const redisReply *r)
 {
-    (void)r;
-    (void)b;
-    jobs[c->first].begin = BEGIN_NONE;
+    broker_job *j = &jobs[c->first];
+
+    /* An error reply (a key of the wrong type) cannot be fixed by trying
+     * again: the lock expires with its TTL. */
+    if (r->type == REDIS_REPLY_ERROR)
+        command_failed(b, "release", r);
+    j->begin = BEGIN_NONE;
+    j->owner[0] = '\0';
+    j->token[0] = '\0';
 }
 
 static const batch_ops release_ops = {

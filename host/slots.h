@@ -15,7 +15,7 @@
 #define SLOT_TYPE_MAX 101
 #define SLOT_ID_MAX 201
 #define SLOT_ENTRY_MAX 48
-#define SLOT_TOKEN_MAX 24
+#define SLOT_TOKEN_MAX 48 /* a lock value "<fence>-<owner>": broker_job.token */
 #define SLOT_NONE UINT32_MAX
 
 typedef enum slot_state {

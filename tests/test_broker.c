@@ -97,6 +97,19 @@ static broker_job *job_of(size_t n, const char *id)
     return NULL;
 }
 
+/* j took its lock with fence: its token is "<fence>-<owner>", a lock
+ * value of 16 hex digits of owner. */
+static void assert_token(const broker_job *j, unsigned long long fence)
+{
+    char want[64];
+
+    cr_assert_eq(strlen(j->owner), 16, "owner '%s'", j->owner);
+    cr_assert_eq(strspn(j->owner, "0123456789abcdef"), 16);
+    snprintf(want, sizeof(want), "%llu-%s", fence, j->owner);
+    cr_assert_str_eq(j->token, want);
+    cr_assert_eq(j->e.task.fence, fence);
+}
+
 static char *get(const char *fmt, const char *a, const char *c)
 {
     redisReply *r = test_redis_command(rc, fmt, a, c);
@@ -127,16 +140,17 @@ Test(broker, one_batch_of_every_kind_ends_as_each_would_alone)
     /* Tokens are drawn in order by every task not cached: a1 1, a3 2
      * (lost to the holder), a4 3, a5 4, a6 5. */
     cr_assert_eq(job_of(n, "a1")->begin, BEGIN_RUN);
-    cr_assert_str_eq(job_of(n, "a1")->token, "1");
-    cr_assert_eq(job_of(n, "a1")->e.task.fence, 1);
+    assert_token(job_of(n, "a1"), 1);
     cr_assert_eq(job_of(n, "a2")->begin, BEGIN_CACHED);
     cr_assert_eq(job_of(n, "a3")->begin, BEGIN_LOCKED);
-    cr_assert_str_eq(job_of(n, "a4")->token, "3");
-    cr_assert_str_eq(job_of(n, "a5")->token, "4");
-    cr_assert_str_eq(job_of(n, "a6")->token, "5");
+    assert_token(job_of(n, "a4"), 3);
+    assert_token(job_of(n, "a5"), 4);
+    assert_token(job_of(n, "a6"), 5);
+    /* One begin call, one owner. */
+    cr_assert_str_eq(job_of(n, "a1")->owner, job_of(n, "a6")->owner);
     cr_assert_eq(test_redis_int(rc, "GET wharf:{alpha}:fence"), 5);
     s = get("GET wharf:{alpha}:lock:%s%s", "a", "4");
-    cr_assert_str_eq(s, "3");
+    cr_assert_str_eq(s, job_of(n, "a4")->token);
     free(s);
 
     job_of(n, "a1")->finish = FINISH_OK;
@@ -255,10 +269,8 @@ Test(broker, a_batch_larger_than_one_call)
     cr_assert_eq(n, 150);
     cr_assert_eq(broker_begin(&b, jobs, n), 0, "%s", b.errstr);
     for (size_t i = 0; i < n; i++) {
-        char want[24];
-        snprintf(want, sizeof(want), "%zu", i + 1);
         cr_assert_eq(jobs[i].begin, BEGIN_RUN);
-        cr_assert_str_eq(jobs[i].token, want);
+        assert_token(&jobs[i], i + 1);
         jobs[i].finish = i % 10 == 0 ? FINISH_RETRY : FINISH_OK;
         jobs[i].next_attempt = 2;
         jobs[i].delay_ms = 60000;
@@ -456,5 +468,58 @@ Test(broker, enqueue_of_a_dead_id_leaves_its_record)
     free(s);
     cr_assert_eq(test_redis_int(rc, "ZSCORE wharf:{alpha}:dead d1"), died);
     cr_assert_gt(test_redis_int(rc, "PTTL wharf:{alpha}:dead:d1"), 0);
+    freeReplyObject(reply);
+}
+
+/* A begin that Redis ran but whose reply was never read (the connection
+ * broke): the jobs know the call's owner, not their fences, and
+ * broker_release still frees their locks, and only theirs. */
+Test(broker, locks_of_a_begin_whose_reply_was_lost_are_released)
+{
+    redisReply *reply = NULL, *r;
+    const char *argv[8];
+    char keys[5][KEY_MAX];
+    size_t n;
+
+    open_broker(&b, "host:test:0");
+    add_task("alpha", "l1");
+    add_task("alpha", "l2");
+    n = claim(&b, 16, &reply);
+    cr_assert_eq(n, 2);
+    /* Another run holds l2's lock, with a value of the same form. */
+    freeReplyObject(test_redis_command(
+        rc, "SET wharf:{alpha}:lock:l2 7-fedcba9876543210 PX 60000"));
+    /* What broker_begin does before sending: */
+    for (size_t i = 0; i < n; i++)
+        snprintf(jobs[i].owner, sizeof(jobs[i].owner), "0123456789abcdef");
+    snprintf(keys[0], KEY_MAX, "wharf:{alpha}:fence");
+    snprintf(keys[1], KEY_MAX, "wharf:{alpha}:result:l1");
+    snprintf(keys[2], KEY_MAX, "wharf:{alpha}:result:l2");
+    snprintf(keys[3], KEY_MAX, "wharf:{alpha}:lock:l1");
+    snprintf(keys[4], KEY_MAX, "wharf:{alpha}:lock:l2");
+    for (int i = 0; i < 5; i++)
+        argv[i] = keys[i];
+    argv[5] = "60000";
+    argv[6] = jobs[0].owner;
+    /* The call runs in Redis; its reply is dropped unread. */
+    r = script_run(rc, &script_begin, 5, 7, argv, NULL);
+    cr_assert(r && r->type == REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+    cr_assert_eq(jobs[0].begin, BEGIN_NONE);
+    char *s = get("GET wharf:{alpha}:lock:%s%s", "l", "1");
+    cr_assert_str_eq(s, "1-0123456789abcdef");
+    free(s);
+
+    cr_assert_eq(broker_release(&b, jobs, n), 0, "%s", b.errstr);
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{alpha}:lock:l1"), 0);
+    s = get("GET wharf:{alpha}:lock:%s%s", "l", "2");
+    cr_assert_str_eq(s, "7-fedcba9876543210");
+    free(s);
+    cr_assert_str_eq(jobs[0].owner, "");
+    /* Begun again after the reconnect, the task runs with a fresh lock
+     * (the lost call drew fences 1 and 2). */
+    cr_assert_eq(broker_begin(&b, jobs, 1), 0, "%s", b.errstr);
+    cr_assert_eq(jobs[0].begin, BEGIN_RUN);
+    assert_token(&jobs[0], 3);
     freeReplyObject(reply);
 }

@@ -141,7 +141,8 @@ Test(scripts, begin_answers_cached_locked_or_a_fresh_token)
     freeReplyObject(test_redis_command(rc, "SET w:{t}:fence 41"));
     r = run(&script_begin, 7, "w:{t}:fence", "w:{t}:result:a",
             "w:{t}:result:b", "w:{t}:result:c", "w:{t}:lock:a",
-            "w:{t}:lock:b", "w:{t}:lock:c", "60000", NULL);
+            "w:{t}:lock:b", "w:{t}:lock:c", "60000", "00112233aabbccdd",
+            NULL);
     cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
     cr_assert_eq(r->elements, 3);
     cr_assert_eq(r->element[0]->type, REDIS_REPLY_INTEGER);
@@ -149,12 +150,12 @@ Test(scripts, begin_answers_cached_locked_or_a_fresh_token)
     cr_assert_eq(r->element[1]->type, REDIS_REPLY_INTEGER);
     cr_assert_eq(r->element[1]->integer, -1); /* locked by another */
     cr_assert_eq(r->element[2]->type, REDIS_REPLY_STRING);
-    cr_assert_str_eq(r->element[2]->str, "43");
+    cr_assert_str_eq(r->element[2]->str, "43-00112233aabbccdd");
     freeReplyObject(r);
     /* b and c each drew a token; only c's lock is ours. */
     assert_str(get("w:{t}:fence"), "43");
     assert_str(get("w:{t}:lock:b"), "99");
-    assert_str(get("w:{t}:lock:c"), "43");
+    assert_str(get("w:{t}:lock:c"), "43-00112233aabbccdd");
     cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:a"), 0);
     long long ttl = test_redis_int(rc, "PTTL w:{t}:lock:c");
     cr_assert(ttl > 0 && ttl <= 60000, "%lld", ttl);
@@ -229,6 +230,21 @@ Test(scripts, release_deletes_only_our_value)
     cr_assert_eq(r->integer, 1);
     freeReplyObject(r);
     cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:a"), 0);
+
+    /* By owner: any fence, only that owner, never a bare suffix. */
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:b 5-aaaa"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:c 6-bbbb"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:d -aaaa"));
+    r = run(&script_release, 1, "w:{t}:lock:c", "aaaa", "owner", NULL);
+    cr_assert_eq(r->integer, 0);
+    freeReplyObject(r);
+    r = run(&script_release, 1, "w:{t}:lock:d", "aaaa", "owner", NULL);
+    cr_assert_eq(r->integer, 0);
+    freeReplyObject(r);
+    r = run(&script_release, 1, "w:{t}:lock:b", "aaaa", "owner", NULL);
+    cr_assert_eq(r->integer, 1);
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:b w:{t}:lock:c"), 1);
 }
 
 Test(scripts, renew_resets_idle_time_and_extends_our_locks)
