@@ -896,6 +896,7 @@ static void finish_build(broker *b, broker_job *jobs, const batch_call *c)
     push_int(b, q->pol->result_ttl_ms);
     push_int(b, q->pol->dead_ttl_ms);
     push_str(b, q->type);
+    push_str(b, sc->resend ? "resend" : "");
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]))
             sc->kinds[t++] = finish_letter(jobs[i].finish);
@@ -991,6 +992,16 @@ static const batch_ops finish_ops = {
 int broker_finish(broker *b, broker_job *jobs, size_t n)
 {
     return run_batch(b, &finish_ops, jobs, n);
+}
+
+int broker_finish_resend(broker *b, broker_job *jobs, size_t n)
+{
+    int rc;
+
+    b->scratch->resend = true;
+    rc = run_batch(b, &finish_ops, jobs, n);
+    b->scratch->resend = false;
+    return rc;
 }
 
 /* ---- release ---- */

@@ -148,6 +148,16 @@ int broker_begin(broker *b, broker_job *jobs, size_t n);
  * its task). 0, or -1 on a connection error. */
 int broker_finish(broker *b, broker_job *jobs, size_t n);
 
+/* broker_finish for a finish sent again after the connection broke
+ * before its reply was read (it may have landed). A task its run no
+ * longer owns whose entry is gone from the stream and whose requested
+ * effect is visible (ok: its result exists; retry or reschedule: its id
+ * is in the delayed set; dead: in the dead set; ack: nothing more) was
+ * finished by the earlier send: its outcome is the one asked for, not
+ * OUTCOME_STALE. Anything else not owned is stale as before. 0, or -1 on a
+ * connection error. */
+int broker_finish_resend(broker *b, broker_job *jobs, size_t n);
+
 /* Releases, after a batch was dropped, in one pipeline: the locks that
  * jobs begun with BEGIN_RUN still hold with their tokens, and those of
  * jobs whose begin was sent but never answered (BEGIN_NONE with owner

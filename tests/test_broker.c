@@ -523,3 +523,67 @@ Test(broker, locks_of_a_begin_whose_reply_was_lost_are_released)
     assert_token(&jobs[0], 3);
     freeReplyObject(reply);
 }
+
+/* The same finish sent twice (the first reply was lost with the
+ * connection): the second send finds its work done. broker_finish calls
+ * it stale; broker_finish_resend counts it as done, by kind; a task really
+ * taken over by another consumer stays stale. */
+Test(broker, a_resent_finish_that_had_landed_counts_as_done)
+{
+    static const finish_kind kinds[] = {FINISH_OK, FINISH_RETRY, FINISH_DEAD,
+                                        FINISH_ACK};
+    static const task_outcome want[] = {OUTCOME_OK, OUTCOME_RETRY,
+                                        OUTCOME_DEAD, OUTCOME_CACHED};
+    redisReply *reply = NULL, *theirs = NULL;
+    broker_job first[4], again[4];
+    size_t n;
+
+    open_broker(&b, "host:test:0");
+    for (int i = 0; i < 4; i++) {
+        char id[8];
+        snprintf(id, sizeof(id), "f%d", i);
+        add_task("alpha", id);
+    }
+    n = claim(&b, 16, &reply);
+    cr_assert_eq(n, 4);
+    cr_assert_eq(broker_begin(&b, jobs, n), 0, "%s", b.errstr);
+    for (size_t i = 0; i < n; i++) {
+        jobs[i].finish = kinds[i];
+        jobs[i].next_attempt = 2;
+        jobs[i].delay_ms = 60000;
+        jobs[i].reason = "boom";
+        first[i] = jobs[i];
+    }
+    cr_assert_eq(broker_finish(&b, first, n), 0, "%s", b.errstr);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(first[i].outcome, want[i]);
+
+    memcpy(again, jobs, sizeof(again));
+    cr_assert_eq(broker_finish(&b, again, n), 0, "%s", b.errstr);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(again[i].outcome, OUTCOME_STALE, "%zu", i);
+    memcpy(again, jobs, sizeof(again));
+    cr_assert_eq(broker_finish_resend(&b, again, n), 0, "%s", b.errstr);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(again[i].outcome, want[i], "%zu", i);
+    /* Nothing was written twice. */
+    cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{alpha}:delayed"), 1);
+    cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{alpha}:dead"), 1);
+
+    /* Taken over by another consumer (its entry still exists): a resend
+     * of this run is stale. */
+    open_broker(&other, "host:test:1");
+    add_task("alpha", "f9");
+    n = claim(&b, 16, &reply);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(broker_begin(&b, jobs, n), 0, "%s", b.errstr);
+    freeReplyObject(test_redis_command(rc, "DEL wharf:{alpha}:lock:f9"));
+    theirs = broker_autoclaim(&other, &other.queues[0], 0, 10);
+    cr_assert(theirs != NULL, "%s", other.errstr);
+    freeReplyObject(test_redis_command(rc, "SET wharf:{alpha}:result:f9 x"));
+    jobs[0].finish = FINISH_OK;
+    cr_assert_eq(broker_finish_resend(&b, jobs, 1), 0, "%s", b.errstr);
+    cr_assert_eq(jobs[0].outcome, OUTCOME_STALE);
+    freeReplyObject(theirs);
+    freeReplyObject(reply);
+}

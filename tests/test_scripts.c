@@ -185,7 +185,7 @@ Test(scripts, finish_writes_each_kind_and_nothing_of_a_stale_run)
             "w:{t}:lock:st1", "w:{t}:result:ok1", "w:{t}:task:re1",
             "w:{t}:dead:de1", "w:{t}:result:st1",
             /* ARGV */
-            "wharf", "c1", "300000", "86400000", "t", "ordo", entries[0],
+            "wharf", "c1", "300000", "86400000", "t", "", "ordo", entries[0],
             entries[1], entries[2], entries[3], "5", "6", "7", "8",
             /* ok1 */ "the result",
             /* re1 */ "re1", "p", "2", "1700000000000", TRACE, "boom", "5000",
