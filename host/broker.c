@@ -184,21 +184,24 @@ static int setup_queues(broker *b)
     key_global(types_key, sizeof(types_key), b->cfg->prefix, "types");
     for (size_t i = 0; i < b->n_queues; i++) {
         const broker_queue *q = &b->queues[i];
-        char max_payload[24], max_backlog[24], ttl[24];
+        char max_payload[24], max_backlog[24], ttl[24], visibility[24];
 
         snprintf(max_payload, sizeof(max_payload), "%" PRIu64,
                  q->pol->max_payload);
         snprintf(max_backlog, sizeof(max_backlog), "%" PRIu64,
                  q->pol->max_backlog);
         snprintf(ttl, sizeof(ttl), "%" PRId64, q->pol->idempotency_ttl_ms);
+        snprintf(visibility, sizeof(visibility), "%" PRId64,
+                 q->pol->visibility_timeout_ms);
         redisAppendCommand(b->redis, "XGROUP CREATE %s %s 0 MKSTREAM",
                            q->stream, WHARF_GROUP);
         redisAppendCommand(
             b->redis,
             "HSET %s max_payload %s max_backlog %s idempotency %s "
-            "idempotency_ttl %s",
+            "idempotency_ttl %s visibility_timeout %s",
             q->policy_key, max_payload, max_backlog,
-            q->pol->idempotency == IDEMPOTENCY_NONE ? "none" : "payload", ttl);
+            q->pol->idempotency == IDEMPOTENCY_NONE ? "none" : "payload", ttl,
+            visibility);
         redisAppendCommand(b->redis, "SADD %s %s", types_key, q->type);
     }
     b->round_trips++;

@@ -27,6 +27,8 @@ static script script_dead_purge = {.name = "dead_purge",
                                    .source = wharf_lua_dead_purge};
 static script script_dead_replay = {.name = "dead_replay",
                                     .source = wharf_lua_dead_replay};
+static script script_lock_release = {.name = "lock_release",
+                                     .source = wharf_lua_lock_release};
 
 static void start(void)
 {
@@ -34,6 +36,7 @@ static void start(void)
     script_init(&script_enqueue);
     script_init(&script_dead_purge);
     script_init(&script_dead_replay);
+    script_init(&script_lock_release);
     test_redis_start(&redis, 0);
     rc = test_redis_connect(&redis);
 }
@@ -467,4 +470,70 @@ Test(scripts, enqueue_of_a_dead_id_leaves_its_record)
     cr_assert_eq(test_redis_int(rc, "XLEN w:{t}:stream"), 1);
     assert_str(hget("w:{t}:dead:d1", "error"), "x");
     cr_assert_eq(test_redis_int(rc, "ZSCORE w:{t}:dead d1"), 5);
+}
+
+static redisReply *lock_release(const char *id, const char *force,
+                                const char *most)
+{
+    char lock[64];
+
+    snprintf(lock, sizeof(lock), "w:{t}:lock:%s", id);
+    return run(&script_lock_release, 3, lock, "w:{t}:stream", "w:{t}:policy",
+               id, "wharf", "300000", force, most, NULL);
+}
+
+Test(scripts, lock_release_refuses_a_live_run)
+{
+    redisReply *r;
+
+    pending_entry("a", "c1");
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:a 1-ab"));
+    r = lock_release("a", "", "100");
+    cr_assert_eq(r->elements, 3);
+    cr_assert_str_eq(r->element[0]->str, "HELD");
+    cr_assert_str_eq(r->element[1]->str, "c1");
+    cr_assert(r->element[2]->integer < 300000);
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:a"), 1);
+    /* The published timeout wins over the default. */
+    freeReplyObject(
+        test_redis_command(rc, "HSET w:{t}:policy visibility_timeout 0"));
+    r = lock_release("a", "", "100");
+    cr_assert_str_eq(r->element[0]->str, "RELEASED");
+    freeReplyObject(r);
+    r = lock_release("a", "", "100");
+    cr_assert_str_eq(r->element[0]->str, "NONE");
+    freeReplyObject(r);
+    freeReplyObject(test_redis_command(rc, "HDEL w:{t}:policy "
+                                           "visibility_timeout"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:a 2-ab"));
+    r = lock_release("a", "force", "100");
+    cr_assert_str_eq(r->element[0]->str, "RELEASED");
+    freeReplyObject(r);
+}
+
+/* More entries pending than it may look at, none of them the id's: it
+ * cannot tell, so it keeps the lock. */
+Test(scripts, lock_release_is_bounded)
+{
+    redisReply *r;
+
+    pending_entry("first", "c1");
+    r = test_redis_command(rc, "EVAL %s 1 w:{t}:stream",
+                           "for i = 1, 600 do redis.call('XADD', KEYS[1], "
+                           "'*', 'id', 'x' .. i) end");
+    cr_assert_neq(r->type, REDIS_REPLY_ERROR, "%s", r->str);
+    freeReplyObject(r);
+    freeReplyObject(test_redis_command(
+        rc, "XREADGROUP GROUP wharf c1 COUNT 1000 STREAMS w:{t}:stream >"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:zz 1-ab"));
+    r = lock_release("zz", "", "500");
+    cr_assert_str_eq(r->element[0]->str, "UNSURE");
+    cr_assert_eq(r->element[1]->integer, 500);
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:zz"), 1);
+    /* Allowed to look at all of them, it finds none: released. */
+    r = lock_release("zz", "", "10000");
+    cr_assert_str_eq(r->element[0]->str, "RELEASED");
+    freeReplyObject(r);
 }
