@@ -481,8 +481,8 @@ static void push_int(broker *b, long long value)
  * queue's "<prefix>:{<type>}:" (snprintf was a sixth of a worker's time).
  * Its length, or 0 if it does not fit (cannot happen: prefix, type and id
  * are bounded). */
-static size_t task_key(const broker_queue *q, const char *what,
-                       const char *id, char *buf)
+static size_t task_key(const broker_queue *q, const char *what, const char *id,
+                       char *buf)
 {
     size_t what_len = strlen(what), id_len = strlen(id);
     size_t len = q->task_prefix_len + what_len + 1 + id_len;
@@ -560,8 +560,7 @@ long broker_renew(broker *b, broker_queue *q, const char *consumer,
     if (r && r->type == REDIS_REPLY_INTEGER)
         result = (long)r->integer;
     else if (!r && cmd->err)
-        snprintf(b->errstr, sizeof(b->errstr), "renew: %s",
-                 strerror(cmd->err));
+        snprintf(b->errstr, sizeof(b->errstr), "renew: %s", strerror(cmd->err));
     else
         command_failed(b, "renew", r);
     freeReplyObject(r);
@@ -1079,8 +1078,8 @@ static long move_ids(broker *b, const script *s, const broker_queue *q,
     for (int i = 0; i < n_first; i++)
         push_queue_key(b, first_keys[i]);
     for (size_t i = 0; i < ids->elements; i++)
-        command_push_key_copy(
-            cmd, key, task_key(q, what, ids->element[i]->str, key));
+        command_push_key_copy(cmd, key,
+                              task_key(q, what, ids->element[i]->str, key));
     if (lead_arg)
         push_str(b, lead_arg);
     for (size_t i = 0; i < ids->elements; i++)
@@ -1199,7 +1198,8 @@ long broker_trim_dead(broker *b)
                 return r ? total : -1;
             }
             snprintf(max, sizeof(max), "%" PRIu64, q->pol->dead_max);
-            removed = move_ids(b, &script_trim_dead, q, keys, 1, "dead", max, r);
+            removed =
+                move_ids(b, &script_trim_dead, q, keys, 1, "dead", max, r);
             freeReplyObject(r);
             if (removed < 0)
                 return -1;

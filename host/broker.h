@@ -70,21 +70,21 @@ typedef struct broker_job {
     entry e;
     broker_queue *queue;
     begin_kind begin;
-    char owner[17];        /* the random owner of the begin call that took
-                              (or may have taken) the lock, or "" */
-    char token[48];        /* the lock's value "<fence>-<owner>" while the
-                              lock is ours, or ""; e.task.fence is the
-                              number */
+    char owner[17]; /* the random owner of the begin call that took
+                       (or may have taken) the lock, or "" */
+    char token[48]; /* the lock's value "<fence>-<owner>" while the
+                       lock is ours, or ""; e.task.fence is the
+                       number */
     finish_kind finish;
-    int64_t delay_ms;      /* FINISH_RETRY / FINISH_RESCHEDULE */
-    unsigned next_attempt; /* attempt stored with FINISH_RETRY/_DEAD */
-    const char *reason;    /* error kept with a retried or dead task */
+    int64_t delay_ms;            /* FINISH_RETRY / FINISH_RESCHEDULE */
+    unsigned next_attempt;       /* attempt stored with FINISH_RETRY/_DEAD */
+    const char *reason;          /* error kept with a retried or dead task */
     const unsigned char *result; /* FINISH_OK */
     size_t result_len;
-    task_outcome outcome;  /* set by broker_finish */
-    int64_t duration_ms;   /* how long the plugin ran (worker) */
-    const char *consumer;  /* finish as this consumer (a dead worker's,
-                              for the supervisor); NULL: the broker's */
+    task_outcome outcome; /* set by broker_finish */
+    int64_t duration_ms;  /* how long the plugin ran (worker) */
+    const char *consumer; /* finish as this consumer (a dead worker's,
+                             for the supervisor); NULL: the broker's */
 } broker_job;
 
 /* Argument arrays of batched script calls, made once (broker.c). */

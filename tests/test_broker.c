@@ -376,14 +376,14 @@ Test(broker, renew_of_two_hundred_tasks_in_one_call)
         freeReplyObject(test_redis_command(
             rc, "PEXPIRE wharf:{alpha}:lock:%s 1000", task_ids[i]));
     }
-    cr_assert_eq(broker_renew(&b, &b.queues[0], b.consumer, entry_ids,
-                              task_ids, tokens, n),
+    cr_assert_eq(broker_renew(&b, &b.queues[0], b.consumer, entry_ids, task_ids,
+                              tokens, n),
                  200, "%s", b.errstr);
     /* Every lock got lock_ttl again (60 s by default). */
     for (size_t i = 0; i < n; i++)
-        cr_assert_gt(test_redis_int(rc, "PTTL wharf:{alpha}:lock:%s",
-                                    task_ids[i]),
-                     1000, "%s", task_ids[i]);
+        cr_assert_gt(
+            test_redis_int(rc, "PTTL wharf:{alpha}:lock:%s", task_ids[i]), 1000,
+            "%s", task_ids[i]);
     freeReplyObject(reply);
 }
 
@@ -391,15 +391,15 @@ Test(broker, renew_of_two_hundred_tasks_in_one_call)
 static wharf_client_status enqueue_id(const char *id)
 {
     wharf_client *client = NULL;
-    wharf_enqueue_opts opts = {.type = "alpha", .payload = "again",
-                               .payload_len = 5, .id = id};
+    wharf_enqueue_opts opts = {
+        .type = "alpha", .payload = "again", .payload_len = 5, .id = id};
     wharf_enqueue_reply reply;
     wharf_client_status status;
     char err[256];
 
-    cr_assert_eq(wharf_client_open(&client, redis.url, NULL, NULL, err,
-                                   sizeof(err)),
-                 WHARF_CLIENT_OK, "%s", err);
+    cr_assert_eq(
+        wharf_client_open(&client, redis.url, NULL, NULL, err, sizeof(err)),
+        WHARF_CLIENT_OK, "%s", err);
     status = wharf_enqueue(client, &opts, &reply);
     wharf_client_close(client);
     return status;
@@ -532,8 +532,8 @@ Test(broker, a_resent_finish_that_had_landed_counts_as_done)
 {
     static const finish_kind kinds[] = {FINISH_OK, FINISH_RETRY, FINISH_DEAD,
                                         FINISH_ACK};
-    static const task_outcome want[] = {OUTCOME_OK, OUTCOME_RETRY,
-                                        OUTCOME_DEAD, OUTCOME_CACHED};
+    static const task_outcome want[] = {OUTCOME_OK, OUTCOME_RETRY, OUTCOME_DEAD,
+                                        OUTCOME_CACHED};
     redisReply *reply = NULL, *theirs = NULL;
     broker_job first[4], again[4];
     size_t n;

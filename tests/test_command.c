@@ -155,12 +155,20 @@ static pid_t start_cluster_node(char *dir, redisContext **c)
  * with and without hash tags, and the spec's own test vector. */
 Test(command, key_slots_match_the_server)
 {
-    static const char *const keys[] = {
-        "foo",           "123456789", "wharf:{orders}:stream",
-        "{orders}",      "a{}b",      "{}{x}",
-        "x{y}z{w}",      "{{a}}",     "wharf:{t}:lock:some id",
-        "no-tag-at-all", "{",         "}{x}",
-        "",              NULL};
+    static const char *const keys[] = {"foo",
+                                       "123456789",
+                                       "wharf:{orders}:stream",
+                                       "{orders}",
+                                       "a{}b",
+                                       "{}{x}",
+                                       "x{y}z{w}",
+                                       "{{a}}",
+                                       "wharf:{t}:lock:some id",
+                                       "no-tag-at-all",
+                                       "{",
+                                       "}{x}",
+                                       "",
+                                       NULL};
     char dir[] = "/tmp/wharf-cluster-XXXXXX";
     redisContext *node = NULL;
     pid_t pid;
@@ -169,8 +177,8 @@ Test(command, key_slots_match_the_server)
     cr_assert_eq(command_key_slot("123456789", 9), 0x31C3 % 16384);
     pid = start_cluster_node(dir, &node);
     for (size_t i = 0; keys[i]; i++) {
-        redisReply *r = test_redis_command(node, "CLUSTER KEYSLOT %b",
-                                           keys[i], strlen(keys[i]));
+        redisReply *r = test_redis_command(node, "CLUSTER KEYSLOT %b", keys[i],
+                                           strlen(keys[i]));
         cr_assert_eq(r->type, REDIS_REPLY_INTEGER, "%s: %s", keys[i],
                      r->type == REDIS_REPLY_ERROR ? r->str : "");
         cr_assert_eq((long long)command_key_slot(keys[i], strlen(keys[i])),
@@ -180,8 +188,8 @@ Test(command, key_slots_match_the_server)
     redisFree(node);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
-    for (const char *const *f = (const char *const[]){"nodes.conf",
-                                                      "redis.log", NULL};
+    for (const char *const *f =
+             (const char *const[]){"nodes.conf", "redis.log", NULL};
          *f; f++) {
         char path[300];
         snprintf(path, sizeof(path), "%s/%s", dir, *f);

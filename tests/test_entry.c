@@ -158,21 +158,20 @@ Test(entry, enqueued_at_is_range_checked)
         {"", false},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        const char *kv[] = {"id",          "abc",           "type",
-                            "t",           "payload",       "x",
-                            "attempt",     "1",             "enqueued_at",
-                            cases[i].value, "trace",        TRACE,
-                            NULL};
+        const char *kv[] = {
+            "id",    "abc",     "type", "t",           "payload",
+            "x",     "attempt", "1",    "enqueued_at", cases[i].value,
+            "trace", TRACE,     NULL};
         redisReply *r = make_entry("1-0", kv);
         entry e;
         entry_parse(&e, r, "t", &pol);
         if (cases[i].good) {
             cr_assert_str_eq(e.bad, "", "%s", cases[i].value);
-            cr_assert_eq(e.task.enqueued_at_ms, strtoll(cases[i].value, NULL,
-                                                        10));
+            cr_assert_eq(e.task.enqueued_at_ms,
+                         strtoll(cases[i].value, NULL, 10));
         } else {
-            cr_assert(strstr(e.bad, "enqueued_at"), "%s: '%s'",
-                      cases[i].value, e.bad);
+            cr_assert(strstr(e.bad, "enqueued_at"), "%s: '%s'", cases[i].value,
+                      e.bad);
             cr_assert_eq(e.task.enqueued_at_ms, 0);
         }
         freeReplyObject(r);

@@ -79,8 +79,8 @@ static run *wharf(const char *a, const char *b, const char *c, const char *d,
         dup2(out[1], STDOUT_FILENO);
         dup2(errfd, STDERR_FILENO);
         close(out[0]);
-        execl(WHARF_BINARY_DIR "/wharf", "wharf", "--redis", redis.url, a, b,
-              c, d, e, (char *)NULL);
+        execl(WHARF_BINARY_DIR "/wharf", "wharf", "--redis", redis.url, a, b, c,
+              d, e, (char *)NULL);
         _exit(127);
     }
     close(out[1]);
@@ -106,9 +106,9 @@ static void running(const char *id)
         "XADD wharf:{orders}:stream * id %s type orders payload p attempt 1 "
         "enqueued_at 1700000000000 trace %s",
         id, TRACE));
-    freeReplyObject(test_redis_command(
-        rc, "XREADGROUP GROUP wharf " CONSUMER
-            " COUNT 100 STREAMS wharf:{orders}:stream >"));
+    freeReplyObject(
+        test_redis_command(rc, "XREADGROUP GROUP wharf " CONSUMER
+                               " COUNT 100 STREAMS wharf:{orders}:stream >"));
     freeReplyObject(test_redis_command(
         rc, "SET wharf:{orders}:lock:%s 12-0123456789abcdef PX 60000", id));
 }
@@ -120,11 +120,12 @@ Test(locks, a_lock_held_by_a_live_run_is_not_released)
     running("o-1");
     r = wharf("locks", "release", "orders", "o-1", NULL);
     cr_assert_eq(r->status, 75, "exit %d: %s", r->status, r->err);
-    cr_assert(strstr(r->err, "lock of orders/o-1 is held by a live run on "
-                             CONSUMER " (idle "),
+    cr_assert(strstr(r->err,
+                     "lock of orders/o-1 is held by a live run on " CONSUMER
+                     " (idle "),
               "%s", r->err);
-    cr_assert(strstr(r->err, " ms); it is released when that run ends\n"),
-              "%s", r->err);
+    cr_assert(strstr(r->err, " ms); it is released when that run ends\n"), "%s",
+              r->err);
     cr_assert_str_eq(r->out, "");
     cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{orders}:lock:o-1"), 1);
 
@@ -181,8 +182,8 @@ Test(locks, list_shows_fence_time_left_and_owner)
     running("o-4");
     r = wharf("locks", "list", "orders", NULL, NULL);
     cr_assert_eq(r->status, 0, "%s", r->err);
-    cr_assert_eq(sscanf(r->out, "o-4  12  %lld  %31s\n", &ttl, owner), 2,
-                 "%s", r->out);
+    cr_assert_eq(sscanf(r->out, "o-4  12  %lld  %31s\n", &ttl, owner), 2, "%s",
+                 r->out);
     cr_assert(ttl > 50000 && ttl <= 60000, "%lld", ttl);
     cr_assert_str_eq(owner, "0123456789abcdef");
 }

@@ -21,8 +21,7 @@
 static test_redis redis;
 static redisContext *rc;
 
-static script script_enqueue = {.name = "enqueue",
-                                .source = wharf_lua_enqueue};
+static script script_enqueue = {.name = "enqueue", .source = wharf_lua_enqueue};
 static script script_dead_purge = {.name = "dead_purge",
                                    .source = wharf_lua_dead_purge};
 static script script_dead_replay = {.name = "dead_replay",
@@ -142,10 +141,9 @@ Test(scripts, begin_answers_cached_locked_or_a_fresh_token)
     freeReplyObject(test_redis_command(rc, "SET w:{t}:result:a done"));
     freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:b 99"));
     freeReplyObject(test_redis_command(rc, "SET w:{t}:fence 41"));
-    r = run(&script_begin, 7, "w:{t}:fence", "w:{t}:result:a",
-            "w:{t}:result:b", "w:{t}:result:c", "w:{t}:lock:a",
-            "w:{t}:lock:b", "w:{t}:lock:c", "60000", "00112233aabbccdd",
-            NULL);
+    r = run(&script_begin, 7, "w:{t}:fence", "w:{t}:result:a", "w:{t}:result:b",
+            "w:{t}:result:c", "w:{t}:lock:a", "w:{t}:lock:b", "w:{t}:lock:c",
+            "60000", "00112233aabbccdd", NULL);
     cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
     cr_assert_eq(r->elements, 3);
     cr_assert_eq(r->element[0]->type, REDIS_REPLY_INTEGER);
@@ -273,8 +271,8 @@ Test(scripts, renew_resets_idle_time_and_extends_our_locks)
 
 Test(scripts, heartbeat_takes_a_free_or_own_key_only)
 {
-    redisReply *r = run(&script_heartbeat, 1, "w:instance:h", "me", "5000",
-                        NULL);
+    redisReply *r =
+        run(&script_heartbeat, 1, "w:instance:h", "me", "5000", NULL);
     cr_assert_eq(r->integer, 1);
     freeReplyObject(r);
     r = run(&script_heartbeat, 1, "w:instance:h", "me", "9000", NULL);
@@ -310,12 +308,12 @@ Test(scripts, promote_moves_due_envelopes_into_the_stream)
     freeReplyObject(test_redis_command(
         rc, "ZADD w:{t}:delayed 1 a 2 gone 99999999999999 later"));
     freeReplyObject(test_redis_command(
-        rc, "HSET w:{t}:task:a id a type t payload p attempt 2 enqueued_at 5 "
-            "trace %s error boom failed_at 6 worker c1 extra kept",
+        rc,
+        "HSET w:{t}:task:a id a type t payload p attempt 2 enqueued_at 5 "
+        "trace %s error boom failed_at 6 worker c1 extra kept",
         TRACE));
-    r = run(&script_promote, 5, "w:{t}:delayed", "w:{t}:stream",
-            "w:{t}:task:a", "w:{t}:task:gone", "w:{t}:task:later", "a", "gone",
-            "later", NULL);
+    r = run(&script_promote, 5, "w:{t}:delayed", "w:{t}:stream", "w:{t}:task:a",
+            "w:{t}:task:gone", "w:{t}:task:later", "a", "gone", "later", NULL);
     cr_assert_eq(r->integer, 1);
     freeReplyObject(r);
     /* gone had no envelope: dropped; later is not due: kept. */
@@ -345,8 +343,8 @@ Test(scripts, trim_dead_stops_at_dead_max)
     freeReplyObject(test_redis_command(rc, "HSET w:{t}:dead:a id a"));
     freeReplyObject(test_redis_command(rc, "HSET w:{t}:dead:b id b"));
     freeReplyObject(test_redis_command(rc, "HSET w:{t}:dead:c id c"));
-    r = run(&script_trim_dead, 4, "w:{t}:dead", "w:{t}:dead:a",
-            "w:{t}:dead:b", "w:{t}:dead:c", "2", "a", "b", "c", NULL);
+    r = run(&script_trim_dead, 4, "w:{t}:dead", "w:{t}:dead:a", "w:{t}:dead:b",
+            "w:{t}:dead:c", "2", "a", "b", "c", NULL);
     cr_assert_eq(r->integer, 1);
     freeReplyObject(r);
     cr_assert_eq(test_redis_int(rc, "ZCARD w:{t}:dead"), 2);
@@ -380,8 +378,9 @@ Test(scripts, dead_purge_and_dead_replay)
 
     freeReplyObject(test_redis_command(rc, "ZADD w:{t}:dead 1 a 2 b 3 old"));
     freeReplyObject(test_redis_command(
-        rc, "HSET w:{t}:dead:a id a type t payload p attempt 5 enqueued_at 5 "
-            "trace %s error boom failed_at 6 worker c1",
+        rc,
+        "HSET w:{t}:dead:a id a type t payload p attempt 5 enqueued_at 5 "
+        "trace %s error boom failed_at 6 worker c1",
         TRACE));
     freeReplyObject(test_redis_command(rc, "HSET w:{t}:dead:b id b"));
     /* A new run of a waits for a retry: its envelope is not touched. */
@@ -427,10 +426,9 @@ static void enqueue_one(const char *id, const char *want)
 
     snprintf(seen, sizeof(seen), "w:{t}:seen:%s", id);
     snprintf(task, sizeof(task), "w:{t}:task:%s", id);
-    r = run(&script_enqueue, 9, "w:{t}:policy", "w:{t}:stream",
-            "w:{t}:delayed", "w:types", "w:{t}:pressure", seen, seen, task,
-            task, "t", "11", "0", "1048576", "0", "payload", "300000",
-            "the payload", TRACE, NULL);
+    r = run(&script_enqueue, 9, "w:{t}:policy", "w:{t}:stream", "w:{t}:delayed",
+            "w:types", "w:{t}:pressure", seen, seen, task, task, "t", "11", "0",
+            "1048576", "0", "payload", "300000", "the payload", TRACE, NULL);
     cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
     cr_assert_eq(r->elements, 4);
     cr_assert_eq(r->element[0]->integer, 0); /* no pressure */

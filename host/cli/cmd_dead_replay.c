@@ -63,8 +63,7 @@ static int replay_one(cli *ctx, const char *type, const char *id)
     if (!(redis = cli_redis(ctx, &code)))
         return code;
     call_args(ctx, type, id, keys, argv);
-    r = script_run(redis, &replay_script, REPLAY_KEYS, REPLAY_ARGS, argv,
-                   NULL);
+    r = script_run(redis, &replay_script, REPLAY_KEYS, REPLAY_ARGS, argv, NULL);
     word = answer(ctx, r, &code);
     if (word && strcmp(word, "OK") == 0)
         printf("replayed 1\n");
@@ -96,8 +95,8 @@ static int replay_page(cli *ctx, redisContext *redis, const char *type,
 
     for (size_t i = 0; i < page->elements; i++) {
         call_args(ctx, type, page->element[i]->str, keys, argv);
-        if (script_append(redis, &replay_script, REPLAY_KEYS, REPLAY_ARGS,
-                          argv, NULL) != 0)
+        if (script_append(redis, &replay_script, REPLAY_KEYS, REPLAY_ARGS, argv,
+                          NULL) != 0)
             return cli_reply_check(ctx, NULL, "dead replay");
     }
     for (size_t i = 0; i < page->elements; i++) {
@@ -118,8 +117,8 @@ static int replay_page(cli *ctx, redisContext *redis, const char *type,
 static int replay_all(cli *ctx, const char *type)
 {
     replay_counts counts = {0, 0};
-    int code = dead_each_page(ctx, "dead replay", type, &replay_script,
-                              CHUNK, replay_page, &counts);
+    int code = dead_each_page(ctx, "dead replay", type, &replay_script, CHUNK,
+                              replay_page, &counts);
 
     printf("replayed %ld\n", counts.replayed);
     if (counts.missing > 0)

@@ -108,16 +108,14 @@ static int print_locks(cli *ctx, char **keys, size_t n, size_t skip)
         if (code == 0 && token->type == REDIS_REPLY_STRING &&
             ttl->type == REDIS_REPLY_INTEGER) {
             const char *dash = memchr(token->str, '-', token->len);
-            size_t fence_len =
-                dash ? (size_t)(dash - token->str) : token->len;
+            size_t fence_len = dash ? (size_t)(dash - token->str) : token->len;
             cli_print_escaped(stdout, keys[i] + skip, strlen(keys[i] + skip));
             fputs("  ", stdout);
             cli_print_escaped(stdout, token->str, fence_len);
             printf("  %lld", ttl->integer);
             if (dash) {
                 fputs("  ", stdout);
-                cli_print_escaped(stdout, dash + 1,
-                                  token->len - fence_len - 1);
+                cli_print_escaped(stdout, dash + 1, token->len - fence_len - 1);
             }
             fputc('\n', stdout);
         }

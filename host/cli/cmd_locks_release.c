@@ -49,10 +49,11 @@ static int release(cli *ctx, const char *type, const char *id, bool force)
     cli_task_key(ctx, lock, type, "lock", id);
     cli_key(ctx, stream, type, "stream");
     cli_key(ctx, policy_key, type, "policy");
-    snprintf(fallback, sizeof(fallback), "%lld",
-             ctx->config ? (long long)config_policy(ctx->config, type)
-                               ->visibility_timeout_ms
-                         : (long long)DEFAULT_VISIBILITY_MS);
+    snprintf(
+        fallback, sizeof(fallback), "%lld",
+        ctx->config
+            ? (long long)config_policy(ctx->config, type)->visibility_timeout_ms
+            : (long long)DEFAULT_VISIBILITY_MS);
     argv[0] = lock;
     argv[1] = stream;
     argv[2] = policy_key;
@@ -71,16 +72,15 @@ static int release(cli *ctx, const char *type, const char *id, bool force)
     } else if (strcmp(word, "RELEASED") == 0) {
         printf("released %s\n", id);
     } else if (strcmp(word, "NONE") == 0) {
-        code = cli_fail(ctx, CLI_NOT_FOUND,
-                        "no lock on task '%s' of type '%s'", id, type);
+        code = cli_fail(ctx, CLI_NOT_FOUND, "no lock on task '%s' of type '%s'",
+                        id, type);
     } else if (strcmp(word, "HELD") == 0 && r->elements == 3 &&
                r->element[1]->type == REDIS_REPLY_STRING &&
                r->element[2]->type == REDIS_REPLY_INTEGER) {
         code = cli_fail(ctx, EX_TEMPFAIL,
                         "lock of %s/%s is held by a live run on %s (idle "
                         "%lld ms); it is released when that run ends",
-                        type, id, r->element[1]->str,
-                        r->element[2]->integer);
+                        type, id, r->element[1]->str, r->element[2]->integer);
     } else if (strcmp(word, "UNSURE") == 0) {
         code = cli_fail(ctx, EX_TEMPFAIL,
                         "cannot tell whether a live run holds the lock of "
@@ -88,8 +88,8 @@ static int release(cli *ctx, const char *type, const char *id, bool force)
                         " entries are pending; --force releases it anyway",
                         type, id);
     } else {
-        code = cli_fail(ctx, EX_SOFTWARE,
-                        "the release script answered '%.40s'", word);
+        code = cli_fail(ctx, EX_SOFTWARE, "the release script answered '%.40s'",
+                        word);
     }
     freeReplyObject(r);
     return code;

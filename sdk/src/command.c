@@ -38,8 +38,7 @@ void command_free(command *c)
 
 /* Makes *buf hold at least need bytes (elements of size), doubling. 0, or
  * -1 (ENOMEM) leaving *buf as it was. */
-static int grow(void **buf, size_t *cap, size_t need, size_t size,
-                size_t first)
+static int grow(void **buf, size_t *cap, size_t need, size_t size, size_t first)
 {
     size_t n = *cap ? *cap : first;
     void *grown;
@@ -231,10 +230,9 @@ static void check_slots(const command *c)
     fprintf(stderr,
             "wharf: bug: a script call's keys are in two Redis Cluster "
             "slots: '%.*s' (slot %u) and '%.*s' (slot %u)\n",
-            (int)a->len, arg_data(c, a), command_key_slot(arg_data(c, a),
-                                                          a->len),
-            (int)b->len, arg_data(c, b),
-            command_key_slot(arg_data(c, b), b->len));
+            (int)a->len, arg_data(c, a),
+            command_key_slot(arg_data(c, a), a->len), (int)b->len,
+            arg_data(c, b), command_key_slot(arg_data(c, b), b->len));
     abort();
 }
 #endif

@@ -72,8 +72,7 @@ int script_append(redisContext *c, const script *s, int numkeys, int argc,
     return rc;
 }
 
-redisReply *script_run_command(redisContext *c, const script *s,
-                               command *cmd)
+redisReply *script_run_command(redisContext *c, const script *s, command *cmd)
 {
     redisReply *reply = command_run(cmd, c);
     char err[256];
@@ -86,8 +85,8 @@ redisReply *script_run_command(redisContext *c, const script *s,
     return command_run(cmd, c);
 }
 
-redisReply *script_run(redisContext *c, const script *s, int numkeys,
-                       int argc, const char *const *argv, const size_t *argvlen)
+redisReply *script_run(redisContext *c, const script *s, int numkeys, int argc,
+                       const char *const *argv, const size_t *argvlen)
 {
     command cmd;
     redisReply *reply = NULL;
