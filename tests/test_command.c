@@ -89,6 +89,7 @@ Test(command, a_script_call_of_three_hundred_tasks)
         command_push_key_copy(&cmd, key, (size_t)n);
     }
     command_push_int(&cmd, 60000);
+    command_push_str(&cmd, "0123456789abcdef");
     cr_assert_eq(cmd.err, 0);
     cr_assert_eq(cmd.keys, 601);
     r = script_run_command(rc, &script_begin, &cmd);
@@ -96,9 +97,11 @@ Test(command, a_script_call_of_three_hundred_tasks)
     cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s",
                  r->type == REDIS_REPLY_ERROR ? r->str : "");
     cr_assert_eq(r->elements, 300);
-    cr_assert_str_eq(r->element[299]->str, "300");
+    cr_assert_str_eq(r->element[299]->str, "300-0123456789abcdef");
     freeReplyObject(r);
-    cr_assert_eq(test_redis_int(rc, "GET w:{t}:lock:299"), 300);
+    r = test_redis_command(rc, "GET w:{t}:lock:299");
+    cr_assert_str_eq(r->str, "300-0123456789abcdef");
+    freeReplyObject(r);
     command_free(&cmd);
 }
 
@@ -119,28 +122,28 @@ Test(command, a_key_after_a_plain_script_argument_is_refused)
 }
 
 /* A redis-server in cluster mode (CLUSTER KEYSLOT answers only there;
- * no slot needs to be served for it): its pid, with *c connected. It dies
- * with the test process. */
+ * no slot needs to be served for it), on a unix socket in dir so no other
+ * test's server can be on its address: its pid, with *c connected. It
+ * dies with the test process. */
 static pid_t start_cluster_node(char *dir, redisContext **c)
 {
-    char port[16];
-    int p = test_free_port();
+    char socket_path[300];
     pid_t pid;
 
     cr_assert(mkdtemp(dir) != NULL);
-    snprintf(port, sizeof(port), "%d", p);
+    snprintf(socket_path, sizeof(socket_path), "%s/redis.sock", dir);
     pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        execlp("redis-server", "redis-server", "--port", port, "--bind",
-               "127.0.0.1", "--save", "", "--appendonly", "no",
+        execlp("redis-server", "redis-server", "--port", "0", "--unixsocket",
+               socket_path, "--save", "", "--appendonly", "no",
                "--cluster-enabled", "yes", "--dir", dir, "--logfile",
                "redis.log", (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 500; i++) {
-        *c = redisConnect("127.0.0.1", p);
+        *c = redisConnectUnix(socket_path);
         if (*c && !(*c)->err)
             return pid;
         redisFree(*c);
@@ -188,8 +191,8 @@ Test(command, key_slots_match_the_server)
     redisFree(node);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
-    for (const char *const *f =
-             (const char *const[]){"nodes.conf", "redis.log", NULL};
+    for (const char *const *f = (const char *const[]){"nodes.conf", "redis.log",
+                                                      "redis.sock", NULL};
          *f; f++) {
         char path[300];
         snprintf(path, sizeof(path), "%s/%s", dir, *f);

@@ -1,6 +1,6 @@
 -- enqueue: adds a run of tasks of one type, each handled exactly as if it
 -- were alone, enforcing the policy the hosts published for the type.
--- KEYS: 1 policy, 2 stream, 3 delayed, 4 types, 5 pressure; then per task
+-- KEYS: 1 policy, 2 stream, 3 delayed, 4 pressure; then per task
 --       seen:<id1>, seen:<id2>, task:<id1>, task:<id2>. id1 is the payload
 --       hash or the explicit id, id2 a random id or the explicit id again
 --       (equal keys: an explicit id).
@@ -22,6 +22,9 @@
 -- not waiting); it counts the tasks added before, so a run is judged as
 -- the same tasks one by one. Times come from Redis TIME, so producers with
 -- skewed clocks agree. 'wharf' is the consumer group every stream has.
+-- The type goes into <prefix>:types by a command of its own (that set is
+-- in no type's Redis Cluster slot, and every key of a script call must be
+-- in one).
 -- Every argument costs Redis work on each call, so ids ride in their keys
 -- and a ready task sends no delay; numbers handed to
 -- redis.call are strings, as Lua would format them with printf.
@@ -32,7 +35,7 @@ local max_backlog = tonumber(p[2]) or tonumber(ARGV[5])
 local idempotency = p[3] or ARGV[6]
 local ttl = p[4]
 if not (tonumber(ttl) and tonumber(ttl) >= 1) then ttl = ARGV[7] end
-local out = {redis.call('EXISTS', KEYS[5])}
+local out = {redis.call('EXISTS', KEYS[4])}
 local backlog = -1
 if max_backlog > 0 then
   backlog = redis.call('XLEN', KEYS[2]) + redis.call('ZCARD', KEYS[3])
@@ -48,9 +51,8 @@ local task_type, skip = ARGV[1], tonumber(ARGV[2]) + 1
 local delayed = ARGV[3] == '1'
 local nkeys, nargs = 4, 2
 if delayed then nargs = 3 end
-local added = false
 for i = 0, (#ARGV - 7) / nargs - 1 do
-  local k, a = 6 + nkeys * i, 8 + nargs * i
+  local k, a = 5 + nkeys * i, 8 + nargs * i
   local word, id, limit = 'OK', '', 0
   local payload = ARGV[a]
   if #payload > max_payload then
@@ -80,14 +82,10 @@ for i = 0, (#ARGV - 7) / nargs - 1 do
       redis.call('ZADD', KEYS[3],
                  string.format('%.0f', now + tonumber(ARGV[a + 2])), id)
     end
-    if word == 'OK' then
-      if backlog >= 0 then backlog = backlog + 1 end
-      added = true
-    end
+    if word == 'OK' and backlog >= 0 then backlog = backlog + 1 end
   end
   out[#out + 1] = word
   out[#out + 1] = id
   out[#out + 1] = limit
 end
-if added then redis.call('SADD', KEYS[4], task_type) end
 return out

@@ -34,7 +34,7 @@
  * and reply. */
 
 enum {
-    COMMON_KEYS = 5,
+    COMMON_KEYS = 4,
     /* seen and task keys of both candidate ids: the script checks the
      * envelope of a ready task too (a retrying id is a duplicate). */
     TASK_KEYS = 4,
@@ -79,6 +79,13 @@ typedef struct enqueue_round {
 struct enqueue_buffers {
     enqueue_call call;
     enqueue_round rounds[2]; /* one in flight while the next is built */
+    /* The types this connection added to <prefix>:types. That set is a
+     * key of no type's slot, so it is written by a command of its own,
+     * once per type per connection, never by the enqueue script (whose
+     * keys all share the type's Redis Cluster slot). */
+    char (*types)[WHARF_TYPE_MAX + 1];
+    size_t n_types, types_cap;
+    const redisContext *types_conn;
 };
 
 void client_enqueue_init(wharf_client *c)
@@ -90,8 +97,10 @@ void client_enqueue_init(wharf_client *c)
 
 void client_enqueue_free(wharf_client *c)
 {
-    if (c->enqueue_buffers)
+    if (c->enqueue_buffers) {
         command_free(&c->enqueue_buffers->call.cmd);
+        free(c->enqueue_buffers->types);
+    }
     free(c->enqueue_buffers);
     c->enqueue_buffers = NULL;
 }
@@ -102,12 +111,98 @@ static struct enqueue_buffers *buffers(wharf_client *c)
 {
     if (!c->enqueue_buffers) {
         c->enqueue_buffers = malloc(sizeof(*c->enqueue_buffers));
-        if (c->enqueue_buffers)
+        if (c->enqueue_buffers) {
             command_init(&c->enqueue_buffers->call.cmd);
+            c->enqueue_buffers->types = NULL;
+            c->enqueue_buffers->n_types = 0;
+            c->enqueue_buffers->types_cap = 0;
+            c->enqueue_buffers->types_conn = NULL;
+        }
         else
             client_error(c, "enqueue: out of memory");
     }
     return c->enqueue_buffers;
+}
+
+/* Makes b's list of added types the one of connection redis (a new
+ * connection starts over). */
+static void types_of(struct enqueue_buffers *b, const redisContext *redis)
+{
+    if (b->types_conn != redis) {
+        b->types_conn = redis;
+        b->n_types = 0;
+    }
+}
+
+/* True if type still has to be added to the types set. */
+static int type_unknown(const struct enqueue_buffers *b, const char *type)
+{
+    for (size_t i = 0; i < b->n_types; i++)
+        if (strcmp(b->types[i], type) == 0)
+            return 0;
+    return 1;
+}
+
+/* Remembers that type was added on this connection. Out of memory only
+ * means it is added again next time. */
+static void type_added(struct enqueue_buffers *b, const char *type)
+{
+    if (b->n_types == b->types_cap) {
+        size_t cap = b->types_cap ? 2 * b->types_cap : 8;
+        void *grown = realloc(b->types, cap * sizeof(*b->types));
+        if (!grown)
+            return;
+        b->types = grown;
+        b->types_cap = cap;
+    }
+    snprintf(b->types[b->n_types++], sizeof(*b->types), "%s", type);
+}
+
+/* Adds to <prefix>:types, in one pipeline, the types of the tasks
+ * tasks[index[0..count)] (index NULL: tasks[0..count)) that were enqueued (reply OK) and that this
+ * connection has not added yet: once per type per connection, and never
+ * for a type none of whose tasks was added. Call with nothing in flight.
+ * OK, or why not (c->errstr set). */
+static wharf_client_status add_types(wharf_client *c,
+                                     const wharf_enqueue_opts *tasks,
+                                     const size_t *index, size_t count,
+                                     const wharf_enqueue_reply *replies)
+{
+    struct enqueue_buffers *b = c->enqueue_buffers;
+    wharf_client_status status = WHARF_CLIENT_OK;
+    redisContext *redis = c->redis;
+    size_t first, sent = 0;
+    char key[KEY_MAX];
+
+    if (!redis)
+        return WHARF_CLIENT_UNAVAILABLE;
+    types_of(b, redis);
+    first = b->n_types;
+    key_global(key, sizeof(key), c->prefix, "types");
+    for (size_t i = 0; i < count; i++) {
+        size_t t = index ? index[i] : i;
+        const char *type = tasks[t].type;
+        if (replies[t].status != WHARF_CLIENT_OK || !type_unknown(b, type))
+            continue;
+        if (redisAppendCommand(redis, "SADD %s %s", key, type) != REDIS_OK)
+            return client_reply_status(c, NULL, "enqueue");
+        type_added(b, type);
+        sent++;
+    }
+    for (size_t i = 0; i < sent; i++) {
+        redisReply *r = NULL;
+        wharf_client_status got;
+        if (redisGetReply(redis, (void **)&r) != REDIS_OK)
+            return client_reply_status(c, NULL, "enqueue");
+        got = client_reply_status(c, r, "enqueue: adding the type");
+        freeReplyObject(r);
+        if (status == WHARF_CLIENT_OK)
+            status = got;
+    }
+    /* Not added: forget them, so the next enqueue tries again. */
+    if (status != WHARF_CLIENT_OK && b->n_types > first)
+        b->n_types = first;
+    return status;
 }
 
 /* Checks t; BAD_INPUT with c->errstr set when it breaks a rule. */
@@ -211,8 +306,7 @@ static wharf_client_status build_call(wharf_client *c, enqueue_call *call,
     key_of_type(call->common_keys[0], KEY_MAX, prefix, type, "policy");
     key_of_type(call->common_keys[1], KEY_MAX, prefix, type, "stream");
     key_of_type(call->common_keys[2], KEY_MAX, prefix, type, "delayed");
-    key_global(call->common_keys[3], KEY_MAX, prefix, "types");
-    key_of_type(call->common_keys[4], KEY_MAX, prefix, type, "pressure");
+    key_of_type(call->common_keys[3], KEY_MAX, prefix, type, "pressure");
     skip = key_of_type(seen, sizeof(seen), prefix, type, "seen:");
     command_evalsha(cmd, c->enqueue.sha);
     for (int k = 0; k < COMMON_KEYS; k++)
@@ -353,6 +447,8 @@ static wharf_client_status call_alone(wharf_client *c, enqueue_call *call,
     }
     status = parse_call(c, r, tasks, index, count, replies);
     freeReplyObject(r);
+    if (status == WHARF_CLIENT_OK)
+        status = add_types(c, tasks, index, count, replies);
     return status;
 }
 
@@ -612,5 +708,8 @@ wharf_client_status wharf_enqueue_batch(wharf_client *client,
         memset(&replies[done], 0, sizeof(replies[done]));
         replies[done].status = status;
     }
+    /* Every round is read: nothing is in flight. */
+    if (status == WHARF_CLIENT_OK)
+        status = add_types(client, tasks, NULL, n, replies);
     return status;
 }
