@@ -443,9 +443,10 @@ int broker_release_key(broker *b, const char *key, const char *value)
 /* ---- batched script calls ----
  * begin, finish and release run as script calls that each carry a run of
  * consecutive jobs of one queue (and, for finish, one consumer), up to
- * CALL_TASKS of them; up to PIPE_CALLS calls go in one round trip. The
- * argument arrays live in the broker's scratch, made once at init, so a
- * batch allocates nothing beyond what hiredis does. */
+ * CALL_TASKS of them; up to PIPE_CALLS calls go in one round trip. Each
+ * is built in the scratch's command, whose buffers are kept from call to
+ * call, so a batch allocates nothing beyond what hiredis does once they
+ * have grown to the largest call. */
 
 /* What one batched script does with jobs. */
 typedef struct batch_ops {
@@ -875,7 +876,7 @@ static char finish_letter(finish_kind kind)
     }
 }
 
-/* See script_finish for KEYS and ARGV. */
+/* KEYS and ARGV as sdk/lua/finish.lua states them. */
 static void finish_build(broker *b, broker_job *jobs, const batch_call *c)
 {
     broker_scratch *sc = b->scratch;

@@ -31,7 +31,8 @@ redisReply *script_run(redisContext *c, const script *s, int numkeys, int argc,
                        const char *const *argv, const size_t *argvlen);
 
 /* Pipelined form: appends EVALSHA to c's output buffer. Read the reply
- * with redisGetReply and hand it to script_retry_noscript. 0 or -1. */
+ * with redisGetReply; if script_is_noscript says so, run the call again
+ * with script_run once nothing else is in flight. 0 or -1. */
 int script_append(redisContext *c, const script *s, int numkeys, int argc,
                   const char *const *argv, const size_t *argvlen);
 
