@@ -3,18 +3,16 @@
  * visibility_timeout) is refused with exit 75; one whose holder went
  * silent, or with --force, is released; the listing shows each lock's
  * fence, time left and owner. The hosts publish visibility_timeout. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
 
 #include "broker.h"
 #include "redis_server.h"
+#include "wharf_cli.h"
 #include "scripts.h"
 
 #define TRACE "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -38,63 +36,11 @@ static void stop(void)
 
 TestSuite(locks, .init = start, .fini = stop, .timeout = 60);
 
-typedef struct run {
-    int status;
-    char out[4096], err[4096];
-} run;
+typedef test_cli_run run;
 
-/* Reads fd to its end into buf (NUL-terminated). */
-static void slurp(int fd, char *buf, size_t len)
-{
-    size_t used = 0;
-    ssize_t n;
-
-    while ((n = read(fd, buf + used, len - 1 - used)) != 0) {
-        if (n < 0 && errno == EINTR)
-            continue;
-        cr_assert(n > 0, "read: %s", strerror(errno));
-        used += (size_t)n;
-        if (used == len - 1)
-            break;
-    }
-    buf[used] = '\0';
-}
-
-/* Runs the wharf CLI against the test's server with up to 4 arguments
- * (NULL-terminated). stderr goes to a file so neither pipe can fill. */
-static run *wharf(const char *a, const char *b, const char *c, const char *d,
-                  const char *e)
-{
-    static run r;
-    char errpath[300];
-    int out[2], errfd;
-    pid_t pid;
-
-    snprintf(errpath, sizeof(errpath), "%s/wharf.err", redis.dir);
-    cr_assert_eq(pipe(out), 0);
-    pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        errfd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(out[1], STDOUT_FILENO);
-        dup2(errfd, STDERR_FILENO);
-        close(out[0]);
-        execl(WHARF_BINARY_DIR "/wharf", "wharf", "--redis", redis.url, a, b, c,
-              d, e, (char *)NULL);
-        _exit(127);
-    }
-    close(out[1]);
-    slurp(out[0], r.out, sizeof(r.out));
-    close(out[0]);
-    cr_assert_eq(waitpid(pid, &r.status, 0), pid);
-    cr_assert(WIFEXITED(r.status));
-    r.status = WEXITSTATUS(r.status);
-    errfd = open(errpath, O_RDONLY);
-    cr_assert(errfd >= 0);
-    slurp(errfd, r.err, sizeof(r.err));
-    close(errfd);
-    return &r;
-}
+/* wharf --redis URL a b ... (NULL-terminated). */
+#define wharf(...)                                                             \
+    test_cli(redis.url, redis.dir, (const char *const[]){__VA_ARGS__, NULL})
 
 /* Task id of type orders, pending under CONSUMER, with its lock. */
 static void running(const char *id)
@@ -115,10 +61,10 @@ static void running(const char *id)
 
 Test(locks, a_lock_held_by_a_live_run_is_not_released)
 {
-    run *r;
+    const run *r;
 
     running("o-1");
-    r = wharf("locks", "release", "orders", "o-1", NULL);
+    r = wharf("locks", "release", "orders", "o-1");
     cr_assert_eq(r->status, 75, "exit %d: %s", r->status, r->err);
     cr_assert(strstr(r->err,
                      "lock of orders/o-1 is held by a live run on " CONSUMER
@@ -138,7 +84,7 @@ Test(locks, a_lock_held_by_a_live_run_is_not_released)
 
 Test(locks, a_lock_whose_run_went_silent_is_released)
 {
-    run *r;
+    const run *r;
 
     running("o-2");
     /* The hosts published a visibility_timeout of 100 ms; the entry has
@@ -146,7 +92,7 @@ Test(locks, a_lock_whose_run_went_silent_is_released)
     freeReplyObject(test_redis_command(
         rc, "HSET wharf:{orders}:policy visibility_timeout 100"));
     usleep(200 * 1000);
-    r = wharf("locks", "release", "orders", "o-2", NULL);
+    r = wharf("locks", "release", "orders", "o-2");
     cr_assert_eq(r->status, 0, "exit %d: %s", r->status, r->err);
     cr_assert_str_eq(r->out, "released o-2\n");
     cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{orders}:lock:o-2"), 0);
@@ -154,20 +100,20 @@ Test(locks, a_lock_whose_run_went_silent_is_released)
 
 Test(locks, a_lock_without_a_pending_entry_is_released)
 {
-    run *r;
+    const run *r;
 
     /* Another id is running; o-3 has a lock but no entry pending. */
     running("o-other");
     freeReplyObject(test_redis_command(
         rc, "SET wharf:{orders}:lock:o-3 9-0123456789abcdef PX 60000"));
-    r = wharf("locks", "release", "orders", "o-3", NULL);
+    r = wharf("locks", "release", "orders", "o-3");
     cr_assert_eq(r->status, 0, "exit %d: %s", r->status, r->err);
     cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{orders}:lock:o-3"), 0);
     /* No stream at all. */
     freeReplyObject(test_redis_command(rc, "SET wharf:{none}:lock:x 1"));
-    r = wharf("locks", "release", "none", "x", NULL);
+    r = wharf("locks", "release", "none", "x");
     cr_assert_eq(r->status, 0, "exit %d: %s", r->status, r->err);
-    r = wharf("locks", "release", "none", "x", NULL);
+    r = wharf("locks", "release", "none", "x");
     cr_assert_eq(r->status, 1);
     cr_assert(strstr(r->err, "no lock on task 'x' of type 'none'"), "%s",
               r->err);
@@ -175,12 +121,12 @@ Test(locks, a_lock_without_a_pending_entry_is_released)
 
 Test(locks, list_shows_fence_time_left_and_owner)
 {
-    run *r;
+    const run *r;
     long long ttl;
     char owner[32];
 
     running("o-4");
-    r = wharf("locks", "list", "orders", NULL, NULL);
+    r = wharf("locks", "list", "orders");
     cr_assert_eq(r->status, 0, "%s", r->err);
     cr_assert_eq(sscanf(r->out, "o-4  12  %lld  %31s\n", &ttl, owner), 2, "%s",
                  r->out);
