@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client_ids.h"
 #include "log.h"
 #include "scripts.h"
 
@@ -23,12 +24,6 @@
 #define CALL_TASKS 64
 /* Script calls per round trip. */
 #define PIPE_CALLS 16
-/* Arguments of the largest call (finish, every task a retry): EVALSHA,
- * sha, numkeys, 3 queue keys, 6 call arguments, then per task 2 keys and
- * 9 arguments. */
-#define CALL_ARGS (12 + 11 * CALL_TASKS)
-/* Room for a call's task keys, each at most KEY_MAX with its NUL. */
-#define CALL_KEY_BYTES (2 * CALL_TASKS * KEY_MAX)
 /* XREADGROUP's arguments before the streams and their ids. */
 #define CLAIM_ARGS 10
 
@@ -37,27 +32,16 @@ typedef struct batch_call {
     size_t first, end, n;
 } batch_call;
 
-/* Argument text that is not in a job: the queue-wide numbers of a call
- * and each task's attempt and delay. */
-typedef struct call_numbers {
-    char numkeys[16];
-    char kinds[CALL_TASKS + 1]; /* finish: one letter per task */
-    char call[2][24];
-    char task[CALL_TASKS][2][24];
-} call_numbers;
-
+/* Every script call is built in cmd, kept from call to call, so a batch
+ * allocates nothing beyond what hiredis does once the buffers have grown
+ * to the largest call. */
 struct broker_scratch {
-    const char *argv[CALL_ARGS];
-    size_t argvlen[CALL_ARGS];
-    int argc;
-    char keys[CALL_KEY_BYTES]; /* key names of one call, end to end */
-    size_t keys_used;
-    call_numbers numbers;
+    command cmd;
+    char kinds[CALL_TASKS + 1]; /* finish: one letter per task */
+    bool resend;                /* finish: broker_finish_resend */
     batch_call calls[PIPE_CALLS];
     redisReply *replies[PIPE_CALLS];
     const char **claim_argv; /* XREADGROUP's, sized for every queue */
-    char *wire;              /* a call in the Redis protocol; grows */
-    size_t wire_cap;
 };
 
 static const char *const outcome_names[OUTCOME_COUNT] = {
@@ -130,7 +114,7 @@ void broker_destroy(broker *b)
     b->n_queues = 0;
     if (b->scratch) {
         free(b->scratch->claim_argv);
-        free(b->scratch->wire);
+        command_free(&b->scratch->cmd);
     }
     free(b->scratch);
     b->scratch = NULL;
@@ -200,21 +184,24 @@ static int setup_queues(broker *b)
     key_global(types_key, sizeof(types_key), b->cfg->prefix, "types");
     for (size_t i = 0; i < b->n_queues; i++) {
         const broker_queue *q = &b->queues[i];
-        char max_payload[24], max_backlog[24], ttl[24];
+        char max_payload[24], max_backlog[24], ttl[24], visibility[24];
 
         snprintf(max_payload, sizeof(max_payload), "%" PRIu64,
                  q->pol->max_payload);
         snprintf(max_backlog, sizeof(max_backlog), "%" PRIu64,
                  q->pol->max_backlog);
         snprintf(ttl, sizeof(ttl), "%" PRId64, q->pol->idempotency_ttl_ms);
+        snprintf(visibility, sizeof(visibility), "%" PRId64,
+                 q->pol->visibility_timeout_ms);
         redisAppendCommand(b->redis, "XGROUP CREATE %s %s 0 MKSTREAM",
                            q->stream, WHARF_GROUP);
         redisAppendCommand(
             b->redis,
             "HSET %s max_payload %s max_backlog %s idempotency %s "
-            "idempotency_ttl %s",
+            "idempotency_ttl %s visibility_timeout %s",
             q->policy_key, max_payload, max_backlog,
-            q->pol->idempotency == IDEMPOTENCY_NONE ? "none" : "payload", ttl);
+            q->pol->idempotency == IDEMPOTENCY_NONE ? "none" : "payload", ttl,
+            visibility);
         redisAppendCommand(b->redis, "SADD %s %s", types_key, q->type);
     }
     b->round_trips++;
@@ -414,50 +401,6 @@ redisReply *broker_entry(broker *b, broker_queue *q, const char *entry_id)
     return r;
 }
 
-long broker_renew(broker *b, broker_queue *q, const char *consumer,
-                  const char *const *entry_ids, const char *const *task_ids,
-                  const char *const *tokens, size_t n)
-{
-    const char **argv = malloc((4 * n + 4) * sizeof(*argv));
-    char *keys = malloc((n ? n : 1) * KEY_MAX);
-    char ttl[24];
-    size_t argc = 0;
-    long result = -1;
-    redisReply *r;
-
-    if (!argv || !keys) {
-        snprintf(b->errstr, sizeof(b->errstr), "out of memory");
-        goto out;
-    }
-    if (!b->redis)
-        goto out;
-    argv[argc++] = q->stream;
-    for (size_t i = 0; i < n; i++) {
-        key_of_task(keys + i * KEY_MAX, KEY_MAX, b->cfg->prefix, q->type,
-                    "lock", task_ids[i]);
-        argv[argc++] = keys + i * KEY_MAX;
-    }
-    snprintf(ttl, sizeof(ttl), "%" PRId64, q->pol->lock_ttl_ms);
-    argv[argc++] = WHARF_GROUP;
-    argv[argc++] = consumer;
-    argv[argc++] = ttl;
-    for (size_t i = 0; i < n; i++)
-        argv[argc++] = entry_ids[i];
-    for (size_t i = 0; i < n; i++)
-        argv[argc++] = tokens[i];
-    b->round_trips++;
-    r = script_run(b->redis, &script_renew, (int)n + 1, (int)argc, argv, NULL);
-    if (r && r->type == REDIS_REPLY_INTEGER)
-        result = (long)r->integer;
-    else
-        command_failed(b, "renew", r);
-    freeReplyObject(r);
-out:
-    free(argv);
-    free(keys);
-    return result;
-}
-
 int broker_heartbeat(broker *b, const char *key, const char *value,
                      int64_t ttl_ms)
 {
@@ -500,9 +443,10 @@ int broker_release_key(broker *b, const char *key, const char *value)
 /* ---- batched script calls ----
  * begin, finish and release run as script calls that each carry a run of
  * consecutive jobs of one queue (and, for finish, one consumer), up to
- * CALL_TASKS of them; up to PIPE_CALLS calls go in one round trip. The
- * argument arrays live in the broker's scratch, made once at init, so a
- * batch allocates nothing beyond what hiredis does. */
+ * CALL_TASKS of them; up to PIPE_CALLS calls go in one round trip. Each
+ * is built in the scratch's command, whose buffers are kept from call to
+ * call, so a batch allocates nothing beyond what hiredis does once they
+ * have grown to the largest call. */
 
 /* What one batched script does with jobs. */
 typedef struct batch_ops {
@@ -520,115 +464,108 @@ typedef struct batch_ops {
 
 static void push(broker *b, const void *data, size_t len)
 {
-    broker_scratch *sc = b->scratch;
-
-    sc->argv[sc->argc] = data;
-    sc->argvlen[sc->argc] = len;
-    sc->argc++;
+    command_push(&b->scratch->cmd, data, len);
 }
 
 static void push_str(broker *b, const char *s)
 {
-    push(b, s, strlen(s));
+    command_push_str(&b->scratch->cmd, s);
 }
 
-/* Appends the key "<prefix>:{<type>}:<what>:<id>" of job j: the key
- * key_of_task spells, copied together from the queue's
- * "<prefix>:{<type>}:" (snprintf was a sixth of a worker's time). */
-static void push_key(broker *b, const broker_job *j, const char *what)
+static void push_int(broker *b, long long value)
 {
-    broker_scratch *sc = b->scratch;
-    const broker_queue *q = j->queue;
-    char *at = sc->keys + sc->keys_used;
-    size_t what_len = strlen(what), id_len = strlen(j->e.task.id);
+    command_push_int(&b->scratch->cmd, value);
+}
+
+/* Writes the key "<prefix>:{<type>}:<what>:<id>" of task id of queue q
+ * into buf (KEY_MAX): the key key_of_task spells, copied together from the
+ * queue's "<prefix>:{<type>}:" (snprintf was a sixth of a worker's time).
+ * Its length, or 0 if it does not fit (cannot happen: prefix, type and id
+ * are bounded). */
+static size_t task_key(const broker_queue *q, const char *what, const char *id,
+                       char *buf)
+{
+    size_t what_len = strlen(what), id_len = strlen(id);
     size_t len = q->task_prefix_len + what_len + 1 + id_len;
 
-    if (len < KEY_MAX) {
-        memcpy(at, q->task_prefix, q->task_prefix_len);
-        memcpy(at + q->task_prefix_len, what, what_len);
-        at[q->task_prefix_len + what_len] = ':';
-        memcpy(at + q->task_prefix_len + what_len + 1, j->e.task.id, id_len);
-    } else {
-        len = 0; /* cannot happen: prefix, type and id are bounded */
-    }
-    at[len] = '\0';
-    sc->keys_used += len + 1;
-    push(b, at, len);
-}
-
-/* Starts "EVALSHA sha numkeys": numkeys is set by end_keys. */
-static void begin_call(broker *b, const script *s)
-{
-    broker_scratch *sc = b->scratch;
-
-    sc->argc = 0;
-    sc->keys_used = 0;
-    push(b, "EVALSHA", 7);
-    push(b, s->sha, 40);
-    push(b, "", 0);
-}
-
-/* Every key is pushed: the count goes in argv[2]. */
-static void end_keys(broker *b)
-{
-    broker_scratch *sc = b->scratch;
-    int n = snprintf(sc->numbers.numkeys, sizeof(sc->numbers.numkeys), "%d",
-                     sc->argc - 3);
-
-    sc->argv[2] = sc->numbers.numkeys;
-    sc->argvlen[2] = (size_t)n;
-}
-
-/* Writes "<c><n>\r\n" at out; returns the bytes written. */
-static size_t put_header(char *out, char c, size_t n)
-{
-    char digits[24];
-    size_t k = 0, len = 0;
-
-    do {
-        digits[k++] = (char)('0' + n % 10);
-        n /= 10;
-    } while (n > 0);
-    out[len++] = c;
-    while (k > 0)
-        out[len++] = digits[--k];
-    out[len++] = '\r';
-    out[len++] = '\n';
+    if (len >= KEY_MAX)
+        return 0;
+    memcpy(buf, q->task_prefix, q->task_prefix_len);
+    memcpy(buf + q->task_prefix_len, what, what_len);
+    buf[q->task_prefix_len + what_len] = ':';
+    memcpy(buf + q->task_prefix_len + what_len + 1, id, id_len);
+    buf[len] = '\0';
     return len;
 }
 
-/* Appends the built call to the connection's output, written in the
- * Redis protocol by hand into a buffer kept from call to call: hiredis's
- * own formatting (an sds printf per argument) cost a worker more than
- * the call's keys. 0, or -1 when out of memory. */
+/* Pushes a key of a queue (borrowed: the queue outlives the call). */
+static void push_queue_key(broker *b, const char *key)
+{
+    command_push_key(&b->scratch->cmd, key, strlen(key));
+}
+
+/* Pushes the key <what>:<id> of job j. */
+static void push_key(broker *b, const broker_job *j, const char *what)
+{
+    char key[KEY_MAX];
+    size_t len = task_key(j->queue, what, j->e.task.id, key);
+
+    command_push_key_copy(&b->scratch->cmd, key, len);
+}
+
+/* Starts "EVALSHA sha numkeys": keys come next, then the arguments. */
+static void begin_call(broker *b, const script *s)
+{
+    command_evalsha(&b->scratch->cmd, s->sha);
+}
+
+/* Appends the built call to the connection's output, encoded by hand
+ * (command.h says why). 0, or -1 when it could not be built. */
 static int append_call(broker *b)
 {
-    broker_scratch *sc = b->scratch;
-    size_t need = 32, used = 0;
+    command *cmd = &b->scratch->cmd;
 
-    for (int i = 0; i < sc->argc; i++)
-        need += sc->argvlen[i] + 32;
-    if (need > sc->wire_cap) {
-        size_t cap = need > 2 * sc->wire_cap ? need : 2 * sc->wire_cap;
-        char *grown = realloc(sc->wire, cap);
-        if (!grown) {
-            snprintf(b->errstr, sizeof(b->errstr), "out of memory");
-            return -1;
-        }
-        sc->wire = grown;
-        sc->wire_cap = cap;
-    }
-    used += put_header(sc->wire, '*', (size_t)sc->argc);
-    for (int i = 0; i < sc->argc; i++) {
-        used += put_header(sc->wire + used, '$', sc->argvlen[i]);
-        memcpy(sc->wire + used, sc->argv[i], sc->argvlen[i]);
-        used += sc->argvlen[i];
-        sc->wire[used++] = '\r';
-        sc->wire[used++] = '\n';
-    }
-    return redisAppendFormattedCommand(b->redis, sc->wire, used) == REDIS_OK
-               ? 0
-               : -1;
+    if (command_append(cmd, b->redis) == 0)
+        return 0;
+    snprintf(b->errstr, sizeof(b->errstr), "building a script call: %s",
+             cmd->err ? strerror(cmd->err) : "hiredis refused it");
+    return -1;
+}
+
+long broker_renew(broker *b, broker_queue *q, const char *consumer,
+                  const char *const *entry_ids, const char *const *task_ids,
+                  const char *const *tokens, size_t n)
+{
+    command *cmd = &b->scratch->cmd;
+    char key[KEY_MAX];
+    long result = -1;
+    redisReply *r;
+
+    if (!b->redis)
+        return -1;
+    /* A worker may hold hundreds of tasks of a type: the call grows with
+     * them (3n + 4 arguments), with no limit. */
+    begin_call(b, &script_renew);
+    push_queue_key(b, q->stream);
+    for (size_t i = 0; i < n; i++)
+        command_push_key_copy(cmd, key, task_key(q, "lock", task_ids[i], key));
+    push_str(b, WHARF_GROUP);
+    push_str(b, consumer);
+    push_int(b, q->pol->lock_ttl_ms);
+    for (size_t i = 0; i < n; i++)
+        push_str(b, entry_ids[i]);
+    for (size_t i = 0; i < n; i++)
+        push_str(b, tokens[i]);
+    b->round_trips++;
+    r = script_run_command(b->redis, &script_renew, cmd);
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        result = (long)r->integer;
+    else if (!r && cmd->err)
+        snprintf(b->errstr, sizeof(b->errstr), "renew: %s", strerror(cmd->err));
+    else
+        command_failed(b, "renew", r);
+    freeReplyObject(r);
+    return result;
 }
 
 /* The next call from *cursor on, or false when no job is left. */
@@ -674,7 +611,7 @@ static redisReply *call_again(broker *b, const batch_ops *ops, broker_job *jobs,
         return NULL;
     ops->build(b, jobs, c);
     b->round_trips++;
-    return redisCommandArgv(b->redis, sc->argc, sc->argv, sc->argvlen);
+    return command_run(&sc->cmd, b->redis);
 }
 
 /* Appends the calls of one round trip: how many (0 when no job is
@@ -762,24 +699,21 @@ static bool same_queue(const broker *b, const broker_job *a,
     return a->queue == c->queue;
 }
 
-/* KEYS fence, result:<id>..., lock:<id>...; ARGV lock_ttl_ms. */
+/* KEYS fence, result:<id>..., lock:<id>...; ARGV lock_ttl_ms, owner. */
 static void begin_build(broker *b, broker_job *jobs, const batch_call *c)
 {
-    broker_scratch *sc = b->scratch;
     const broker_queue *q = jobs[c->first].queue;
 
     begin_call(b, &script_begin);
-    push_str(b, q->fence);
+    push_queue_key(b, q->fence);
     for (size_t i = c->first; i < c->end; i++)
         if (job_begins(&jobs[i]))
             push_key(b, &jobs[i], "result");
     for (size_t i = c->first; i < c->end; i++)
         if (job_begins(&jobs[i]))
             push_key(b, &jobs[i], "lock");
-    end_keys(b);
-    snprintf(sc->numbers.call[0], sizeof(sc->numbers.call[0]), "%" PRId64,
-             q->pol->lock_ttl_ms);
-    push_str(b, sc->numbers.call[0]);
+    push_int(b, q->pol->lock_ttl_ms);
+    push_str(b, jobs[c->first].owner);
 }
 
 /* r: the error (or unexpected) reply, for the call or for j alone. */
@@ -795,7 +729,29 @@ static void begin_failed(broker *b, broker_job *j, const redisReply *r)
     j->begin = BEGIN_NONE;
 }
 
-/* One element per task: 0 (cached), -1 (locked) or the token. */
+/* True if text (len bytes) is the lock value "<fence>-<owner>" of a call
+ * of this owner; sets *fence. */
+static bool lock_value_fence(const char *text, size_t len, const char *owner,
+                             uint64_t *fence)
+{
+    size_t owner_len = strlen(owner), digits = 0;
+    uint64_t n = 0;
+
+    while (digits < len && text[digits] >= '0' && text[digits] <= '9') {
+        if (n > (UINT64_MAX - 9) / 10)
+            return false;
+        n = n * 10 + (uint64_t)(text[digits] - '0');
+        digits++;
+    }
+    if (digits == 0 || len != digits + 1 + owner_len ||
+        len >= sizeof(((broker_job *)0)->token) || text[digits] != '-' ||
+        memcmp(text + digits + 1, owner, owner_len) != 0)
+        return false;
+    *fence = n;
+    return true;
+}
+
+/* One element per task: 0 (cached), -1 (locked) or the lock value. */
 static void begin_apply(broker *b, broker_job *jobs, const batch_call *c,
                         const redisReply *r)
 {
@@ -814,10 +770,10 @@ static void begin_apply(broker *b, broker_job *jobs, const batch_call *c,
         v = r->element[k++];
         if (v->type == REDIS_REPLY_INTEGER) {
             j->begin = v->integer == 0 ? BEGIN_CACHED : BEGIN_LOCKED;
-        } else if (v->type == REDIS_REPLY_STRING && v->len > 0 &&
-                   v->len < sizeof(j->token)) {
+        } else if (v->type == REDIS_REPLY_STRING &&
+                   lock_value_fence(v->str, v->len, j->owner,
+                                    &j->e.task.fence)) {
             memcpy(j->token, v->str, v->len + 1);
-            j->e.task.fence = strtoull(v->str, NULL, 10);
             j->begin = BEGIN_RUN;
         } else {
             begin_failed(b, j, v);
@@ -837,6 +793,23 @@ static const batch_ops begin_ops = {
 
 int broker_begin(broker *b, broker_job *jobs, size_t n)
 {
+    unsigned char random[8];
+    char owner[17];
+
+    if (!b->redis)
+        return -1;
+    if (client_random_bytes(random, sizeof(random)) != 0) {
+        snprintf(b->errstr, sizeof(b->errstr),
+                 "begin: libcrypto has no random bytes to give");
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof(random); i++)
+        snprintf(owner + 2 * i, 3, "%02x", random[i]);
+    /* Stored before anything is sent: if the replies are lost, the
+     * release knows whose locks to look for. */
+    for (size_t i = 0; i < n; i++)
+        if (job_begins(&jobs[i]))
+            memcpy(jobs[i].owner, owner, sizeof(owner));
     return run_batch(b, &begin_ops, jobs, n);
 }
 
@@ -862,16 +835,30 @@ static bool same_owner(const broker *b, const broker_job *a,
 
 /* The envelope a retried or dead task keeps: id, payload, attempt,
  * enqueued_at, trace, error. */
-static void push_envelope(broker *b, const broker_job *j, char *attempt)
+static void push_envelope(broker *b, const broker_job *j)
 {
-    snprintf(attempt, 24, "%u", j->next_attempt);
     push_str(b, j->e.task.id);
     push(b, j->e.task.payload ? (const void *)j->e.task.payload : "",
          j->e.task.payload_len);
-    push_str(b, attempt);
+    push_int(b, j->next_attempt);
     push_str(b, j->e.enqueued_at[0] ? j->e.enqueued_at : "0");
     push_str(b, j->e.task.trace);
     push_str(b, j->reason ? j->reason : "");
+}
+
+/* The key <what>:<id> a finish writes: the result, the envelope of a
+ * retry (promote reads it), or the dead record (only death, trim_dead and
+ * the CLI's dead commands touch it, so a new run of the id cannot). */
+static const char *record_of(finish_kind kind)
+{
+    switch (kind) {
+    case FINISH_OK:
+        return "result";
+    case FINISH_DEAD:
+        return "dead";
+    default:
+        return "task";
+    }
 }
 
 /* A finish kind as script_finish spells it. */
@@ -889,7 +876,7 @@ static char finish_letter(finish_kind kind)
     }
 }
 
-/* See script_finish for KEYS and ARGV. */
+/* KEYS and ARGV as sdk/lua/finish.lua states them. */
 static void finish_build(broker *b, broker_job *jobs, const batch_call *c)
 {
     broker_scratch *sc = b->scratch;
@@ -898,30 +885,25 @@ static void finish_build(broker *b, broker_job *jobs, const batch_call *c)
     size_t t = 0;
 
     begin_call(b, &script_finish);
-    push_str(b, q->stream);
-    push_str(b, q->delayed);
-    push_str(b, q->dead);
+    push_queue_key(b, q->stream);
+    push_queue_key(b, q->delayed);
+    push_queue_key(b, q->dead);
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]) && jobs[i].finish != FINISH_ACK)
             push_key(b, &jobs[i], "lock");
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]) && jobs[i].finish != FINISH_ACK)
-            push_key(b, &jobs[i],
-                     jobs[i].finish == FINISH_OK ? "result" : "task");
-    end_keys(b);
-    snprintf(sc->numbers.call[0], sizeof(sc->numbers.call[0]), "%" PRId64,
-             q->pol->result_ttl_ms);
-    snprintf(sc->numbers.call[1], sizeof(sc->numbers.call[1]), "%" PRId64,
-             q->pol->dead_ttl_ms);
+            push_key(b, &jobs[i], record_of(jobs[i].finish));
     push_str(b, WHARF_GROUP);
     push_str(b, consumer_of(b, lead));
-    push_str(b, sc->numbers.call[0]);
-    push_str(b, sc->numbers.call[1]);
+    push_int(b, q->pol->result_ttl_ms);
+    push_int(b, q->pol->dead_ttl_ms);
     push_str(b, q->type);
+    push_str(b, sc->resend ? "resend" : "");
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]))
-            sc->numbers.kinds[t++] = finish_letter(jobs[i].finish);
-    push(b, sc->numbers.kinds, t);
+            sc->kinds[t++] = finish_letter(jobs[i].finish);
+    command_push_copy(&sc->cmd, sc->kinds, t);
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]))
             push_str(b, jobs[i].e.entry_id);
@@ -929,22 +911,17 @@ static void finish_build(broker *b, broker_job *jobs, const batch_call *c)
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]) && jobs[i].finish != FINISH_ACK)
             push_str(b, jobs[i].begin == BEGIN_RUN ? jobs[i].token : "");
-    t = 0;
     for (size_t i = c->first; i < c->end; i++) {
         const broker_job *j = &jobs[i];
-        char(*num)[24];
         if (!job_finishes(j) || j->finish == FINISH_ACK)
             continue;
         if (j->finish == FINISH_OK) {
             push(b, j->result ? (const void *)j->result : "", j->result_len);
             continue;
         }
-        num = sc->numbers.task[t++];
-        push_envelope(b, j, num[0]);
-        if (j->finish != FINISH_DEAD) {
-            snprintf(num[1], 24, "%" PRId64, j->delay_ms);
-            push_str(b, num[1]);
-        }
+        push_envelope(b, j);
+        if (j->finish != FINISH_DEAD)
+            push_int(b, j->delay_ms);
     }
 }
 
@@ -1020,29 +997,54 @@ int broker_finish(broker *b, broker_job *jobs, size_t n)
     return run_batch(b, &finish_ops, jobs, n);
 }
 
-/* ---- release ---- */
-
-static bool job_holds_lock(const broker_job *j)
+int broker_finish_resend(broker *b, broker_job *jobs, size_t n)
 {
-    return j->begin == BEGIN_RUN;
+    int rc;
+
+    b->scratch->resend = true;
+    rc = run_batch(b, &finish_ops, jobs, n);
+    b->scratch->resend = false;
+    return rc;
 }
 
-/* KEYS lock; ARGV token. One task a call: a rare path (a batch dropped
- * by a broken connection). */
+/* ---- release ---- */
+
+/* A job whose lock is ours (BEGIN_RUN), or may be: its begin was sent
+ * and not answered (the call may have run). */
+static bool job_holds_lock(const broker_job *j)
+{
+    return j->begin == BEGIN_RUN ||
+           (j->begin == BEGIN_NONE && j->owner[0] != '\0');
+}
+
+/* KEYS lock; ARGV token, or owner and "owner". One task a call: a rare
+ * path (a batch dropped by a broken connection). */
 static void release_build(broker *b, broker_job *jobs, const batch_call *c)
 {
+    const broker_job *j = &jobs[c->first];
+
     begin_call(b, &script_release);
-    push_key(b, &jobs[c->first], "lock");
-    end_keys(b);
-    push_str(b, jobs[c->first].token);
+    push_key(b, j, "lock");
+    if (j->begin == BEGIN_RUN) {
+        push_str(b, j->token);
+    } else {
+        push_str(b, j->owner);
+        push_str(b, "owner");
+    }
 }
 
 static void release_apply(broker *b, broker_job *jobs, const batch_call *c,
                           const redisReply *r)
 {
-    (void)r;
-    (void)b;
-    jobs[c->first].begin = BEGIN_NONE;
+    broker_job *j = &jobs[c->first];
+
+    /* An error reply (a key of the wrong type) cannot be fixed by trying
+     * again: the lock expires with its TTL. */
+    if (r->type == REDIS_REPLY_ERROR)
+        command_failed(b, "release", r);
+    j->begin = BEGIN_NONE;
+    j->owner[0] = '\0';
+    j->token[0] = '\0';
 }
 
 static const batch_ops release_ops = {
@@ -1060,40 +1062,38 @@ int broker_release(broker *b, broker_job *jobs, size_t n)
     return run_batch(b, &release_ops, jobs, n);
 }
 
-/* Runs a maintenance script over ids: KEYS first_keys..., then the task
- * key of each id; ARGV lead_arg (if any), then the ids. Returns the
- * script's integer, or -1 on a connection error. */
+/* Runs a maintenance script over ids: KEYS first_keys..., then the
+ * <what>:<id> key of each id; ARGV lead_arg (if any), then the ids.
+ * Returns the script's integer, or -1 on a connection error. */
 static long move_ids(broker *b, const script *s, const broker_queue *q,
                      const char *const *first_keys, int n_first,
-                     const char *lead_arg, const redisReply *ids)
+                     const char *what, const char *lead_arg,
+                     const redisReply *ids)
 {
-    size_t n = ids->elements;
-    int argc = 0;
-    const char **argv = malloc((n * 2 + 4) * sizeof(*argv));
-    char *keys = malloc(n * KEY_MAX);
+    command *cmd = &b->scratch->cmd;
+    char key[KEY_MAX];
     long result = -1;
     redisReply *r;
 
-    if (!argv || !keys) {
-        snprintf(b->errstr, sizeof(b->errstr), "out of memory");
-        goto out;
-    }
+    begin_call(b, s);
     for (int i = 0; i < n_first; i++)
-        argv[argc++] = first_keys[i];
-    for (size_t i = 0; i < n; i++) {
-        key_of_task(keys + i * KEY_MAX, KEY_MAX, b->cfg->prefix, q->type,
-                    "task", ids->element[i]->str);
-        argv[argc++] = keys + i * KEY_MAX;
-    }
+        push_queue_key(b, first_keys[i]);
+    for (size_t i = 0; i < ids->elements; i++)
+        command_push_key_copy(cmd, key,
+                              task_key(q, what, ids->element[i]->str, key));
     if (lead_arg)
-        argv[argc++] = lead_arg;
-    for (size_t i = 0; i < n; i++)
-        argv[argc++] = ids->element[i]->str;
+        push_str(b, lead_arg);
+    for (size_t i = 0; i < ids->elements; i++)
+        push(b, ids->element[i]->str, ids->element[i]->len);
     b->round_trips++;
-    r = script_run(b->redis, s, n_first + (int)n, argc, argv, NULL);
+    r = script_run_command(b->redis, s, cmd);
     if (!r) {
-        command_failed(b, s->name, NULL);
-        goto out;
+        if (cmd->err)
+            snprintf(b->errstr, sizeof(b->errstr), "%s: %s", s->name,
+                     strerror(cmd->err));
+        else
+            command_failed(b, s->name, NULL);
+        return -1;
     }
     if (r->type == REDIS_REPLY_INTEGER) {
         result = (long)r->integer;
@@ -1108,9 +1108,6 @@ static long move_ids(broker *b, const script *s, const broker_queue *q,
         result = 0;
     }
     freeReplyObject(r);
-out:
-    free(argv);
-    free(keys);
     return result;
 }
 
@@ -1154,7 +1151,7 @@ long broker_promote(broker *b)
                 freeReplyObject(due);
                 break;
             }
-            moved = move_ids(b, &script_promote, q, keys, 2, NULL, due);
+            moved = move_ids(b, &script_promote, q, keys, 2, "task", NULL, due);
             freeReplyObject(due);
             if (moved < 0)
                 return -1;
@@ -1202,7 +1199,8 @@ long broker_trim_dead(broker *b)
                 return r ? total : -1;
             }
             snprintf(max, sizeof(max), "%" PRIu64, q->pol->dead_max);
-            removed = move_ids(b, &script_trim_dead, q, keys, 1, max, r);
+            removed =
+                move_ids(b, &script_trim_dead, q, keys, 1, "dead", max, r);
             freeReplyObject(r);
             if (removed < 0)
                 return -1;

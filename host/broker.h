@@ -70,17 +70,21 @@ typedef struct broker_job {
     entry e;
     broker_queue *queue;
     begin_kind begin;
-    char token[24];        /* fencing token while the lock is ours, or "" */
+    char owner[17]; /* the random owner of the begin call that took
+                       (or may have taken) the lock, or "" */
+    char token[48]; /* the lock's value "<fence>-<owner>" while the
+                       lock is ours, or ""; e.task.fence is the
+                       number */
     finish_kind finish;
-    int64_t delay_ms;      /* FINISH_RETRY / FINISH_RESCHEDULE */
-    unsigned next_attempt; /* attempt stored with FINISH_RETRY/_DEAD */
-    const char *reason;    /* error kept with a retried or dead task */
+    int64_t delay_ms;            /* FINISH_RETRY / FINISH_RESCHEDULE */
+    unsigned next_attempt;       /* attempt stored with FINISH_RETRY/_DEAD */
+    const char *reason;          /* error kept with a retried or dead task */
     const unsigned char *result; /* FINISH_OK */
     size_t result_len;
-    task_outcome outcome;  /* set by broker_finish */
-    int64_t duration_ms;   /* how long the plugin ran (worker) */
-    const char *consumer;  /* finish as this consumer (a dead worker's,
-                              for the supervisor); NULL: the broker's */
+    task_outcome outcome; /* set by broker_finish */
+    int64_t duration_ms;  /* how long the plugin ran (worker) */
+    const char *consumer; /* finish as this consumer (a dead worker's,
+                             for the supervisor); NULL: the broker's */
 } broker_job;
 
 /* Argument arrays of batched script calls, made once (broker.c). */
@@ -130,8 +134,11 @@ size_t broker_jobs(broker *b, const redisReply *claim, broker_job *jobs,
                    size_t max);
 
 /* Begins the good jobs (one script call per queue and up to 64 jobs, in
- * one round trip for up to 16 calls): sets begin and token. 0, or -1 on a
- * connection error (the batch must be dropped). */
+ * one round trip for up to 16 calls): sets begin, token and the fence.
+ * Before anything is sent every good job gets this call's random owner,
+ * so a batch whose replies are lost can still be released
+ * (broker_release). 0, or -1 on a connection error (the batch must be
+ * dropped). */
 int broker_begin(broker *b, broker_job *jobs, size_t n);
 
 /* Finishes every job according to its finish kind, kinds mixed freely:
@@ -141,8 +148,21 @@ int broker_begin(broker *b, broker_job *jobs, size_t n);
  * its task). 0, or -1 on a connection error. */
 int broker_finish(broker *b, broker_job *jobs, size_t n);
 
-/* Releases the locks that jobs begun with BEGIN_RUN still hold with
- * their tokens (after a batch was dropped), in one pipeline. 0, or -1 on
+/* broker_finish for a finish sent again after the connection broke
+ * before its reply was read (it may have landed). A task its run no
+ * longer owns whose entry is gone from the stream and whose requested
+ * effect is visible (ok: its result exists; retry or reschedule: its id
+ * is in the delayed set; dead: in the dead set; ack: nothing more) was
+ * finished by the earlier send: its outcome is the one asked for, not
+ * OUTCOME_STALE. Anything else not owned is stale as before. 0, or -1 on a
+ * connection error. */
+int broker_finish_resend(broker *b, broker_job *jobs, size_t n);
+
+/* Releases, after a batch was dropped, in one pipeline: the locks that
+ * jobs begun with BEGIN_RUN still hold with their tokens, and those of
+ * jobs whose begin was sent but never answered (BEGIN_NONE with owner
+ * set: the call may have taken them) by the owner part of their value.
+ * Each released job ends with begin BEGIN_NONE and no owner. 0, or -1 on
  * a connection error. */
 int broker_release(broker *b, broker_job *jobs, size_t n);
 

@@ -25,6 +25,10 @@ static bool parse_int(const redisReply *v, long long min, long long max,
 
     if (!v || v->len == 0 || v->len > 20)
         return false;
+    /* strtoll would skip leading spaces and take a '+': a field is the
+     * plain decimal Redis and the producers write. */
+    if (!(v->str[0] == '-' || (v->str[0] >= '0' && v->str[0] <= '9')))
+        return false;
     errno = 0;
     n = strtoll(v->str, &end, 10);
     if (errno != 0 || end != v->str + v->len || n < min || n > max)
@@ -157,10 +161,14 @@ void entry_parse(entry *e, const redisReply *r, const char *type,
         return;
     }
     e->task.attempt = (unsigned)attempt;
-    if (!parse_int(v[F_ENQUEUED_AT], 0, INT64_MAX, &enqueued)) {
+    /* Bounded so that every sum and product of times the host makes
+     * (wait time, in us too) stays far from overflow. */
+    if (!parse_int(v[F_ENQUEUED_AT], 0, ENTRY_TIME_MAX_MS, &enqueued)) {
         quote(shown, sizeof(shown), v[F_ENQUEUED_AT]);
         snprintf(e->bad, sizeof(e->bad),
-                 "bad task: enqueued_at '%s' is not a time in ms", shown);
+                 "bad task: enqueued_at '%s' is not a time in ms from 0 to "
+                 "%lld (year 9999)",
+                 shown, (long long)ENTRY_TIME_MAX_MS);
         return;
     }
     e->task.enqueued_at_ms = enqueued;

@@ -12,6 +12,9 @@
 #include "config.h"
 
 #define ENTRY_REASON_LEN 256
+/* The latest time in ms a task's time field may hold: the last
+ * millisecond of the year 9999 (UTC). Anything later is a bad task. */
+#define ENTRY_TIME_MAX_MS 253402300799999LL
 
 typedef struct entry {
     const char *entry_id; /* the stream entry id, in the reply */

@@ -1,7 +1,7 @@
 /* The host's Lua scripts: begin and finish (each takes a whole batch of
  * one queue), release, and the maintenance scripts (renew, heartbeat,
- * due, promote, trim_dead). See scripts.c for each script's KEYS and
- * ARGV. */
+ * due, promote, trim_dead). Each script's KEYS, ARGV and reply
+ * are stated at the top of its sdk/lua/NAME.lua. */
 #ifndef WHARF_SCRIPTS_H
 #define WHARF_SCRIPTS_H
 

@@ -135,3 +135,45 @@ Test(entry, trace_validation)
     const char *upper = "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01";
     cr_assert(!entry_valid_trace(upper, strlen(upper)));
 }
+
+/* enqueued_at comes from Redis, where anyone may write anything: a time
+ * past the year 9999 (INT64_MAX made the wait time overflow) is a bad
+ * task named by its field, never undefined behaviour. */
+Test(entry, enqueued_at_is_range_checked)
+{
+    static const struct {
+        const char *value;
+        bool good;
+    } cases[] = {
+        {"0", true},
+        {"253402300799999", true}, /* 9999-12-31T23:59:59.999Z */
+        {"253402300800000", false},
+        {"9223372036854775806", false},
+        {"9223372036854775807", false},
+        {"9223372036854775808", false},
+        {"99999999999999999999", false},
+        {"-1", false},
+        {"1e3", false},
+        {" 1", false},
+        {"", false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *kv[] = {
+            "id",    "abc",     "type", "t",           "payload",
+            "x",     "attempt", "1",    "enqueued_at", cases[i].value,
+            "trace", TRACE,     NULL};
+        redisReply *r = make_entry("1-0", kv);
+        entry e;
+        entry_parse(&e, r, "t", &pol);
+        if (cases[i].good) {
+            cr_assert_str_eq(e.bad, "", "%s", cases[i].value);
+            cr_assert_eq(e.task.enqueued_at_ms,
+                         strtoll(cases[i].value, NULL, 10));
+        } else {
+            cr_assert(strstr(e.bad, "enqueued_at"), "%s: '%s'", cases[i].value,
+                      e.bad);
+            cr_assert_eq(e.task.enqueued_at_ms, 0);
+        }
+        freeReplyObject(r);
+    }
+}

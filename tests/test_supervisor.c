@@ -55,10 +55,15 @@ static long long wait_result(const char *id, int ms)
     return test_wait_int(rc, 1, ms, "EXISTS wharf:{chaos}:result:%s", id);
 }
 
+/* A field of a task's record: its dead record dead:<id> if it died, else
+ * its envelope task:<id> (waiting for a retry). */
 static char *envelope_field(const char *id, const char *f)
 {
-    redisReply *r = test_redis_command(rc, "HGET wharf:{chaos}:task:%s %s",
-                                       id, f);
+    const char *record =
+        test_redis_int(rc, "EXISTS wharf:{chaos}:dead:%s", id) ? "dead"
+                                                               : "task";
+    redisReply *r = test_redis_command(rc, "HGET wharf:{chaos}:%s:%s %s",
+                                       record, id, f);
     char *s = strdup(r->type == REDIS_REPLY_STRING ? r->str : "");
     freeReplyObject(r);
     return s;

@@ -65,10 +65,15 @@ static char *result_of(const char *type, const char *id)
     return s;
 }
 
+/* A field of a task's record: its dead record dead:<id> if it died, else
+ * its envelope task:<id> (waiting for a retry). */
 static char *envelope_field(const char *type, const char *id, const char *f)
 {
-    redisReply *r =
-        test_redis_command(rc, "HGET wharf:{%s}:task:%s %s", type, id, f);
+    const char *record =
+        test_redis_int(rc, "EXISTS wharf:{%s}:dead:%s", type, id) ? "dead"
+                                                                  : "task";
+    redisReply *r = test_redis_command(rc, "HGET wharf:{%s}:%s:%s %s", type,
+                                       record, id, f);
     char *s = strdup(r->type == REDIS_REPLY_STRING ? r->str : "");
     freeReplyObject(r);
     return s;
@@ -190,7 +195,7 @@ Test(worker, fatal_goes_to_dead_set_with_reason)
     char *payload = envelope_field("chaos", "t-fatal", "payload");
     cr_assert_str_eq(payload, "fatal");
     free(payload);
-    cr_assert(test_redis_int(rc, "PTTL wharf:{chaos}:task:t-fatal") > 0,
+    cr_assert(test_redis_int(rc, "PTTL wharf:{chaos}:dead:t-fatal") > 0,
               "dead envelope has no TTL (dead_ttl)");
     cr_assert_eq(test_host_runs(&host, "t-fatal", 0), 1, "FAIL was retried");
     cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:lock:t-fatal"), 0);
@@ -398,7 +403,7 @@ Test(worker, dead_set_is_capped_at_dead_max)
     cr_assert_eq(test_wait_int(rc, 5, 5000, "ZCARD wharf:{chaos}:dead"), 5);
     /* The newest stay; the trimmed ones' envelopes are gone too. */
     cr_assert(test_redis_int(rc, "ZSCORE wharf:{chaos}:dead cap-11") > 0);
-    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:task:cap-00"), 0);
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:dead:cap-00"), 0);
     cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 5);
 }
 

@@ -17,11 +17,23 @@ static void print_field(const redisReply *r)
         fputc('-', stdout);
 }
 
-/* Prints one page: ids and scores in page, HMGET replies read now. 0 or
- * an exit code. */
+/* True if an HMGET reply found any field. */
+static int found(const redisReply *r)
+{
+    if (r->type != REDIS_REPLY_ARRAY)
+        return 0;
+    for (size_t i = 0; i < r->elements; i++)
+        if (r->element[i]->type == REDIS_REPLY_STRING)
+            return 1;
+    return 0;
+}
+
+/* Prints one page: ids and scores in page, HMGET replies read now: each
+ * id's dead record dead:<id>, and task:<id> for a record written before
+ * dead tasks had their own key. 0 or an exit code. */
 static int print_page(cli *ctx, const char *type, const redisReply *page)
 {
-    char key[KEY_MAX], when[64];
+    char key[KEY_MAX], legacy[KEY_MAX], when[64];
     redisContext *redis;
     size_t n = page->elements / 2;
     int code = 0, err;
@@ -29,18 +41,28 @@ static int print_page(cli *ctx, const char *type, const redisReply *page)
     if (!(redis = cli_redis(ctx, &code)))
         return code;
     for (size_t i = 0; i < n; i++) {
-        cli_task_key(ctx, key, type, "task", page->element[2 * i]->str);
+        cli_task_key(ctx, key, type, "dead", page->element[2 * i]->str);
+        cli_task_key(ctx, legacy, type, "task", page->element[2 * i]->str);
         if (redisAppendCommand(redis, "HMGET %s attempt error", key) !=
-            REDIS_OK)
+                REDIS_OK ||
+            redisAppendCommand(redis, "HMGET %s attempt error", legacy) !=
+                REDIS_OK)
             return cli_reply_check(ctx, NULL, "dead list");
     }
     for (size_t i = 0; i < n; i++) {
         const redisReply *id = page->element[2 * i];
-        redisReply *r = cli_read(ctx, &err, "dead list");
-        if (!r)
+        redisReply *record = cli_read(ctx, &err, "dead list");
+        redisReply *old = record ? cli_read(ctx, &err, "dead list") : NULL;
+        redisReply *r;
+        if (!old) {
+            freeReplyObject(record);
             return err;
+        }
         if (code == 0)
-            code = cli_reply_check(ctx, r, "dead list");
+            code = cli_reply_check(ctx, record, "dead list");
+        if (code == 0)
+            code = cli_reply_check(ctx, old, "dead list");
+        r = code == 0 && !found(record) && found(old) ? old : record;
         if (code == 0) {
             int whole = r->type == REDIS_REPLY_ARRAY && r->elements == 2;
             cli_iso_time((int64_t)strtod(page->element[2 * i + 1]->str, NULL),
@@ -52,7 +74,8 @@ static int print_page(cli *ctx, const char *type, const redisReply *page)
             print_field(whole ? r->element[1] : NULL);
             fputc('\n', stdout);
         }
-        freeReplyObject(r);
+        freeReplyObject(record);
+        freeReplyObject(old);
     }
     return code;
 }

@@ -1,5 +1,5 @@
 /* wharf dead purge TYPE: deletes the dead tasks of TYPE, each id's
- * envelope and its place in the dead set with one atomic script, in
+ * record and its place in the dead set with one atomic script, in
  * pipelined chunks, through the dead set as it was at the start. Prints
  * how many were purged. */
 #include <string.h>
@@ -7,37 +7,36 @@
 
 #include "cli.h"
 #include "dead_pages.h"
+#include "lua_sources.h"
 #include "script.h"
 
 /* Dead ids per round trip. */
 #define CHUNK 500
 
-/* KEYS: 1 dead, 2 task:<id>. ARGV: 1 id. Replies 1 if it was dead. */
-static const char purge_lua[] =
-    "if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then\n"
-    "  redis.call('DEL', KEYS[2])\n"
-    "  return 1\n"
-    "end\n"
-    "return 0\n";
-
-static script purge_script = {.name = "purge", .source = purge_lua};
+/* sdk/lua/dead_purge.lua */
+static script purge_script = {.name = "dead_purge",
+                              .source = wharf_lua_dead_purge};
 
 /* Purges the ids of one ZRANGE page. 0 or an exit code. */
 static int purge_page(cli *ctx, redisContext *redis, const char *type,
                       const redisReply *page, void *arg)
 {
     long *purged = arg;
-    char dead[KEY_MAX], task[KEY_MAX];
-    const char *argv[3];
+    char dead[KEY_MAX], record[KEY_MAX], task[KEY_MAX], delayed[KEY_MAX];
+    const char *argv[5];
     int code = 0, err;
 
     cli_key(ctx, dead, type, "dead");
+    cli_key(ctx, delayed, type, "delayed");
     for (size_t i = 0; i < page->elements; i++) {
+        cli_task_key(ctx, record, type, "dead", page->element[i]->str);
         cli_task_key(ctx, task, type, "task", page->element[i]->str);
         argv[0] = dead;
-        argv[1] = task;
-        argv[2] = page->element[i]->str;
-        if (script_append(redis, &purge_script, 2, 3, argv, NULL) != 0)
+        argv[1] = record;
+        argv[2] = task;
+        argv[3] = delayed;
+        argv[4] = page->element[i]->str;
+        if (script_append(redis, &purge_script, 4, 5, argv, NULL) != 0)
             return cli_reply_check(ctx, NULL, "dead purge");
     }
     for (size_t i = 0; i < page->elements; i++) {

@@ -7,56 +7,34 @@
 
 #include "cli.h"
 #include "dead_pages.h"
+#include "lua_sources.h"
 #include "script.h"
 
 /* Dead ids per round trip with --all. */
 #define CHUNK 200
 
-/* KEYS: 1 dead, 2 task:<id>, 3 stream. ARGV: 1 id, 2 type.
- * Replies OK, NOT_FOUND (not in the dead set) or MISSING (in the dead set
- * without an envelope: dropped from it). */
-static const char replay_lua[] =
-    "if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then\n"
-    "  return 'NOT_FOUND'\n"
-    "end\n"
-    "redis.call('ZREM', KEYS[1], ARGV[1])\n"
-    "local h = redis.call('HGETALL', KEYS[2])\n"
-    "if #h == 0 then return 'MISSING' end\n"
-    "local drop = {id = 1, type = 1, payload = 1, attempt = 1,\n"
-    "              enqueued_at = 1, trace = 1, error = 1, failed_at = 1,\n"
-    "              worker = 1}\n"
-    "local v, f = {}, {}\n"
-    "for i = 1, #h, 2 do v[h[i]] = h[i + 1] end\n"
-    "local function add(name, value)\n"
-    "  if value then f[#f + 1] = name; f[#f + 1] = value end\n"
-    "end\n"
-    "add('id', v.id or ARGV[1])\n"
-    "add('type', v.type or ARGV[2])\n"
-    "add('payload', v.payload)\n"
-    "add('attempt', '1')\n"
-    "add('enqueued_at', v.enqueued_at)\n"
-    "add('trace', v.trace)\n"
-    "for i = 1, #h, 2 do\n"
-    "  if not drop[h[i]] then add(h[i], h[i + 1]) end\n"
-    "end\n"
-    "redis.call('XADD', KEYS[3], '*', unpack(f))\n"
-    "redis.call('DEL', KEYS[2])\n"
-    "return 'OK'\n";
+/* sdk/lua/dead_replay.lua */
+static script replay_script = {.name = "dead_replay",
+                               .source = wharf_lua_dead_replay};
 
-static script replay_script = {.name = "replay", .source = replay_lua};
+/* The script's keys and arguments. */
+#define REPLAY_KEYS 5
+#define REPLAY_ARGS (REPLAY_KEYS + 2)
 
-/* Fills the 5 arguments of the script for id. */
+/* Fills the arguments of the script for id. */
 static void call_args(cli *ctx, const char *type, const char *id,
-                      char keys[3][KEY_MAX], const char *argv[5])
+                      char keys[REPLAY_KEYS][KEY_MAX],
+                      const char *argv[REPLAY_ARGS])
 {
     cli_key(ctx, keys[0], type, "dead");
-    cli_task_key(ctx, keys[1], type, "task", id);
+    cli_task_key(ctx, keys[1], type, "dead", id);
     cli_key(ctx, keys[2], type, "stream");
-    argv[0] = keys[0];
-    argv[1] = keys[1];
-    argv[2] = keys[2];
-    argv[3] = id;
-    argv[4] = type;
+    cli_task_key(ctx, keys[3], type, "task", id);
+    cli_key(ctx, keys[4], type, "delayed");
+    for (int i = 0; i < REPLAY_KEYS; i++)
+        argv[i] = keys[i];
+    argv[REPLAY_KEYS] = id;
+    argv[REPLAY_KEYS + 1] = type;
 }
 
 /* The script's answer word, or NULL after saying why there is none. */
@@ -76,8 +54,8 @@ static const char *answer(cli *ctx, const redisReply *r, int *code)
 
 static int replay_one(cli *ctx, const char *type, const char *id)
 {
-    char keys[3][KEY_MAX];
-    const char *argv[5], *word;
+    char keys[REPLAY_KEYS][KEY_MAX];
+    const char *argv[REPLAY_ARGS], *word;
     redisContext *redis;
     redisReply *r;
     int code;
@@ -85,7 +63,7 @@ static int replay_one(cli *ctx, const char *type, const char *id)
     if (!(redis = cli_redis(ctx, &code)))
         return code;
     call_args(ctx, type, id, keys, argv);
-    r = script_run(redis, &replay_script, 3, 5, argv, NULL);
+    r = script_run(redis, &replay_script, REPLAY_KEYS, REPLAY_ARGS, argv, NULL);
     word = answer(ctx, r, &code);
     if (word && strcmp(word, "OK") == 0)
         printf("replayed 1\n");
@@ -111,13 +89,14 @@ static int replay_page(cli *ctx, redisContext *redis, const char *type,
                        const redisReply *page, void *arg)
 {
     replay_counts *counts = arg;
-    char keys[3][KEY_MAX];
-    const char *argv[5];
+    char keys[REPLAY_KEYS][KEY_MAX];
+    const char *argv[REPLAY_ARGS];
     int code = 0, err;
 
     for (size_t i = 0; i < page->elements; i++) {
         call_args(ctx, type, page->element[i]->str, keys, argv);
-        if (script_append(redis, &replay_script, 3, 5, argv, NULL) != 0)
+        if (script_append(redis, &replay_script, REPLAY_KEYS, REPLAY_ARGS, argv,
+                          NULL) != 0)
             return cli_reply_check(ctx, NULL, "dead replay");
     }
     for (size_t i = 0; i < page->elements; i++) {
@@ -138,8 +117,8 @@ static int replay_page(cli *ctx, redisContext *redis, const char *type,
 static int replay_all(cli *ctx, const char *type)
 {
     replay_counts counts = {0, 0};
-    int code = dead_each_page(ctx, "dead replay", type, &replay_script,
-                              CHUNK, replay_page, &counts);
+    int code = dead_each_page(ctx, "dead replay", type, &replay_script, CHUNK,
+                              replay_page, &counts);
 
     printf("replayed %ld\n", counts.replayed);
     if (counts.missing > 0)

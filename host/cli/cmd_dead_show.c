@@ -67,7 +67,7 @@ static int run(cli *ctx, int argc, char **argv)
 {
     static const struct option options[] = {{"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    char dead[KEY_MAX], task[KEY_MAX], when[64];
+    char dead[KEY_MAX], record[KEY_MAX], task[KEY_MAX], when[64];
     redisReply *score = NULL, *all = NULL;
     const char *type, *id;
     int opt, code;
@@ -79,6 +79,7 @@ static int run(cli *ctx, int argc, char **argv)
     if ((code = cli_type_and_id(ctx, argc, argv, &type, &id)) != 0)
         return code;
     cli_key(ctx, dead, type, "dead");
+    cli_task_key(ctx, record, type, "dead", id);
     cli_task_key(ctx, task, type, "task", id);
     score = cli_run(ctx, &code, "dead show", "ZSCORE %s %s", dead, id);
     if (!score)
@@ -88,20 +89,31 @@ static int run(cli *ctx, int argc, char **argv)
                         id, type);
         goto out;
     }
-    all = cli_run(ctx, &code, "dead show", "HGETALL %s", task);
+    all = cli_run(ctx, &code, "dead show", "HGETALL %s", record);
     if (!all)
         goto out;
     if (!valid_hash(all)) {
-        code = cli_fail(ctx, EX_SOFTWARE, "%s is not a hash", task);
+        code = cli_fail(ctx, EX_SOFTWARE, "%s is not a hash", record);
         goto out;
+    }
+    if (all->elements == 0) {
+        /* A record written before dead tasks had their own key. */
+        freeReplyObject(all);
+        all = cli_run(ctx, &code, "dead show", "HGETALL %s", task);
+        if (!all)
+            goto out;
+        if (!valid_hash(all)) {
+            code = cli_fail(ctx, EX_SOFTWARE, "%s is not a hash", task);
+            goto out;
+        }
     }
     cli_iso_time((int64_t)strtod(score->str, NULL), when, sizeof(when));
     printf("died_at: %s (%s)\n", score->str, when);
     if (all->elements == 0) {
         code = cli_fail(ctx, CLI_NOT_FOUND,
                         "dead task '%s' of type '%s' has "
-                        "no envelope (%s is gone)",
-                        id, type, task);
+                        "no record (%s is gone)",
+                        id, type, record);
         goto out;
     }
     print_envelope(all);

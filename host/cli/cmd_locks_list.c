@@ -1,5 +1,8 @@
 /* wharf locks list TYPE: the processing locks of TYPE, one line each: task
- * id, fencing token, milliseconds left. An operator command: it SCANs. */
+ * id, fencing token, milliseconds left, and the owner (the random id of
+ * the begin call that took it; a lock value is "<fence>-<owner>", and a
+ * lock taken by an older host has no owner: the column is left out). An
+ * operator command: it SCANs. */
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
@@ -104,10 +107,17 @@ static int print_locks(cli *ctx, char **keys, size_t n, size_t skip)
         /* A lock released since the SCAN is no longer one. */
         if (code == 0 && token->type == REDIS_REPLY_STRING &&
             ttl->type == REDIS_REPLY_INTEGER) {
+            const char *dash = memchr(token->str, '-', token->len);
+            size_t fence_len = dash ? (size_t)(dash - token->str) : token->len;
             cli_print_escaped(stdout, keys[i] + skip, strlen(keys[i] + skip));
             fputs("  ", stdout);
-            cli_print_escaped(stdout, token->str, token->len);
-            printf("  %lld\n", ttl->integer);
+            cli_print_escaped(stdout, token->str, fence_len);
+            printf("  %lld", ttl->integer);
+            if (dash) {
+                fputs("  ", stdout);
+                cli_print_escaped(stdout, dash + 1, token->len - fence_len - 1);
+            }
+            fputc('\n', stdout);
         }
         freeReplyObject(token);
         freeReplyObject(ttl);

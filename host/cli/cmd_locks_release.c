@@ -1,41 +1,120 @@
-/* wharf locks release TYPE ID: deletes the processing lock of a task (for
- * a holder known to be dead); exit 1 if there is none. The fencing token
- * still protects downstream systems from the old holder. */
+/* wharf locks release TYPE ID [--force]: deletes the processing lock of a
+ * task whose holder is known to be dead; exit 1 if there is none. While a
+ * live run holds it (its entry is pending, idle for less than the type's
+ * visibility_timeout) it refuses with exit 75: deleting it would throw that
+ * run's result away as stale and run the task twice. --force deletes it
+ * anyway. The fencing token still protects downstream systems from the
+ * old holder. */
+#include <string.h>
 #include <sysexits.h>
 
 #include "cli.h"
+#include "lua_sources.h"
+#include "script.h"
 
-static int run(cli *ctx, int argc, char **argv)
+/* Pending entries of the type looked at before giving up (each page of
+ * XPENDING is cheap; a host holds at most workers x prefetch). */
+#define SCAN_MOST "10000"
+/* DESIGN's default visibility_timeout, when no host published one and no
+ * manifest names one. */
+#define DEFAULT_VISIBILITY_MS 300000
+
+/* sdk/lua/lock_release.lua */
+static script release_script = {.name = "lock_release",
+                                .source = wharf_lua_lock_release};
+
+/* The reply's word, or NULL after saying why there is none. */
+static const char *answer(cli *ctx, const redisReply *r, int *code)
 {
-    static const struct option options[] = {{"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
-    char lock[KEY_MAX];
-    const char *type, *id;
-    redisReply *r;
-    int opt, code;
+    *code = cli_reply_check(ctx, r, "locks release");
+    if (*code != 0)
+        return NULL;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+        r->element[0]->type != REDIS_REPLY_STRING) {
+        *code = cli_fail(ctx, EX_SOFTWARE,
+                         "the release script gave an unexpected reply");
+        return NULL;
+    }
+    return r->element[0]->str;
+}
 
-    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
-        ;
-    if (opt < 0)
-        return cli_option_exit(opt);
-    if ((code = cli_type_and_id(ctx, argc, argv, &type, &id)) != 0)
-        return code;
+static int release(cli *ctx, const char *type, const char *id, bool force)
+{
+    char lock[KEY_MAX], stream[KEY_MAX], policy_key[KEY_MAX], fallback[24];
+    const char *argv[8], *word;
+    redisContext *redis;
+    redisReply *r;
+    int code;
+
     cli_task_key(ctx, lock, type, "lock", id);
-    if (!(r = cli_run(ctx, &code, "locks release", "DEL %s", lock)))
+    cli_key(ctx, stream, type, "stream");
+    cli_key(ctx, policy_key, type, "policy");
+    snprintf(
+        fallback, sizeof(fallback), "%lld",
+        ctx->config
+            ? (long long)config_policy(ctx->config, type)->visibility_timeout_ms
+            : (long long)DEFAULT_VISIBILITY_MS);
+    argv[0] = lock;
+    argv[1] = stream;
+    argv[2] = policy_key;
+    argv[3] = id;
+    argv[4] = WHARF_GROUP;
+    argv[5] = fallback;
+    argv[6] = force ? "force" : "";
+    argv[7] = SCAN_MOST;
+    if (!(redis = cli_redis(ctx, &code)))
         return code;
-    if (r->type == REDIS_REPLY_INTEGER && r->integer > 0)
+    script_init(&release_script);
+    r = script_run(redis, &release_script, 3, 8, argv, NULL);
+    word = answer(ctx, r, &code);
+    if (!word) {
+        /* code says why */
+    } else if (strcmp(word, "RELEASED") == 0) {
         printf("released %s\n", id);
-    else
-        code = cli_fail(ctx, CLI_NOT_FOUND,
-                        "no lock on task '%s' of type "
-                        "'%s'",
+    } else if (strcmp(word, "NONE") == 0) {
+        code = cli_fail(ctx, CLI_NOT_FOUND, "no lock on task '%s' of type '%s'",
                         id, type);
+    } else if (strcmp(word, "HELD") == 0 && r->elements == 3 &&
+               r->element[1]->type == REDIS_REPLY_STRING &&
+               r->element[2]->type == REDIS_REPLY_INTEGER) {
+        code = cli_fail(ctx, EX_TEMPFAIL,
+                        "lock of %s/%s is held by a live run on %s (idle "
+                        "%lld ms); it is released when that run ends",
+                        type, id, r->element[1]->str, r->element[2]->integer);
+    } else if (strcmp(word, "UNSURE") == 0) {
+        code = cli_fail(ctx, EX_TEMPFAIL,
+                        "cannot tell whether a live run holds the lock of "
+                        "%s/%s: more than " SCAN_MOST
+                        " entries are pending; --force releases it anyway",
+                        type, id);
+    } else {
+        code = cli_fail(ctx, EX_SOFTWARE, "the release script answered '%.40s'",
+                        word);
+    }
     freeReplyObject(r);
     return code;
 }
 
+static int run(cli *ctx, int argc, char **argv)
+{
+    static const struct option options[] = {{"force", no_argument, NULL, 'f'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    const char *type, *id;
+    bool force = false;
+    int opt, code;
+
+    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
+        force = true;
+    if (opt < 0)
+        return cli_option_exit(opt);
+    if ((code = cli_type_and_id(ctx, argc, argv, &type, &id)) != 0)
+        return code;
+    return release(ctx, type, id, force);
+}
+
 const cli_command cmd_locks_release_entry = {
     .name = "locks release",
-    .usage = "TYPE ID",
+    .usage = "TYPE ID [--force]",
     .run = run,
 };

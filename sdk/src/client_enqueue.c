@@ -12,6 +12,7 @@
 #include "client_ids.h"
 #include "client_internal.h"
 #include "keys.h"
+#include "lua_sources.h"
 
 /* Tasks per script call, and their payload bytes (a call takes at least
  * one task): a call blocks Redis for well under a millisecond. */
@@ -29,118 +30,32 @@
 /* A hundred years: anything longer is a mistake, not a schedule. */
 #define MAX_DELAY_MS (INT64_C(100) * 365 * 24 * 3600 * 1000)
 
-/* KEYS: 1 policy, 2 stream, 3 delayed, 4 types, 5 pressure; then per task
- *       seen:<id1>, seen:<id2>, and for a delayed call also task:<id1>,
- *       task:<id2>. id1 is the payload hash or the explicit id, id2 a
- *       random id or the explicit id again (equal keys: an explicit id).
- * ARGV: 1 type, 2 the length of "<prefix>:{<type>}:seen:" (an id is the
- *       rest of its seen key), 3 "1" for a delayed call, 4-7 the default
- *       max_payload, max_backlog, idempotency, idempotency_ttl; then per
- *       task: payload, trace, and for a delayed call the delay in ms.
- * Replies {pressure (0/1), then per task: word, id, limit}; word is OK,
- * DUPLICATE, TOO_LARGE (limit = max_payload) or BACKPRESSURE (limit =
- * max_backlog). The backlog is ready + delayed, as the hosts count it
- * (running tasks are not waiting); it counts the tasks added before, so a
- * run is judged as the same tasks one by one. Times come from Redis TIME, so
- * producers with skewed clocks agree.
- * Every argument costs Redis work on each call, so ids ride in their keys
- * and a ready task sends no task keys or delay; numbers handed to
- * redis.call are strings, as Lua would format them with printf. */
-static const char enqueue_lua[] =
-    "local p = redis.call('HMGET', KEYS[1], 'max_payload', 'max_backlog',\n"
-    "                     'idempotency', 'idempotency_ttl')\n"
-    "local max_payload = tonumber(p[1]) or tonumber(ARGV[4])\n"
-    "local max_backlog = tonumber(p[2]) or tonumber(ARGV[5])\n"
-    "local idempotency = p[3] or ARGV[6]\n"
-    "local ttl = p[4]\n"
-    "if not (tonumber(ttl) and tonumber(ttl) >= 1) then ttl = ARGV[7] end\n"
-    "local out = {redis.call('EXISTS', KEYS[5])}\n"
-    "local backlog = -1\n"
-    "if max_backlog > 0 then\n"
-    "  backlog = redis.call('XLEN', KEYS[2]) + redis.call('ZCARD', KEYS[3])\n"
-    "  local pending = redis.pcall('XPENDING', KEYS[2], '" WHARF_GROUP "')\n"
-    "  if type(pending) == 'table' and pending.err == nil then\n"
-    "    backlog = backlog - pending[1]\n"
-    "  end\n"
-    "end\n"
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local now_text = string.format('%.0f', now)\n"
-    "local task_type, skip = ARGV[1], tonumber(ARGV[2]) + 1\n"
-    "local delayed = ARGV[3] == '1'\n"
-    "local nkeys, nargs = 2, 2\n"
-    "if delayed then nkeys, nargs = 4, 3 end\n"
-    "local added = false\n"
-    "for i = 0, (#ARGV - 7) / nargs - 1 do\n"
-    "  local k, a = 6 + nkeys * i, 8 + nargs * i\n"
-    "  local word, id, limit = 'OK', '', 0\n"
-    "  local payload = ARGV[a]\n"
-    "  if #payload > max_payload then\n"
-    "    word, limit = 'TOO_LARGE', max_payload\n"
-    "  elseif backlog >= max_backlog then\n"
-    "    word, limit = 'BACKPRESSURE', max_backlog\n"
-    "  else\n"
-    "    local c = 0\n"
-    "    if idempotency == 'none' and KEYS[k] ~= KEYS[k + 1] then c = 1 end\n"
-    "    local seen = KEYS[k + c]\n"
-    "    id = string.sub(seen, skip)\n"
-    "    if not redis.call('SET', seen, '1', 'NX', 'PX', ttl) then\n"
-    "      word = 'DUPLICATE'\n"
-    "    elseif not delayed then\n"
-    "      redis.call('XADD', KEYS[2], '*', 'id', id, 'type', task_type,\n"
-    "                 'payload', payload, 'attempt', '1',\n"
-    "                 'enqueued_at', now_text, 'trace', ARGV[a + 1])\n"
-    "    else\n"
-    "      local task = KEYS[k + 2 + c]\n"
-    "      redis.call('DEL', task)\n"
-    "      redis.call('HSET', task, 'id', id, 'type', task_type,\n"
-    "                 'payload', payload, 'attempt', '1',\n"
-    "                 'enqueued_at', now_text, 'trace', ARGV[a + 1])\n"
-    "      redis.call('ZADD', KEYS[3],\n"
-    "                 string.format('%.0f', now + tonumber(ARGV[a + 2])), id)\n"
-    "    end\n"
-    "    if word == 'OK' then\n"
-    "      if backlog >= 0 then backlog = backlog + 1 end\n"
-    "      added = true\n"
-    "    end\n"
-    "  end\n"
-    "  out[#out + 1] = word\n"
-    "  out[#out + 1] = id\n"
-    "  out[#out + 1] = limit\n"
-    "end\n"
-    "if added then redis.call('SADD', KEYS[4], task_type) end\n"
-    "return out\n";
+/* The script is sdk/lua/enqueue.lua, whose header states its KEYS, ARGV
+ * and reply. */
 
 enum {
-    COMMON_KEYS = 5,
-    TASK_KEYS_MAX = 4, /* 2 for a ready task, 4 for a delayed one */
-    COMMON_ARGS = 7,
-    TASK_ARGS_MAX = 3, /* 2 for a ready task, 3 for a delayed one */
-    /* EVALSHA sha numkeys */
-    CALL_HEAD = 3,
-    CALL_ARGC_MAX = CALL_HEAD + COMMON_KEYS + COMMON_ARGS +
-                    CALL_TASKS * (TASK_KEYS_MAX + TASK_ARGS_MAX),
+    COMMON_KEYS = 4,
+    /* seen and task keys of both candidate ids: the script checks the
+     * envelope of a ready task too (a retrying id is a duplicate). */
+    TASK_KEYS = 4,
     TASK_RANDOM_BYTES = CLIENT_RANDOM_ID_BYTES + CLIENT_TRACE_BYTES
 };
 
 /* What one task adds to a call: its keys, and the trace and delay its
  * arguments point to. */
 typedef struct task_slot {
-    char keys[TASK_KEYS_MAX][KEY_MAX];
+    char keys[TASK_KEYS][KEY_MAX];
     char trace[CLIENT_TRACE_SIZE];
     char delay[24];
 } task_slot;
 
-/* One script call being built: argv points into it and into the tasks. */
+/* One script call being built: cmd's arguments point into it and into
+ * the tasks; cmd keeps its buffers from call to call. */
 typedef struct enqueue_call {
     char common_keys[COMMON_KEYS][KEY_MAX];
-    char numkeys[24];
-    char skip[24];
     task_slot slots[CALL_TASKS];
     unsigned char random[CALL_TASKS * TASK_RANDOM_BYTES];
-    const char *argv[CALL_ARGC_MAX];
-    size_t argvlen[CALL_ARGC_MAX];
-    int argc;
+    command cmd;
 } enqueue_call;
 
 /* What became of a call of a round. */
@@ -164,17 +79,28 @@ typedef struct enqueue_round {
 struct enqueue_buffers {
     enqueue_call call;
     enqueue_round rounds[2]; /* one in flight while the next is built */
+    /* The types this connection added to <prefix>:types. That set is a
+     * key of no type's slot, so it is written by a command of its own,
+     * once per type per connection, never by the enqueue script (whose
+     * keys all share the type's Redis Cluster slot). */
+    char (*types)[WHARF_TYPE_MAX + 1];
+    size_t n_types, types_cap;
+    const redisContext *types_conn;
 };
 
 void client_enqueue_init(wharf_client *c)
 {
     c->enqueue.name = "enqueue";
-    c->enqueue.source = enqueue_lua;
+    c->enqueue.source = wharf_lua_enqueue;
     script_init(&c->enqueue);
 }
 
 void client_enqueue_free(wharf_client *c)
 {
+    if (c->enqueue_buffers) {
+        command_free(&c->enqueue_buffers->call.cmd);
+        free(c->enqueue_buffers->types);
+    }
     free(c->enqueue_buffers);
     c->enqueue_buffers = NULL;
 }
@@ -183,10 +109,100 @@ void client_enqueue_free(wharf_client *c)
  * memory. */
 static struct enqueue_buffers *buffers(wharf_client *c)
 {
-    if (!c->enqueue_buffers &&
-        !(c->enqueue_buffers = malloc(sizeof(*c->enqueue_buffers))))
-        client_error(c, "enqueue: out of memory");
+    if (!c->enqueue_buffers) {
+        c->enqueue_buffers = malloc(sizeof(*c->enqueue_buffers));
+        if (c->enqueue_buffers) {
+            command_init(&c->enqueue_buffers->call.cmd);
+            c->enqueue_buffers->types = NULL;
+            c->enqueue_buffers->n_types = 0;
+            c->enqueue_buffers->types_cap = 0;
+            c->enqueue_buffers->types_conn = NULL;
+        }
+        else
+            client_error(c, "enqueue: out of memory");
+    }
     return c->enqueue_buffers;
+}
+
+/* Makes b's list of added types the one of connection redis (a new
+ * connection starts over). */
+static void types_of(struct enqueue_buffers *b, const redisContext *redis)
+{
+    if (b->types_conn != redis) {
+        b->types_conn = redis;
+        b->n_types = 0;
+    }
+}
+
+/* True if type still has to be added to the types set. */
+static int type_unknown(const struct enqueue_buffers *b, const char *type)
+{
+    for (size_t i = 0; i < b->n_types; i++)
+        if (strcmp(b->types[i], type) == 0)
+            return 0;
+    return 1;
+}
+
+/* Remembers that type was added on this connection. Out of memory only
+ * means it is added again next time. */
+static void type_added(struct enqueue_buffers *b, const char *type)
+{
+    if (b->n_types == b->types_cap) {
+        size_t cap = b->types_cap ? 2 * b->types_cap : 8;
+        void *grown = realloc(b->types, cap * sizeof(*b->types));
+        if (!grown)
+            return;
+        b->types = grown;
+        b->types_cap = cap;
+    }
+    snprintf(b->types[b->n_types++], sizeof(*b->types), "%s", type);
+}
+
+/* Adds to <prefix>:types, in one pipeline, the types of the tasks
+ * tasks[index[0..count)] (index NULL: tasks[0..count)) that were enqueued (reply OK) and that this
+ * connection has not added yet: once per type per connection, and never
+ * for a type none of whose tasks was added. Call with nothing in flight.
+ * OK, or why not (c->errstr set). */
+static wharf_client_status add_types(wharf_client *c,
+                                     const wharf_enqueue_opts *tasks,
+                                     const size_t *index, size_t count,
+                                     const wharf_enqueue_reply *replies)
+{
+    struct enqueue_buffers *b = c->enqueue_buffers;
+    wharf_client_status status = WHARF_CLIENT_OK;
+    redisContext *redis = c->redis;
+    size_t first, sent = 0;
+    char key[KEY_MAX];
+
+    if (!redis)
+        return WHARF_CLIENT_UNAVAILABLE;
+    types_of(b, redis);
+    first = b->n_types;
+    key_global(key, sizeof(key), c->prefix, "types");
+    for (size_t i = 0; i < count; i++) {
+        size_t t = index ? index[i] : i;
+        const char *type = tasks[t].type;
+        if (replies[t].status != WHARF_CLIENT_OK || !type_unknown(b, type))
+            continue;
+        if (redisAppendCommand(redis, "SADD %s %s", key, type) != REDIS_OK)
+            return client_reply_status(c, NULL, "enqueue");
+        type_added(b, type);
+        sent++;
+    }
+    for (size_t i = 0; i < sent; i++) {
+        redisReply *r = NULL;
+        wharf_client_status got;
+        if (redisGetReply(redis, (void **)&r) != REDIS_OK)
+            return client_reply_status(c, NULL, "enqueue");
+        got = client_reply_status(c, r, "enqueue: adding the type");
+        freeReplyObject(r);
+        if (status == WHARF_CLIENT_OK)
+            status = got;
+    }
+    /* Not added: forget them, so the next enqueue tries again. */
+    if (status != WHARF_CLIENT_OK && b->n_types > first)
+        b->n_types = first;
+    return status;
 }
 
 /* Checks t; BAD_INPUT with c->errstr set when it breaks a rule. */
@@ -257,22 +273,9 @@ static wharf_client_status fill_slot(wharf_client *c,
      * KEY_MAX, so the returns need no check. */
     key_of_task(s->keys[0], KEY_MAX, c->prefix, t->type, "seen", id1);
     key_of_task(s->keys[1], KEY_MAX, c->prefix, t->type, "seen", id2);
-    if (t->delay_ms > 0) {
-        key_of_task(s->keys[2], KEY_MAX, c->prefix, t->type, "task", id1);
-        key_of_task(s->keys[3], KEY_MAX, c->prefix, t->type, "task", id2);
-    }
+    key_of_task(s->keys[2], KEY_MAX, c->prefix, t->type, "task", id1);
+    key_of_task(s->keys[3], KEY_MAX, c->prefix, t->type, "task", id2);
     return WHARF_CLIENT_OK;
-}
-
-static void push(enqueue_call *call, const char *arg, size_t len)
-{
-    call->argv[call->argc] = arg;
-    call->argvlen[call->argc++] = len;
-}
-
-static void push_text(enqueue_call *call, const char *arg)
-{
-    push(call, arg, strlen(arg));
 }
 
 /* Builds the EVALSHA call for count (<= CALL_TASKS) checked tasks of one
@@ -284,8 +287,10 @@ static wharf_client_status build_call(wharf_client *c, enqueue_call *call,
 {
     const char *type = tasks[index[0]].type, *prefix = c->prefix;
     int delayed = tasks[index[0]].delay_ms > 0;
-    int task_keys = delayed ? 4 : 2;
+    int task_keys = TASK_KEYS;
+    command *cmd = &call->cmd;
     char seen[KEY_MAX];
+    int skip;
 
     if (client_random_bytes(call->random, count * TASK_RANDOM_BYTES) != 0) {
         client_error(c, "enqueue: libcrypto has no random bytes to give");
@@ -301,35 +306,36 @@ static wharf_client_status build_call(wharf_client *c, enqueue_call *call,
     key_of_type(call->common_keys[0], KEY_MAX, prefix, type, "policy");
     key_of_type(call->common_keys[1], KEY_MAX, prefix, type, "stream");
     key_of_type(call->common_keys[2], KEY_MAX, prefix, type, "delayed");
-    key_global(call->common_keys[3], KEY_MAX, prefix, "types");
-    key_of_type(call->common_keys[4], KEY_MAX, prefix, type, "pressure");
-    snprintf(call->skip, sizeof(call->skip), "%d",
-             key_of_type(seen, sizeof(seen), prefix, type, "seen:"));
-    snprintf(call->numkeys, sizeof(call->numkeys), "%zu",
-             COMMON_KEYS + (size_t)task_keys * count);
-    call->argc = 0;
-    push(call, "EVALSHA", 7);
-    push(call, c->enqueue.sha, 40);
-    push_text(call, call->numkeys);
+    key_of_type(call->common_keys[3], KEY_MAX, prefix, type, "pressure");
+    skip = key_of_type(seen, sizeof(seen), prefix, type, "seen:");
+    command_evalsha(cmd, c->enqueue.sha);
     for (int k = 0; k < COMMON_KEYS; k++)
-        push_text(call, call->common_keys[k]);
+        command_push_key(cmd, call->common_keys[k],
+                         strlen(call->common_keys[k]));
     for (size_t i = 0; i < count; i++)
         for (int k = 0; k < task_keys; k++)
-            push_text(call, call->slots[i].keys[k]);
-    push_text(call, type);
-    push_text(call, call->skip);
-    push_text(call, delayed ? "1" : "0");
-    push_text(call, DEFAULT_MAX_PAYLOAD);
-    push_text(call, DEFAULT_MAX_BACKLOG);
-    push_text(call, DEFAULT_IDEMPOTENCY);
-    push_text(call, DEFAULT_IDEMPOTENCY_TTL);
+            command_push_key(cmd, call->slots[i].keys[k],
+                             strlen(call->slots[i].keys[k]));
+    command_push_str(cmd, type);
+    command_push_int(cmd, skip);
+    command_push_str(cmd, delayed ? "1" : "0");
+    command_push_str(cmd, DEFAULT_MAX_PAYLOAD);
+    command_push_str(cmd, DEFAULT_MAX_BACKLOG);
+    command_push_str(cmd, DEFAULT_IDEMPOTENCY);
+    command_push_str(cmd, DEFAULT_IDEMPOTENCY_TTL);
     for (size_t i = 0; i < count; i++) {
         const wharf_enqueue_opts *t = &tasks[index[i]];
         task_slot *s = &call->slots[i];
-        push(call, t->payload ? (const char *)t->payload : "", t->payload_len);
-        push_text(call, t->trace ? t->trace : s->trace);
+        command_push(cmd, t->payload ? (const char *)t->payload : "",
+                     t->payload_len);
+        command_push_str(cmd, t->trace ? t->trace : s->trace);
         if (delayed)
-            push_text(call, s->delay);
+            command_push_str(cmd, s->delay);
+    }
+    if (cmd->err) {
+        client_error(c, "enqueue: building the script call: %s",
+                     strerror(cmd->err));
+        return WHARF_CLIENT_ERROR;
     }
     return WHARF_CLIENT_OK;
 }
@@ -417,24 +423,6 @@ static wharf_client_status parse_call(wharf_client *c, const redisReply *r,
     return status;
 }
 
-/* Runs one call alone and waits for it; on NOSCRIPT loads the script and
- * runs it again. Returns the reply (caller frees) or NULL when the
- * connection failed. */
-static redisReply *run_call(wharf_client *c, redisContext *redis,
-                            enqueue_call *call)
-{
-    redisReply *r =
-        redisCommandArgv(redis, call->argc, call->argv, call->argvlen);
-    char err[256];
-
-    if (!script_is_noscript(r))
-        return r;
-    freeReplyObject(r);
-    if (script_load(redis, &c->enqueue, err, sizeof(err)) != 0 && redis->err)
-        return NULL;
-    return redisCommandArgv(redis, call->argc, call->argv, call->argvlen);
-}
-
 /* Builds, runs and parses the call of count tasks (given by index). */
 static wharf_client_status call_alone(wharf_client *c, enqueue_call *call,
                                       const wharf_enqueue_opts *tasks,
@@ -450,9 +438,17 @@ static wharf_client_status call_alone(wharf_client *c, enqueue_call *call,
     status = build_call(c, call, tasks, index, count);
     if (status != WHARF_CLIENT_OK)
         return status;
-    r = run_call(c, redis, call);
+    /* On NOSCRIPT it loads the script and runs the call again. */
+    r = script_run_command(redis, &c->enqueue, &call->cmd);
+    if (!r && call->cmd.err) {
+        client_error(c, "enqueue: encoding the script call: %s",
+                     strerror(call->cmd.err));
+        return WHARF_CLIENT_ERROR;
+    }
     status = parse_call(c, r, tasks, index, count, replies);
     freeReplyObject(r);
+    if (status == WHARF_CLIENT_OK)
+        status = add_types(c, tasks, index, count, replies);
     return status;
 }
 
@@ -576,11 +572,15 @@ static wharf_client_status send_round(wharf_client *c, enqueue_call *call,
             build_call(c, call, tasks, &round->members[p->first], p->count);
         if (status != WHARF_CLIENT_OK)
             break;
-        if (redisAppendCommandArgv(redis, call->argc, call->argv,
-                                   call->argvlen) != REDIS_OK)
-            status = client_reply_status(c, NULL, "enqueue");
-        else
+        if (command_append(&call->cmd, redis) == 0) {
             p->state = CALL_SENT;
+        } else if (call->cmd.err) {
+            client_error(c, "enqueue: encoding the script call: %s",
+                         strerror(call->cmd.err));
+            status = WHARF_CLIENT_ERROR;
+        } else {
+            status = client_reply_status(c, NULL, "enqueue");
+        }
     }
     if (status == WHARF_CLIENT_OK && flush_output(redis) != REDIS_OK)
         status = client_reply_status(c, NULL, "enqueue");
@@ -708,5 +708,8 @@ wharf_client_status wharf_enqueue_batch(wharf_client *client,
         memset(&replies[done], 0, sizeof(replies[done]));
         replies[done].status = status;
     }
+    /* Every round is read: nothing is in flight. */
+    if (status == WHARF_CLIENT_OK)
+        status = add_types(client, tasks, NULL, n, replies);
     return status;
 }

@@ -7,10 +7,6 @@
 
 #include <openssl/sha.h>
 
-/* The longest argument list a script call takes: EVALSHA sha numkeys plus
- * the caller's keys and arguments. */
-#define SCRIPT_MAX_ARGS 256
-
 void script_init(script *s)
 {
     unsigned char digest[SHA_DIGEST_LENGTH];
@@ -40,24 +36,21 @@ int script_load(redisContext *c, const script *s, char *err, size_t errlen)
     return rc;
 }
 
-/* Builds "EVALSHA sha numkeys args..." into the given arrays. */
-static int build_call(const script *s, const char *numkeys_text, int argc,
-                      const char *const *argv, const size_t *argvlen,
-                      const char **out, size_t *outlen)
+/* Builds "EVALSHA sha numkeys keys... args..." into cmd. 0 or -1. */
+static int build_call(command *cmd, const script *s, int numkeys, int argc,
+                      const char *const *argv, const size_t *argvlen)
 {
-    if (argc < 0 || argc + 3 > SCRIPT_MAX_ARGS)
+    if (argc < 0 || numkeys < 0 || numkeys > argc)
         return -1;
-    out[0] = "EVALSHA";
-    outlen[0] = 7;
-    out[1] = s->sha;
-    outlen[1] = 40;
-    out[2] = numkeys_text;
-    outlen[2] = strlen(numkeys_text);
+    command_evalsha(cmd, s->sha);
     for (int i = 0; i < argc; i++) {
-        out[3 + i] = argv[i];
-        outlen[3 + i] = argvlen ? argvlen[i] : strlen(argv[i]);
+        size_t len = argvlen ? argvlen[i] : strlen(argv[i]);
+        if (i < numkeys)
+            command_push_key(cmd, argv[i], len);
+        else
+            command_push(cmd, argv[i], len);
     }
-    return argc + 3;
+    return cmd->err ? -1 : 0;
 }
 
 int script_is_noscript(const redisReply *reply)
@@ -69,37 +62,38 @@ int script_is_noscript(const redisReply *reply)
 int script_append(redisContext *c, const script *s, int numkeys, int argc,
                   const char *const *argv, const size_t *argvlen)
 {
-    const char *call[SCRIPT_MAX_ARGS];
-    size_t calllen[SCRIPT_MAX_ARGS];
-    char numkeys_text[16];
-    int n;
+    command cmd;
+    int rc = -1;
 
-    snprintf(numkeys_text, sizeof(numkeys_text), "%d", numkeys);
-    n = build_call(s, numkeys_text, argc, argv, argvlen, call, calllen);
-    if (n < 0)
-        return -1;
-    return redisAppendCommandArgv(c, n, call, calllen) == REDIS_OK ? 0 : -1;
+    command_init(&cmd);
+    if (build_call(&cmd, s, numkeys, argc, argv, argvlen) == 0)
+        rc = command_append(&cmd, c);
+    command_free(&cmd);
+    return rc;
 }
 
-redisReply *script_run(redisContext *c, const script *s, int numkeys,
-                       int argc, const char *const *argv, const size_t *argvlen)
+redisReply *script_run_command(redisContext *c, const script *s, command *cmd)
 {
-    const char *call[SCRIPT_MAX_ARGS];
-    size_t calllen[SCRIPT_MAX_ARGS];
-    char numkeys_text[16];
+    redisReply *reply = command_run(cmd, c);
     char err[256];
-    redisReply *reply;
-    int n;
 
-    snprintf(numkeys_text, sizeof(numkeys_text), "%d", numkeys);
-    n = build_call(s, numkeys_text, argc, argv, argvlen, call, calllen);
-    if (n < 0)
-        return NULL;
-    reply = redisCommandArgv(c, n, call, calllen);
     if (!script_is_noscript(reply))
         return reply;
     freeReplyObject(reply);
     if (script_load(c, s, err, sizeof(err)) != 0 && c->err)
         return NULL;
-    return redisCommandArgv(c, n, call, calllen);
+    return command_run(cmd, c);
+}
+
+redisReply *script_run(redisContext *c, const script *s, int numkeys, int argc,
+                       const char *const *argv, const size_t *argvlen)
+{
+    command cmd;
+    redisReply *reply = NULL;
+
+    command_init(&cmd);
+    if (build_call(&cmd, s, numkeys, argc, argv, argvlen) == 0)
+        reply = script_run_command(c, s, &cmd);
+    command_free(&cmd);
+    return reply;
 }

@@ -8,6 +8,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "command.h"
+
 typedef struct script {
     const char *name;   /* for messages */
     const char *source; /* the Lua body; static storage */
@@ -23,15 +25,21 @@ int script_load(redisContext *c, const script *s, char *err, size_t errlen);
 /* Runs s with numkeys keys and args: argv holds keys then arguments
  * (argc in all). On NOSCRIPT it loads the script and runs it again. Returns
  * the reply (caller frees with freeReplyObject), or NULL when the
- * connection failed (c->errstr says why) or argc is over 253. A Lua error
- * is an error reply. */
-redisReply *script_run(redisContext *c, const script *s, int numkeys,
-                       int argc, const char *const *argv, const size_t *argvlen);
+ * connection failed (c->errstr says why) or the call could not be built
+ * (out of memory; no limit on argc). A Lua error is an error reply. */
+redisReply *script_run(redisContext *c, const script *s, int numkeys, int argc,
+                       const char *const *argv, const size_t *argvlen);
 
 /* Pipelined form: appends EVALSHA to c's output buffer. Read the reply
- * with redisGetReply and hand it to script_retry_noscript. 0 or -1. */
+ * with redisGetReply; if script_is_noscript says so, run the call again
+ * with script_run once nothing else is in flight. 0 or -1. */
 int script_append(redisContext *c, const script *s, int numkeys, int argc,
                   const char *const *argv, const size_t *argvlen);
+
+/* Runs a call built in cmd (command_evalsha of s, then its keys and
+ * arguments); on NOSCRIPT loads s and sends cmd again. The reply (caller
+ * frees), or NULL: cmd->err or c->err says why. */
+redisReply *script_run_command(redisContext *c, const script *s, command *cmd);
 
 /* True if reply is a NOSCRIPT error, meaning the pipelined call must be
  * made again with script_run. */

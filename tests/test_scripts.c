@@ -1,0 +1,538 @@
+/* Each Lua script of sdk/lua on its own against a private redis-server:
+ * called with hand-made keys and arguments, then the keys it wrote and its
+ * reply are checked. The broker, client and CLI tests cover the callers;
+ * these pin down what each script itself promises in its header. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "lua_sources.h"
+#include "redis_server.h"
+#include "script.h"
+#include "scripts.h"
+
+#define TRACE "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+#define ARGS_MAX 64
+
+static test_redis redis;
+static redisContext *rc;
+
+static script script_enqueue = {.name = "enqueue", .source = wharf_lua_enqueue};
+static script script_dead_purge = {.name = "dead_purge",
+                                   .source = wharf_lua_dead_purge};
+static script script_dead_replay = {.name = "dead_replay",
+                                    .source = wharf_lua_dead_replay};
+static script script_lock_release = {.name = "lock_release",
+                                     .source = wharf_lua_lock_release};
+
+static void start(void)
+{
+    scripts_init();
+    script_init(&script_enqueue);
+    script_init(&script_dead_purge);
+    script_init(&script_dead_replay);
+    script_init(&script_lock_release);
+    test_redis_start(&redis, 0);
+    rc = test_redis_connect(&redis);
+}
+
+static void stop(void)
+{
+    if (rc)
+        redisFree(rc);
+    test_redis_stop(&redis);
+}
+
+TestSuite(scripts, .init = start, .fini = stop, .timeout = 60);
+
+/* Runs s with numkeys keys; the rest of the NULL-terminated strings are
+ * its arguments. Never NULL: a connection error fails the test. */
+static redisReply *run(const script *s, int numkeys, ...)
+{
+    const char *argv[ARGS_MAX];
+    int argc = 0;
+    redisReply *r;
+    va_list ap;
+
+    va_start(ap, numkeys);
+    for (const char *a; (a = va_arg(ap, const char *)) != NULL;) {
+        cr_assert(argc < ARGS_MAX);
+        argv[argc++] = a;
+    }
+    va_end(ap);
+    r = script_run(rc, s, numkeys, argc, argv, NULL);
+    cr_assert(r != NULL, "%s: %s", s->name, rc->errstr);
+    cr_assert(r->type != REDIS_REPLY_ERROR, "%s: %s", s->name, r->str);
+    return r;
+}
+
+/* The string value of key, or "" (caller frees). */
+static char *get(const char *key)
+{
+    redisReply *r = test_redis_command(rc, "GET %s", key);
+    char *s = strdup(r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    return s;
+}
+
+/* One field of a hash, or "" (caller frees). */
+static char *hget(const char *key, const char *field)
+{
+    redisReply *r = test_redis_command(rc, "HGET %s %s", key, field);
+    char *s = strdup(r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    return s;
+}
+
+static void assert_str(const char *got_owned, const char *want)
+{
+    char *got = (char *)got_owned;
+    cr_assert_str_eq(got, want);
+    free(got);
+}
+
+/* Adds an entry of task id to stream t and reads it as consumer c: its
+ * entry id (static). */
+static const char *pending_entry(const char *id, const char *consumer)
+{
+    static char entry[64];
+    redisReply *r;
+
+    freeReplyObject(
+        test_redis_command(rc, "XGROUP CREATE w:{t}:stream wharf 0 MKSTREAM"));
+    r = test_redis_command(rc,
+                           "XADD w:{t}:stream * id %s type t payload p "
+                           "attempt 1 enqueued_at 1700000000000 trace %s",
+                           id, TRACE);
+    cr_assert_eq(r->type, REDIS_REPLY_STRING);
+    snprintf(entry, sizeof(entry), "%s", r->str);
+    freeReplyObject(r);
+    freeReplyObject(test_redis_command(
+        rc, "XREADGROUP GROUP wharf %s COUNT 100 STREAMS w:{t}:stream >",
+        consumer));
+    return entry;
+}
+
+Test(scripts, every_file_states_keys_argv_and_reply)
+{
+    for (size_t i = 0; scripts_all[i]; i++) {
+        const char *src = scripts_all[i]->source;
+        cr_assert(strncmp(src, "-- ", 3) == 0, "%s", scripts_all[i]->name);
+        cr_assert(strstr(src, "-- KEYS:"), "%s", scripts_all[i]->name);
+        cr_assert(strstr(src, "-- ARGV:"), "%s", scripts_all[i]->name);
+        cr_assert(strstr(src, "-- Reply:"), "%s", scripts_all[i]->name);
+    }
+    /* The SHA1 computed here is the one the server computes. */
+    char err[256];
+    cr_assert_eq(script_load(rc, &script_finish, err, sizeof(err)), 0, "%s",
+                 err);
+    cr_assert_eq(script_load(rc, &script_enqueue, err, sizeof(err)), 0, "%s",
+                 err);
+}
+
+Test(scripts, begin_answers_cached_locked_or_a_fresh_token)
+{
+    redisReply *r;
+
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:result:a done"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:b 99"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:fence 41"));
+    r = run(&script_begin, 7, "w:{t}:fence", "w:{t}:result:a", "w:{t}:result:b",
+            "w:{t}:result:c", "w:{t}:lock:a", "w:{t}:lock:b", "w:{t}:lock:c",
+            "60000", "00112233aabbccdd", NULL);
+    cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->elements, 3);
+    cr_assert_eq(r->element[0]->type, REDIS_REPLY_INTEGER);
+    cr_assert_eq(r->element[0]->integer, 0); /* cached */
+    cr_assert_eq(r->element[1]->type, REDIS_REPLY_INTEGER);
+    cr_assert_eq(r->element[1]->integer, -1); /* locked by another */
+    cr_assert_eq(r->element[2]->type, REDIS_REPLY_STRING);
+    cr_assert_str_eq(r->element[2]->str, "43-00112233aabbccdd");
+    freeReplyObject(r);
+    /* b and c each drew a token; only c's lock is ours. */
+    assert_str(get("w:{t}:fence"), "43");
+    assert_str(get("w:{t}:lock:b"), "99");
+    assert_str(get("w:{t}:lock:c"), "43-00112233aabbccdd");
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:a"), 0);
+    long long ttl = test_redis_int(rc, "PTTL w:{t}:lock:c");
+    cr_assert(ttl > 0 && ttl <= 60000, "%lld", ttl);
+}
+
+Test(scripts, finish_writes_each_kind_and_nothing_of_a_stale_run)
+{
+    const char *e1, *e2, *e3, *e4;
+    char entries[4][64];
+    redisReply *r;
+
+    e1 = pending_entry("ok1", "c1");
+    snprintf(entries[0], 64, "%s", e1);
+    e2 = pending_entry("re1", "c1");
+    snprintf(entries[1], 64, "%s", e2);
+    e3 = pending_entry("de1", "c1");
+    snprintf(entries[2], 64, "%s", e3);
+    e4 = pending_entry("st1", "c1");
+    snprintf(entries[3], 64, "%s", e4);
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:ok1 5"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:re1 6"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:de1 7"));
+    /* st1's lock went to another run: its finish is stale. */
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:st1 999"));
+    r = run(&script_finish, 11, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
+            "w:{t}:lock:ok1", "w:{t}:lock:re1", "w:{t}:lock:de1",
+            "w:{t}:lock:st1", "w:{t}:result:ok1", "w:{t}:task:re1",
+            "w:{t}:dead:de1", "w:{t}:result:st1",
+            /* ARGV */
+            "wharf", "c1", "300000", "86400000", "t", "", "ordo", entries[0],
+            entries[1], entries[2], entries[3], "5", "6", "7", "8",
+            /* ok1 */ "the result",
+            /* re1 */ "re1", "p", "2", "1700000000000", TRACE, "boom", "5000",
+            /* de1 */ "de1", "p", "5", "1700000000000", TRACE, "gave up",
+            /* st1 */ "late", NULL);
+    cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+    cr_assert_str_eq(r->element[0]->str, "kkks");
+    freeReplyObject(r);
+    assert_str(get("w:{t}:result:ok1"), "the result");
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:result:st1"), 0);
+    /* Retry: envelope with the next attempt, due in ~5 s. */
+    assert_str(hget("w:{t}:task:re1", "attempt"), "2");
+    assert_str(hget("w:{t}:task:re1", "error"), "boom");
+    assert_str(hget("w:{t}:task:re1", "worker"), "c1");
+    cr_assert(test_redis_int(rc, "ZSCORE w:{t}:delayed re1") > 1700000000000);
+    /* Dead: its own record with a TTL, in the dead set. */
+    assert_str(hget("w:{t}:dead:de1", "error"), "gave up");
+    cr_assert(test_redis_int(rc, "PTTL w:{t}:dead:de1") > 0);
+    cr_assert(test_redis_int(rc, "ZSCORE w:{t}:dead de1") > 0);
+    /* Done entries are acked and deleted, their locks released; the stale
+     * one stays pending and keeps the other run's lock. */
+    cr_assert_eq(test_redis_int(rc, "XLEN w:{t}:stream"), 1);
+    r = test_redis_command(rc, "XPENDING w:{t}:stream wharf");
+    cr_assert_eq(r->element[0]->integer, 1);
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:ok1 w:{t}:lock:re1 "
+                                    "w:{t}:lock:de1"),
+                 0);
+    assert_str(get("w:{t}:lock:st1"), "999");
+}
+
+Test(scripts, release_deletes_only_our_value)
+{
+    redisReply *r;
+
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:a 12"));
+    r = run(&script_release, 1, "w:{t}:lock:a", "13", NULL);
+    cr_assert_eq(r->integer, 0);
+    freeReplyObject(r);
+    assert_str(get("w:{t}:lock:a"), "12");
+    r = run(&script_release, 1, "w:{t}:lock:a", "12", NULL);
+    cr_assert_eq(r->integer, 1);
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:a"), 0);
+
+    /* By owner: any fence, only that owner, never a bare suffix. */
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:b 5-aaaa"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:c 6-bbbb"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:d -aaaa"));
+    r = run(&script_release, 1, "w:{t}:lock:c", "aaaa", "owner", NULL);
+    cr_assert_eq(r->integer, 0);
+    freeReplyObject(r);
+    r = run(&script_release, 1, "w:{t}:lock:d", "aaaa", "owner", NULL);
+    cr_assert_eq(r->integer, 0);
+    freeReplyObject(r);
+    r = run(&script_release, 1, "w:{t}:lock:b", "aaaa", "owner", NULL);
+    cr_assert_eq(r->integer, 1);
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:b w:{t}:lock:c"), 1);
+}
+
+Test(scripts, renew_resets_idle_time_and_extends_our_locks)
+{
+    char entry[64];
+    redisReply *r;
+
+    snprintf(entry, sizeof(entry), "%s", pending_entry("a", "c1"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:a 3 PX 1000"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:b 4 PX 1000"));
+    usleep(50 * 1000);
+    r = run(&script_renew, 3, "w:{t}:stream", "w:{t}:lock:a", "w:{t}:lock:b",
+            "wharf", "c1", "60000", entry, "0-1", "3", "5", NULL);
+    cr_assert_eq(r->integer, 1); /* 0-1 is not pending */
+    freeReplyObject(r);
+    cr_assert(test_redis_int(rc, "PTTL w:{t}:lock:a") > 1000);
+    /* b's lock holds another token: left alone. */
+    cr_assert(test_redis_int(rc, "PTTL w:{t}:lock:b") <= 1000);
+    r = test_redis_command(rc, "XPENDING w:{t}:stream wharf - + 1 c1");
+    cr_assert(r->element[0]->element[2]->integer < 50);
+    freeReplyObject(r);
+}
+
+Test(scripts, heartbeat_takes_a_free_or_own_key_only)
+{
+    redisReply *r =
+        run(&script_heartbeat, 1, "w:instance:h", "me", "5000", NULL);
+    cr_assert_eq(r->integer, 1);
+    freeReplyObject(r);
+    r = run(&script_heartbeat, 1, "w:instance:h", "me", "9000", NULL);
+    cr_assert_eq(r->integer, 1);
+    freeReplyObject(r);
+    cr_assert(test_redis_int(rc, "PTTL w:instance:h") > 5000);
+    r = run(&script_heartbeat, 1, "w:instance:h", "you", "9000", NULL);
+    cr_assert_eq(r->integer, 0);
+    freeReplyObject(r);
+    assert_str(get("w:instance:h"), "me");
+}
+
+Test(scripts, due_returns_the_ids_whose_time_has_come)
+{
+    redisReply *r;
+
+    freeReplyObject(test_redis_command(
+        rc, "ZADD w:{t}:delayed 1 a 2 b 99999999999999 later"));
+    r = run(&script_due, 1, "w:{t}:delayed", "1", NULL);
+    cr_assert_eq(r->elements, 1);
+    cr_assert_str_eq(r->element[0]->str, "a");
+    freeReplyObject(r);
+    r = run(&script_due, 1, "w:{t}:delayed", "100", NULL);
+    cr_assert_eq(r->elements, 2);
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "ZCARD w:{t}:delayed"), 3);
+}
+
+Test(scripts, promote_moves_due_envelopes_into_the_stream)
+{
+    redisReply *r;
+
+    freeReplyObject(test_redis_command(
+        rc, "ZADD w:{t}:delayed 1 a 2 gone 99999999999999 later"));
+    freeReplyObject(test_redis_command(
+        rc,
+        "HSET w:{t}:task:a id a type t payload p attempt 2 enqueued_at 5 "
+        "trace %s error boom failed_at 6 worker c1 extra kept",
+        TRACE));
+    r = run(&script_promote, 5, "w:{t}:delayed", "w:{t}:stream", "w:{t}:task:a",
+            "w:{t}:task:gone", "w:{t}:task:later", "a", "gone", "later", NULL);
+    cr_assert_eq(r->integer, 1);
+    freeReplyObject(r);
+    /* gone had no envelope: dropped; later is not due: kept. */
+    r = test_redis_command(rc, "ZRANGE w:{t}:delayed 0 -1");
+    cr_assert_eq(r->elements, 1);
+    cr_assert_str_eq(r->element[0]->str, "later");
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:task:a"), 0);
+    r = test_redis_command(rc, "XRANGE w:{t}:stream - +");
+    cr_assert_eq(r->elements, 1);
+    const redisReply *f = r->element[0]->element[1];
+    cr_assert_eq(f->elements, 14); /* 7 fields: no error/failed_at/worker */
+    for (size_t i = 0; i < f->elements; i += 2) {
+        cr_assert_str_neq(f->element[i]->str, "error");
+        cr_assert_str_neq(f->element[i]->str, "worker");
+        if (strcmp(f->element[i]->str, "attempt") == 0)
+            cr_assert_str_eq(f->element[i + 1]->str, "2");
+    }
+    freeReplyObject(r);
+}
+
+Test(scripts, trim_dead_stops_at_dead_max)
+{
+    redisReply *r;
+
+    freeReplyObject(test_redis_command(rc, "ZADD w:{t}:dead 1 a 2 b 3 c"));
+    freeReplyObject(test_redis_command(rc, "HSET w:{t}:dead:a id a"));
+    freeReplyObject(test_redis_command(rc, "HSET w:{t}:dead:b id b"));
+    freeReplyObject(test_redis_command(rc, "HSET w:{t}:dead:c id c"));
+    r = run(&script_trim_dead, 4, "w:{t}:dead", "w:{t}:dead:a", "w:{t}:dead:b",
+            "w:{t}:dead:c", "2", "a", "b", "c", NULL);
+    cr_assert_eq(r->integer, 1);
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "ZCARD w:{t}:dead"), 2);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:dead:a"), 0);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:dead:b"), 1);
+}
+
+static redisReply *replay(const char *id)
+{
+    char record[64], task[64];
+
+    snprintf(record, sizeof(record), "w:{t}:dead:%s", id);
+    snprintf(task, sizeof(task), "w:{t}:task:%s", id);
+    return run(&script_dead_replay, 5, "w:{t}:dead", record, "w:{t}:stream",
+               task, "w:{t}:delayed", id, "t", NULL);
+}
+
+static redisReply *purge(const char *id)
+{
+    char record[64], task[64];
+
+    snprintf(record, sizeof(record), "w:{t}:dead:%s", id);
+    snprintf(task, sizeof(task), "w:{t}:task:%s", id);
+    return run(&script_dead_purge, 4, "w:{t}:dead", record, task,
+               "w:{t}:delayed", id, NULL);
+}
+
+Test(scripts, dead_purge_and_dead_replay)
+{
+    redisReply *r;
+
+    freeReplyObject(test_redis_command(rc, "ZADD w:{t}:dead 1 a 2 b 3 old"));
+    freeReplyObject(test_redis_command(
+        rc,
+        "HSET w:{t}:dead:a id a type t payload p attempt 5 enqueued_at 5 "
+        "trace %s error boom failed_at 6 worker c1",
+        TRACE));
+    freeReplyObject(test_redis_command(rc, "HSET w:{t}:dead:b id b"));
+    /* A new run of a waits for a retry: its envelope is not touched. */
+    freeReplyObject(test_redis_command(rc, "ZADD w:{t}:delayed 9 a"));
+    freeReplyObject(test_redis_command(rc, "HSET w:{t}:task:a attempt 2"));
+    /* A record from before dead:<id> existed. */
+    freeReplyObject(
+        test_redis_command(rc, "HSET w:{t}:task:old id old payload q"));
+    r = replay("a");
+    cr_assert_str_eq(r->str, "OK");
+    freeReplyObject(r);
+    r = replay("a");
+    cr_assert_str_eq(r->str, "NOT_FOUND");
+    freeReplyObject(r);
+    r = replay("old");
+    cr_assert_str_eq(r->str, "OK");
+    freeReplyObject(r);
+    r = test_redis_command(rc, "XRANGE w:{t}:stream - +");
+    cr_assert_eq(r->elements, 2);
+    const redisReply *f = r->element[0]->element[1];
+    for (size_t i = 0; i < f->elements; i += 2)
+        if (strcmp(f->element[i]->str, "attempt") == 0)
+            cr_assert_str_eq(f->element[i + 1]->str, "1");
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:dead:a w:{t}:task:old"), 0);
+    assert_str(hget("w:{t}:task:a", "attempt"), "2");
+
+    r = purge("b");
+    cr_assert_eq(r->integer, 1);
+    freeReplyObject(r);
+    r = purge("b");
+    cr_assert_eq(r->integer, 0);
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:dead:b w:{t}:dead"), 0);
+    assert_str(hget("w:{t}:task:a", "attempt"), "2");
+}
+
+/* One ready task through the enqueue script: its reply words. */
+static void enqueue_one(const char *id, const char *want)
+{
+    char seen[64], task[64];
+    redisReply *r;
+
+    snprintf(seen, sizeof(seen), "w:{t}:seen:%s", id);
+    snprintf(task, sizeof(task), "w:{t}:task:%s", id);
+    r = run(&script_enqueue, 8, "w:{t}:policy", "w:{t}:stream", "w:{t}:delayed",
+            "w:{t}:pressure", seen, seen, task, task, "t", "11", "0", "1048576",
+            "0", "payload", "300000", "the payload", TRACE, NULL);
+    cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->elements, 4);
+    cr_assert_eq(r->element[0]->integer, 0); /* no pressure */
+    cr_assert_str_eq(r->element[1]->str, want);
+    cr_assert_str_eq(r->element[2]->str, id);
+    freeReplyObject(r);
+}
+
+Test(scripts, enqueue_adds_once_and_answers_duplicate_after)
+{
+    enqueue_one("x1", "OK");
+    enqueue_one("x1", "DUPLICATE");
+    cr_assert_eq(test_redis_int(rc, "XLEN w:{t}:stream"), 1);
+    cr_assert(test_redis_int(rc, "PTTL w:{t}:seen:x1") > 0);
+    /* The types set is not the script's: no key of another slot. */
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:types"), 0);
+}
+
+/* Once its seen marker expired, an id waiting for a retry is still a
+ * duplicate: adding it again would reset its attempt to 1. */
+Test(scripts, enqueue_of_a_retrying_id_keeps_its_attempt)
+{
+    freeReplyObject(test_redis_command(rc, "ZADD w:{t}:delayed 99 r1"));
+    freeReplyObject(test_redis_command(
+        rc, "HSET w:{t}:task:r1 id r1 type t payload p attempt 4"));
+    enqueue_one("r1", "DUPLICATE");
+    assert_str(hget("w:{t}:task:r1", "attempt"), "4");
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:stream"), 0);
+}
+
+/* A dead id runs anew; its dead record stays as it was. */
+Test(scripts, enqueue_of_a_dead_id_leaves_its_record)
+{
+    freeReplyObject(test_redis_command(rc, "ZADD w:{t}:dead 5 d1"));
+    freeReplyObject(test_redis_command(
+        rc, "HSET w:{t}:dead:d1 id d1 type t payload p attempt 5 error x"));
+    enqueue_one("d1", "OK");
+    cr_assert_eq(test_redis_int(rc, "XLEN w:{t}:stream"), 1);
+    assert_str(hget("w:{t}:dead:d1", "error"), "x");
+    cr_assert_eq(test_redis_int(rc, "ZSCORE w:{t}:dead d1"), 5);
+}
+
+static redisReply *lock_release(const char *id, const char *force,
+                                const char *most)
+{
+    char lock[64];
+
+    snprintf(lock, sizeof(lock), "w:{t}:lock:%s", id);
+    return run(&script_lock_release, 3, lock, "w:{t}:stream", "w:{t}:policy",
+               id, "wharf", "300000", force, most, NULL);
+}
+
+Test(scripts, lock_release_refuses_a_live_run)
+{
+    redisReply *r;
+
+    pending_entry("a", "c1");
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:a 1-ab"));
+    r = lock_release("a", "", "100");
+    cr_assert_eq(r->elements, 3);
+    cr_assert_str_eq(r->element[0]->str, "HELD");
+    cr_assert_str_eq(r->element[1]->str, "c1");
+    cr_assert(r->element[2]->integer < 300000);
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:a"), 1);
+    /* The published timeout wins over the default. */
+    freeReplyObject(
+        test_redis_command(rc, "HSET w:{t}:policy visibility_timeout 0"));
+    r = lock_release("a", "", "100");
+    cr_assert_str_eq(r->element[0]->str, "RELEASED");
+    freeReplyObject(r);
+    r = lock_release("a", "", "100");
+    cr_assert_str_eq(r->element[0]->str, "NONE");
+    freeReplyObject(r);
+    freeReplyObject(test_redis_command(rc, "HDEL w:{t}:policy "
+                                           "visibility_timeout"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:a 2-ab"));
+    r = lock_release("a", "force", "100");
+    cr_assert_str_eq(r->element[0]->str, "RELEASED");
+    freeReplyObject(r);
+}
+
+/* More entries pending than it may look at, none of them the id's: it
+ * cannot tell, so it keeps the lock. */
+Test(scripts, lock_release_is_bounded)
+{
+    redisReply *r;
+
+    pending_entry("first", "c1");
+    r = test_redis_command(rc, "EVAL %s 1 w:{t}:stream",
+                           "for i = 1, 600 do redis.call('XADD', KEYS[1], "
+                           "'*', 'id', 'x' .. i) end");
+    cr_assert_neq(r->type, REDIS_REPLY_ERROR, "%s", r->str);
+    freeReplyObject(r);
+    freeReplyObject(test_redis_command(
+        rc, "XREADGROUP GROUP wharf c1 COUNT 1000 STREAMS w:{t}:stream >"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:zz 1-ab"));
+    r = lock_release("zz", "", "500");
+    cr_assert_str_eq(r->element[0]->str, "UNSURE");
+    cr_assert_eq(r->element[1]->integer, 500);
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:zz"), 1);
+    /* Allowed to look at all of them, it finds none: released. */
+    r = lock_release("zz", "", "10000");
+    cr_assert_str_eq(r->element[0]->str, "RELEASED");
+    freeReplyObject(r);
+}
