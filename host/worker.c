@@ -556,10 +556,12 @@ static void drop_held(worker *w)
     w->held_n = 0;
 }
 
-/* After a reconnect: releases the locks of a batch whose begin broke, or
- * sends again the finish that broke (a finish that did reach Redis is
- * then answered "stale" and changes nothing), so no work is lost or run
- * again for nothing. -1 if the connection broke again. */
+/* After a reconnect: releases the locks of a batch whose begin broke
+ * (those it took with answered tokens, and those of calls whose reply was
+ * lost, by the call's owner nonce), or sends again the finish that broke
+ * (a finish that did reach Redis then counts as done and changes
+ * nothing), so no work is lost or run again for nothing. -1 if the
+ * connection broke again. */
 static int resolve_held(worker *w)
 {
     int rc = 0;
@@ -567,7 +569,9 @@ static int resolve_held(worker *w)
     if (w->held == HELD_RELEASE) {
         rc = broker_release(&w->b, w->jobs, w->held_n);
     } else if (w->held == HELD_FINISH) {
-        rc = broker_finish(&w->b, w->jobs, w->held_n);
+        /* An earlier send may have landed before the connection broke:
+         * resent, such a task counts as done, not stale. */
+        rc = broker_finish_resend(&w->b, w->jobs, w->held_n);
         if (rc == 0)
             report(w, w->held_n);
     }
