@@ -880,7 +880,174 @@ Test(cli, password_from_the_environment)
 
     command("CONFIG SET requirepass s3cret");
     r = run_with(NULL, 0, NULL, "--redis", server.url, "stats", NULL);
-    assert_error(r, 69, "wharf: stats: ");
+    assert_error(r, 78, "wharf: stats: ");
     r = run_with(NULL, 0, envs, "--redis", server.url, "stats", NULL);
     cr_assert_eq(r->status, 0, "%s", r->err);
+}
+
+/* ---- a Redis that wants a password, one that is full ---- */
+
+Test(cli, missing_or_wrong_password_is_78_with_one_clear_line)
+{
+    static const char *const args[] = {NULL};
+    const char *wrong_env[] = {"WHARF_REDIS_PASSWORD=nope", NULL};
+    test_redis locked;
+    char expected[300], url[300];
+    run *r;
+
+    test_redis_start_with(&locked, "p@ss:word", args);
+    snprintf(expected, sizeof(expected),
+             "wharf: enqueue: %s: authentication required: set a password "
+             "in the URL (redis://:PASSWORD@host) or WHARF_REDIS_PASSWORD\n",
+             locked.url);
+    r = run_with(NULL, 0, NULL, "--redis", locked.url, "enqueue", "t", "x",
+                 NULL);
+    assert_error(r, 78, expected);
+    cr_assert_eq(r->out_len, 0);
+    assert_error(run_with(NULL, 0, NULL, "--redis", locked.url, "stats",
+                          NULL),
+                 78, "wharf: stats: ");
+    cr_assert(strstr(result.err, "authentication required"), "%s",
+              result.err);
+    assert_error(run_with(NULL, 0, NULL, "--redis", locked.url, "result",
+                          "t", "i", NULL),
+                 78, "wharf: result: ");
+    /* A long command before AUTH used to come back as "Protocol error:
+     * unauthenticated multibulk length". */
+    snprintf(url, sizeof(url), "%s/f.jsonl", dir);
+    write_file(url, "1\n2\n3\n", 6);
+    r = run_with(NULL, 0, NULL, "--redis", locked.url, "enqueue", "t",
+                 "--file", url, NULL);
+    cr_assert_eq(r->status, 78, "%s", r->err);
+    cr_assert(strstr(r->err, "authentication required"), "%s", r->err);
+    cr_assert_null(strstr(r->err, "Protocol error"), "%s", r->err);
+
+    snprintf(url, sizeof(url), "redis://:wrong@127.0.0.1:%d/0", locked.port);
+    snprintf(expected, sizeof(expected),
+             "wharf: enqueue: %s: authentication failed: wrong user or "
+             "password (WRONGPASS); fix it in the URL or "
+             "WHARF_REDIS_PASSWORD\n",
+             locked.url);
+    assert_error(run_with(NULL, 0, NULL, "--redis", url, "enqueue", "t", "x",
+                          NULL),
+                 78, expected);
+    assert_error(run_with(NULL, 0, wrong_env, "--redis", locked.url,
+                          "enqueue", "t", "x", NULL),
+                 78, expected);
+    /* Percent-encoded, the right one works. */
+    snprintf(url, sizeof(url), "redis://:p%%40ss%%3Aword@127.0.0.1:%d/0",
+             locked.port);
+    r = run_with(NULL, 0, NULL, "--redis", url, "enqueue", "t", "x", NULL);
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(matches("^" HEX64 "\n$", r->out), "%s", r->out);
+    test_redis_stop(&locked);
+}
+
+/* A server started at maxmemory 1mb with noeviction, and a connection. */
+static const char *const full_args[] = {"--maxmemory", "1mb",
+                                        "--maxmemory-policy", "noeviction",
+                                        NULL};
+
+/* Writes 64 KiB values until Redis refuses one for want of memory. */
+static void fill(redisContext *c)
+{
+    static char value[64 * 1024];
+    int refused = 0;
+
+    memset(value, 'v', sizeof(value));
+    for (int i = 0; i < 1000 && !refused; i++) {
+        redisReply *reply = redisCommand(c, "SET fill:%d %b", i, value,
+                                         sizeof(value));
+        cr_assert_not_null(reply, "redis: %s", c->errstr);
+        refused = reply->type == REDIS_REPLY_ERROR &&
+                  strncmp(reply->str, "OOM", 3) == 0;
+        freeReplyObject(reply);
+    }
+    cr_assert(refused, "Redis never ran out of memory");
+}
+
+Test(cli, full_redis_is_75_and_says_nothing_was_enqueued)
+{
+    test_redis full;
+    redisContext *c;
+    char expected[200];
+    run *r;
+
+    test_redis_start_with(&full, NULL, full_args);
+    c = test_redis_connect(&full);
+    fill(c);
+    snprintf(expected, sizeof(expected),
+             "wharf: enqueue: %s: Redis is out of memory (maxmemory "
+             "reached); nothing was enqueued\n",
+             full.url);
+    r = run_with(NULL, 0, NULL, "--redis", full.url, "enqueue", "t", "x",
+                 "--id", "refused", NULL);
+    assert_error(r, 75, expected);
+    cr_assert_eq(r->out_len, 0);
+    cr_assert_eq(test_redis_int(c, "EXISTS wharf:{t}:seen:refused"), 0);
+    cr_assert_eq(test_redis_int(c, "XLEN wharf:{t}:stream"), 0);
+    /* --wait keeps trying, as for backpressure, then says the same. */
+    r = run_with(NULL, 0, NULL, "--redis", full.url, "enqueue", "t", "x",
+                 "--wait", "200ms", NULL);
+    assert_error(r, 75, expected);
+    /* Room made: the same command goes in. */
+    freeReplyObject(test_redis_command(c, "CONFIG SET maxmemory 64mb"));
+    r = run_with(NULL, 0, NULL, "--redis", full.url, "enqueue", "t", "x",
+                 NULL);
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    redisFree(c);
+    test_redis_stop(&full);
+}
+
+Test(cli, enqueue_file_on_a_full_redis_names_the_line_and_what_went_in)
+{
+    static char line[100 * 1024];
+    test_redis full;
+    redisContext *c;
+    char path[300], expected[300], *text;
+    const char *at;
+    long no = 0;
+    size_t before = 0;
+    FILE *f;
+    run *r;
+
+    test_redis_start_with(&full, NULL, full_args);
+    c = test_redis_connect(&full);
+    /* 20 lines of 100 KB: 2 MB cannot fit in 1 MB, so Redis refuses one
+     * of them, whichever it is. */
+    snprintf(path, sizeof(path), "%s/big.jsonl", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 20; i++) {
+        memset(line, 'a' + i, sizeof(line));
+        cr_assert_eq(fwrite(line, 1, sizeof(line), f), sizeof(line));
+        fputc('\n', f);
+    }
+    fclose(f);
+    r = run_with(NULL, 0, NULL, "--redis", full.url, "enqueue", "t",
+                 "--file", path, NULL);
+    cr_assert_eq(r->status, 75, "exit %d: %s", r->status, r->err);
+    /* One line for the refusal, then the summary. */
+    cr_assert_eq(lines(r->err), 2, "%s", r->err);
+    text = r->err;
+    at = strstr(text, "big.jsonl:");
+    cr_assert_not_null(at, "%s", r->err);
+    cr_assert_eq(sscanf(at, "big.jsonl:%ld:", &no), 1, "%s", r->err);
+    cr_assert(no >= 1 && no <= 20, "line %ld", no);
+    snprintf(expected, sizeof(expected),
+             "big.jsonl:%ld: %s: Redis is out of memory (maxmemory "
+             "reached); %ld lines enqueued before it\n",
+             no, full.url, no - 1);
+    cr_assert(strstr(r->err, expected), "want '%s' in '%s'", expected,
+              r->err);
+    /* What it says went in did, and nothing else. */
+    before = (size_t)(no - 1);
+    cr_assert_eq(lines(r->out), (int)before, "%s", r->out);
+    cr_assert_eq(test_redis_int(c, "XLEN wharf:{t}:stream"),
+                 (long long)before);
+    snprintf(expected, sizeof(expected), "%zu enqueued, 0 duplicate",
+             before);
+    cr_assert(strstr(r->err, expected), "%s", r->err);
+    redisFree(c);
+    test_redis_stop(&full);
 }

@@ -30,8 +30,12 @@ typedef enum wharf_client_status {
     WHARF_CLIENT_BACKPRESSURE = 5, /* backlog at max_backlog: try later */
     WHARF_CLIENT_UNAVAILABLE = 6,  /* Redis unreachable, down or loading */
     WHARF_CLIENT_TIMEOUT = 7,      /* a wait ran out */
-    WHARF_CLIENT_ERROR = 8         /* anything else (out of memory, a
+    WHARF_CLIENT_ERROR = 8,        /* anything else (out of memory, a
                                       Redis error); see the errstr */
+    WHARF_CLIENT_AUTH = 9,         /* Redis wants a password, or refused
+                                      ours: retrying will not help */
+    WHARF_CLIENT_FULL = 10         /* Redis is at maxmemory (noeviction):
+                                      nothing was written; try later */
 } wharf_client_status;
 
 #define WHARF_TYPE_MAX 100   /* a type is 1-100 of [A-Za-z0-9._-] */
