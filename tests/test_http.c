@@ -207,8 +207,9 @@ Test(http, healthz_answers_while_idle_clients_from_many_addresses_fill_it)
         fds[i] = idle_connection_from(from);
     }
     took = healthz_within(30000);
-    cr_assert(took >= 0, "/healthz never answered with %d idle connections "
-                         "from %d addresses",
+    cr_assert(took >= 0,
+              "/healthz never answered with %d idle connections "
+              "from %d addresses",
               IDLE, ADDRESSES);
     cr_log_info("healthz answered after %lld ms", (long long)took);
     for (int i = 0; i < IDLE; i++)
@@ -361,8 +362,9 @@ Test(http, a_child_that_closes_its_copy_keeps_neither_port_nor_clients)
     cr_assert(port_is_free(), "the child keeps port %d", port);
     /* The client's connection is gone with the parent's copy: EOF. */
     got = read(client, &byte, 1);
-    cr_assert_eq(got, 0, "the client's connection outlived the server "
-                         "(read gave %zd)",
+    cr_assert_eq(got, 0,
+                 "the client's connection outlived the server "
+                 "(read gave %zd)",
                  got);
     close(client);
     kill(child, SIGKILL);
@@ -408,8 +410,9 @@ Test(http_host, wharfd_healthz_answers_while_100_idle_connections_are_open)
     for (int i = 0; i < IDLE; i++)
         fds[i] = idle_connection_from(NULL);
     took = healthz_within(30000);
-    cr_assert(took >= 0, "wharfd's /healthz never answered with %d idle "
-                         "connections; see %s",
+    cr_assert(took >= 0,
+              "wharfd's /healthz never answered with %d idle "
+              "connections; see %s",
               IDLE, host.log);
     cr_assert(closed_by_server(fds, IDLE) >= IDLE - 8);
     cr_log_info("wharfd's healthz answered after %lld ms", (long long)took);

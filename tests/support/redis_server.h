@@ -13,8 +13,8 @@ typedef struct test_redis {
     char dir[256]; /* its working folder (log, append-only file) */
     char url[64];  /* redis://127.0.0.1:PORT/0 */
     int appendonly;
-    char password[64];      /* requirepass, "" for none */
-    const char *args[16];   /* more redis-server arguments, NULL-ended */
+    char password[64];    /* requirepass, "" for none */
+    const char *args[16]; /* more redis-server arguments, NULL-ended */
 } test_redis;
 
 /* A loopback TCP port nobody listens on right now. */
