@@ -4,6 +4,7 @@
  * starve it, and no descriptor of it may outlive an exec or, after
  * http_close_in_child, a fork. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -419,5 +420,114 @@ Test(http_host, wharfd_healthz_answers_while_100_idle_connections_are_open)
     for (int i = 0; i < IDLE; i++)
         if (fds[i] >= 0)
             close(fds[i]);
+    cr_assert_eq(test_host_stop(&host), 0);
+}
+
+/* The inode of the socket listening on 127.0.0.1:port, from
+ * /proc/net/tcp; 0 if none. */
+static unsigned long listening_inode(int on_port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    char line[512];
+    unsigned long inode = 0;
+
+    cr_assert_not_null(f);
+    while (!inode && fgets(line, sizeof(line), f)) {
+        unsigned local_port, state;
+        unsigned long node;
+        if (sscanf(line,
+                   " %*d: %*x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %*u %*u %lu",
+                   &local_port, &state, &node) == 3 &&
+            (int)local_port == on_port && state == 0x0A)
+            inode = node;
+    }
+    fclose(f);
+    return inode;
+}
+
+/* How many processes whose parent is `parent` hold socket `inode`, and
+ * how many children there are at all (in *children). */
+static int children_holding(pid_t parent, unsigned long inode, int *children)
+{
+    char want[64], path[300], target[128];
+    struct dirent *proc;
+    DIR *dir = opendir("/proc");
+    int holding = 0;
+
+    cr_assert_not_null(dir);
+    snprintf(want, sizeof(want), "socket:[%lu]", inode);
+    *children = 0;
+    while ((proc = readdir(dir)) != NULL) {
+        int pid = atoi(proc->d_name), ppid = 0;
+        char stat[512];
+        FILE *f;
+        DIR *fds;
+        struct dirent *fd;
+        if (pid <= 0)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+        if (!(f = fopen(path, "r")))
+            continue;
+        if (fgets(stat, sizeof(stat), f)) {
+            const char *after = strrchr(stat, ')');
+            if (after)
+                sscanf(after, ") %*c %d", &ppid);
+        }
+        fclose(f);
+        if (ppid != parent)
+            continue;
+        (*children)++;
+        snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+        if (!(fds = opendir(path)))
+            continue;
+        while ((fd = readdir(fds)) != NULL) {
+            char link[400];
+            ssize_t n;
+            snprintf(link, sizeof(link), "/proc/%d/fd/%s", pid, fd->d_name);
+            n = readlink(link, target, sizeof(target) - 1);
+            if (n > 0) {
+                target[n] = '\0';
+                if (strcmp(target, want) == 0)
+                    holding++;
+            }
+        }
+        closedir(fds);
+    }
+    closedir(dir);
+    return holding;
+}
+
+/* Needs the supervisor to call http_close_in_child(s->http) in each
+ * child it forks (its owner enables this test with that call): until
+ * then every worker, and anything a plugin forks, keeps the metrics
+ * port, so the next wharfd cannot bind it while they live. */
+Test(http_host, workers_do_not_hold_the_listening_socket, .disabled = true)
+{
+    char cmd[600], body[256];
+    unsigned long inode;
+    int children = 0, holding, status = -1;
+
+    test_redis_start(&host_redis, 0);
+    port = test_free_port();
+    test_host_manifest_opts(&host, &host_redis,
+                            &(test_host_opts){.host_keys = "workers = 2\n"});
+    snprintf(cmd, sizeof(cmd),
+             "sed -i 's/^listen = off$/listen = 127.0.0.1:%d/' %s", port,
+             host.manifest);
+    cr_assert_eq(system(cmd), 0);
+    test_host_start(&host);
+    /* /readyz is 200 once a worker is up. */
+    for (int i = 0; i < 3000 && status != 200; i++) {
+        status = test_http_get(port, "/readyz", body, sizeof(body));
+        if (status != 200)
+            usleep(10 * 1000);
+    }
+    cr_assert_eq(status, 200, "wharfd never ready; see %s", host.log);
+    inode = listening_inode(port);
+    cr_assert(inode != 0, "nothing listens on %d", port);
+    holding = children_holding(host.pid, inode, &children);
+    cr_assert(children >= 2, "%d worker processes", children);
+    cr_assert_eq(holding, 0, "%d of %d workers hold the metrics port", holding,
+                 children);
     cr_assert_eq(test_host_stop(&host), 0);
 }
