@@ -28,6 +28,9 @@
 #include "http_get.h"
 #include "redis_server.h"
 
+/* Longer than the server's idle timeout (5 s). */
+#define SLOW_HANDLER_S 6
+
 /* The supervisor's tick: how long its poll waits at most. */
 #define LOOP_TICK_MS 100
 
@@ -43,8 +46,12 @@ static void on_request(void *arg, const char *method, const char *path,
     (void)arg;
     (void)method;
     atomic_fetch_add(&served, 1);
+    /* As /readyz and /metrics may while Redis stalls: block a while. */
+    if (strcmp(path, "/slow") == 0)
+        sleep(SLOW_HANDLER_S);
     reply->content_type = "text/plain; charset=utf-8";
-    reply->status = strcmp(path, "/healthz") == 0 ? 200 : 404;
+    reply->status =
+        strcmp(path, "/healthz") == 0 || strcmp(path, "/slow") == 0 ? 200 : 404;
     reply->body = strdup(reply->status == 200 ? "ok\n" : "not found\n");
     reply->len = reply->body ? strlen(reply->body) : 0;
 }
@@ -192,6 +199,17 @@ Test(http, healthz_answers_while_100_idle_connections_are_open)
     for (int i = 0; i < IDLE; i++)
         if (fds[i] >= 0)
             close(fds[i]);
+}
+
+Test(http, a_handler_slower_than_the_idle_timeout_still_answers)
+{
+    char body[256];
+
+    /* The time the handler takes is the server's, not the client's: the
+     * idle clock must not close the connection before the answer. */
+    cr_assert_eq(test_http_get_within(port, "/slow", body, sizeof(body), 60),
+                 200, "the answer of a slow handler was dropped");
+    cr_assert_str_eq(body, "ok\n");
 }
 
 Test(http, healthz_answers_while_idle_clients_from_many_addresses_fill_it)
