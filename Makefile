@@ -32,11 +32,24 @@ demo: build
 bench: build
 	@BUILD=$(BUILD) bash bench/run.sh
 
-# The whole suite, then the whole suite again under ASan + UBSan.
-test: test-plain test-sanitize
+# The whole suite, then the whole suite again under ASan + UBSan. Both
+# halves always run, even when the first fails (a failure in one says
+# little about the other), each ends with a summary line, and make test
+# fails if either did.
+test:
+	@rm -f $(BUILD)/test-plain.log $(BUILD_SANITIZE)/test-sanitize.log; \
+	plain=0; sanitize=0; \
+	$(MAKE) --no-print-directory test-plain || plain=$$?; \
+	$(MAKE) --no-print-directory test-sanitize || sanitize=$$?; \
+	echo; \
+	sh scripts/test-summary plain $$plain $(BUILD)/test-plain.log; \
+	sh scripts/test-summary sanitize $$sanitize \
+	    $(BUILD_SANITIZE)/test-sanitize.log; \
+	test $$plain -eq 0 && test $$sanitize -eq 0
 
 test-plain: build
-	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) \
+	    --output-log $(abspath $(BUILD))/test-plain.log
 
 # Criterion passes a test even when LeakSanitizer reports at its exit, so
 # every sanitizer report goes to a file and any report fails the run.
@@ -45,11 +58,15 @@ test-sanitize: build-sanitize
 	@rm -rf $(REPORTS) && mkdir -p $(REPORTS)
 	@ASAN_OPTIONS=detect_leaks=1:log_path=$(REPORTS)/asan \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(REPORTS)/ubsan \
-	    ctest --test-dir $(BUILD_SANITIZE) --output-on-failure -j $(JOBS); \
+	    ctest --test-dir $(BUILD_SANITIZE) --output-on-failure -j $(JOBS) \
+	    --output-log $(abspath $(BUILD_SANITIZE))/test-sanitize.log; \
 	    status=$$?; \
 	    if [ -n "$$(ls -A $(REPORTS))" ]; then \
 	        cat $(REPORTS)/*; \
-	        echo "sanitizer reports above: $(REPORTS)" >&2; exit 1; \
+	        echo "sanitizer reports above: $(REPORTS)" >&2; \
+	        echo "sanitizer reports: $(REPORTS)" \
+	            >> $(abspath $(BUILD_SANITIZE))/test-sanitize.log; \
+	        exit 1; \
 	    fi; exit $$status
 
 clean:

@@ -1,26 +1,134 @@
 /* The HTTP endpoint; see http.h. libmicrohttpd (a well-kept embeddable
- * server from Debian) does the HTTP; this file only binds it to our loop
- * and our handler. */
+ * server from Debian) does the HTTP; this file binds it to our loop and
+ * our handler, and keeps idle clients from starving it. */
 #include "http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <errno.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
+
+/* Why these limits. With an external loop, libmicrohttpd stops accepting
+ * once it holds its connection limit and leaves new connections in the
+ * kernel's accept queue, first come first served. Idle clients (a port
+ * scanner, a stuck scraper, a client that opens and never asks) then hold
+ * every slot for the whole idle timeout, and a health check queues behind
+ * all of them: with 100 idle connections, 64 slots and a 10 s timeout,
+ * /healthz took 10 s, and a client that keeps reconnecting starves it for
+ * good. So: one address may hold only HTTP_PER_IP_LIMIT connections (the
+ * rest are closed at once rather than queued), an idle connection lives
+ * HTTP_IDLE_TIMEOUT_S, and under pressure (an address at its limit, or
+ * half of all slots taken) the connections concerned get
+ * HTTP_BUSY_TIMEOUT_S, so slots free up within about a second. A scrape
+ * takes milliseconds; Prometheus opens a new connection when its
+ * keep-alive one was closed. */
+#define HTTP_CONNECTION_LIMIT 64u
+#define HTTP_PER_IP_LIMIT 8u
+#define HTTP_IDLE_TIMEOUT_S 5u
+#define HTTP_BUSY_TIMEOUT_S 1u
+#define HTTP_BUSY_MARK (HTTP_CONNECTION_LIMIT / 2)
+
+/* One open connection, as the notify callback saw it start. */
+typedef struct http_conn {
+    struct MHD_Connection *conn; /* NULL: a free entry */
+    int fd;
+    struct sockaddr_storage peer; /* address (port ignored) */
+    bool squeezed;                /* given HTTP_BUSY_TIMEOUT_S already */
+} http_conn;
 
 struct http_server {
     struct MHD_Daemon *daemon;
     http_handler handler;
     void *arg;
-    int fd;
+    int fd;        /* MHD's epoll fd: what the caller polls */
+    int listen_fd; /* MHD's listening socket */
+    /* MHD never holds more than HTTP_CONNECTION_LIMIT connections. */
+    http_conn conns[HTTP_CONNECTION_LIMIT];
+    unsigned open;
 };
+
+/* Sets FD_CLOEXEC on fd, so no program a worker or plugin execs keeps our
+ * port or a client's connection. 0, or -1 with errno. */
+static int http_cloexec(int fd)
+{
+    int flags = fcntl(fd, F_GETFD);
+
+    if (flags < 0)
+        return -1;
+    if (flags & FD_CLOEXEC)
+        return 0;
+    return fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+}
+
+/* True if a and b are the same host (the port does not count). */
+static bool http_same_peer(const struct sockaddr_storage *a,
+                           const struct sockaddr_storage *b)
+{
+    if (a->ss_family != b->ss_family)
+        return false;
+    if (a->ss_family == AF_INET)
+        return memcmp(&((const struct sockaddr_in *)a)->sin_addr,
+                      &((const struct sockaddr_in *)b)->sin_addr,
+                      sizeof(struct in_addr)) == 0;
+    if (a->ss_family == AF_INET6)
+        return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                      &((const struct sockaddr_in6 *)b)->sin6_addr,
+                      sizeof(struct in6_addr)) == 0;
+    return false;
+}
+
+/* Keeps s->conns in step with MHD's connections: their fds (for
+ * http_close_in_child) and peers (for the pressure check in http_run). */
+static void on_connection(void *cls, struct MHD_Connection *conn,
+                          void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    http_server *s = cls;
+    const union MHD_ConnectionInfo *info;
+    http_conn *slot = NULL;
+
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        slot = *socket_context;
+        if (slot) {
+            memset(slot, 0, sizeof(*slot));
+            s->open--;
+        }
+        *socket_context = NULL;
+        return;
+    }
+    for (size_t i = 0; i < HTTP_CONNECTION_LIMIT && !slot; i++)
+        if (!s->conns[i].conn)
+            slot = &s->conns[i];
+    *socket_context = slot;
+    if (!slot) /* cannot happen: MHD keeps to the limit */
+        return;
+    memset(slot, 0, sizeof(*slot));
+    slot->conn = conn;
+    slot->fd = -1;
+    info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (info) {
+        slot->fd = info->connect_fd;
+        /* MHD accepts with SOCK_CLOEXEC where it can; make sure. */
+        (void)http_cloexec(slot->fd);
+    }
+    info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info && info->client_addr) {
+        socklen_t len = info->client_addr->sa_family == AF_INET6
+                            ? sizeof(struct sockaddr_in6)
+                            : sizeof(struct sockaddr_in);
+        memcpy(&slot->peer, info->client_addr, len);
+    }
+    s->open++;
+}
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                                   const char *url, const char *method,
@@ -120,6 +228,8 @@ http_server *http_start(const char *listen, http_handler handler, void *arg,
     }
     s->handler = handler;
     s->arg = arg;
+    s->fd = -1;
+    s->listen_fd = -1;
     if (addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     /* libmicrohttpd says only that it failed; a bind of our own first
@@ -142,11 +252,12 @@ http_server *http_start(const char *listen, http_handler handler, void *arg,
             close(probe);
         }
     }
-    s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
-                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                                 MHD_OPTION_CONNECTION_LIMIT, 64u,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-                                 MHD_OPTION_END);
+    s->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT,
+        HTTP_CONNECTION_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        HTTP_PER_IP_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT, HTTP_IDLE_TIMEOUT_S,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
     if (!s->daemon) {
         snprintf(err, errlen,
                  "cannot listen on '%s': the address is in use or not "
@@ -157,6 +268,21 @@ http_server *http_start(const char *listen, http_handler handler, void *arg,
     }
     info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_EPOLL_FD);
     s->fd = info ? info->epoll_fd : -1;
+    info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    s->listen_fd = info ? info->listen_fd : -1;
+    /* MHD opens both close-on-exec where the system can; a port that a
+     * plugin's exec'd helper kept would make the next start fail with
+     * "Address already in use", so make sure. */
+    if (s->fd < 0 || s->listen_fd < 0 || http_cloexec(s->fd) != 0 ||
+        http_cloexec(s->listen_fd) != 0) {
+        snprintf(err, errlen, "cannot listen on '%s': %s", listen,
+                 s->fd < 0 || s->listen_fd < 0
+                     ? "libmicrohttpd gave no descriptor to poll"
+                     : strerror(errno));
+        MHD_stop_daemon(s->daemon);
+        free(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -165,10 +291,59 @@ int http_fd(const http_server *s)
     return s ? s->fd : -1;
 }
 
+/* Connections from the address of c, c included. */
+static unsigned http_peer_count(const http_server *s, const http_conn *c)
+{
+    unsigned n = 0;
+
+    for (size_t i = 0; i < HTTP_CONNECTION_LIMIT; i++)
+        if (s->conns[i].conn && http_same_peer(&s->conns[i].peer, &c->peer))
+            n++;
+    return n;
+}
+
+/* Under pressure, gives the connections concerned the short idle timeout
+ * (see the top of this file). Runs between MHD_run calls, never inside a
+ * callback, as MHD allows changing a connection there. */
+static void http_squeeze(http_server *s)
+{
+    bool all = s->open >= HTTP_BUSY_MARK;
+
+    for (size_t i = 0; i < HTTP_CONNECTION_LIMIT; i++) {
+        http_conn *c = &s->conns[i];
+        if (!c->conn || c->squeezed)
+            continue;
+        if (!all && http_peer_count(s, c) < HTTP_PER_IP_LIMIT)
+            continue;
+        /* The timer keeps counting from the last activity, so a
+         * connection idle that long is closed by the next MHD_run. */
+        if (MHD_set_connection_option(c->conn, MHD_CONNECTION_OPTION_TIMEOUT,
+                                      HTTP_BUSY_TIMEOUT_S) == MHD_YES)
+            c->squeezed = true;
+    }
+}
+
 void http_run(http_server *s)
 {
-    if (s)
-        MHD_run(s->daemon);
+    if (!s)
+        return;
+    MHD_run(s->daemon);
+    http_squeeze(s);
+}
+
+void http_close_in_child(http_server *s)
+{
+    if (!s)
+        return;
+    /* close() only: MHD's state belongs to the parent's copy, and the
+     * child never runs or stops this server. */
+    if (s->listen_fd >= 0)
+        close(s->listen_fd);
+    if (s->fd >= 0)
+        close(s->fd);
+    for (size_t i = 0; i < HTTP_CONNECTION_LIMIT; i++)
+        if (s->conns[i].conn && s->conns[i].fd >= 0)
+            close(s->conns[i].fd);
 }
 
 void http_stop(http_server *s)

@@ -29,8 +29,18 @@ http_server *http_start(const char *listen, http_handler handler, void *arg,
 int http_fd(const http_server *s);
 
 /* Serves what is ready without blocking. Call when http_fd is readable
- * and on every tick (for timeouts and unfinished writes). */
+ * and on every tick (for timeouts and unfinished writes): idle
+ * connections are closed after a few seconds, within about one under
+ * pressure, so idle clients cannot starve /healthz. */
 void http_run(http_server *s);
+
+/* In a child just forked from the process that runs s: closes the
+ * listening socket, the epoll fd and every client connection the child
+ * inherited, touching nothing else, so no worker (nor anything a plugin
+ * forks) keeps the port or a client waiting. The child must not use s
+ * afterwards, not even http_stop; the parent's server is unaffected.
+ * Accepts NULL. (Every one of these descriptors is close-on-exec too.) */
+void http_close_in_child(http_server *s);
 
 /* Stops listening and frees. Accepts NULL. */
 void http_stop(http_server *s);

@@ -102,8 +102,12 @@ int loader_check_owner(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "not accessible: %s", strerror(errno));
         return -1;
     }
-    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        snprintf(err, errlen, "writable by group or others (mode %04o)",
+    /* A shared folder such as /tmp is fine with the sticky bit: others may
+     * add files there but not rename or remove ours. */
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
+        !(S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX))) {
+        snprintf(err, errlen, "writable by group or others%s (mode %04o)",
+                 S_ISDIR(st.st_mode) ? " without the sticky bit" : "",
                  (unsigned)(st.st_mode & 07777));
         return -1;
     }
@@ -115,15 +119,58 @@ int loader_check_owner(const char *path, char *err, size_t errlen)
     return 0;
 }
 
-/* Checks the file at `real` (a realpath), its folder and, if the manifest
- * reached it through a link in another folder, that folder too: whoever can
- * write to any of them can swap the code we are about to run. */
+/* Checks the folder `dir` (a realpath) and every folder above it up to
+ * `/`, as sshd's StrictModes does: whoever can write to any of them can
+ * rename a folder of their own into the path. 0 if all are fine, else -1
+ * with "folder F is why" in err. */
+static int loader_check_folders(const char *dir, char *err, size_t errlen)
+{
+    char walk[PATH_MAX];
+    char reason[256];
+    char *slash;
+
+    if (snprintf(walk, sizeof walk, "%s", dir) >= (int)sizeof walk) {
+        snprintf(err, errlen, "folder path too long");
+        return -1;
+    }
+    for (;;) {
+        if (loader_check_owner(walk, reason, sizeof reason) != 0) {
+            snprintf(err, errlen, "folder %s is %s", walk, reason);
+            return -1;
+        }
+        slash = strrchr(walk, '/');
+        if (slash == NULL || strcmp(walk, "/") == 0)
+            return 0;
+        if (slash == walk)
+            slash[1] = '\0';
+        else
+            *slash = '\0';
+    }
+}
+
+/* True if `folder` is `dir` or a folder above it (both realpaths), so
+ * loader_check_folders(dir) has checked it already. */
+static bool loader_folder_within(const char *dir, const char *folder)
+{
+    size_t n = strlen(folder);
+
+    if (strcmp(folder, "/") == 0)
+        return true;
+    return strncmp(dir, folder, n) == 0 && (dir[n] == '/' || dir[n] == '\0');
+}
+
+/* Checks the file at `real` (a realpath), every folder above it, and every
+ * folder above each folder of `path` as the manifest gave it (resolved in
+ * turn), so that a link is as safe as what it points to and as the
+ * folder holding it: whoever can write to any of them can swap the code
+ * we are about to run. */
 static int loader_check_files(const config *cfg, int line, const char *path,
                               const char *real, char *err, size_t errlen)
 {
-    char reason[256];
+    char reason[PATH_MAX + 300];
     char dir[PATH_MAX];
-    char given_dir[PATH_MAX];
+    char given[PATH_MAX];
+    char resolved[PATH_MAX];
     char *slash;
     int rc = -1;
 
@@ -137,22 +184,24 @@ static int loader_check_files(const config *cfg, int line, const char *path,
         slash[1] = '\0';
     else if (slash != NULL)
         *slash = '\0';
-    if (loader_check_owner(dir, reason, sizeof reason) != 0) {
-        loader_fail(err, errlen, cfg, line, path, "folder %s is %s", dir,
-                    reason);
+    if (loader_check_folders(dir, reason, sizeof reason) != 0) {
+        loader_fail(err, errlen, cfg, line, path, "%s", reason);
         goto out;
     }
-    snprintf(given_dir, sizeof given_dir, "%s", path);
-    slash = strrchr(given_dir, '/');
-    if (slash != NULL && slash != given_dir) {
-        char real_given[PATH_MAX];
-
+    /* Each folder the given path names, from its own up: a link among
+     * them lives in a folder of its own. */
+    snprintf(given, sizeof given, "%s", path);
+    while ((slash = strrchr(given, '/')) != NULL && slash != given) {
         *slash = '\0';
-        if (realpath(given_dir, real_given) != NULL &&
-            strcmp(real_given, dir) != 0 &&
-            loader_check_owner(real_given, reason, sizeof reason) != 0) {
-            loader_fail(err, errlen, cfg, line, path, "folder %s is %s",
-                        real_given, reason);
+        if (realpath(given, resolved) == NULL) {
+            loader_fail(err, errlen, cfg, line, path,
+                        "folder %s is not accessible: %s", given,
+                        strerror(errno));
+            goto out;
+        }
+        if (!loader_folder_within(dir, resolved) &&
+            loader_check_folders(resolved, reason, sizeof reason) != 0) {
+            loader_fail(err, errlen, cfg, line, path, "%s", reason);
             goto out;
         }
     }

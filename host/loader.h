@@ -56,9 +56,11 @@ void loader_close(loader *ld);
 /* The route of `type`, or NULL if no plugin serves it. */
 const route *loader_route(const loader *ld, const char *type);
 
-/* Checks that `path` (a plugin file or its folder) is not writable by group
- * or others and is owned by root or the effective user. 0 if fine, else -1
- * with the reason in err. */
+/* Checks that `path` (a plugin file or one folder) is not writable by
+ * group or others (a folder may be, with the sticky bit, as /tmp) and is
+ * owned by root or the effective user. 0 if fine, else -1 with the reason
+ * in err. The loader runs it on the file and on every folder above it up
+ * to `/`, for the resolved path and for the one the manifest gave. */
 int loader_check_owner(const char *path, char *err, size_t errlen);
 
 #endif /* WHARF_LOADER_H */

@@ -12,6 +12,9 @@
 
 #include <criterion/criterion.h>
 
+#include "host_process.h"
+#include "redis_server.h"
+
 static char dir[64];
 static char out[8192];
 static char err[8192];
@@ -233,4 +236,86 @@ Test(check, shipped_example_manifest_is_valid)
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(check("wharf.ini"), 0, "stderr: %s", err);
     cr_assert(strstr(out, "echo echo 1.0.0"), "%s", out);
+}
+
+/* ---- wharfd against a Redis that refuses it: one line, exit 78 ---- */
+
+static test_redis locked;
+static test_host host;
+
+static void stop_host(void)
+{
+    test_host_stop(&host);
+    test_redis_stop(&locked);
+}
+
+TestSuite(startup, .fini = stop_host, .timeout = 120);
+
+/* Starts wharfd against `url` and waits (generously) for it to give up;
+ * returns its exit code, -1 if it still runs. */
+static int wharfd_exit_against(const char *url)
+{
+    test_host_opts o = {.redis_url = url};
+
+    test_host_manifest_opts(&host, &locked, &o);
+    test_host_start(&host);
+    return test_host_wait_exit(&host, 60000);
+}
+
+/* The next two wait for a one-line change in host/broker.c, whose owner
+ * enables them with it: in broker_connect, after a failed
+ * redis_url_connect, `return redis_url_auth_refused(b->errstr) ? -2 : -1;`
+ * instead of `return -1;`. Until then wharfd retries a refused password
+ * for ever as "unreachable". Both pass with that line (checked). */
+Test(startup, wrong_password_exits_78_with_one_clear_line, .disabled = true)
+{
+    static const char *const args[] = {NULL};
+    char url[128];
+    int code;
+
+    test_redis_start_with(&locked, "s3cret", args);
+    snprintf(url, sizeof(url), "redis://:wrong@127.0.0.1:%d/0", locked.port);
+    code = wharfd_exit_against(url);
+    cr_assert_eq(code, 78, "wharfd gave %d, not 78 (see %s)", code, host.log);
+    cr_assert(test_host_log_has(&host, "authentication failed: wrong user "
+                                       "or password (WRONGPASS)",
+                                NULL),
+              "see %s", host.log);
+    cr_assert_not(test_host_log_has(&host, "unreachable", NULL),
+                  "a refused password is not an outage (see %s)", host.log);
+}
+
+Test(startup, missing_password_exits_78_with_one_clear_line, .disabled = true)
+{
+    static const char *const args[] = {NULL};
+    int code;
+
+    test_redis_start_with(&locked, "s3cret", args);
+    code = wharfd_exit_against(locked.url);
+    cr_assert_eq(code, 78, "wharfd gave %d, not 78 (see %s)", code, host.log);
+    cr_assert(test_host_log_has(&host, "authentication required: set a "
+                                       "password in the URL",
+                                NULL),
+              "see %s", host.log);
+}
+
+Test(startup, percent_encoded_password_is_decoded)
+{
+    static const char *const args[] = {NULL};
+    test_host_opts o = {0};
+    char url[128];
+    redisContext *c;
+
+    test_redis_start_with(&locked, "p@ss:w/rd", args);
+    snprintf(url, sizeof(url), "redis://:p%%40ss%%3Aw%%2Frd@127.0.0.1:%d/0",
+             locked.port);
+    o.redis_url = url;
+    test_host_manifest_opts(&host, &locked, &o);
+    test_host_start(&host);
+    c = test_redis_connect(&locked);
+    test_add_entry(c, "chaos", "pw", "ok");
+    cr_assert_eq(test_wait_int(c, 1, 30000, "EXISTS wharf:{chaos}:result:pw"),
+                 1, "the task never ran (see %s)", host.log);
+    redisFree(c);
+    cr_assert_eq(test_host_stop(&host), 0);
 }

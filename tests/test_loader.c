@@ -401,15 +401,130 @@ Test(loader, refuses_a_file_writable_by_others)
 Test(loader, refuses_a_writable_folder)
 {
     const char *path = fixture("good", "good.so");
-    char expected[PATH_MAX + 64];
+    char expected[PATH_MAX + 160];
     char real[PATH_MAX];
 
     cr_assert_not_null(realpath(tmpdir, real));
     chmod(tmpdir, 0777);
     add_section("good", path, NULL, 5);
     snprintf(expected, sizeof expected,
-             "folder %s is writable by group or others (mode 0777)", real);
+             "folder %s is writable by group or others without the sticky "
+             "bit (mode 0777)",
+             real);
     assert_refused(refusal(), 5, path, expected);
+}
+
+/* Makes tmpdir/a/b/c (each 0755) and puts fixture good.so in c; the
+ * folders' paths go to a and b, the plugin's to the result. */
+static const char *deep_fixture(char *a, char *b, size_t size)
+{
+    static char path[PATH_MAX];
+    char c[PATH_MAX];
+
+    snprintf(a, size, "%s/a", tmpdir);
+    snprintf(b, size, "%s/a/b", tmpdir);
+    snprintf(c, sizeof c, "%s/a/b/c", tmpdir);
+    cr_assert_eq(mkdir(a, 0755), 0);
+    cr_assert_eq(mkdir(b, 0755), 0);
+    cr_assert_eq(mkdir(c, 0755), 0);
+    snprintf(path, sizeof path, "%s/a/b/c/good.so", tmpdir);
+    copy_file(WHARF_FIXTURE_DIR "/good.so", "a/b/c/good.so", path,
+              sizeof path);
+    return path;
+}
+
+Test(loader, refuses_a_writable_grandparent_folder)
+{
+    char a[PATH_MAX], b[PATH_MAX], real[PATH_MAX], expected[PATH_MAX + 160];
+    const char *path = deep_fixture(a, b, sizeof a);
+
+    /* The plugin's own folder is private, the one above it is not: whoever
+     * can write to b can rename c away and put a folder of their own in. */
+    cr_assert_eq(chmod(b, 0777), 0);
+    cr_assert_not_null(realpath(b, real));
+    add_section("good", path, NULL, 5);
+    snprintf(expected, sizeof expected,
+             "folder %s is writable by group or others without the sticky "
+             "bit (mode 0777)",
+             real);
+    assert_refused(refusal(), 5, path, expected);
+}
+
+Test(loader, refuses_a_group_writable_folder_three_levels_up)
+{
+    char a[PATH_MAX], b[PATH_MAX], real[PATH_MAX], expected[PATH_MAX + 160];
+    const char *path = deep_fixture(a, b, sizeof a);
+
+    cr_assert_eq(chmod(a, 0775), 0);
+    cr_assert_not_null(realpath(a, real));
+    add_section("good", path, NULL, 5);
+    snprintf(expected, sizeof expected, "folder %s is writable by group",
+             real);
+    assert_refused(refusal(), 5, path, expected);
+}
+
+Test(loader, accepts_a_world_writable_grandparent_with_the_sticky_bit)
+{
+    char a[PATH_MAX], b[PATH_MAX];
+    const char *path = deep_fixture(a, b, sizeof a);
+    loader *ld;
+
+    /* As /tmp: others may add their own files, not move ours. */
+    cr_assert_eq(chmod(b, 01777), 0);
+    add_section("good", path, NULL, 5);
+    ld = open_ok();
+    cr_assert_not_null(loader_route(ld, "good"));
+    loader_close(ld);
+}
+
+Test(loader, refuses_a_sticky_folder_that_another_user_owns)
+{
+    char a[PATH_MAX], b[PATH_MAX], real[PATH_MAX], expected[PATH_MAX + 160];
+    const char *path = deep_fixture(a, b, sizeof a);
+
+    if (geteuid() != 0)
+        cr_skip("chown needs root");
+    cr_assert_eq(chmod(b, 01777), 0);
+    cr_assert_eq(chown(b, 1234, (gid_t)-1), 0);
+    cr_assert_not_null(realpath(b, real));
+    add_section("good", path, NULL, 5);
+    snprintf(expected, sizeof expected, "folder %s is owned by uid 1234", real);
+    assert_refused(refusal(), 5, path, expected);
+}
+
+Test(loader, refuses_a_link_whose_folder_sits_under_a_writable_one)
+{
+    char a[PATH_MAX], b[PATH_MAX], links[PATH_MAX], inner[PATH_MAX];
+    char link_path[PATH_MAX + 16], real[PATH_MAX], expected[PATH_MAX + 160];
+    const char *path = deep_fixture(a, b, sizeof a);
+
+    /* The target is safe; the link sits in links/inner (private) under
+     * links (world-writable), so links/inner could be swapped. */
+    snprintf(links, sizeof links, "%s/links", tmpdir);
+    snprintf(inner, sizeof inner, "%s/links/inner", tmpdir);
+    cr_assert_eq(mkdir(links, 0755), 0);
+    cr_assert_eq(mkdir(inner, 0755), 0);
+    cr_assert_eq(chmod(links, 0777), 0);
+    snprintf(link_path, sizeof link_path, "%s/good.so", inner);
+    cr_assert_eq(symlink(path, link_path), 0);
+    cr_assert_not_null(realpath(links, real));
+    add_section("good", link_path, NULL, 5);
+    snprintf(expected, sizeof expected, "folder %s is writable", real);
+    assert_refused(refusal(), 5, link_path, expected);
+}
+
+Test(loader, insecure_plugins_allows_a_writable_grandparent)
+{
+    char a[PATH_MAX], b[PATH_MAX];
+    const char *path = deep_fixture(a, b, sizeof a);
+    loader *ld;
+
+    cr_assert_eq(chmod(a, 0777), 0);
+    cfg.insecure_plugins = true;
+    add_section("good", path, NULL, 5);
+    ld = open_ok();
+    cr_assert_not_null(loader_route(ld, "good"));
+    loader_close(ld);
 }
 
 Test(loader, refuses_a_link_from_a_writable_folder)
@@ -477,6 +592,10 @@ Test(loader, check_owner_accepts_a_private_file)
     chmod(path, 0620);
     cr_assert_eq(loader_check_owner(path, err, sizeof err), -1);
     cr_assert_str_eq(err, "writable by group or others (mode 0620)");
+    /* The sticky bit makes a shared folder safe, never a file. */
+    cr_assert_eq(loader_check_owner("/tmp", err, sizeof err), 0, "%s", err);
+    chmod(path, 01666);
+    cr_assert_eq(loader_check_owner(path, err, sizeof err), -1);
 }
 
 /* ---- loading and routing ---- */

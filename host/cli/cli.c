@@ -81,9 +81,13 @@ int cli_exit_status(wharf_client_status status)
     case WHARF_CLIENT_TOO_LARGE:
         return EX_DATAERR;
     case WHARF_CLIENT_BACKPRESSURE:
+    case WHARF_CLIENT_FULL:
         return EX_TEMPFAIL;
     case WHARF_CLIENT_UNAVAILABLE:
         return EX_UNAVAILABLE;
+    case WHARF_CLIENT_AUTH:
+        /* The password is configuration, as wharfd says with its 78. */
+        return EX_CONFIG;
     case WHARF_CLIENT_ERROR:
         break;
     }
@@ -183,8 +187,8 @@ redisContext *cli_redis(cli *ctx, int *code)
         return NULL;
     redis = client_redis(ctx->client);
     if (!redis)
-        *code = cli_fail(ctx, EX_UNAVAILABLE, "%s",
-                         wharf_client_errstr(ctx->client));
+        *code = cli_fail(ctx, cli_exit_status(ctx->client->connect_status),
+                         "%s", wharf_client_errstr(ctx->client));
     return redis;
 }
 

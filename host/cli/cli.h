@@ -72,7 +72,8 @@ int cli_option(cli *ctx, int argc, char **argv, const struct option *opts);
 int cli_option_exit(int result);
 
 /* The exit code for a client status: 0, 1 (not found, timeout), 65 (bad
- * input, too large), 69 (unavailable), 75 (backpressure), 70 (error). */
+ * input, too large), 69 (unavailable), 75 (backpressure, Redis full), 78
+ * (authentication), 70 (error). */
 int cli_exit_status(wharf_client_status status);
 
 /* Checks a type name or a task id from the command line: 0, or 65 after
@@ -96,7 +97,8 @@ int cli_type_and_id(cli *ctx, int argc, char **argv, const char **type,
 int cli_duration(cli *ctx, const char *name, const char *text, int64_t *ms);
 
 /* Opens ctx->client if it is not open: 0, or the exit code after saying
- * why (69 when Redis cannot be reached). */
+ * why (69 when Redis cannot be reached, 78 when it refuses our
+ * credentials). */
 int cli_connect(cli *ctx);
 
 /* The client's live connection (connecting first if needed); NULL after

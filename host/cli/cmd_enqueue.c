@@ -54,7 +54,8 @@ fail:
     return -1;
 }
 
-/* Enqueues t, retrying on BACKPRESSURE until wait_ms has passed. */
+/* Enqueues t, retrying on BACKPRESSURE or a full Redis (FULL) until
+ * wait_ms has passed. */
 static int enqueue_one(cli *ctx, const wharf_enqueue_opts *t, int64_t wait_ms)
 {
     int64_t deadline = client_monotonic_ms() + wait_ms, step = 0;
@@ -63,8 +64,9 @@ static int enqueue_one(cli *ctx, const wharf_enqueue_opts *t, int64_t wait_ms)
 
     for (;;) {
         status = wharf_enqueue(ctx->client, t, &reply);
-        if (status != WHARF_CLIENT_BACKPRESSURE || wait_ms <= 0 ||
-            cli_backoff(&step, deadline) != 0)
+        if ((status != WHARF_CLIENT_BACKPRESSURE &&
+             status != WHARF_CLIENT_FULL) ||
+            wait_ms <= 0 || cli_backoff(&step, deadline) != 0)
             break;
     }
     if (status == WHARF_CLIENT_OK || status == WHARF_CLIENT_DUPLICATE)
@@ -76,6 +78,9 @@ static int enqueue_one(cli *ctx, const wharf_enqueue_opts *t, int64_t wait_ms)
                         reply.id);
     if (status == WHARF_CLIENT_OK)
         return EX_OK;
+    if (status == WHARF_CLIENT_FULL)
+        return cli_fail(ctx, EX_TEMPFAIL, "%s; nothing was enqueued",
+                        wharf_client_errstr(ctx->client));
     return cli_fail(ctx, cli_exit_status(status), "%s",
                     wharf_client_errstr(ctx->client));
 }

@@ -159,7 +159,8 @@ static int send_batch(file_run *run, line_batch *b)
     while (status == WHARF_CLIENT_OK) {
         retries = 0;
         for (size_t i = 0; i < b->n; i++) {
-            if (b->replies[i].status != WHARF_CLIENT_BACKPRESSURE)
+            if (b->replies[i].status != WHARF_CLIENT_BACKPRESSURE &&
+                b->replies[i].status != WHARF_CLIENT_FULL)
                 continue;
             b->retry_tasks[retries] = b->tasks[i];
             b->retry_from[retries++] = i;
@@ -201,10 +202,14 @@ static int64_t next_pause(int64_t pause_ms, int pressure)
     return pause_ms * 2 > PRESSURE_MAX_MS ? PRESSURE_MAX_MS : pause_ms * 2;
 }
 
-/* Prints the ids of the batch in order and reports its refusals. Returns
- * 0 to go on, or EX_TEMPFAIL when BACKPRESSURE refused a task for good. */
+/* Prints the ids of the batch in order and reports its refusals: each
+ * line's own, except that only the first of a run of "try later" ones
+ * (BACKPRESSURE, a full Redis) is said, with how far the file got.
+ * Returns 0 to go on, or EX_TEMPFAIL when one of those refused a task for
+ * good. */
 static int report_batch(file_run *run, const line_batch *b)
 {
+    const char *why = wharf_client_errstr(run->ctx->client);
     int stop = 0, pressure = 0;
 
     for (size_t i = 0; i < b->n; i++) {
@@ -230,14 +235,26 @@ static int report_batch(file_run *run, const line_batch *b)
         else if (r->status == WHARF_CLIENT_BACKPRESSURE && !stop)
             cli_fail(run->ctx, EX_TEMPFAIL,
                      "%s:%ld: type '%s' is at its backlog limit "
-                     "(max_backlog %llu): try later",
+                     "(max_backlog %llu): try later; %zu lines enqueued "
+                     "before it",
                      run->name, b->line_no[i], run->base->type,
-                     (unsigned long long)r->limit);
-        else if (r->status != WHARF_CLIENT_BACKPRESSURE)
+                     (unsigned long long)r->limit, run->enqueued);
+        else if (r->status == WHARF_CLIENT_FULL && !stop)
+            cli_fail(run->ctx, EX_TEMPFAIL,
+                     "%s:%ld: %s; %zu lines enqueued before it", run->name,
+                     b->line_no[i], why, run->enqueued);
+        else if (r->status == WHARF_CLIENT_BAD_INPUT)
             cli_fail(run->ctx, cli_exit_status(r->status), "%s:%ld: %s",
                      run->name, b->line_no[i],
                      wharf_client_status_name(r->status));
-        if (r->status == WHARF_CLIENT_BACKPRESSURE)
+        else if (r->status != WHARF_CLIENT_BACKPRESSURE &&
+                 r->status != WHARF_CLIENT_FULL)
+            /* A failed script call: the client's error says why, the
+             * same for every line of the call. */
+            cli_fail(run->ctx, cli_exit_status(r->status), "%s:%ld: %s",
+                     run->name, b->line_no[i], why);
+        if (r->status == WHARF_CLIENT_BACKPRESSURE ||
+            r->status == WHARF_CLIENT_FULL)
             stop = 1;
         if (run->code == 0)
             run->code = cli_exit_status(r->status);

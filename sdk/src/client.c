@@ -47,8 +47,12 @@ redisContext *client_redis(wharf_client *c)
     c->enqueue_loaded = 0;
     c->redis = redis_url_connect(&c->url, c->password, CLIENT_TIMEOUT_MS, err,
                                  sizeof(err));
-    if (!c->redis)
+    if (!c->redis) {
         client_error(c, "%s", err);
+        c->connect_status = redis_url_auth_refused(err)
+                                ? WHARF_CLIENT_AUTH
+                                : WHARF_CLIENT_UNAVAILABLE;
+    }
     return c->redis;
 }
 
@@ -56,9 +60,8 @@ redisContext *client_redis(wharf_client *c)
  * for something wrong". */
 static int unavailable_error(const char *text)
 {
-    static const char *const codes[] = {"LOADING",    "BUSY",   "MASTERDOWN",
-                                        "TRYAGAIN",   "NOAUTH", "READONLY",
-                                        "CLUSTERDOWN"};
+    static const char *const codes[] = {"LOADING",  "BUSY",     "MASTERDOWN",
+                                        "TRYAGAIN", "READONLY", "CLUSTERDOWN"};
 
     for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
         size_t n = strlen(codes[i]);
@@ -84,6 +87,20 @@ client_reply_status(wharf_client *c, const redisReply *reply, const char *what)
     }
     if (reply->type != REDIS_REPLY_ERROR)
         return WHARF_CLIENT_OK;
+    if (strncmp(reply->str, "OOM ", 4) == 0) {
+        /* The raw text names a line of our script; what matters is that
+         * Redis refused the first write, so the command wrote nothing. */
+        client_error(c, "%s: Redis is out of memory (maxmemory reached)",
+                     c->where);
+        return WHARF_CLIENT_FULL;
+    }
+    if (strncmp(reply->str, "NOAUTH", 6) == 0 ||
+        strncmp(reply->str, "WRONGPASS", 9) == 0) {
+        char err[sizeof(c->errstr)];
+        redis_url_explain(&c->url, what, reply->str, err, sizeof(err));
+        client_error(c, "%s", err);
+        return WHARF_CLIENT_AUTH;
+    }
     client_error(c, "%s: redis answered: %s", what, reply->str);
     return unavailable_error(reply->str) ? WHARF_CLIENT_UNAVAILABLE
                                          : WHARF_CLIENT_ERROR;
@@ -137,7 +154,7 @@ wharf_client_status wharf_client_open(wharf_client **out, const char *url,
     client_enqueue_init(c);
     if (!client_redis(c)) {
         set_err(err, errlen, "%s", c->errstr);
-        status = WHARF_CLIENT_UNAVAILABLE;
+        status = c->connect_status;
         goto fail;
     }
     *out = c;
@@ -190,6 +207,10 @@ const char *wharf_client_status_name(wharf_client_status s)
         return "timeout";
     case WHARF_CLIENT_ERROR:
         return "error";
+    case WHARF_CLIENT_AUTH:
+        return "auth";
+    case WHARF_CLIENT_FULL:
+        return "full";
     }
     return "unknown";
 }

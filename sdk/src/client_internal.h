@@ -30,6 +30,8 @@ struct wharf_client {
                                                 on first use; owned */
     EVP_MD *sha256;     /* fetched once: task ids hash every payload */
     EVP_MD_CTX *digest; /* reused for every hash */
+    wharf_client_status connect_status; /* why client_redis last failed:
+                                           UNAVAILABLE or AUTH */
     char errstr[512];
 };
 
@@ -38,15 +40,19 @@ void client_error(wharf_client *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* The live connection of c, connecting again if it is missing or broken.
- * NULL with c->errstr set when Redis cannot be reached (UNAVAILABLE). The
- * context stays owned by c. */
+ * NULL with c->errstr and c->connect_status set when Redis cannot be
+ * reached (UNAVAILABLE) or refuses our credentials (AUTH). The context
+ * stays owned by c. */
 redisContext *client_redis(wharf_client *c);
 
 /* The status for reply, a reply of a command about `what` (for the
  * message): OK for any reply that is not an error; for NULL (the
  * connection failed) UNAVAILABLE, or ERROR when hiredis ran out of memory;
- * for an error reply UNAVAILABLE when Redis is loading, busy or refusing
- * writes, else ERROR. Sets c->errstr unless OK. Does not free reply. */
+ * for an error reply FULL when Redis is at maxmemory (OOM: a script or
+ * command refused at its first write wrote nothing), AUTH when it wants
+ * credentials (NOAUTH, WRONGPASS), UNAVAILABLE when it is loading, busy or
+ * refusing writes, else ERROR. Sets c->errstr to one line unless OK. Does
+ * not free reply. */
 wharf_client_status
 client_reply_status(wharf_client *c, const redisReply *reply, const char *what);
 

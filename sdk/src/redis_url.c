@@ -65,8 +65,57 @@ static int parse_unix(const char *text, redis_url *u, char *err,
     return 0;
 }
 
-/* Parses "[user[:password]@]" at the start of *p and advances *p. */
-static int parse_userinfo(const char **p, redis_url *u)
+static int hex_value(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* Copies n bytes of src into dst (of size len), decoding each %XX as RFC
+ * 3986 says a userinfo is encoded (a password with '@', ':' or '/' must
+ * be written so). 0, or -1 with why in err (`what` names the part). */
+static int decode_part(char *dst, size_t len, const char *src, size_t n,
+                       const char *what, char *err, size_t errlen)
+{
+    size_t out = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        char ch = src[i];
+        if (ch == '%') {
+            if (n - i < 3 || hex_value(src[i + 1]) < 0 ||
+                hex_value(src[i + 2]) < 0) {
+                snprintf(err, errlen,
+                         "bad percent-encoding in the %s: '%%' must be "
+                         "followed by two hex digits (write '%%' as %%25)",
+                         what);
+                return -1;
+            }
+            ch = (char)(hex_value(src[i + 1]) * 16 + hex_value(src[i + 2]));
+            if (ch == '\0') {
+                snprintf(err, errlen, "the %s holds %%00, a NUL byte", what);
+                return -1;
+            }
+            i += 2;
+        }
+        if (out + 1 >= len) {
+            snprintf(err, errlen, "the %s is too long", what);
+            return -1;
+        }
+        dst[out++] = ch;
+    }
+    dst[out] = '\0';
+    return 0;
+}
+
+/* Parses "[user[:password]@]" at the start of *p and advances *p. 0, or
+ * -1 with why in err. */
+static int parse_userinfo(const char **p, redis_url *u, char *err,
+                          size_t errlen)
 {
     const char *at = strchr(*p, '@');
     const char *colon;
@@ -76,12 +125,13 @@ static int parse_userinfo(const char **p, redis_url *u)
         return 0;
     colon = memchr(*p, ':', (size_t)(at - *p));
     if (colon) {
-        if (copy_part(u->user, sizeof(u->user), *p, (size_t)(colon - *p)) ||
-            copy_part(u->password, sizeof(u->password), colon + 1,
-                      (size_t)(at - colon - 1)))
+        if (decode_part(u->user, sizeof(u->user), *p, (size_t)(colon - *p),
+                        "user", err, errlen) ||
+            decode_part(u->password, sizeof(u->password), colon + 1,
+                        (size_t)(at - colon - 1), "password", err, errlen))
             return -1;
-    } else if (copy_part(u->password, sizeof(u->password), *p,
-                         (size_t)(at - *p))) {
+    } else if (decode_part(u->password, sizeof(u->password), *p,
+                           (size_t)(at - *p), "password", err, errlen)) {
         /* "redis://secret@host" is a password alone, as redis-cli takes it */
         return -1;
     }
@@ -112,10 +162,8 @@ static int parse_tcp(const char *text, redis_url *u, char *err, size_t errlen)
     const char *host_end, *port_start = NULL, *path;
     long v;
 
-    if (parse_userinfo(&p, u) != 0) {
-        snprintf(err, errlen, "user or password too long");
+    if (parse_userinfo(&p, u, err, errlen) != 0)
         return -1;
-    }
     path = strchr(p, '/');
     host_end = path ? path : p + strlen(p);
     if (*p == '[') { /* [::1]:6379 */
@@ -197,20 +245,79 @@ void redis_url_describe(const redis_url *url, char *buf, size_t len)
         snprintf(buf, len, "redis://%s:%d/%d", url->host, url->port, url->db);
 }
 
-/* Runs one command that must answer +OK. */
+/* The words that make a connection failure an authentication one (see
+ * redis_url_auth_refused). They follow the address, which holds no ": ". */
+#define AUTH_REQUIRED ": authentication required: "
+#define AUTH_FAILED ": authentication failed: "
+
+/* Writes into err what an error reply `text` to the first command on a
+ * connection to `where` means. A refusal of credentials gets one line that
+ * says what to change (url_can_hold_password: the address is redis://, so
+ * the URL can carry the password). */
+static void explain_error(const char *where, const char *what,
+                          const char *text, int url_can_hold_password,
+                          char *err, size_t errlen)
+{
+    const char *set_it = url_can_hold_password
+                             ? "set a password in the URL "
+                               "(redis://:PASSWORD@host) or "
+                               "WHARF_REDIS_PASSWORD"
+                             : "set WHARF_REDIS_PASSWORD";
+
+    if (strncmp(text, "NOAUTH", 6) == 0 ||
+        strstr(text, "unauthenticated") != NULL)
+        snprintf(err, errlen, "%s" AUTH_REQUIRED "%s", where, set_it);
+    else if (strncmp(text, "WRONGPASS", 9) == 0 ||
+             strncmp(text, "ERR invalid password", 20) == 0 ||
+             strncmp(text, "ERR invalid username-password", 29) == 0)
+        snprintf(err, errlen,
+                 "%s" AUTH_FAILED "wrong user or password (WRONGPASS); fix "
+                 "it in the URL or WHARF_REDIS_PASSWORD",
+                 where);
+    else if (strncmp(text, "ERR AUTH", 8) == 0 &&
+             strstr(text, "without any password configured") != NULL)
+        snprintf(err, errlen,
+                 "%s" AUTH_FAILED "a password was given but this Redis has "
+                 "none (no requirepass); remove it from the URL and "
+                 "WHARF_REDIS_PASSWORD",
+                 where);
+    else
+        snprintf(err, errlen, "%s: %s: %s", where, what, text);
+}
+
+/* Checks the reply of a command that opens a connection (AUTH, SELECT,
+ * PING): 0, or -1 with what it means in err. Frees reply. */
 static int expect_ok(redisContext *c, redisReply *reply, const char *what,
-                     const char *where, char *err, size_t errlen)
+                     const redis_url *url, const char *where, char *err,
+                     size_t errlen)
 {
     int rc = -1;
 
     if (!reply)
-        snprintf(err, errlen, "%s: %s: %s", where, what, c->errstr);
+        snprintf(err, errlen, "%s: %s: %s", where, what,
+                 c->errstr[0] ? c->errstr : "connection lost");
     else if (reply->type == REDIS_REPLY_ERROR)
-        snprintf(err, errlen, "%s: %s: %s", where, what, reply->str);
+        explain_error(where, what, reply->str, url->path[0] == '\0', err,
+                      errlen);
     else
         rc = 0;
     freeReplyObject(reply);
     return rc;
+}
+
+int redis_url_auth_refused(const char *err)
+{
+    return err && (strstr(err, AUTH_REQUIRED) || strstr(err, AUTH_FAILED));
+}
+
+void redis_url_explain(const redis_url *url, const char *what,
+                       const char *reply_text, char *err, size_t errlen)
+{
+    char where[600];
+
+    redis_url_describe(url, where, sizeof(where));
+    explain_error(where, what, reply_text, url->path[0] == '\0', err,
+                  errlen);
 }
 
 redisContext *redis_url_connect(const redis_url *url, const char *password,
@@ -244,13 +351,21 @@ redisContext *redis_url_connect(const redis_url *url, const char *password,
         redisReply *r = url->user[0]
                             ? redisCommand(c, "AUTH %s %s", url->user, pass)
                             : redisCommand(c, "AUTH %s", pass);
-        if (expect_ok(c, r, "AUTH", where, err, errlen) != 0)
+        if (expect_ok(c, r, "AUTH", url, where, err, errlen) != 0)
             goto fail;
     }
-    if (url->db != 0 &&
-        expect_ok(c, redisCommand(c, "SELECT %d", url->db), "SELECT", where,
-                  err, errlen) != 0)
-        goto fail;
+    if (url->db != 0) {
+        if (expect_ok(c, redisCommand(c, "SELECT %d", url->db), "SELECT",
+                      url, where, err, errlen) != 0)
+            goto fail;
+    } else if (!(pass && pass[0])) {
+        /* A Redis that wants a password answers the first command with
+         * NOAUTH, or drops a long one as a "Protocol error": ask it now,
+         * so the caller hears "authentication required" at connect. */
+        if (expect_ok(c, redisCommand(c, "PING"), "PING", url, where, err,
+                      errlen) != 0)
+            goto fail;
+    }
     return c;
 fail:
     redisFree(c);

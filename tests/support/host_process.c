@@ -196,6 +196,45 @@ bool test_host_log_has(const test_host *h, ...)
     return found;
 }
 
+int test_host_log_count(const test_host *h, const char *const *parts)
+{
+    FILE *f = fopen(h->log, "r");
+    char line[8192];
+    int n = 0;
+
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f)) {
+        bool all = true;
+        for (size_t i = 0; parts[i] && all; i++)
+            all = strstr(line, parts[i]) != NULL;
+        n += all;
+    }
+    fclose(f);
+    return n;
+}
+
+bool test_host_wait_log(const test_host *h, int timeout_ms,
+                        const char *const *parts)
+{
+    int64_t deadline = test_now_ms() + timeout_ms;
+
+    while (test_host_log_count(h, parts) == 0) {
+        if (test_now_ms() >= deadline)
+            return false;
+        test_sleep_ms(10);
+    }
+    return true;
+}
+
+int64_t test_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 void test_add_entry(redisContext *c, const char *type, const char *id,
                     const char *payload)
 {

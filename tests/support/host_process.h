@@ -5,6 +5,7 @@
 #define WHARF_TEST_HOST_PROCESS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <hiredis/hiredis.h>
@@ -81,7 +82,19 @@ void test_add_entry(redisContext *c, const char *type, const char *id,
 long long test_wait_int(redisContext *c, long long want, int timeout_ms,
                         const char *fmt, ...);
 
+/* Lines of wharfd's log that contain every one of the NULL-terminated
+ * substrings in parts. */
+int test_host_log_count(const test_host *h, const char *const *parts);
+
+/* Waits up to timeout_ms for a line of wharfd's log that contains every
+ * one of parts (NULL-terminated); true when there is one. */
+bool test_host_wait_log(const test_host *h, int timeout_ms,
+                        const char *const *parts);
+
 /* Sleeps ms milliseconds. */
 void test_sleep_ms(long ms);
+
+/* Milliseconds of a monotonic clock, for deadlines. */
+int64_t test_now_ms(void);
 
 #endif /* WHARF_TEST_HOST_PROCESS_H */

@@ -12,8 +12,14 @@
 
 int test_http_get(int port, const char *path, char *body, size_t len)
 {
+    return test_http_get_within(port, path, body, len, 5);
+}
+
+int test_http_get_within(int port, const char *path, char *body, size_t len,
+                         int seconds)
+{
     struct sockaddr_in addr;
-    struct timeval tv = {5, 0};
+    struct timeval tv = {seconds, 0};
     char request[512];
     size_t got = 0, cap = 1 << 20;
     char *buf = malloc(cap);

@@ -9,4 +9,8 @@
  * len - 1 bytes, NUL-terminated, in body), or -1 if nothing answered. */
 int test_http_get(int port, const char *path, char *body, size_t len);
 
+/* test_http_get, waiting up to `seconds` for each read (5 above). */
+int test_http_get_within(int port, const char *path, char *body, size_t len,
+                         int seconds);
+
 #endif /* WHARF_TEST_HTTP_GET_H */

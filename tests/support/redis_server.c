@@ -50,6 +50,8 @@ static void sleep_ms(long ms)
 static pid_t spawn(const test_redis *r)
 {
     char port[16], log[300];
+    const char *argv[64];
+    int n = 0;
     pid_t pid;
 
     snprintf(port, sizeof(port), "%d", r->port);
@@ -64,10 +66,23 @@ static pid_t spawn(const test_redis *r)
         dup2(devnull, STDIN_FILENO);
         dup2(devnull, STDOUT_FILENO);
     }
-    execlp("redis-server", "redis-server", "--port", port, "--bind",
-           "127.0.0.1", "--save", "", "--appendonly",
-           r->appendonly ? "yes" : "no", "--appendfsync", "no", "--dir",
-           r->dir, "--logfile", log, "--daemonize", "no", (char *)NULL);
+    {
+        const char *fixed[] = {"redis-server", "--port", port, "--bind",
+                               "127.0.0.1", "--save", "", "--appendonly",
+                               r->appendonly ? "yes" : "no", "--appendfsync",
+                               "no", "--dir", r->dir, "--logfile", log,
+                               "--daemonize", "no"};
+        for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+            argv[n++] = fixed[i];
+    }
+    if (r->password[0]) {
+        argv[n++] = "--requirepass";
+        argv[n++] = r->password;
+    }
+    for (size_t i = 0; r->args[i] && n < 62; i++)
+        argv[n++] = r->args[i];
+    argv[n] = NULL;
+    execvp("redis-server", (char *const *)argv);
     fprintf(stderr, "cannot run redis-server: %s\n", strerror(errno));
     _exit(127);
 }
@@ -83,7 +98,10 @@ static int wait_ready(test_redis *r)
         }
         redisContext *c = redisConnect("127.0.0.1", r->port);
         if (c && !c->err) {
-            redisReply *reply = redisCommand(c, "PING");
+            redisReply *reply;
+            if (r->password[0])
+                freeReplyObject(redisCommand(c, "AUTH %s", r->password));
+            reply = redisCommand(c, "PING");
             int ok = reply && reply->type == REDIS_REPLY_STATUS;
             freeReplyObject(reply);
             redisFree(c);
@@ -101,6 +119,23 @@ void test_redis_start(test_redis *r, int appendonly)
 {
     memset(r, 0, sizeof(*r));
     r->appendonly = appendonly;
+    test_redis_start_with(r, NULL, NULL);
+}
+
+void test_redis_start_with(test_redis *r, const char *password,
+                           const char *const *args)
+{
+    int appendonly = r->appendonly;
+
+    memset(r, 0, sizeof(*r));
+    r->appendonly = appendonly;
+    if (password)
+        snprintf(r->password, sizeof(r->password), "%s", password);
+    for (size_t i = 0; args && args[i]; i++) {
+        cr_assert(i + 1 < sizeof(r->args) / sizeof(r->args[0]),
+                  "too many redis-server arguments");
+        r->args[i] = args[i];
+    }
     snprintf(r->dir, sizeof(r->dir), "/tmp/wharf-test-redis-XXXXXX");
     cr_assert(mkdtemp(r->dir) != NULL, "mkdtemp: %s", strerror(errno));
     for (int attempt = 0; attempt < 5; attempt++) {
@@ -150,6 +185,12 @@ redisContext *test_redis_connect(const test_redis *r)
     redisContext *c = redisConnect("127.0.0.1", r->port);
     cr_assert(c && !c->err, "connect to test redis on %d: %s", r->port,
               c ? c->errstr : "out of memory");
+    if (r->password[0]) {
+        redisReply *reply = redisCommand(c, "AUTH %s", r->password);
+        cr_assert(reply && reply->type == REDIS_REPLY_STATUS,
+                  "AUTH to test redis on %d failed", r->port);
+        freeReplyObject(reply);
+    }
     return c;
 }
 

@@ -13,6 +13,8 @@ typedef struct test_redis {
     char dir[256]; /* its working folder (log, append-only file) */
     char url[64];  /* redis://127.0.0.1:PORT/0 */
     int appendonly;
+    char password[64];    /* requirepass, "" for none */
+    const char *args[16]; /* more redis-server arguments, NULL-ended */
 } test_redis;
 
 /* A loopback TCP port nobody listens on right now. */
@@ -21,6 +23,13 @@ int test_free_port(void);
 /* Starts redis-server (--save '' and, unless appendonly, --appendonly no)
  * and waits until it answers PING. Aborts the test on failure. */
 void test_redis_start(test_redis *r, int appendonly);
+
+/* test_redis_start with more redis-server arguments (NULL-terminated,
+ * e.g. "--maxmemory", "1mb", ..., at most 15; they must outlive r) and,
+ * unless password is NULL, --requirepass password, which the helpers
+ * here (readiness, test_redis_connect) then send as AUTH. */
+void test_redis_start_with(test_redis *r, const char *password,
+                           const char *const *args);
 
 /* Starts the same server again on the same port and folder (after
  * test_redis_stop), so an append-only server comes back with its data. */

@@ -30,8 +30,12 @@ typedef enum wharf_client_status {
     WHARF_CLIENT_BACKPRESSURE = 5, /* backlog at max_backlog: try later */
     WHARF_CLIENT_UNAVAILABLE = 6,  /* Redis unreachable, down or loading */
     WHARF_CLIENT_TIMEOUT = 7,      /* a wait ran out */
-    WHARF_CLIENT_ERROR = 8         /* anything else (out of memory, a
+    WHARF_CLIENT_ERROR = 8,        /* anything else (out of memory, a
                                       Redis error); see the errstr */
+    WHARF_CLIENT_AUTH = 9,         /* Redis wants a password, or refused
+                                      ours: retrying will not help */
+    WHARF_CLIENT_FULL = 10         /* Redis is at maxmemory (noeviction):
+                                      nothing was written; try later */
 } wharf_client_status;
 
 #define WHARF_TYPE_MAX 100   /* a type is 1-100 of [A-Za-z0-9._-] */
@@ -44,12 +48,14 @@ typedef enum wharf_client_status {
 typedef struct wharf_client wharf_client;
 
 /* Connects to url ("redis://[user:password@]host[:port][/db]" or
- * "unix:///path[?db=N]"; NULL = redis://127.0.0.1:6379). password (NULL =
- * the URL's own) is sent with AUTH; prefix NULL = "wharf". On
+ * "unix:///path[?db=N]"; NULL = redis://127.0.0.1:6379; the user and
+ * password are percent-decoded, so write '@' as %40, ':' as %3A). password
+ * (NULL = the URL's own) is sent with AUTH; prefix NULL = "wharf". On
  * WHARF_CLIENT_OK sets *out, which the caller closes with
  * wharf_client_close. Otherwise *out is untouched and err (if not NULL)
  * holds one line: BAD_INPUT for a bad URL or prefix, UNAVAILABLE if Redis
- * cannot be reached or refuses AUTH, ERROR when out of memory. */
+ * cannot be reached, AUTH if it wants a password we did not give or
+ * refuses ours, ERROR when out of memory. */
 WHARF_CLIENT_API wharf_client_status
 wharf_client_open(wharf_client **out, const char *url, const char *password,
                   const char *prefix, char *err, size_t errlen);
@@ -90,9 +96,10 @@ typedef struct wharf_enqueue_reply {
 /* Enqueues one task with one atomic script in Redis. Returns OK or
  * DUPLICATE (the task was already enqueued within idempotency_ttl; nothing
  * was added and out->id is the existing id), or why not: BAD_INPUT
- * (checked before Redis is asked), TOO_LARGE, BACKPRESSURE, UNAVAILABLE,
- * ERROR. *out is written whenever Redis answered (OK, DUPLICATE,
- * TOO_LARGE, BACKPRESSURE); out may be NULL. */
+ * (checked before Redis is asked), TOO_LARGE, BACKPRESSURE, FULL (Redis at
+ * maxmemory: nothing was written), UNAVAILABLE, AUTH, ERROR. *out is
+ * written whenever Redis answered (OK, DUPLICATE, TOO_LARGE,
+ * BACKPRESSURE); out may be NULL. */
 WHARF_CLIENT_API wharf_client_status
 wharf_enqueue(wharf_client *client, const wharf_enqueue_opts *opts,
               wharf_enqueue_reply *out);
