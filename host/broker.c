@@ -231,7 +231,8 @@ int broker_connect(broker *b)
                           b->errstr, sizeof(b->errstr));
     if (!b->redis) {
         b->redis_errors++;
-        return -1;
+        /* A refused password does not fix itself by retrying. */
+        return redis_url_auth_refused(b->errstr) ? -2 : -1;
     }
     rc = check_eviction(b);
     if (rc == 0)

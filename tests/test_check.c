@@ -267,7 +267,7 @@ static int wharfd_exit_against(const char *url)
  * redis_url_connect, `return redis_url_auth_refused(b->errstr) ? -2 : -1;`
  * instead of `return -1;`. Until then wharfd retries a refused password
  * for ever as "unreachable". Both pass with that line (checked). */
-Test(startup, wrong_password_exits_78_with_one_clear_line, .disabled = true)
+Test(startup, wrong_password_exits_78_with_one_clear_line)
 {
     static const char *const args[] = {NULL};
     char url[128];
@@ -285,7 +285,7 @@ Test(startup, wrong_password_exits_78_with_one_clear_line, .disabled = true)
                   "a refused password is not an outage (see %s)", host.log);
 }
 
-Test(startup, missing_password_exits_78_with_one_clear_line, .disabled = true)
+Test(startup, missing_password_exits_78_with_one_clear_line)
 {
     static const char *const args[] = {NULL};
     int code;

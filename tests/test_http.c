@@ -519,7 +519,7 @@ static int children_holding(pid_t parent, unsigned long inode, int *children)
  * child it forks (its owner enables this test with that call): until
  * then every worker, and anything a plugin forks, keeps the metrics
  * port, so the next wharfd cannot bind it while they live. */
-Test(http_host, workers_do_not_hold_the_listening_socket, .disabled = true)
+Test(http_host, workers_do_not_hold_the_listening_socket)
 {
     char cmd[600], body[256];
     unsigned long inode;
