@@ -92,5 +92,17 @@ uninstall:
 	done
 	@echo "uninstall: removed the files listed in $(BUILD)/install_manifest.txt"
 
+# make deb: build/wharf_VERSION_ARCH.deb, installing to /usr (CPack, see
+# cmake/package.cmake), then lintian on it when lintian is installed.
+deb: bootstrap
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DWHARF_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
+	@cd $(BUILD) && cpack -G DEB >/dev/null
+	@ls $(BUILD)/wharf_*.deb
+	@if command -v lintian >/dev/null 2>&1; then \
+	    lintian --fail-on error $(BUILD)/wharf_*.deb; \
+	else echo "deb: lintian not installed: not checked" >&2; fi
+
 clean:
 	rm -rf $(BUILD) $(BUILD_SANITIZE)

@@ -12,12 +12,30 @@ file(GLOB WHARF_LUA_SCRIPTS CONFIGURE_DEPENDS
 install(FILES ${WHARF_LUA_SCRIPTS} ${PROJECT_SOURCE_DIR}/etc/prometheus/wharf.rules.yml
         DESTINATION ${CMAKE_INSTALL_DATADIR}/wharf)
 
-install(FILES man/wharf.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
-install(FILES man/wharf-plugin.3 DESTINATION ${CMAKE_INSTALL_MANDIR}/man3)
-install(FILES man/wharf.ini.5 DESTINATION ${CMAKE_INSTALL_MANDIR}/man5)
-install(FILES man/wharfd.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
+# Man pages, gzipped as Debian installs them (man reads both).
+set(WHARF_MAN_PAGES wharf.1 wharf-plugin.3 wharf.ini.5 wharfd.8)
+set(WHARF_MAN_GZ)
+foreach(page ${WHARF_MAN_PAGES})
+  string(REGEX REPLACE ".*\\.([0-9])$" "\\1" section ${page})
+  add_custom_command(OUTPUT ${PROJECT_BINARY_DIR}/man/${page}.gz
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+    COMMAND gzip -n -9 -c ${PROJECT_SOURCE_DIR}/man/${page}
+            > ${PROJECT_BINARY_DIR}/man/${page}.gz
+    DEPENDS ${PROJECT_SOURCE_DIR}/man/${page} VERBATIM)
+  list(APPEND WHARF_MAN_GZ ${PROJECT_BINARY_DIR}/man/${page}.gz)
+  install(FILES ${PROJECT_BINARY_DIR}/man/${page}.gz
+          DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section})
+endforeach()
+add_custom_target(man_pages ALL DEPENDS ${WHARF_MAN_GZ})
 
+# The docs, and what a Debian package needs beside them.
+add_custom_command(OUTPUT ${PROJECT_BINARY_DIR}/changelog.gz
+  COMMAND gzip -n -9 -c ${PROJECT_SOURCE_DIR}/etc/debian/changelog
+          > ${PROJECT_BINARY_DIR}/changelog.gz
+  DEPENDS ${PROJECT_SOURCE_DIR}/etc/debian/changelog VERBATIM)
+add_custom_target(changelog ALL DEPENDS ${PROJECT_BINARY_DIR}/changelog.gz)
 install(FILES README.md docs/manifest.md docs/tuning.md
+              etc/debian/copyright ${PROJECT_BINARY_DIR}/changelog.gz
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 set(WHARF_SYSTEMD_UNIT_DIR lib/systemd/system CACHE STRING
