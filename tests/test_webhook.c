@@ -276,6 +276,7 @@ static wharf_status call(const char *payload)
     wharf_status status;
 
     cr_assert_not_null(r);
+    context_destroy(&ctx); /* the previous call's result, if any */
     context_init(&ctx, r->plugin, 1 << 20);
     context_begin(&ctx, &task);
     context_set_deadline(&ctx, slots_now_ms() + r->policy->timeout_ms, NULL,
