@@ -6,7 +6,8 @@ WERROR ?= ON
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap build build-sanitize demo bench test test-plain test-sanitize clean
+.PHONY: all bootstrap build build-sanitize demo bench test test-plain test-sanitize clean \
+        install uninstall deb
 
 all: build
 
@@ -68,6 +69,57 @@ test-sanitize: build-sanitize
 	            >> $(abspath $(BUILD_SANITIZE))/test-sanitize.log; \
 	        exit 1; \
 	    fi; exit $$status
+
+# make install [PREFIX=/usr/local] [DESTDIR=/staging]: GNU install dirs
+# under PREFIX (with PREFIX=/usr the manifest goes to /etc/wharf); an
+# existing wharf.ini is never overwritten. What was installed is listed in
+# $(BUILD)/install_manifest.txt, which `make uninstall` reads.
+PREFIX ?= /usr/local
+DESTDIR ?=
+install: bootstrap
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DWHARF_WERROR=$(WERROR) -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
+	    $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
+	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD)
+
+# Removes the files of the last install (under the same DESTDIR: the list
+# holds the paths without it), then wharf's own folders if they are empty.
+# A wharf.ini that differs from the one installed (an operator edited it)
+# is kept, and said so.
+uninstall:
+	@test -f $(BUILD)/install_manifest.txt || \
+	    { echo "uninstall: no $(BUILD)/install_manifest.txt: nothing was installed from $(BUILD)" >&2; exit 1; }
+	@while IFS= read -r f || [ -n "$$f" ]; do \
+	    f="$(DESTDIR)$$f"; \
+	    case "$$f" in \
+	    */wharf/wharf.ini) \
+	        if [ -f "$$f" ] && ! cmp -s "$$f" $(BUILD)/wharf-install-stage/wharf.ini; then \
+	            echo "uninstall: keeping $$f (changed since it was installed)"; continue; \
+	        fi ;; \
+	    esac; \
+	    rm -f "$$f"; \
+	done < $(BUILD)/install_manifest.txt
+	@for d in $$(sed -n 's#^\(.*/\(include/wharf\|cmake/wharf\|lib/wharf/plugins\|share/wharf\|doc/wharf\|etc/wharf\)\)/.*#\1#p' \
+	        $(BUILD)/install_manifest.txt | sort -ru); do \
+	    rmdir "$(DESTDIR)$$d" 2>/dev/null || true; \
+	done
+	@for d in $$(sed -n 's#^\(.*/lib/wharf\)/plugins/.*#\1#p' $(BUILD)/install_manifest.txt | sort -u); do \
+	    rmdir "$(DESTDIR)$$d" 2>/dev/null || true; \
+	done
+	@echo "uninstall: removed the files listed in $(BUILD)/install_manifest.txt"
+
+# make deb: build/wharf_VERSION_ARCH.deb, installing to /usr (CPack, see
+# cmake/package.cmake), then lintian on it when lintian is installed.
+deb: bootstrap
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DWHARF_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
+	@cd $(BUILD) && cpack -G DEB >/dev/null
+	@ls $(BUILD)/wharf_*.deb
+	@if command -v lintian >/dev/null 2>&1; then \
+	    lintian --fail-on error $(BUILD)/wharf_*.deb; \
+	else echo "deb: lintian not installed: not checked" >&2; fi
 
 clean:
 	rm -rf $(BUILD) $(BUILD_SANITIZE)

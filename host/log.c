@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +28,30 @@ static log_format log_fmt = LOG_FORMAT_JSON;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
+/* When stderr is the journal (systemd sets $JOURNAL_STREAM to the
+ * "device:inode" of the stream it connected), each line starts with its
+ * syslog priority ("<3>" error ... "<7>" debug, sd-daemon(3)), which
+ * journald strips and records as PRIORITY, and the text format leaves
+ * out its timestamp, which the journal adds to every line anyway. JSON
+ * keeps "ts": it is a field of the line that log shippers parse. */
+static const char *const journal_priorities[] = {"<7>", "<6>", "<4>", "<3>"};
+static int log_journal = -1; /* -1: not yet looked at */
+
+static int log_to_journal(void)
+{
+    const char *stream = getenv("JOURNAL_STREAM");
+    unsigned long long dev, ino;
+    struct stat st;
+    char tail;
+
+    if (stream == NULL ||
+        sscanf(stream, "%llu:%llu%c", &dev, &ino, &tail) != 2 ||
+        fstat(STDERR_FILENO, &st) != 0)
+        return 0;
+    return (unsigned long long)st.st_dev == dev &&
+           (unsigned long long)st.st_ino == ino;
+}
+
 void log_setup(int level, log_format format)
 {
     if (level < WHARF_LOG_DEBUG)
@@ -34,6 +60,7 @@ void log_setup(int level, log_format format)
         level = WHARF_LOG_ERROR;
     log_min_level = level;
     log_fmt = format;
+    log_journal = log_to_journal();
 }
 
 int log_enabled(int level)
@@ -139,10 +166,21 @@ void log_fields(int level, const char *msg, const log_field *fields,
         return;
     if (n_fields > LOG_FIELDS_MAX)
         n_fields = LOG_FIELDS_MAX;
+    if (log_journal < 0)
+        log_journal = log_to_journal();
     b.len = 0;
-    put(&b, json ? "{\"ts\":\"" : "");
-    put_timestamp(&b);
-    put(&b, json ? "\",\"level\":\"" : " ");
+    if (log_journal)
+        put(&b, journal_priorities[level < WHARF_LOG_DEBUG   ? WHARF_LOG_DEBUG
+                                   : level > WHARF_LOG_ERROR ? WHARF_LOG_ERROR
+                                                             : level]);
+    if (json) {
+        put(&b, "{\"ts\":\"");
+        put_timestamp(&b);
+        put(&b, "\",\"level\":\"");
+    } else if (!log_journal) {
+        put_timestamp(&b);
+        put(&b, " ");
+    }
     put(&b, log_level_name(level));
     put(&b, json ? "\",\"msg\":\"" : " ");
     put_escaped(&b, msg, LOG_MSG_MAX, json);

@@ -1,0 +1,392 @@
+/* wharf run PLUGIN.so TYPE [PAYLOAD|-] [--config FILE] [--attempt N] ...
+ * A plugin author's inner loop, without Redis: loads the plugin as a
+ * worker does (the loader's owner, mode, ABI and descriptor checks, the
+ * plugin's [plugin.NAME] section of the manifest), runs init, one
+ * process_business and fini in this process, and prints the outcome.
+ * The exit code says what the host would do with the task:
+ *   0 ok, 75 retry (EX_TEMPFAIL), 65 fail (EX_DATAERR, dead at once),
+ *   78 the plugin does not load or its init fails (as wharfd --check),
+ *   64 usage. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "client_ids.h"
+#include "context.h"
+#include "loader.h"
+#include "log.h"
+#include "slots.h"
+#include "worker.h"
+
+enum {
+    OPT_CONFIG = 'c',
+    OPT_ATTEMPT = 'a',
+    OPT_ID = 'i',
+    OPT_TRACE = 't',
+    OPT_RESULT = 'r'
+};
+
+/* How long past the deadline a plugin that ignores it may run before
+ * wharf run gives up on it (a worker is SIGKILLed then). */
+#define RUN_GRACE_MS 1000
+
+/* What the SIGALRM handler writes: prepared before the call, as a handler
+ * may only write(2) and _exit. */
+static char run_timeout_message[160];
+
+static void run_on_alarm(int sig)
+{
+    ssize_t ignored;
+
+    (void)sig;
+    ignored = write(STDERR_FILENO, run_timeout_message,
+                    strlen(run_timeout_message));
+    (void)ignored;
+    _exit(EX_TEMPFAIL);
+}
+
+/* Arms a one-shot SIGALRM after ms; 0 disarms. */
+static void run_alarm(int64_t ms)
+{
+    struct itimerval timer;
+
+    memset(&timer, 0, sizeof(timer));
+    timer.it_value.tv_sec = (time_t)(ms / 1000);
+    timer.it_value.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+    setitimer(ITIMER_REAL, &timer, NULL);
+}
+
+/* The whole of stdin. 0 with *data malloc'd (caller frees), or -1. */
+static int run_read_stdin(char **data, size_t *len)
+{
+    size_t used = 0, cap = 0, got;
+    char *buf = NULL, *grown;
+
+    do {
+        if (cap - used < 4096) {
+            cap = cap ? cap * 2 : 65536;
+            if ((grown = realloc(buf, cap)) == NULL) {
+                free(buf);
+                errno = ENOMEM;
+                return -1;
+            }
+            buf = grown;
+        }
+        got = fread(buf + used, 1, cap - used, stdin);
+        used += got;
+    } while (got > 0);
+    if (ferror(stdin)) {
+        free(buf);
+        errno = EIO;
+        return -1;
+    }
+    *data = buf;
+    *len = used;
+    return 0;
+}
+
+/* The manifest section that configures the plugin at `real` (a realpath):
+ * the one whose path is that file, else the one named like the file
+ * ("webhook" for .../webhook.so), so a freshly built .so runs with the
+ * section of the installed one. NULL if none. */
+static const plugin_section *run_find_section(const config *cfg,
+                                              const char *real,
+                                              const char *stem)
+{
+    char other[PATH_MAX];
+
+    for (size_t i = 0; i < cfg->n_plugins; i++)
+        if (realpath(cfg->plugins[i].path, other) &&
+            strcmp(other, real) == 0)
+            return &cfg->plugins[i];
+    for (size_t i = 0; i < cfg->n_plugins; i++)
+        if (strcmp(cfg->plugins[i].name, stem) == 0)
+            return &cfg->plugins[i];
+    return NULL;
+}
+
+/* Wall-clock ms since the epoch, for the task's enqueued_at_ms. */
+static int64_t run_now_ms(void)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+static const char *run_status_name(wharf_status status)
+{
+    switch (status) {
+    case WHARF_OK:
+        return "ok";
+    case WHARF_RETRY:
+        return "retry";
+    case WHARF_FAIL:
+        return "fail";
+    }
+    return "retry";
+}
+
+static int run(cli *ctx, int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"config", required_argument, NULL, OPT_CONFIG},
+        {"attempt", required_argument, NULL, OPT_ATTEMPT},
+        {"id", required_argument, NULL, OPT_ID},
+        {"trace", required_argument, NULL, OPT_TRACE},
+        {"result", no_argument, NULL, OPT_RESULT},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *config_path = NULL, *id = NULL, *trace = NULL;
+    const char *so, *type, *slash;
+    char real[PATH_MAX], stem[PATH_MAX], err[CONFIG_ERR_LEN];
+    char id_buf[CLIENT_HASH_ID_SIZE], trace_buf[CLIENT_TRACE_SIZE];
+    unsigned char random_bytes[CLIENT_TRACE_BYTES];
+    config *own_config = NULL, run_config;
+    const config *manifest;
+    plugin_section section;
+    char *section_types[2] = {NULL, NULL};
+    char *input = NULL;
+    const char *payload = "";
+    size_t payload_len = 0;
+    unsigned long attempt = 1;
+    int result_only = 0, opt, code = EX_SOFTWARE;
+    loader *ld = NULL;
+    const route *r;
+    const policy *pol;
+    context c;
+    int context_ready = 0;
+    wharf_task task;
+    wharf_status status;
+    int64_t started, elapsed;
+    struct sigaction on_alarm;
+    EVP_MD_CTX *md_ctx = NULL;
+
+    while ((opt = cli_option(ctx, argc, argv, options)) > 0) {
+        if (opt == OPT_CONFIG) {
+            config_path = optarg;
+        } else if (opt == OPT_ATTEMPT) {
+            char *end;
+
+            errno = 0;
+            attempt = strtoul(optarg, &end, 10);
+            if (errno || *end || optarg[0] == '-' || attempt == 0 ||
+                attempt > UINT_MAX)
+                return cli_usage(ctx, "--attempt '%s' is not a number >= 1",
+                                 optarg);
+        } else if (opt == OPT_ID) {
+            id = optarg;
+        } else if (opt == OPT_TRACE) {
+            trace = optarg;
+        } else {
+            result_only = 1;
+        }
+    }
+    if (opt < 0)
+        return cli_option_exit(opt);
+    if (argc - optind < 2)
+        return cli_usage(ctx, "missing %s",
+                         optind < argc ? "TYPE" : "PLUGIN.so");
+    if (argc - optind > 3)
+        return cli_usage(ctx, "unexpected argument '%s'", argv[optind + 3]);
+    so = argv[optind];
+    type = argv[optind + 1];
+    if ((code = cli_check_type(ctx, type)) != 0 ||
+        (id && (code = cli_check_id(ctx, id)) != 0))
+        return code;
+    if (trace && !client_valid_trace(trace))
+        return cli_fail(ctx, EX_DATAERR,
+                        "--trace is not a W3C traceparent: " CLIENT_TRACE_RULE);
+    if (argc - optind == 3 && strcmp(argv[optind + 2], "-") != 0) {
+        payload = argv[optind + 2];
+        payload_len = strlen(payload);
+    } else if (argc - optind == 3) {
+        if (run_read_stdin(&input, &payload_len) != 0)
+            return cli_fail(ctx, EX_IOERR,
+                            "cannot read the payload from stdin: %s",
+                            strerror(errno));
+        payload = input;
+    }
+
+    /* The manifest: the command's --config, else the global one, else
+     * none (every key at its default, no plugin section). */
+    if (config_path) {
+        if (config_load_producer(config_path, &own_config, err,
+                                 sizeof(err)) != 0) {
+            code = cli_fail(ctx, EX_CONFIG, "%s", err);
+            goto out;
+        }
+        manifest = own_config;
+    } else if (ctx->config) {
+        manifest = ctx->config;
+    } else {
+        if (config_load_producer("/dev/null", &own_config, err,
+                                 sizeof(err)) != 0) {
+            code = cli_fail(ctx, EX_SOFTWARE, "default settings: %s", err);
+            goto out;
+        }
+        free(own_config->file);
+        own_config->file = NULL; /* messages name the plugin alone */
+        own_config->log_level = WHARF_LOG_DEBUG;
+        own_config->log_format = LOG_FORMAT_TEXT;
+        manifest = own_config;
+    }
+    log_setup(manifest->log_level, manifest->log_format);
+
+    if (realpath(so, real) == NULL) {
+        code = cli_fail(ctx, EX_CONFIG, "%s: %s", so, strerror(errno));
+        goto out;
+    }
+    slash = strrchr(real, '/');
+    snprintf(stem, sizeof(stem), "%s", slash ? slash + 1 : real);
+    if (strlen(stem) > 3 && strcmp(stem + strlen(stem) - 3, ".so") == 0)
+        stem[strlen(stem) - 3] = '\0';
+
+    /* One plugin, the one given, with its manifest section if it has one
+     * (its own keys and its types), else as if the manifest said
+     * [plugin.STEM] types = TYPE. */
+    {
+        const plugin_section *found = run_find_section(manifest, real, stem);
+
+        if (found) {
+            section = *found;
+            section.path_line = found->line;
+        } else {
+            memset(&section, 0, sizeof(section));
+            section.name = stem;
+            section_types[0] = (char *)type;
+            section.types = section_types;
+        }
+        section.path = real;
+    }
+    run_config = *manifest;
+    run_config.plugins = &section;
+    run_config.n_plugins = 1;
+    run_config.autoload = false;
+    if (loader_open(&run_config, &ld, err, sizeof(err)) != 0 ||
+        loader_init(ld, err, sizeof(err)) != 0) {
+        code = cli_fail(ctx, EX_CONFIG, "%s", err);
+        goto out;
+    }
+    r = loader_route(ld, type);
+    if (r == NULL) {
+        code = cli_fail(ctx, EX_USAGE, "%s serves %s%s, not %s", so,
+                        ld->n_routes ? ld->routes[0].type : "no type",
+                        ld->n_routes > 1 ? " and more" : "", type);
+        goto out;
+    }
+    pol = r->policy;
+
+    if (!id) {
+        md_ctx = EVP_MD_CTX_new();
+        if (!md_ctx || client_hash_id(md_ctx, EVP_sha256(), type, payload,
+                                      payload_len, id_buf) != 0) {
+            code = cli_fail(ctx, EX_SOFTWARE, "cannot hash the payload");
+            goto out;
+        }
+        id = id_buf;
+    }
+    if (!trace) {
+        if (client_random_bytes(random_bytes, sizeof(random_bytes)) != 0) {
+            code = cli_fail(ctx, EX_SOFTWARE, "no randomness for a trace");
+            goto out;
+        }
+        client_new_trace(random_bytes, trace_buf);
+        trace = trace_buf;
+    }
+    memset(&task, 0, sizeof(task));
+    task.id = id;
+    task.type = type;
+    task.trace = trace;
+    task.payload = (const unsigned char *)payload;
+    task.payload_len = payload_len;
+    task.attempt = (unsigned)attempt;
+    task.max_attempts = pol->max_attempts;
+    task.fence = 1;
+    task.enqueued_at_ms = run_now_ms();
+
+    /* The type's timeout, as a worker runs it: wharf_deadline_ms counts
+     * it down, and a plugin still running a grace after it is given up
+     * on, the outcome a worker's SIGKILL has. */
+    snprintf(run_timeout_message, sizeof(run_timeout_message),
+             "wharf: run: timeout after %" PRId64 " ms (killed after a "
+             "%d ms grace); the host would retry it\n",
+             pol->timeout_ms, RUN_GRACE_MS);
+    memset(&on_alarm, 0, sizeof(on_alarm));
+    on_alarm.sa_handler = run_on_alarm;
+    sigemptyset(&on_alarm.sa_mask);
+    sigaction(SIGALRM, &on_alarm, NULL);
+
+    context_init(&c, r->plugin, WORKER_MAX_RESULT);
+    context_ready = 1;
+    context_begin(&c, &task);
+    started = slots_now_ms();
+    context_set_deadline(&c, started + pol->timeout_ms, NULL, 0);
+    run_alarm(pol->timeout_ms + RUN_GRACE_MS);
+    status = r->plugin->desc->process_business(&c.base, &task);
+    run_alarm(0);
+    elapsed = slots_now_ms() - started;
+    context_end(&c);
+
+    if (elapsed > pol->timeout_ms || context_cancelled(&c)) {
+        snprintf(c.error, sizeof(c.error), "timeout after %" PRId64 " ms",
+                 pol->timeout_ms);
+        status = WHARF_RETRY;
+        c.has_result = false;
+    } else if (status != WHARF_OK && status != WHARF_RETRY &&
+               status != WHARF_FAIL) {
+        snprintf(c.error, sizeof(c.error),
+                 "plugin returned %d, not a wharf_status", (int)status);
+        status = WHARF_RETRY;
+    }
+    code = status == WHARF_OK      ? EX_OK
+           : status == WHARF_FAIL ? EX_DATAERR
+                                  : EX_TEMPFAIL;
+    if (result_only) {
+        if (status == WHARF_OK && c.has_result && c.result_len > 0 &&
+            fwrite(c.result, 1, c.result_len, stdout) != c.result_len)
+            code = EX_IOERR;
+        if (status != WHARF_OK)
+            cli_fail(ctx, code, "%s: %s", run_status_name(status),
+                     c.error[0] ? c.error : "(no reason given)");
+        goto out;
+    }
+    printf("status: %s\n", run_status_name(status));
+    if (status == WHARF_RETRY && task.attempt >= task.max_attempts)
+        printf("note: attempt %u of %u: the host would dead-letter it\n",
+               task.attempt, task.max_attempts);
+    if (c.error[0] && status != WHARF_OK) {
+        printf("error: ");
+        cli_print_escaped(stdout, c.error, strlen(c.error));
+        putchar('\n');
+    }
+    if (status == WHARF_OK && c.has_result) {
+        printf("result: ");
+        cli_print_escaped(stdout, (const char *)c.result, c.result_len);
+        putchar('\n');
+    }
+    printf("duration_ms: %" PRId64 "\n", elapsed);
+out:
+    if (context_ready)
+        context_destroy(&c);
+    loader_close(ld); /* runs fini */
+    EVP_MD_CTX_free(md_ctx);
+    config_free(own_config);
+    free(input);
+    return code;
+}
+
+const cli_command cmd_run_entry = {
+    .name = "run",
+    .usage = "PLUGIN.so TYPE [PAYLOAD|-] [--config FILE] [--attempt N] "
+             "[--id ID] [--trace TP] [--result]",
+    .run = run,
+};

@@ -1,0 +1,525 @@
+/* plugins/webhook.so against a real HTTP server this test starts on a free
+ * loopback port (libmicrohttpd, one thread per connection): the plugin is
+ * loaded by the host's loader from a real manifest and called through a
+ * real context, as a worker calls it; one test runs it with `wharf run`. */
+#include <criterion/criterion.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <wharf/plugin.h>
+
+#include "config.h"
+#include "context.h"
+#include "loader.h"
+#include "log.h"
+#include "slots.h"
+
+#define TRACE "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+/* --- the server -------------------------------------------------------- */
+
+/* What the last request carried. */
+static struct {
+    pthread_mutex_t lock;
+    int requests;
+    char path[256];
+    char method[16];
+    char content_type[128];
+    char idempotency_key[256];
+    char traceparent[128];
+    char signature[128];
+    char wharf_type[128];
+    char attempt[16];
+    char body[8192];
+    size_t body_len;
+} seen = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static struct MHD_Daemon *server;
+static unsigned short port;
+
+typedef struct upload {
+    char data[8192];
+    size_t len;
+} upload;
+
+static void copy_header(struct MHD_Connection *conn, const char *name,
+                        char *out, size_t len)
+{
+    const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+
+    snprintf(out, len, "%s", v ? v : "");
+}
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status,
+                             const char *body, const char *retry_after)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+    enum MHD_Result rc;
+
+    if (retry_after)
+        MHD_add_response_header(r, "Retry-After", retry_after);
+    rc = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+/* /ok echoes "accepted:" and the body; /busy is 503 with Retry-After;
+ * /missing is 404 with a body; /throttle is 429; /big is 2000 bytes of
+ * 'y'; /slow answers after 1.5 s. */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+                                  const char *url, const char *method,
+                                  const char *version, const char *data,
+                                  size_t *data_len, void **con_cls)
+{
+    upload *u = *con_cls;
+    static char answer[9000];
+    static char big[2001];
+
+    (void)cls;
+    (void)version;
+    if (u == NULL) {
+        u = calloc(1, sizeof(*u));
+        *con_cls = u;
+        return u ? MHD_YES : MHD_NO;
+    }
+    if (*data_len > 0) {
+        size_t n = *data_len;
+
+        if (n > sizeof(u->data) - u->len)
+            n = sizeof(u->data) - u->len;
+        memcpy(u->data + u->len, data, n);
+        u->len += n;
+        *data_len = 0;
+        return MHD_YES;
+    }
+    pthread_mutex_lock(&seen.lock);
+    seen.requests++;
+    snprintf(seen.path, sizeof(seen.path), "%s", url);
+    snprintf(seen.method, sizeof(seen.method), "%s", method);
+    copy_header(conn, "Content-Type", seen.content_type,
+                sizeof(seen.content_type));
+    copy_header(conn, "Idempotency-Key", seen.idempotency_key,
+                sizeof(seen.idempotency_key));
+    copy_header(conn, "traceparent", seen.traceparent,
+                sizeof(seen.traceparent));
+    copy_header(conn, "X-Wharf-Signature", seen.signature,
+                sizeof(seen.signature));
+    copy_header(conn, "X-Wharf-Type", seen.wharf_type,
+                sizeof(seen.wharf_type));
+    copy_header(conn, "X-Wharf-Attempt", seen.attempt, sizeof(seen.attempt));
+    memcpy(seen.body, u->data, u->len);
+    seen.body_len = u->len;
+    pthread_mutex_unlock(&seen.lock);
+
+    if (strcmp(url, "/ok") == 0) {
+        snprintf(answer, sizeof(answer), "accepted:%.*s", (int)u->len,
+                 u->data);
+        return reply(conn, 200, answer, NULL);
+    }
+    if (strcmp(url, "/busy") == 0)
+        return reply(conn, 503, "try later", "7");
+    if (strcmp(url, "/throttle") == 0)
+        return reply(conn, 429, "slow down", NULL);
+    if (strcmp(url, "/missing") == 0)
+        return reply(conn, 404, "no such hook: check the url", NULL);
+    if (strcmp(url, "/big") == 0) {
+        memset(big, 'y', sizeof(big) - 1);
+        return reply(conn, 201, big, NULL);
+    }
+    if (strcmp(url, "/slow") == 0) {
+        usleep(1500 * 1000);
+        return reply(conn, 200, "too late", NULL);
+    }
+    return reply(conn, 500, "unexpected path", NULL);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn,
+                         void **con_cls, enum MHD_RequestTerminationCode why)
+{
+    (void)cls;
+    (void)conn;
+    (void)why;
+    free(*con_cls);
+    *con_cls = NULL;
+}
+
+static void start_server(void)
+{
+    struct sockaddr_in addr;
+    const union MHD_DaemonInfo *info;
+
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0; /* a free port */
+    server = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0,
+        NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+        NULL, MHD_OPTION_END);
+    cr_assert_not_null(server, "cannot start the HTTP server");
+    info = MHD_get_daemon_info(server, MHD_DAEMON_INFO_BIND_PORT);
+    cr_assert_not_null(info);
+    port = info->port;
+    cr_assert_gt(port, 0);
+}
+
+/* A loopback port nothing listens on: bound, then closed. */
+static unsigned short closed_port(void)
+{
+    struct sockaddr_in addr;
+    socklen_t len = sizeof(addr);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+    cr_assert_eq(getsockname(fd, (struct sockaddr *)&addr, &len), 0);
+    close(fd);
+    return ntohs(addr.sin_port);
+}
+
+/* --- the plugin, run as a worker runs it ------------------------------ */
+
+static char dir[64];
+static config *cfg;
+static loader *ld;
+static context ctx;
+static char last_error[CONTEXT_ERROR_LEN];
+
+static void setup(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/wharf-test-webhook-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    chmod(dir, 0755);
+    log_setup(WHARF_LOG_ERROR, LOG_FORMAT_TEXT);
+    start_server();
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+
+    context_destroy(&ctx);
+    loader_close(ld);
+    config_free(cfg);
+    if (server)
+        MHD_stop_daemon(server);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        cr_log_warn("cannot remove %s", dir);
+}
+
+TestSuite(webhook, .init = setup, .fini = teardown, .timeout = 30);
+
+/* Loads webhook.so with a manifest whose [plugin.webhook] section holds
+ * `keys` (and [defaults] timeout = `timeout`); returns init's result. */
+static int load(const char *timeout, const char *fmt, ...)
+{
+    char path[128], keys[2048], err[CONFIG_ERR_LEN];
+    va_list ap;
+    FILE *f;
+    int rc;
+
+    va_start(ap, fmt);
+    vsnprintf(keys, sizeof(keys), fmt, ap);
+    va_end(ap);
+    snprintf(path, sizeof(path), "%s/wharf.ini", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "[host]\nplugins_dir = %s\nautoload = no\n"
+            "[defaults]\ntimeout = %s\n"
+            "[plugin.webhook]\npath = webhook.so\n%s",
+            WHARF_PLUGIN_DIR, timeout, keys);
+    fclose(f);
+    cr_assert_eq(config_load(path, &cfg, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(loader_open(cfg, &ld, err, sizeof(err)), 0, "%s", err);
+    rc = loader_init(ld, err, sizeof(err));
+    if (rc != 0)
+        snprintf(last_error, sizeof(last_error), "%s", err);
+    return rc;
+}
+
+/* One process_business call on `payload`, with the type's deadline. */
+static wharf_status call(const char *payload)
+{
+    const route *r = loader_route(ld, "webhook");
+    wharf_task task = {
+        .id = "order-42",
+        .type = "webhook",
+        .trace = TRACE,
+        .payload = (const unsigned char *)payload,
+        .payload_len = strlen(payload),
+        .attempt = 2,
+        .max_attempts = 5,
+        .fence = 7,
+    };
+    wharf_status status;
+
+    cr_assert_not_null(r);
+    context_destroy(&ctx); /* the previous call's result, if any */
+    context_init(&ctx, r->plugin, 1 << 20);
+    context_begin(&ctx, &task);
+    context_set_deadline(&ctx, slots_now_ms() + r->policy->timeout_ms, NULL,
+                         0);
+    status = r->plugin->desc->process_business(&ctx.base, &task);
+    context_end(&ctx);
+    return status;
+}
+
+static char *result_text(void)
+{
+    static char buf[4096];
+
+    cr_assert(ctx.has_result);
+    snprintf(buf, sizeof(buf), "%.*s", (int)ctx.result_len,
+             (const char *)ctx.result);
+    return buf;
+}
+
+Test(webhook, success_sends_every_header_and_a_verifiable_signature)
+{
+    const char *body = "{\"order\":42}";
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned mac_len = 0;
+    char want[200];
+    size_t o;
+
+    cr_assert_eq(load("30s", "url = http://127.0.0.1:%u/ok\nsecret = s3cret\n"
+                             "content_type = application/vnd.test+json\n",
+                      port),
+                 0, "%s", last_error);
+    cr_assert_eq(call(body), WHARF_OK, "error: %s", ctx.error);
+    cr_assert_str_eq(result_text(), "accepted:{\"order\":42}");
+
+    cr_assert_eq(seen.requests, 1);
+    cr_assert_str_eq(seen.method, "POST");
+    cr_assert_str_eq(seen.path, "/ok");
+    cr_assert_eq(seen.body_len, strlen(body));
+    cr_assert(memcmp(seen.body, body, seen.body_len) == 0);
+    cr_assert_str_eq(seen.content_type, "application/vnd.test+json");
+    cr_assert_str_eq(seen.idempotency_key, "order-42");
+    cr_assert_str_eq(seen.traceparent, TRACE);
+    cr_assert_str_eq(seen.wharf_type, "webhook");
+    cr_assert_str_eq(seen.attempt, "2");
+
+    /* The receiver's side: HMAC-SHA256 of the body it got, with the
+     * shared secret. */
+    cr_assert_not_null(HMAC(EVP_sha256(), "s3cret", 6,
+                            (const unsigned char *)seen.body, seen.body_len,
+                            mac, &mac_len));
+    o = (size_t)snprintf(want, sizeof(want), "sha256=");
+    for (unsigned i = 0; i < mac_len; i++)
+        o += (size_t)snprintf(want + o, sizeof(want) - o, "%02x", mac[i]);
+    cr_assert_str_eq(seen.signature, want);
+}
+
+Test(webhook, no_secret_means_no_signature_and_json_by_default)
+{
+    cr_assert_eq(load("30s", "url = http://127.0.0.1:%u/ok\n", port), 0, "%s",
+                 last_error);
+    cr_assert_eq(call("x"), WHARF_OK, "error: %s", ctx.error);
+    cr_assert_str_eq(seen.signature, "");
+    cr_assert_str_eq(seen.content_type, "application/json");
+}
+
+Test(webhook, server_error_is_a_retry_with_the_reason)
+{
+    cr_assert_eq(load("30s", "url = http://127.0.0.1:%u/busy\n", port), 0,
+                 "%s", last_error);
+    cr_assert_eq(call("x"), WHARF_RETRY);
+    cr_assert(strstr(ctx.error, "HTTP 503"), "%s", ctx.error);
+    cr_assert(strstr(ctx.error, "Retry-After: 7"), "%s", ctx.error);
+    cr_assert(strstr(ctx.error, "try later"), "%s", ctx.error);
+}
+
+Test(webhook, too_many_requests_is_a_retry)
+{
+    cr_assert_eq(load("30s", "url = http://127.0.0.1:%u/throttle\n", port), 0,
+                 "%s", last_error);
+    cr_assert_eq(call("x"), WHARF_RETRY);
+    cr_assert(strstr(ctx.error, "HTTP 429"), "%s", ctx.error);
+}
+
+Test(webhook, client_error_fails_with_status_and_capped_body)
+{
+    cr_assert_eq(load("30s",
+                      "url = http://127.0.0.1:%u/missing\n"
+                      "max_error_body = 12B\n",
+                      port),
+                 0, "%s", last_error);
+    cr_assert_eq(call("x"), WHARF_FAIL);
+    cr_assert(strstr(ctx.error, "HTTP 404"), "%s", ctx.error);
+    cr_assert(strstr(ctx.error, ": no such hook..."), "%s", ctx.error);
+    cr_assert_null(strstr(ctx.error, "check the url"), "%s", ctx.error);
+}
+
+Test(webhook, connection_refused_is_a_retry)
+{
+    cr_assert_eq(load("30s", "url = http://127.0.0.1:%u/ok\n", closed_port()),
+                 0, "%s", last_error);
+    cr_assert_eq(call("x"), WHARF_RETRY);
+    cr_assert(strstr(ctx.error, "POST http://127.0.0.1:"), "%s", ctx.error);
+    cr_assert(strstr(ctx.error, "onnect"), "%s", ctx.error);
+}
+
+Test(webhook, timeout_is_a_retry)
+{
+    int64_t started;
+
+    cr_assert_eq(load("30s",
+                      "url = http://127.0.0.1:%u/slow\ntimeout = 300ms\n",
+                      port),
+                 0, "%s", last_error);
+    started = slots_now_ms();
+    cr_assert_eq(call("x"), WHARF_RETRY);
+    cr_assert_lt(slots_now_ms() - started, 1400, "the plugin's timeout");
+    cr_assert(strstr(ctx.error, "timeout after 300 ms"), "%s", ctx.error);
+}
+
+Test(webhook, the_task_deadline_bounds_the_timeout)
+{
+    int64_t started;
+
+    /* The plugin's own timeout is 10 s; the type's is 400 ms. */
+    cr_assert_eq(load("400ms", "url = http://127.0.0.1:%u/slow\n", port), 0,
+                 "%s", last_error);
+    started = slots_now_ms();
+    cr_assert_eq(call("x"), WHARF_RETRY);
+    cr_assert_lt(slots_now_ms() - started, 1400);
+    cr_assert(strstr(ctx.error, "timeout after"), "%s", ctx.error);
+}
+
+Test(webhook, response_is_capped_at_max_response)
+{
+    cr_assert_eq(load("30s",
+                      "url = http://127.0.0.1:%u/big\nmax_response = 100B\n",
+                      port),
+                 0, "%s", last_error);
+    cr_assert_eq(call("x"), WHARF_OK, "%s", ctx.error);
+    cr_assert_eq(ctx.result_len, 100);
+}
+
+Test(webhook, task_url_from_an_envelope_when_allowed)
+{
+    char payload[256];
+
+    cr_assert_eq(load("30s", "allow_task_url = yes\nsecret = k\n"), 0, "%s",
+                 last_error);
+    snprintf(payload, sizeof(payload),
+             "{\"url\": \"http://127.0.0.1:%u/ok\", \"body\": \"a\\nb\"}",
+             port);
+    cr_assert_eq(call(payload), WHARF_OK, "%s", ctx.error);
+    cr_assert_str_eq(result_text(), "accepted:a\nb");
+    cr_assert_eq(seen.body_len, 3);
+
+    snprintf(payload, sizeof(payload),
+             "{\"url\": \"http://127.0.0.1:%u/ok\", \"body\": {\"n\": [1, 2]}}",
+             port);
+    cr_assert_eq(call(payload), WHARF_OK, "%s", ctx.error);
+    cr_assert_str_eq(result_text(), "accepted:{\"n\":[1,2]}");
+
+    cr_assert_eq(call("not json"), WHARF_FAIL);
+    cr_assert(strstr(ctx.error, "not a JSON envelope"), "%s", ctx.error);
+    cr_assert_eq(call("{\"url\": \"file:///etc/passwd\"}"), WHARF_FAIL);
+    cr_assert(strstr(ctx.error, "only http and https"), "%s", ctx.error);
+    cr_assert_eq(call("{\"body\": 1}"), WHARF_FAIL);
+    cr_assert(strstr(ctx.error, "no \"url\""), "%s", ctx.error);
+}
+
+Test(webhook, envelopes_are_not_read_unless_allowed)
+{
+    char payload[256];
+
+    cr_assert_eq(load("30s", "url = http://127.0.0.1:%u/ok\n", port), 0, "%s",
+                 last_error);
+    snprintf(payload, sizeof(payload),
+             "{\"url\": \"http://127.0.0.1:%u/missing\"}", port);
+    cr_assert_eq(call(payload), WHARF_OK, "%s", ctx.error);
+    cr_assert_str_eq(seen.path, "/ok", "the configured url, payload as is");
+}
+
+Test(webhook, bad_settings_fail_init_naming_the_key)
+{
+    cr_assert_neq(load("30s", "url = ftp://example.com/\n"), 0);
+    cr_assert(strstr(last_error, "only http and https"), "%s", last_error);
+    config_free(cfg);
+    cfg = NULL;
+    loader_close(ld);
+    ld = NULL;
+    cr_assert_neq(load("30s", "url = http://x/\ntimeout = soon\n"), 0);
+    cr_assert(strstr(last_error, "timeout 'soon'"), "%s", last_error);
+}
+
+Test(webhook, no_url_fails_each_task_but_not_the_host)
+{
+    cr_assert_eq(load("30s", ""), 0, "an autoloaded webhook.so must load");
+    cr_assert_eq(call("x"), WHARF_FAIL);
+    cr_assert(strstr(ctx.error, "no url configured"), "%s", ctx.error);
+}
+
+/* `wharf run` on the shipped plugin, against the same server. */
+Test(webhook, wharf_run_posts_and_prints_the_outcome)
+{
+    char path[128], cmd[1024], out[4096];
+    FILE *f, *p;
+    size_t n;
+    int status;
+
+    snprintf(path, sizeof(path), "%s/run.ini", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "[host]\nplugins_dir = %s\nautoload = no\n"
+               "[plugin.webhook]\npath = webhook.so\n"
+               "url = http://127.0.0.1:%u/ok\nsecret = s3cret\n",
+            WHARF_PLUGIN_DIR, port);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd),
+             "%s/wharf run %s/webhook.so webhook hello --config %s "
+             "--id abc 2>&1",
+             WHARF_BINARY_DIR, WHARF_PLUGIN_DIR, path);
+    p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    status = pclose(p);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", out);
+    cr_assert(strstr(out, "status: ok\n"), "%s", out);
+    cr_assert(strstr(out, "result: accepted:hello\n"), "%s", out);
+    cr_assert_str_eq(seen.idempotency_key, "abc");
+    cr_assert(strncmp(seen.signature, "sha256=", 7) == 0);
+
+    snprintf(cmd, sizeof(cmd),
+             "%s/wharf run %s/webhook.so webhook hello --config %s "
+             "--id abc >/dev/null 2>&1",
+             WHARF_BINARY_DIR, WHARF_PLUGIN_DIR, path);
+    /* A 503 is exit 75 (the host would retry). */
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "[host]\nplugins_dir = %s\nautoload = no\n"
+               "[plugin.webhook]\npath = webhook.so\n"
+               "url = http://127.0.0.1:%u/busy\n",
+            WHARF_PLUGIN_DIR, port);
+    fclose(f);
+    status = system(cmd);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 75);
+}
