@@ -26,6 +26,7 @@
 #include "loader.h"
 #include "log.h"
 #include "metrics.h"
+#include "notify.h"
 #include "pressure.h"
 #include "run.h"
 #include "scripts.h"
@@ -95,6 +96,8 @@ typedef struct supervisor {
     config *next_cfg;     /* the manifest that check is for */
     bool stopping;
     int64_t stop_deadline_ms;
+    int64_t watchdog_every_ms; /* systemd's WatchdogSec / 2, 0 = none */
+    int64_t last_watchdog_ms;
     int exit_code;
     metrics *m;
     http_server *http;
@@ -963,6 +966,7 @@ static void start_reload(supervisor *s)
     char err[CONFIG_ERR_LEN];
     config *next = NULL;
 
+    notify_reloading();
     log_fields(WHARF_LOG_INFO, "reloading",
                (log_field[]){LOG_STR("manifest", s->config_path)}, 1);
     if (s->check.running) {
@@ -978,6 +982,7 @@ static void start_reload(supervisor *s)
         log_fields(WHARF_LOG_ERROR, "reload refused; serving as before",
                    (log_field[]){LOG_STR("error", err)}, 1);
         config_free(next);
+        notify_ready();
         return;
     }
     s->next_cfg = next;
@@ -999,6 +1004,7 @@ static void finish_reload(supervisor *s)
         log_fields(WHARF_LOG_ERROR, "reload refused; serving as before",
                    (log_field[]){LOG_STR("error", err)}, 1);
         config_free(next);
+        notify_ready();
         return;
     }
     if (next->workers != s->cfg->workers || next->watch != s->cfg->watch ||
@@ -1028,6 +1034,7 @@ static void finish_reload(supervisor *s)
         log_msg(WHARF_LOG_ERROR, "reload: out of memory; serving as before");
         config_free(next);
         check_free_types(types);
+        notify_ready();
         return;
     }
     config_free(s->cfg);
@@ -1041,6 +1048,7 @@ static void finish_reload(supervisor *s)
         s->procs[i].replace = true;
     log_fields(WHARF_LOG_INFO, "reload checked; replacing the workers",
                (log_field[]){LOG_INT("types", (int64_t)n_types)}, 1);
+    notify_ready();
 }
 
 /* Asks a worker to stop through its slot: it finishes the task in hand
@@ -1085,6 +1093,7 @@ static void begin_stop(supervisor *s, int code)
     if (s->stopping)
         return;
     s->stopping = true;
+    notify_stopping();
     s->exit_code = code;
     s->stop_deadline_ms = slots_now_ms() + s->cfg->shutdown_timeout_ms;
     log_fields(WHARF_LOG_INFO, "stopping: running tasks may finish",
@@ -1188,6 +1197,11 @@ static int run_loop(supervisor *s)
             start_due_workers(s, now);
         }
         enforce_timeouts(s, now);
+        if (s->watchdog_every_ms &&
+            now - s->last_watchdog_ms >= s->watchdog_every_ms) {
+            notify_watchdog(); /* the loop turns: timeouts hold */
+            s->last_watchdog_ms = now;
+        }
         count_redis(s);
         if (maintain(s, now) == -2) {
             log_fields(WHARF_LOG_ERROR,
@@ -1289,6 +1303,10 @@ int supervisor_run(const char *config_path, config *cfg)
                              LOG_INT("types", (int64_t)s.n_types),
                              LOG_STR("instance", cfg->instance)},
                3);
+    s.watchdog_every_ms = notify_watchdog_interval_ms();
+    notify_ready();
+    notify_status("serving %zu types with %u workers", s.n_types,
+                  cfg->workers);
     status = run_loop(&s);
     reap(&s, slots_now_ms());
     if (ensure_connected(&s, INT64_MAX) == 0)
