@@ -91,10 +91,11 @@ static wharf_status noop_process(wharf_ctx *ctx, const wharf_task *task)
     return WHARF_OK;
 }
 
-static void noop_fini(void *state)
+static void noop_fini(wharf_ctx *ctx, void *state)
 {
     noop_state *s = state;
 
+    (void)ctx;
     if (s && s->fd >= 0)
         close(s->fd);
     free(s);

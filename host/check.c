@@ -33,8 +33,9 @@ static void check_child(const config *cfg)
     out = fdopen(3, "w");
     if (!out)
         _exit(EX_OSERR);
-    if (loader_open(cfg, &ld, line, sizeof(line)) != 0 ||
-        loader_init(ld, line, sizeof(line)) != 0) {
+    if (loader_open(cfg, &ld, line, sizeof(line)) == 0)
+        ld->phase = WHARF_PHASE_CHECK;
+    if (!ld || loader_init(ld, line, sizeof(line)) != 0) {
         fprintf(out, "E %s\n", line);
         fclose(out);
         _exit(EX_CONFIG);

@@ -79,7 +79,11 @@ static void context_log(wharf_ctx *ctx, int level, const char *fmt, va_list ap)
         return;
     if (vsnprintf(msg, sizeof msg, fmt, ap) < 0)
         snprintf(msg, sizeof msg, "(bad log format)");
-    fields[n++] = LOG_STR("plugin", c->plugin ? c->plugin->name : NULL);
+    /* The manifest's section name: two sections may load one .so. */
+    fields[n++] = LOG_STR("plugin", c->plugin == NULL ? NULL
+                                    : c->plugin->section
+                                        ? c->plugin->section->name
+                                        : c->plugin->name);
     if (c->task != NULL) {
         fields[n++] = LOG_STR("task", c->task->id);
         fields[n++] = LOG_STR("type", c->task->type);
@@ -150,6 +154,11 @@ void context_set_deadline(context *c, int64_t deadline_ms, const slot *status,
     c->status_run = run;
 }
 
+static int context_phase(wharf_ctx *ctx)
+{
+    return context_of(ctx)->phase;
+}
+
 static const wharf_services context_services = {
     .size = sizeof(wharf_services),
     .result = context_result,
@@ -159,6 +168,7 @@ static const wharf_services context_services = {
     .state = context_state,
     .deadline_ms = context_deadline,
     .cancelled = context_cancelled_service,
+    .phase = context_phase,
 };
 
 void context_init(context *c, const struct loaded_plugin *plugin,

@@ -33,6 +33,7 @@ typedef struct context {
     const slot *status;    /* where the supervisor asks for a cancel, or
                               NULL */
     uint32_t status_run;   /* the slot's `run` of this call */
+    int phase;             /* WHARF_PHASE_*: what wharf_phase answers */
 } context;
 
 /* Prepares c for calls into `plugin` (whose state it reads at each call). */

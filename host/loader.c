@@ -342,7 +342,9 @@ static int loader_open_one(loader *ld, const char *path, const char *real,
      * ABI's to define. */
     desc = symbol;
     if (desc->abi != WHARF_PLUGIN_ABI) {
-        loader_fail(err, errlen, cfg, line, path, "ABI %lu instead of %d",
+        loader_fail(err, errlen, cfg, line, path,
+                    "ABI %lu instead of %d: built against another "
+                    "<wharf/plugin.h>; rebuild it against this wharf's SDK",
                     (unsigned long)desc->abi, WHARF_PLUGIN_ABI);
         goto out;
     }
@@ -548,6 +550,7 @@ int loader_init(loader *ld, char *err, size_t errlen)
             continue;
         }
         context_init(&ctx, plugin, 0);
+        ctx.phase = ld->phase;
         status = plugin->desc->init(&ctx.base, &state);
         if (status != 0) {
             const char *path =
@@ -581,8 +584,13 @@ void loader_fini(loader *ld)
 
         if (!plugin->initialized)
             continue;
-        if (plugin->desc->fini != NULL)
-            plugin->desc->fini(plugin->state);
+        if (plugin->desc->fini != NULL) {
+            context ctx;
+            context_init(&ctx, plugin, 0);
+            ctx.phase = ld->phase;
+            plugin->desc->fini(&ctx.base, plugin->state);
+            context_destroy(&ctx);
+        }
         plugin->state = NULL;
         plugin->initialized = false;
     }

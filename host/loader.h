@@ -33,6 +33,8 @@ typedef struct loader {
     size_t n_plugins;
     route *routes;          /* sorted by type */
     size_t n_routes;
+    int phase;              /* WHARF_PHASE_* for init and fini (set by the
+                               caller; loader_open leaves WORKER) */
 } loader;
 
 /* Opens every plugin and builds the routes; runs no plugin code but the

@@ -35,6 +35,7 @@ static int check(const config *cfg)
         fprintf(stderr, "%s\n", err);
         goto out;
     }
+    ld->phase = WHARF_PHASE_CHECK;
     if (loader_init(ld, err, sizeof(err)) != 0) {
         fprintf(stderr, "%s\n", err);
         goto out;

@@ -274,8 +274,9 @@ fail:
     return 1;
 }
 
-static void webhook_fini(void *state)
+static void webhook_fini(wharf_ctx *ctx, void *state)
 {
+    (void)ctx;
     webhook_free(state);
     curl_global_cleanup();
 }

@@ -152,7 +152,7 @@ Test(check, fixture_refusals_name_their_reason)
         const char *reason;
     } cases[] = {
         {"nosym", "no wharf_plugin_v1"},
-        {"badabi", "ABI 999 instead of 1"},
+        {"badabi", "ABI 999 instead of 2"},
         {"nullcb", "process_business"},
         {"initfail", "init returned 3"},
     };
@@ -221,7 +221,7 @@ Test(check, missing_manifest_and_usage_errors)
     cr_assert_eq(run(bad_option), 64);
     const char *version[] = {WHARFD_PATH, "--version", NULL};
     cr_assert_eq(run(version), 0);
-    cr_assert(strstr(out, "plugin ABI 1"), "%s", out);
+    cr_assert(strstr(out, "plugin ABI 2"), "%s", out);
 }
 
 Test(check, shipped_example_manifest_is_valid)

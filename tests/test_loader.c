@@ -272,7 +272,7 @@ Test(loader, refuses_another_abi)
     const char *path = fixture("badabi", "badabi.so");
 
     add_section("badabi", path, NULL, 21);
-    assert_refused(refusal(), 21, path, "ABI 999 instead of 1");
+    assert_refused(refusal(), 21, path, "ABI 999 instead of 2");
 }
 
 Test(loader, refuses_a_null_process_business)
@@ -1097,6 +1097,6 @@ Test(loader, names_the_plugins_dir_line_for_autoload)
     cr_assert_eq(loader_open(loaded, &ld, err, sizeof err), -1);
     snprintf(prefix, sizeof prefix, "%s:3: ", manifest);
     cr_assert(strncmp(err, prefix, strlen(prefix)) == 0, "%s", err);
-    assert_contains(err, "badabi.so: ABI 999 instead of 1");
+    assert_contains(err, "badabi.so: ABI 999 instead of 2");
     config_free(loaded);
 }

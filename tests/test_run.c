@@ -226,19 +226,20 @@ Test(run, leases_hold_for_a_batch_of_200)
  * timeout. */
 Test(run, reload_that_grows_the_batch_keeps_timeouts)
 {
-    test_host_opts o = {.host_keys = "workers = 1\n",
+    /* autoload = no: only the types named here count in the slot. */
+    test_host_opts o = {.host_keys = "workers = 1\nautoload = no\n",
                         .extra = "[defaults]\nprefetch = 1\n"};
     start(&host, &o);
     test_host_opts grown = {
-        .host_keys = "workers = 1\n",
+        .host_keys = "workers = 1\nautoload = no\n",
         .extra = "types = chaos, chaos2\n"
                  "[defaults]\nprefetch = 10\n"
                  "[type.chaos2]\ntimeout = 1s\nmax_attempts = 1\n"};
     test_host_rewrite(&host, &redis, &grown);
     kill(host.pid, SIGHUP);
     cr_assert(wait_log(&host, 20000, "reload checked", NULL));
-    /* chaos, chaos2 and the autoloaded echo, 10 each */
-    cr_assert(wait_log(&host, 20000, "\"slot_capacity\":30", NULL),
+    /* chaos and chaos2, 10 each */
+    cr_assert(wait_log(&host, 20000, "\"slot_capacity\":20", NULL),
               "no worker with the grown slot; see %s", host.log);
     cr_assert_eq(test_wait_int(rc, 1, 20000,
                                "EXISTS wharf:{chaos2}:stream"), 1);

@@ -271,8 +271,9 @@ static int run(cli *ctx, int argc, char **argv)
     run_config.plugins = &section;
     run_config.n_plugins = 1;
     run_config.autoload = false;
-    if (loader_open(&run_config, &ld, err, sizeof(err)) != 0 ||
-        loader_init(ld, err, sizeof(err)) != 0) {
+    if (loader_open(&run_config, &ld, err, sizeof(err)) == 0)
+        ld->phase = WHARF_PHASE_RUN;
+    if (!ld || loader_init(ld, err, sizeof(err)) != 0) {
         code = cli_fail(ctx, EX_CONFIG, "%s", err);
         goto out;
     }
@@ -326,6 +327,7 @@ static int run(cli *ctx, int argc, char **argv)
     sigaction(SIGALRM, &on_alarm, NULL);
 
     context_init(&c, r->plugin, WORKER_MAX_RESULT);
+    c.phase = WHARF_PHASE_RUN;
     context_ready = 1;
     context_begin(&c, &task);
     started = slots_now_ms();

@@ -68,8 +68,9 @@ static wharf_status process_business(wharf_ctx *ctx, const wharf_task *task)
     return WHARF_OK;
 }
 
-static void fini(void *state)
+static void fini(wharf_ctx *ctx, void *state)
 {
+    wharf_log(ctx, WHARF_LOG_DEBUG, "hello: closing");
     free(state);
 }
 

@@ -37,11 +37,12 @@ static int init(wharf_ctx *ctx, void **state)
     return 0;
 }
 
-static void fini(void *state)
+static void fini(wharf_ctx *ctx, void *state)
 {
     good_state *st = state;
     FILE *file;
 
+    wharf_log(ctx, WHARF_LOG_DEBUG, "good: fini");
     if (st->fini_file[0] != '\0') {
         file = fopen(st->fini_file, "a");
         if (file != NULL) {

@@ -15,9 +15,13 @@ extern "C" {
 #endif
 
 /* Bumped whenever wharf_plugin, wharf_task or the meaning of an existing
- * service changes. The host refuses a plugin whose abi differs. Appending a
- * service at the end of wharf_services does not bump it. */
-#define WHARF_PLUGIN_ABI 1
+ * service changes. The host refuses a plugin whose abi differs, saying
+ * which ABI each side has. Appending a service at the end of
+ * wharf_services does not bump it: a plugin asks for a newer service
+ * with WHARF_HAS_SERVICE, and the wrappers of services appended after the
+ * first release check it themselves.
+ * ABI 2: fini receives a ctx (it can log and read its config). */
+#define WHARF_PLUGIN_ABI 2
 
 #if defined(__GNUC__)
 #define WHARF_EXPORT __attribute__((visibility("default")))
@@ -70,7 +74,16 @@ typedef struct wharf_services {
     /* Appended after the first release; see the wrappers below. */
     int64_t (*deadline_ms)(wharf_ctx *ctx);
     int (*cancelled)(wharf_ctx *ctx);
+    int (*phase)(wharf_ctx *ctx);
 } wharf_services;
+
+/* Where a plugin's code is running; see wharf_phase. */
+enum {
+    WHARF_PHASE_WORKER = 0, /* a worker process: init once, then tasks */
+    WHARF_PHASE_CHECK = 1,  /* a check (start, reload, wharfd --check):
+                               init then fini at once, no task */
+    WHARF_PHASE_RUN = 2     /* `wharf run`: one task, no Redis */
+};
 
 /* True if the host that filled the table has the service `member`: a
  * plugin built against a newer header must not call past an older host's
@@ -152,6 +165,27 @@ static inline int wharf_cancelled(wharf_ctx *ctx)
     return ctx->services->cancelled(ctx);
 }
 
+/* Which phase the plugin's code runs in (WHARF_PHASE_*), during init,
+ * process_business and fini; -1 on a host without the service. A plugin
+ * whose init opens connections or starts threads can skip that in
+ * WHARF_PHASE_CHECK, where only loading is being checked.
+ *
+ * What runs when. init runs once in each worker process, before its first
+ * task (a worker restarted after a crash or a reload runs it again), and
+ * once in a short-lived check process at start, at `wharfd --check` and
+ * at each reload, where fini follows at once; `wharf run` runs init, one
+ * process_business and fini. fini runs when the process stops serving
+ * (a worker's graceful stop, the end of a check), never after a crash or a
+ * kill: anything that must not outlive the process belongs to it. The
+ * check and each worker are separate processes, so what init stores in
+ * *state is that process's own. */
+static inline int wharf_phase(wharf_ctx *ctx)
+{
+    if (!WHARF_HAS_SERVICE(ctx, phase))
+        return -1;
+    return ctx->services->phase(ctx);
+}
+
 /* Signals, EINTR and threads. A worker process blocks SIGTERM, SIGINT and
  * SIGHUP for its whole life, and threads a plugin starts inherit that
  * mask, so no stop, reload or Ctrl-C ever interrupts a plugin's system
@@ -174,7 +208,7 @@ typedef struct wharf_plugin {
     const char *const *types; /* NULL-terminated, optional */
     int (*init)(wharf_ctx *ctx, void **state);
     wharf_status (*process_business)(wharf_ctx *ctx, const wharf_task *task);
-    void (*fini)(void *state);
+    void (*fini)(wharf_ctx *ctx, void *state);
 } wharf_plugin;
 
 /* Defines and exports the plugin's descriptor:
