@@ -392,12 +392,12 @@ void console_destroy(console *c)
         redisAppendCommand(c->redis, "DEL %s", key);
         key_global(key, sizeof(key), prefix_of(c), "hosts");
         redisAppendCommand(c->redis, "ZREM %s %s", key, c->name);
-        for (size_t i = 0; i < c->v.n_figures; i++) {
-            key_of_type(key, sizeof(key), prefix_of(c), c->v.figures[i].type,
+        for (size_t i = 0; i < c->v.n_types; i++) {
+            key_of_type(key, sizeof(key), prefix_of(c), c->v.types[i],
                         "hosts");
             redisAppendCommand(c->redis, "ZREM %s %s", key, c->name);
         }
-        for (size_t i = 0; i < 2 + c->v.n_figures; i++) {
+        for (size_t i = 0; i < 2 + c->v.n_types; i++) {
             redisReply *r = NULL;
             if (redisGetReply(c->redis, (void **)&r) != REDIS_OK)
                 break;
@@ -482,11 +482,11 @@ static void presence(console *c)
     snprintf(busy, sizeof(busy), "%u", v->workers.running);
     snprintf(pid, sizeof(pid), "%ld", (long)getpid());
     types[0] = '\0';
-    for (size_t i = 0; i < v->n_figures; i++)
+    for (size_t i = 0; i < v->n_types; i++)
         used += (size_t)snprintf(types + used,
                                  used < sizeof(types) ? sizeof(types) - used
                                                       : 0,
-                                 "%s%s", i ? "," : "", v->figures[i].type);
+                                 "%s%s", i ? "," : "", v->types[i]);
     if (used >= sizeof(types))
         types[sizeof(types) - 1] = '\0';
 
@@ -503,9 +503,8 @@ static void presence(console *c)
     redisAppendCommand(redis, "ZREMRANGEBYSCORE %s -inf (%s", key, now_text);
     redisAppendCommand(redis, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
                        now_text, HOSTS_MAX);
-    for (size_t i = 0; i < v->n_figures; i++) {
-        key_of_type(key, sizeof(key), prefix_of(c), v->figures[i].type,
-                    "hosts");
+    for (size_t i = 0; i < v->n_types; i++) {
+        key_of_type(key, sizeof(key), prefix_of(c), v->types[i], "hosts");
         redisAppendCommand(redis, "ZADD %s %s %s", key, expires, c->name);
         redisAppendCommand(redis, "ZREMRANGEBYSCORE %s -inf (%s", key,
                            now_text);
@@ -514,7 +513,7 @@ static void presence(console *c)
         redisAppendCommand(redis, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
                            now_text, HOSTS_MAX);
     }
-    n_replies = 5 + 4 * v->n_figures;
+    n_replies = 5 + 4 * v->n_types;
     r = calloc(n_replies, sizeof(*r));
     if (!r)
         out_of_memory();
@@ -522,10 +521,10 @@ static void presence(console *c)
         goto out;
 
     forget_served(c);
-    c->served = calloc(v->n_figures ? v->n_figures : 1, sizeof(*c->served));
+    c->served = calloc(v->n_types ? v->n_types : 1, sizeof(*c->served));
     if (!c->served)
         out_of_memory();
-    for (size_t i = 0; i < v->n_figures; i++) {
+    for (size_t i = 0; i < v->n_types; i++) {
         redisReply *names = r[5 + 4 * i + 3];
         jbuf list = {0};
         jb_put(&list, "[", 1);
@@ -539,7 +538,7 @@ static void presence(console *c)
         }
         jb_put(&list, "]", 1);
         snprintf(c->served[i].type, sizeof(c->served[i].type), "%s",
-                 v->figures[i].type);
+                 v->types[i]);
         c->served[i].json = list.s;
         c->n_served++;
     }
@@ -642,7 +641,9 @@ static void jb_histogram(jbuf *b, const char *name, const histogram *h)
     uint64_t count = 0;
     for (size_t k = 0; k < METRICS_BUCKETS; k++)
         count += atomic_load(&h->buckets[k]);
-    jb_printf(b, "\"%s\":{\"count\":%" PRIu64, name, count);
+    /* top_ms: the last finite bound; a percentile there means "more". */
+    jb_printf(b, "\"%s\":{\"count\":%" PRIu64 ",\"top_ms\":%.0f", name, count,
+              (double)metrics_bucket_bound_us(METRICS_BUCKETS - 2) / 1000.0);
     if (count) {
         jb_printf(b, ",\"avg\":%.3f,\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f",
                   (double)atomic_load(&h->sum_us) / (double)count / 1000.0,
@@ -768,10 +769,14 @@ static void overview(console *c, http_reply *reply)
               v->figures_ok ? "true" : "false",
               v->cfg->console_actions ? "true" : "false");
     jb_put(&b, ",\"types\":[", 10);
-    for (size_t i = 0; i < v->n_figures; i++) {
+    for (size_t i = 0; i < v->n_types; i++) {
         if (i)
             jb_put(&b, ",", 1);
-        jb_type(&b, c, &v->figures[i]);
+        queue_figures f = {.type = v->types[i]};
+        /* Zeros until the supervisor's first refresh. */
+        if (v->figures[i].type && strcmp(v->figures[i].type, f.type) == 0)
+            f = v->figures[i];
+        jb_type(&b, c, &f);
     }
     jb_printf(&b,
               "],\"workers\":{\"idle\":%u,\"running\":%u,\"stopping\":%u,"
@@ -1098,8 +1103,8 @@ static void task_detail(console *c, http_reply *reply)
     if (type) {
         types[n_types++] = type;
     } else {
-        for (size_t i = 0; i < c->v.n_figures && i < METRICS_MAX_TYPES; i++)
-            types[n_types++] = c->v.figures[i].type;
+        for (size_t i = 0; i < c->v.n_types && i < METRICS_MAX_TYPES; i++)
+            types[n_types++] = c->v.types[i];
     }
     if (!(redis = connection(c))) {
         json_error(reply, 503, "redis unreachable");

@@ -52,8 +52,11 @@ typedef struct console_slot {
  * console_view_fn into memory the console owns. */
 typedef struct console_view {
     const config *cfg;             /* the manifest in effect */
-    const queue_figures *figures;  /* n_figures, from the last refresh */
-    size_t n_figures;
+    const char *const *types;      /* served, n_types of them */
+    size_t n_types;
+    const queue_figures *figures;  /* one per type, in the same order, from
+                                      the last refresh (type NULL before
+                                      the first) */
     bool figures_ok;               /* the last refresh worked */
     bool redis_up;                 /* the supervisor's own connection */
     worker_figures workers;

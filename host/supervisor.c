@@ -826,8 +826,9 @@ static void console_view_of(void *arg, console_view *v)
     int64_t now = slots_now_ms();
 
     v->cfg = s->cfg;
+    v->types = (const char *const *)s->types;
+    v->n_types = s->b.n_queues;
     v->figures = s->figures;
-    v->n_figures = s->b.n_queues;
     v->figures_ok = s->figures_ok;
     v->redis_up = s->b.redis != NULL;
     v->workers = count_workers(s);

@@ -503,6 +503,8 @@ static void fmt_ms(char *buf, size_t len, const jvalue *h, const char *key)
     double v = jnum(h, key, -1);
     if (!h || jnum(h, "count", 0) == 0 || v < 0)
         snprintf(buf, len, "-");
+    else if (v >= jnum(h, "top_ms", 1e300))
+        snprintf(buf, len, ">%.0fs", v / 1000);
     else if (v < 1000)
         snprintf(buf, len, "%.1fms", v);
     else

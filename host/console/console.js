@@ -87,7 +87,8 @@ function chart(series) {
 
 function pct(h) {
   if (!h || !h.count) return '-';
-  return ms(h.p50) + ' / ' + ms(h.p99);
+  const one = v => (v >= h.top_ms ? '> ' : '') + ms(v);
+  return one(h.p50) + ' / ' + one(h.p99);
 }
 
 function renderTypes(o) {
