@@ -758,7 +758,7 @@ static void overview(console *c, http_reply *reply)
     const console_view *v = &c->v;
     jbuf b = {0};
 
-    jb_put(&b, "{\"host\":", 8);
+    jb_put(&b, "{\"api\":1,\"host\":", 16);
     jb_str(&b, c->name);
     jb_printf(&b,
               ",\"version\":\"%s\",\"time_ms\":%" PRId64

@@ -198,7 +198,7 @@ async function loadDead() {
   if (!state.deadType) return;
   state.deadReadAt = Date.now();
   const q = new URLSearchParams({ type: state.deadType, offset: state.deadOffset, limit: DEAD_PAGE });
-  const r = await api('/api/dead?' + q);
+  const r = await api('api/dead?' + q);
   const body = $('dead').tBodies[0];
   if (r.status !== 200) {
     $('dead-range').textContent = r.body.error || ('error ' + r.status);
@@ -230,7 +230,7 @@ function say(text, error) {
 async function showTask(type, id) {
   const q = new URLSearchParams({ id: id });
   if (type) q.set('type', type);
-  const r = await api('/api/task?' + q);
+  const r = await api('api/task?' + q);
   const t = r.body;
   $('detail').hidden = false;
   $('detail-id').textContent = id;
@@ -265,7 +265,7 @@ async function act(action) {
   const token = $('token').value;
   sessionStorage.setItem('wharf-console-token', token);
   const q = new URLSearchParams({ type: state.detail.type, id: state.detail.id });
-  const r = await api('/api/' + action + '?' + q, {
+  const r = await api('api/' + action + '?' + q, {
     method: 'POST',
     headers: { Authorization: 'Bearer ' + token },
   });
@@ -276,7 +276,7 @@ async function act(action) {
 
 async function poll() {
   try {
-    const r = await api('/api/overview');
+    const r = await api('api/overview');
     if (r.status === 200) renderOverview(r.body);
   } catch (e) {
     $('redis').textContent = 'console unreachable';
