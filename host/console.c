@@ -4,6 +4,7 @@
  * text with <, > and & escaped, for the page to set as textContent. */
 #include "console.h"
 
+#include <arpa/inet.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -384,6 +385,7 @@ void console_destroy(console *c)
 {
     if (!c)
         return;
+    refresh_view(c); /* a reload may have moved what the last view held */
     if (c->redis && c->v.cfg) {
         /* Withdraw this host's presence so it leaves the lists at once. */
         char key[KEY_MAX], what[400];
@@ -1285,7 +1287,7 @@ static bool action_allowed(console *c, http_reply *reply)
 
 static void action(console *c, const char *what, http_reply *reply)
 {
-    const char *type = query_type(reply, true);
+    const char *type;
     const char *id = http_query("id");
     char keys[4][KEY_MAX];
     const char *argv[6];
@@ -1295,7 +1297,10 @@ static void action(console *c, const char *what, http_reply *reply)
     redisReply *r;
     jbuf b = {0};
 
-    if (!action_allowed(c, reply) || !*type)
+    if (!action_allowed(c, reply))
+        return;
+    type = query_type(reply, true);
+    if (!*type)
         return;
     if (!id || !config_valid_task_id(id, strlen(id))) {
         json_error(reply, 400, "id: expected 1-200 printable bytes without "
@@ -1382,6 +1387,45 @@ static void asset(const char *path, http_reply *reply)
     json_error(reply, 404, "not found");
 }
 
+/* Whether the Host header names this console by address: an IP literal,
+ * localhost, or the host of [metrics] listen. A page of another site
+ * whose name was made to resolve to this address (DNS rebinding) sends
+ * its own name, and is answered 421 rather than with the dead set. */
+static bool host_allowed(const console *c, const char *host)
+{
+    char name[300], listen[300];
+    unsigned char addr[sizeof(struct in6_addr)];
+    const char *colon;
+    size_t n;
+
+    if (!host || !*host || strlen(host) >= sizeof(name))
+        return false;
+    if (host[0] == '[') {
+        const char *close = strchr(host, ']');
+        if (!close)
+            return false;
+        n = (size_t)(close - host - 1);
+        memcpy(name, host + 1, n);
+        name[n] = '\0';
+        return inet_pton(AF_INET6, name, addr) == 1;
+    }
+    colon = strrchr(host, ':');
+    n = colon ? (size_t)(colon - host) : strlen(host);
+    memcpy(name, host, n);
+    name[n] = '\0';
+    if (strcasecmp(name, "localhost") == 0 ||
+        inet_pton(AF_INET, name, addr) == 1)
+        return true;
+    if (c->v.cfg->metrics_listen) {
+        snprintf(listen, sizeof(listen), "%s", c->v.cfg->metrics_listen);
+        colon = strrchr(listen, ':');
+        if (colon)
+            listen[colon - listen] = '\0';
+        return strcasecmp(listen, name) == 0;
+    }
+    return false;
+}
+
 void console_http(console *c, const char *method, const char *path,
                   http_reply *reply)
 {
@@ -1389,6 +1433,14 @@ void console_http(console *c, const char *method, const char *path,
     bool post = strcmp(method, "POST") == 0;
 
     refresh_view(c);
+    if (!host_allowed(c, http_header("Host"))) {
+        json_error(reply, 421, "the console answers to its own address "
+                               "(an IP, localhost or [metrics] listen), not "
+                               "to Host '%s'; behind a proxy, see "
+                               "docs/console.md",
+                   http_header("Host") ? http_header("Host") : "");
+        return;
+    }
     if (strcmp(path, "/api/replay") == 0 || strcmp(path, "/api/purge") == 0 ||
         strcmp(path, "/api/cancel") == 0) {
         if (!post)

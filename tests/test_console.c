@@ -49,10 +49,13 @@ static void stop_all(void)
 
 TestSuite(console, .init = start_redis, .fini = stop_all, .timeout = 180);
 
-/* One HTTP/1.0 request to 127.0.0.1:port with extra header lines (each
- * ending in \r\n, or NULL). The status (body in `body`), or -1. */
-static int request(const char *method, const char *path, const char *headers)
+/* One HTTP/1.0 request to 127.0.0.1:port, with Host: host_name (NULL:
+ * 127.0.0.1:port) and extra header lines (each ending in \r\n, or NULL).
+ * The status (body in `body`), or -1. */
+static int request_to(const char *host_name, const char *method, const char *path,
+                      const char *headers)
 {
+    char own[64];
     struct sockaddr_in addr;
     struct timeval tv = {5, 0};
     char req[2048];
@@ -71,10 +74,12 @@ static int request(const char *method, const char *path, const char *headers)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
         goto out;
+    snprintf(own, sizeof(own), "127.0.0.1:%d", port);
     n = snprintf(req, sizeof(req),
-                 "%s %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n%sContent-Length: "
+                 "%s %s HTTP/1.0\r\nHost: %s\r\n%sContent-Length: "
                  "0\r\n\r\n",
-                 method, path, port, headers ? headers : "");
+                 method, path, host_name ? host_name : own,
+                 headers ? headers : "");
     if (write(fd, req, (size_t)n) != n)
         goto out;
     while (got < sizeof(raw) - 1 &&
@@ -90,6 +95,11 @@ static int request(const char *method, const char *path, const char *headers)
 out:
     close(fd);
     return status;
+}
+
+static int request(const char *method, const char *path, const char *headers)
+{
+    return request_to(NULL, method, path, headers);
 }
 
 /* Starts wharfd with the console on a free port; `console` is a
@@ -418,6 +428,14 @@ Test(console, api_reads_page_find_and_escape)
     cr_expect(strstr(body, "\"status\":\"unknown\""), "%s", body);
     cr_expect_eq(request("GET", "/api/task?id=has%20space", NULL), 400);
     cr_expect_eq(request("GET", "/api/nothing", NULL), 404);
+
+    /* only to its own address: a rebound name gets nothing */
+    cr_expect_eq(request_to("evil.example:80", "GET", "/api/dead?type=chaos",
+                            NULL),
+                 421);
+    cr_expect(!strstr(body, "dead-0"), "%s", body);
+    cr_expect_eq(request_to("localhost", "GET", "/api/overview", NULL), 200);
+    cr_expect_eq(request_to("[::1]:1", "GET", "/api/overview", NULL), 200);
 
     /* hosts say which types they serve, and slots why they restarted */
     wait_overview("\"reason\":\"crash\",\"how\":\"signal SIGSEGV\"", 10000);
