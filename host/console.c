@@ -45,8 +45,7 @@ typedef struct console_asset {
 extern const console_asset console_assets[];
 
 /* The outcomes charted, and their names in the API. */
-static const task_outcome charted[] = {OUTCOME_OK, OUTCOME_RETRY,
-                                       OUTCOME_DEAD};
+static const task_outcome charted[] = {OUTCOME_OK, OUTCOME_RETRY, OUTCOME_DEAD};
 #define N_CHARTED (sizeof(charted) / sizeof(charted[0]))
 
 typedef struct type_ring {
@@ -234,10 +233,9 @@ static void json_reply(http_reply *reply, unsigned status, jbuf *b)
     reply->len = b->len;
 }
 
-static void json_error(http_reply *reply, unsigned status, const char *fmt,
-                       ...) __attribute__((format(printf, 3, 4)));
-static void json_error(http_reply *reply, unsigned status, const char *fmt,
-                       ...)
+static void json_error(http_reply *reply, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void json_error(http_reply *reply, unsigned status, const char *fmt, ...)
 {
     char why[512];
     jbuf b = {0};
@@ -395,8 +393,7 @@ void console_destroy(console *c)
         key_global(key, sizeof(key), prefix_of(c), "hosts");
         redisAppendCommand(c->redis, "ZREM %s %s", key, c->name);
         for (size_t i = 0; i < c->v.n_types; i++) {
-            key_of_type(key, sizeof(key), prefix_of(c), c->v.types[i],
-                        "hosts");
+            key_of_type(key, sizeof(key), prefix_of(c), c->v.types[i], "hosts");
             redisAppendCommand(c->redis, "ZREM %s %s", key, c->name);
         }
         for (size_t i = 0; i < 2 + c->v.n_types; i++) {
@@ -485,10 +482,9 @@ static void presence(console *c)
     snprintf(pid, sizeof(pid), "%ld", (long)getpid());
     types[0] = '\0';
     for (size_t i = 0; i < v->n_types; i++)
-        used += (size_t)snprintf(types + used,
-                                 used < sizeof(types) ? sizeof(types) - used
-                                                      : 0,
-                                 "%s%s", i ? "," : "", v->types[i]);
+        used += (size_t)snprintf(
+            types + used, used < sizeof(types) ? sizeof(types) - used : 0,
+            "%s%s", i ? "," : "", v->types[i]);
     if (used >= sizeof(types))
         types[sizeof(types) - 1] = '\0';
 
@@ -530,8 +526,8 @@ static void presence(console *c)
         redisReply *names = r[5 + 4 * i + 3];
         jbuf list = {0};
         jb_put(&list, "[", 1);
-        for (size_t k = 0; names && names->type == REDIS_REPLY_ARRAY &&
-                           k < names->elements;
+        for (size_t k = 0;
+             names && names->type == REDIS_REPLY_ARRAY && k < names->elements;
              k++) {
             if (k)
                 jb_put(&list, ",", 1);
@@ -566,9 +562,8 @@ static void presence(console *c)
         jb_put(&json, "{\"name\":", 8);
         jb_text(&json, hosts->element[k]->str, hosts->element[k]->len,
                 SIZE_MAX);
-        for (size_t f = 0; h && h->type == REDIS_REPLY_ARRAY &&
-                           f + 1 < h->elements;
-             f += 2) {
+        for (size_t f = 0;
+             h && h->type == REDIS_REPLY_ARRAY && f + 1 < h->elements; f += 2) {
             if (strcmp(h->element[f]->str, "name") == 0)
                 continue;
             jb_put(&json, ",", 1);
@@ -731,8 +726,9 @@ static void jb_slots(jbuf *b, const console *c)
         const slot_history *h = &c->history[i];
         jb_printf(b, "%s{\"slot\":%zu,\"worker\":", i ? "," : "", i);
         jb_str(b, s->consumer ? s->consumer : "");
-        jb_printf(b, ",\"pid\":%ld,\"state\":\"%s\",\"up_ms\":%" PRId64
-                     ",\"batch\":%" PRIu32,
+        jb_printf(b,
+                  ",\"pid\":%ld,\"state\":\"%s\",\"up_ms\":%" PRId64
+                  ",\"batch\":%" PRIu32,
                   (long)s->pid, state_name(s->state), s->up_ms, s->batch_n);
         if (s->id[0]) {
             jb_put(b, ",\"type\":", 8);
@@ -767,8 +763,7 @@ static void overview(console *c, http_reply *reply)
               ",\"started_ms\":%" PRId64
               ",\"redis_up\":%s,\"figures_ok\":%s,\"actions\":%s",
               WHARF_VERSION, wall_ms(), c->started_wall_ms,
-              v->redis_up ? "true" : "false",
-              v->figures_ok ? "true" : "false",
+              v->redis_up ? "true" : "false", v->figures_ok ? "true" : "false",
               v->cfg->console_actions ? "true" : "false");
     jb_put(&b, ",\"types\":[", 10);
     for (size_t i = 0; i < v->n_types; i++) {
@@ -1044,9 +1039,8 @@ static void jb_task(jbuf *b, console *c, const char *type, const char *id,
                       r->element[2]->integer);
             jb_text(b, value->str, value->len, PREVIEW_BYTES);
             jb_printf(b, ",\"cut\":%s}",
-                      r->element[2]->integer > (long long)value->len
-                          ? "true"
-                          : "false");
+                      r->element[2]->integer > (long long)value->len ? "true"
+                                                                     : "false");
         }
         if (strcmp(h->element[i]->str, "trace") == 0) {
             jb_put(b, ",\"trace\":", 9);
@@ -1098,8 +1092,9 @@ static void task_detail(console *c, http_reply *reply)
     if (type && !*type)
         return;
     if (!id || !config_valid_task_id(id, strlen(id))) {
-        json_error(reply, 400, "id: expected 1-200 printable bytes without "
-                               "spaces");
+        json_error(reply, 400,
+                   "id: expected 1-200 printable bytes without "
+                   "spaces");
         return;
     }
     if (type) {
@@ -1259,8 +1254,9 @@ static bool action_allowed(console *c, http_reply *reply)
     char from[300];
 
     if (!c->v.cfg->console_actions || !c->v.cfg->console_token) {
-        json_error(reply, 403, "actions are off: the manifest needs "
-                               "[console] actions = yes and a token");
+        json_error(reply, 403,
+                   "actions are off: the manifest needs "
+                   "[console] actions = yes and a token");
         return false;
     }
     /* A browser names the page a request comes from; another site's page
@@ -1270,16 +1266,20 @@ static bool action_allowed(console *c, http_reply *reply)
         ((origin || referer) &&
          (!url_authority(origin ? origin : referer, from, sizeof(from)) ||
           !host || strcasecmp(from, host) != 0))) {
-        json_error(reply, 403, "cross-origin request refused: Origin %s is "
-                               "not this console (Host %s)",
-                   origin ? origin : referer ? referer : "?",
+        json_error(reply, 403,
+                   "cross-origin request refused: Origin %s is "
+                   "not this console (Host %s)",
+                   origin    ? origin
+                   : referer ? referer
+                             : "?",
                    host ? host : "?");
         return false;
     }
     if (!auth || strncasecmp(auth, "Bearer ", 7) != 0 ||
         !same_secret(auth + 7, c->v.cfg->console_token)) {
-        json_error(reply, 403, "a valid token is needed: header "
-                               "Authorization: Bearer <[console] token>");
+        json_error(reply, 403,
+                   "a valid token is needed: header "
+                   "Authorization: Bearer <[console] token>");
         return false;
     }
     return true;
@@ -1303,8 +1303,9 @@ static void action(console *c, const char *what, http_reply *reply)
     if (!*type)
         return;
     if (!id || !config_valid_task_id(id, strlen(id))) {
-        json_error(reply, 400, "id: expected 1-200 printable bytes without "
-                               "spaces");
+        json_error(reply, 400,
+                   "id: expected 1-200 printable bytes without "
+                   "spaces");
         return;
     }
     if (strcmp(what, "cancel") == 0) {
@@ -1344,8 +1345,8 @@ static void action(console *c, const char *what, http_reply *reply)
                    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
     } else if (strcmp(r->str, "OK") == 0) {
         log_fields(WHARF_LOG_INFO, "console action",
-                   (log_field[]){LOG_STR("action", what),
-                                 LOG_STR("type", type), LOG_STR("task", id)},
+                   (log_field[]){LOG_STR("action", what), LOG_STR("type", type),
+                                 LOG_STR("task", id)},
                    3);
         jb_printf(&b, "{\"done\":\"%s\",\"type\":", what);
         jb_str(&b, type);
@@ -1354,8 +1355,10 @@ static void action(console *c, const char *what, http_reply *reply)
         jb_put(&b, "}", 1);
         json_reply(reply, 200, &b);
     } else if (strcmp(r->str, "MISSING") == 0) {
-        json_error(reply, 410, "dead task '%s' had no envelope: dropped it "
-                               "from the dead set", id);
+        json_error(reply, 410,
+                   "dead task '%s' had no envelope: dropped it "
+                   "from the dead set",
+                   id);
     } else {
         json_error(reply, 404, "no %s task '%s' of type '%s'",
                    s == &cancel_script ? "delayed" : "dead", id, type);
@@ -1434,10 +1437,11 @@ void console_http(console *c, const char *method, const char *path,
 
     refresh_view(c);
     if (!host_allowed(c, http_header("Host"))) {
-        json_error(reply, 421, "the console answers to its own address "
-                               "(an IP, localhost or [metrics] listen), not "
-                               "to Host '%s'; behind a proxy, see "
-                               "docs/console.md",
+        json_error(reply, 421,
+                   "the console answers to its own address "
+                   "(an IP, localhost or [metrics] listen), not "
+                   "to Host '%s'; behind a proxy, see "
+                   "docs/console.md",
                    http_header("Host") ? http_header("Host") : "");
         return;
     }

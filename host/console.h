@@ -42,25 +42,25 @@ typedef struct console_slot {
     int state;                /* slot_state, or -1 when down */
     char type[SLOT_TYPE_MAX]; /* of the running task, or "" */
     char id[SLOT_ID_MAX];
-    int64_t running_ms;       /* how long that task has run */
-    int64_t up_ms;            /* how long this process has lived */
+    int64_t running_ms; /* how long that task has run */
+    int64_t up_ms;      /* how long this process has lived */
     uint32_t batch_n;
-    int64_t restart_in_ms;    /* waiting to be started again, or 0 */
+    int64_t restart_in_ms; /* waiting to be started again, or 0 */
 } console_slot;
 
 /* What the supervisor knows right now, filled on demand by its
  * console_view_fn into memory the console owns. */
 typedef struct console_view {
-    const config *cfg;             /* the manifest in effect */
-    const char *const *types;      /* served, n_types of them */
+    const config *cfg;        /* the manifest in effect */
+    const char *const *types; /* served, n_types of them */
     size_t n_types;
-    const queue_figures *figures;  /* one per type, in the same order, from
-                                      the last refresh (type NULL before
-                                      the first) */
-    bool figures_ok;               /* the last refresh worked */
-    bool redis_up;                 /* the supervisor's own connection */
+    const queue_figures *figures; /* one per type, in the same order, from
+                                     the last refresh (type NULL before
+                                     the first) */
+    bool figures_ok;              /* the last refresh worked */
+    bool redis_up;                /* the supervisor's own connection */
     worker_figures workers;
-    console_slot *slots;           /* n_slots (fixed at console_create) */
+    console_slot *slots; /* n_slots (fixed at console_create) */
     size_t n_slots;
 } console_view;
 

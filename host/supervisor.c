@@ -1330,9 +1330,9 @@ int supervisor_run(const char *config_path, config *cfg)
         s.procs[i].restart_at_ms = slots_now_ms();
     }
     snprintf(err, sizeof(err), "%s:%s", host, cfg->instance);
-    s.console = console_create(err, s.embedded_on ? s.embedded.url
-                                                  : cfg->redis_url,
-                               s.m, s.n_procs, console_view_of, &s);
+    s.console =
+        console_create(err, s.embedded_on ? s.embedded.url : cfg->redis_url,
+                       s.m, s.n_procs, console_view_of, &s);
     log_fields(WHARF_LOG_INFO, "wharfd started",
                (log_field[]){LOG_INT("workers", cfg->workers),
                              LOG_INT("types", (int64_t)s.n_types),

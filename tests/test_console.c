@@ -52,8 +52,8 @@ TestSuite(console, .init = start_redis, .fini = stop_all, .timeout = 180);
 /* One HTTP/1.0 request to 127.0.0.1:port, with Host: host_name (NULL:
  * 127.0.0.1:port) and extra header lines (each ending in \r\n, or NULL).
  * The status (body in `body`), or -1. */
-static int request_to(const char *host_name, const char *method, const char *path,
-                      const char *headers)
+static int request_to(const char *host_name, const char *method,
+                      const char *path, const char *headers)
 {
     char own[64];
     struct sockaddr_in addr;
@@ -131,8 +131,7 @@ static void start_host(const char *console)
 static void wait_overview(const char *want, int timeout_ms)
 {
     for (int waited = 0; waited <= timeout_ms; waited += 50) {
-        if (request("GET", "/api/overview", NULL) == 200 &&
-            strstr(body, want))
+        if (request("GET", "/api/overview", NULL) == 200 && strstr(body, want))
             return;
         test_sleep_ms(50);
     }
@@ -297,10 +296,11 @@ Test(console, page_in_chromium_shows_counts_dead_tasks_and_escapes)
 static void seed_dead(const char *id, const char *payload)
 {
     freeReplyObject(test_redis_command(
-        rc, "HSET wharf:{chaos}:task:%s id %s type chaos payload %s attempt 3 "
-            "enqueued_at 1700000000000 trace "
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 error "
-            "boom failed_at 1700000001000 worker w:0",
+        rc,
+        "HSET wharf:{chaos}:task:%s id %s type chaos payload %s attempt 3 "
+        "enqueued_at 1700000000000 trace "
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 error "
+        "boom failed_at 1700000001000 worker w:0",
         id, id, payload));
     freeReplyObject(
         test_redis_command(rc, "ZADD wharf:{chaos}:dead 1700000001000 %s", id));
@@ -342,9 +342,9 @@ Test(console, actions_need_post_the_token_and_the_same_origin)
     /* with the token, from the console's own page: back to the queue */
     cr_expect_eq(request("POST", "/api/replay?type=chaos&id=replay-me", same),
                  200, "%s", body);
-    cr_expect_eq(test_wait_int(rc, 1, 10000,
-                               "EXISTS wharf:{chaos}:result:replay-me"),
-                 1, "the replayed task never ran");
+    cr_expect_eq(
+        test_wait_int(rc, 1, 10000, "EXISTS wharf:{chaos}:result:replay-me"), 1,
+        "the replayed task never ran");
     cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 0);
     cr_expect_eq(test_host_runs(&host, "replay-me", 1), 1,
                  "the replay did not start again at attempt 1");
@@ -372,14 +372,13 @@ Test(console, actions_need_post_the_token_and_the_same_origin)
         rc, "ZADD wharf:{chaos}:delayed 99999999999999 later"));
     cr_expect_eq(request("GET", "/api/task?id=later", NULL), 200);
     cr_expect(strstr(body, "\"status\":\"delayed\""), "%s", body);
-    cr_expect_eq(request("POST", "/api/cancel?type=chaos&id=later", same),
-                 200, "%s", body);
+    cr_expect_eq(request("POST", "/api/cancel?type=chaos&id=later", same), 200,
+                 "%s", body);
     cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:delayed"), 0);
     cr_expect_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:task:later"), 0);
-    cr_expect_eq(request("POST", "/api/cancel?type=chaos&id=later", same),
-                 404);
-    cr_expect(test_host_log_has(&host, "console action", "replay",
-                                "replay-me", NULL));
+    cr_expect_eq(request("POST", "/api/cancel?type=chaos&id=later", same), 404);
+    cr_expect(test_host_log_has(&host, "console action", "replay", "replay-me",
+                                NULL));
 }
 
 Test(console, api_reads_page_find_and_escape)
@@ -394,8 +393,8 @@ Test(console, api_reads_page_find_and_escape)
     }
     test_add_entry(rc, "chaos", "done-1", "ok");
     test_add_entry(rc, "chaos", "crash-1", "crash");
-    cr_assert_eq(test_wait_int(rc, 1, 10000, "EXISTS wharf:{chaos}:result:done-1"),
-                 1);
+    cr_assert_eq(
+        test_wait_int(rc, 1, 10000, "EXISTS wharf:{chaos}:result:done-1"), 1);
 
     /* paging: a bounded page, newest first, with the total */
     cr_expect_eq(request("GET", "/api/dead?type=chaos&limit=2", NULL), 200);
@@ -430,9 +429,9 @@ Test(console, api_reads_page_find_and_escape)
     cr_expect_eq(request("GET", "/api/nothing", NULL), 404);
 
     /* only to its own address: a rebound name gets nothing */
-    cr_expect_eq(request_to("evil.example:80", "GET", "/api/dead?type=chaos",
-                            NULL),
-                 421);
+    cr_expect_eq(
+        request_to("evil.example:80", "GET", "/api/dead?type=chaos", NULL),
+        421);
     cr_expect(!strstr(body, "dead-0"), "%s", body);
     cr_expect_eq(request_to("localhost", "GET", "/api/overview", NULL), 200);
     cr_expect_eq(request_to("[::1]:1", "GET", "/api/overview", NULL), 200);
@@ -504,8 +503,8 @@ Test(console, top_in_tmux_shows_types_and_counts)
         int ready = -1, running = -1, delayed = -1, dead = -1, ok = -1;
         char pressure[8];
         cr_assert(row, "%s", screen);
-        cr_expect_eq(sscanf(row, "\nchaos %d %d %d %d %7s %d", &ready,
-                            &running, &delayed, &dead, pressure, &ok),
+        cr_expect_eq(sscanf(row, "\nchaos %d %d %d %d %7s %d", &ready, &running,
+                            &delayed, &dead, pressure, &ok),
                      6, "%s", screen);
         cr_expect_eq(ready, 0);
         cr_expect_eq(running, 0);
@@ -553,8 +552,7 @@ Test(console, manifest_keys)
 {
     char err[CONFIG_ERR_LEN];
 
-    cr_expect_eq(load_manifest("[console]\nactions = yes\ntoken = " TOKEN
-                               "\n",
+    cr_expect_eq(load_manifest("[console]\nactions = yes\ntoken = " TOKEN "\n",
                                err, sizeof(err)),
                  0, "%s", err);
     cr_expect_eq(load_manifest("[console]\nactions = yes\n", err, sizeof(err)),

@@ -28,15 +28,22 @@
 
 /* ---- a small JSON reader, for the console's own answers ---- */
 
-typedef enum jtype { J_NULL, J_BOOL, J_NUMBER, J_STRING, J_ARRAY, J_OBJECT } jtype;
+typedef enum jtype {
+    J_NULL,
+    J_BOOL,
+    J_NUMBER,
+    J_STRING,
+    J_ARRAY,
+    J_OBJECT
+} jtype;
 
 typedef struct jvalue {
     jtype type;
     double number;
     bool boolean;
-    char *string;           /* J_STRING, NUL-terminated UTF-8 */
-    struct jvalue *items;   /* J_ARRAY / J_OBJECT values */
-    char **keys;            /* J_OBJECT */
+    char *string;         /* J_STRING, NUL-terminated UTF-8 */
+    struct jvalue *items; /* J_ARRAY / J_OBJECT values */
+    char **keys;          /* J_OBJECT */
     size_t n;
 } jvalue;
 
@@ -133,11 +140,21 @@ static char *parse_string(jparser *p)
             goto bad;
         ch = *p->s++;
         switch (ch) {
-        case 'n': out[len++] = '\n'; break;
-        case 't': out[len++] = '\t'; break;
-        case 'r': out[len++] = '\r'; break;
-        case 'b': out[len++] = '\b'; break;
-        case 'f': out[len++] = '\f'; break;
+        case 'n':
+            out[len++] = '\n';
+            break;
+        case 't':
+            out[len++] = '\t';
+            break;
+        case 'r':
+            out[len++] = '\r';
+            break;
+        case 'b':
+            out[len++] = '\b';
+            break;
+        case 'f':
+            out[len++] = '\f';
+            break;
         case 'u': {
             unsigned cp, lo;
             if (p->end - p->s < 4 || parse_hex4(p->s, &cp) != 0)
@@ -153,7 +170,9 @@ static char *parse_string(jparser *p)
             len += (size_t)put_utf8(out + len, cp);
             break;
         }
-        default: out[len++] = ch; break;
+        default:
+            out[len++] = ch;
+            break;
         }
     }
     if (p->s >= p->end)
@@ -335,8 +354,7 @@ static int parse_target(const char *url, target *t, char *err, size_t len)
             snprintf(err, len, "'%s': missing ']'", url);
             return -1;
         }
-        snprintf(t->host, sizeof(t->host), "%.*s", (int)(close - s - 1),
-                 s + 1);
+        snprintf(t->host, sizeof(t->host), "%.*s", (int)(close - s - 1), s + 1);
         colon = close + 1 < s + n && close[1] == ':' ? close + 1 : NULL;
     } else {
         colon = memchr(s, ':', n);
@@ -368,8 +386,8 @@ static int wait_fd(int fd, short events, int64_t deadline)
 
 /* GETs base + path; the body (malloc'd, NUL-terminated) in *body and the
  * status, or -1 with why in err. */
-static int http_get(const target *t, const char *path, char **body,
-                    char *err, size_t errlen)
+static int http_get(const target *t, const char *path, char **body, char *err,
+                    size_t errlen)
 {
     struct addrinfo hints, *found = NULL;
     struct timespec ts;
@@ -380,16 +398,16 @@ static int http_get(const target *t, const char *path, char **body,
     ssize_t n;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    deadline = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
-               HTTP_TIMEOUT_MS;
+    deadline =
+        (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + HTTP_TIMEOUT_MS;
     memset(&hints, 0, sizeof(hints));
     hints.ai_socktype = SOCK_STREAM;
     if ((rc = getaddrinfo(t->host, t->port, &hints, &found)) != 0) {
         snprintf(err, errlen, "%s: %s", t->host, gai_strerror(rc));
         return -1;
     }
-    fd = socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                0);
+    fd =
+        socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0 || (connect(fd, found->ai_addr, found->ai_addrlen) != 0 &&
                    errno != EINPROGRESS)) {
         snprintf(err, errlen, "connect %s:%s: %s", t->host, t->port,
@@ -543,8 +561,8 @@ static void render(frame *f, const char *url, const jvalue *o)
          jnum(r, "exit", 0), jnum(r, "reload", 0));
     line(f, "%s", "");
     line(f, "%-20s %8s %8s %8s %8s %-8s %7s %8s %7s %9s %9s  %s", "TYPE",
-         "READY", "RUNNING", "DELAYED", "DEAD", "PRESSURE", "OK/1m",
-         "RETRY/1m", "DEAD/1m", "RUN p50", "RUN p99", "HOSTS");
+         "READY", "RUNNING", "DELAYED", "DEAD", "PRESSURE", "OK/1m", "RETRY/1m",
+         "DEAD/1m", "RUN p50", "RUN p99", "HOSTS");
     for (size_t i = 0; types && types->type == J_ARRAY && i < types->n; i++) {
         const jvalue *t = &types->items[i], *m = jget(t, "last_minute");
         const jvalue *hosts = jget(t, "hosts"), *run = jget(t, "run_ms");
@@ -559,7 +577,8 @@ static void render(frame *f, const char *url, const jvalue *o)
                                          hosts->items[k].string);
         fmt_ms(p50, sizeof(p50), run, "p50");
         fmt_ms(p99, sizeof(p99), run, "p99");
-        line(f, "%-20s %8.0f %8.0f %8.0f %8.0f %-8s %7.0f %8.0f %7.0f %9s %9s  %s",
+        line(f,
+             "%-20s %8.0f %8.0f %8.0f %8.0f %-8s %7.0f %8.0f %7.0f %9s %9s  %s",
              jstr(t, "type", "?"), jnum(t, "ready", 0), jnum(t, "running", 0),
              jnum(t, "delayed", 0), jnum(t, "dead", 0),
              jbool(t, "pressure") ? "ON" : "off", jnum(m, "ok", 0),
@@ -585,21 +604,20 @@ static void render(frame *f, const char *url, const jvalue *o)
                  jnum(s, "restarts", 0), last ? " (last: " : "",
                  last ? jstr(last, "reason", "") : "", last ? ", " : "",
                  last ? jstr(last, "how", "") : "", last ? ")" : "");
-        line(f, "%-4.0f %-24s %8.0f %-9s %-36s %7s %7s %s",
-             jnum(s, "slot", 0), jstr(s, "worker", "?"), jnum(s, "pid", 0),
-             jstr(s, "state", "?"), task, run_for, up, restarts);
+        line(f, "%-4.0f %-24s %8.0f %-9s %-36s %7s %7s %s", jnum(s, "slot", 0),
+             jstr(s, "worker", "?"), jnum(s, "pid", 0), jstr(s, "state", "?"),
+             task, run_for, up, restarts);
     }
 }
 
 /* ---- the terminal ---- */
 
-static volatile sig_atomic_t top_stop, top_resized;
+static volatile sig_atomic_t top_stop;
 
+/* SIGWINCH only wakes the wait, so the next frame fits the new width. */
 static void on_top_signal(int sig)
 {
-    if (sig == SIGWINCH)
-        top_resized = 1;
-    else
+    if (sig != SIGWINCH)
         top_stop = 1;
 }
 
@@ -644,9 +662,8 @@ static int run(cli *ctx, int argc, char **argv)
             snprintf(url, sizeof(url), "%s", optarg);
         else if (opt == 'o')
             once = true;
-        else if (opt == 'i' &&
-                 (code = cli_duration(ctx, "--interval", optarg,
-                                      &interval_ms)) != 0)
+        else if (opt == 'i' && (code = cli_duration(ctx, "--interval", optarg,
+                                                    &interval_ms)) != 0)
             return code;
     }
     if (opt < 0)
@@ -690,8 +707,9 @@ static int run(cli *ctx, int argc, char **argv)
             p.depth = 0;
             if (parse_value(&p, &o) != 0 || o.type != J_OBJECT) {
                 status = -1;
-                snprintf(err, sizeof(err), "the answer is not the JSON of "
-                                           "/api/overview");
+                snprintf(err, sizeof(err),
+                         "the answer is not the JSON of "
+                         "/api/overview");
             }
         } else if (status > 0) {
             snprintf(err, sizeof(err), "HTTP %d from %s/api/overview", status,
@@ -711,8 +729,8 @@ static int run(cli *ctx, int argc, char **argv)
         if (live) {
             /* Home, each line then clear to its end, clear below. */
             fputs("\033[H", stdout);
-            for (char *s = f.s, *nl; s && (nl = memchr(s, '\n',
-                                                        (size_t)(f.s + f.len - s)));
+            for (char *s = f.s, *nl;
+                 s && (nl = memchr(s, '\n', (size_t)(f.s + f.len - s)));
                  s = nl + 1) {
                 fwrite(s, 1, (size_t)(nl - s), stdout);
                 fputs("\033[K\r\n", stdout);
@@ -734,14 +752,11 @@ static int run(cli *ctx, int argc, char **argv)
             if (poll(&in, raw ? 1 : 0, (int)interval_ms) == 1) {
                 char keys[32];
                 ssize_t n = read(STDIN_FILENO, keys, sizeof(keys));
-                if (n == 0 && !raw)
-                    top_stop = 1;
                 for (ssize_t k = 0; k < n; k++)
                     if (keys[k] == 'q' || keys[k] == 'Q' || keys[k] == 3)
                         top_stop = 1;
             }
         }
-        top_resized = 0;
     }
     if (live)
         fputs("\033[?25h\033[?1049l", stdout);
