@@ -48,8 +48,19 @@ extern const console_asset console_assets[];
 static const task_outcome charted[] = {OUTCOME_OK, OUTCOME_RETRY, OUTCOME_DEAD};
 #define N_CHARTED (sizeof(charted) / sizeof(charted[0]))
 
+/* A histogram's buckets and sum at one moment (cumulative). */
+typedef struct histogram_copy {
+    uint64_t buckets[METRICS_BUCKETS];
+    uint64_t sum_us;
+} histogram_copy;
+
+/* Histogram copies are kept every CHART_STEP_S seconds, this many: the
+ * percentiles cover the last CHART_POINTS steps. */
+#define HISTOGRAM_COPIES (CHART_POINTS + 1)
+
 typedef struct type_ring {
     uint64_t counts[CONSOLE_SAMPLES][N_CHARTED]; /* cumulative */
+    histogram_copy wait[HISTOGRAM_COPIES], run[HISTOGRAM_COPIES];
 } type_ring;
 
 typedef struct slot_history {
@@ -81,6 +92,10 @@ struct console {
     int64_t sample_wall[CONSOLE_SAMPLES];
     size_t head; /* the latest sample */
     size_t samples;
+    uint64_t ticks; /* samples ever taken */
+    /* histogram copies: the latest at copy_head, taken at copy_wall[] */
+    int64_t copy_wall[HISTOGRAM_COPIES];
+    size_t copy_head, copies;
     slot_history *history;
     char *hosts_json; /* [{...}, ...] from the last tick, or NULL */
     served_by *served;
@@ -430,10 +445,19 @@ void console_worker_exited(console *c, size_t index, restart_reason why,
 
 /* ---- the per-second tick ---- */
 
+static void copy_histogram(histogram_copy *out, const histogram *h)
+{
+    for (size_t b = 0; b < METRICS_BUCKETS; b++)
+        out->buckets[b] = atomic_load(&h->buckets[b]);
+    out->sum_us = atomic_load(&h->sum_us);
+}
+
 static void sample(console *c)
 {
     uint32_t n = atomic_load(&c->m->n_types);
     size_t at = c->samples == 0 ? 0 : (c->head + 1) % CONSOLE_SAMPLES;
+    bool copy = c->ticks++ % CHART_STEP_S == 0;
+    size_t copy_at = c->copies == 0 ? 0 : (c->copy_head + 1) % HISTOGRAM_COPIES;
 
     for (uint32_t ti = 0; ti < n && ti < METRICS_MAX_TYPES; ti++) {
         type_ring *ring = c->rings[ti];
@@ -447,8 +471,22 @@ static void sample(console *c)
                 out_of_memory();
             for (size_t i = 0; i < CONSOLE_SAMPLES; i++)
                 memcpy(ring->counts[i], now, sizeof(now));
+            for (size_t i = 0; i < HISTOGRAM_COPIES; i++) {
+                copy_histogram(&ring->wait[i], &c->m->types[ti].wait);
+                copy_histogram(&ring->run[i], &c->m->types[ti].duration);
+            }
         }
         memcpy(ring->counts[at], now, sizeof(now));
+        if (copy) {
+            copy_histogram(&ring->wait[copy_at], &c->m->types[ti].wait);
+            copy_histogram(&ring->run[copy_at], &c->m->types[ti].duration);
+        }
+    }
+    if (copy) {
+        c->copy_wall[copy_at] = wall_ms();
+        c->copy_head = copy_at;
+        if (c->copies < HISTOGRAM_COPIES)
+            c->copies++;
     }
     c->sample_wall[at] = wall_ms();
     c->head = at;
@@ -606,15 +644,15 @@ static uint64_t sample_at(const console *c, size_t ti, size_t ago, size_t k)
         ->counts[(c->head + CONSOLE_SAMPLES - ago) % CONSOLE_SAMPLES][k];
 }
 
-/* The q-quantile (0..1) of h in milliseconds, interpolated within its
- * bucket; -1 when empty. */
-static double percentile_ms(const histogram *h, double q)
+/* The q-quantile (0..1) of bucket counts in milliseconds, interpolated
+ * within its bucket (as Prometheus' histogram_quantile); -1 when empty. */
+static double percentile_ms(const uint64_t *counts, double q)
 {
-    uint64_t counts[METRICS_BUCKETS], total = 0, seen = 0;
+    uint64_t total = 0, seen = 0;
     double want;
 
     for (size_t b = 0; b < METRICS_BUCKETS; b++)
-        total += counts[b] = atomic_load(&h->buckets[b]);
+        total += counts[b];
     if (total == 0)
         return -1;
     want = q * (double)total;
@@ -633,19 +671,35 @@ static double percentile_ms(const histogram *h, double q)
     return -1;
 }
 
-static void jb_histogram(jbuf *b, const char *name, const histogram *h)
+/* The runs of the window: now (h) less the oldest copy kept (from). */
+static void jb_histogram(jbuf *b, const console *c, const char *name,
+                         const histogram *h, const histogram_copy *from)
 {
+    histogram_copy now;
     uint64_t count = 0;
-    for (size_t k = 0; k < METRICS_BUCKETS; k++)
-        count += atomic_load(&h->buckets[k]);
+    int64_t window_ms =
+        wall_ms() -
+        c->copy_wall[(c->copy_head + HISTOGRAM_COPIES - (c->copies - 1)) %
+                     HISTOGRAM_COPIES];
+
+    copy_histogram(&now, h);
+    for (size_t k = 0; k < METRICS_BUCKETS; k++) {
+        now.buckets[k] -= from->buckets[k];
+        count += now.buckets[k];
+    }
+    now.sum_us -= from->sum_us;
     /* top_ms: the last finite bound; a percentile there means "more". */
-    jb_printf(b, "\"%s\":{\"count\":%" PRIu64 ",\"top_ms\":%.0f", name, count,
+    jb_printf(b,
+              "\"%s\":{\"window_s\":%" PRId64 ",\"count\":%" PRIu64
+              ",\"top_ms\":%.0f",
+              name, (window_ms + 500) / 1000, count,
               (double)metrics_bucket_bound_us(METRICS_BUCKETS - 2) / 1000.0);
     if (count) {
         jb_printf(b, ",\"avg\":%.3f,\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f",
-                  (double)atomic_load(&h->sum_us) / (double)count / 1000.0,
-                  percentile_ms(h, 0.5), percentile_ms(h, 0.9),
-                  percentile_ms(h, 0.99));
+                  (double)now.sum_us / (double)count / 1000.0,
+                  percentile_ms(now.buckets, 0.5),
+                  percentile_ms(now.buckets, 0.9),
+                  percentile_ms(now.buckets, 0.99));
     }
     jb_put(b, "}", 1);
 }
@@ -696,9 +750,16 @@ static void jb_type(jbuf *b, const console *c, const queue_figures *f)
         jb_put(b, "]", 1);
     }
     jb_put(b, "},", 2);
-    jb_histogram(b, "wait_ms", &c->m->types[ti].wait);
-    jb_put(b, ",", 1);
-    jb_histogram(b, "run_ms", &c->m->types[ti].duration);
+    {
+        /* the oldest histogram copy kept: the window's start */
+        size_t oldest = (c->copy_head + HISTOGRAM_COPIES - (c->copies - 1)) %
+                        HISTOGRAM_COPIES;
+        jb_histogram(b, c, "wait_ms", &c->m->types[ti].wait,
+                     &c->rings[ti]->wait[oldest]);
+        jb_put(b, ",", 1);
+        jb_histogram(b, c, "run_ms", &c->m->types[ti].duration,
+                     &c->rings[ti]->run[oldest]);
+    }
     jb_put(b, "}", 1);
 }
 

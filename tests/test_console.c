@@ -164,6 +164,14 @@ static void chaos_run(void)
                   "\"delayed\":0,\"dead\":4,",
                   20000);
     wait_overview("\"totals\":{\"ok\":8,\"retry\":2,\"dead\":4,", 5000);
+    /* 14 plugin runs: 6 ok, 2 x 2 fail:1, 3 fatal, 1 <script> */
+    {
+        const char *chaos = strstr(body, "{\"type\":\"chaos\"");
+        const char *run =
+            chaos ? strstr(chaos, "\"run_ms\":{\"window_s\":") : NULL;
+        cr_assert(run, "%s", body);
+        cr_expect(strstr(run, "\"count\":14,\"top_ms\":10000,"), "%s", run);
+    }
     wait_overview("\"type\":\"echo\",\"ready\":0,\"running\":0,"
                   "\"delayed\":0,\"dead\":0,",
                   5000);
