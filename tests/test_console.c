@@ -574,3 +574,29 @@ Test(console, manifest_keys)
                  -1);
     cr_expect(strstr(err, "unknown key 'actoins' in [console]"), "%s", err);
 }
+
+Test(console, page_replay_button_in_chromium)
+{
+    char cmd[1024], log[300];
+
+    if (system("command -v chromium >/dev/null 2>&1 && "
+               "command -v node >/dev/null 2>&1") != 0)
+        cr_skip_test("needs chromium and node (apt-get install chromium "
+                     "nodejs) to press the page's buttons");
+    start_host("[console]\nactions = yes\ntoken = " TOKEN "\n");
+    seed_dead("click-me", "ok");
+    snprintf(log, sizeof(log), "%s/click.log", host.dir);
+    snprintf(cmd, sizeof(cmd),
+             "node %s/tests/console/click-replay.mjs "
+             "'http://127.0.0.1:%d/#type=chaos&id=click-me' '%s' >%s 2>&1",
+             WHARF_SOURCE_DIR, port, TOKEN, log);
+    if (system(cmd) != 0) {
+        char *text = read_file(log);
+        cr_assert_fail("the page's replay failed: %s", text);
+    }
+    cr_expect_eq(
+        test_wait_int(rc, 1, 10000, "EXISTS wharf:{chaos}:result:click-me"), 1,
+        "the task replayed from the page never ran");
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 0);
+    cr_expect(test_host_log_has(&host, "console action", "click-me", NULL));
+}

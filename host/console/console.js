@@ -227,7 +227,7 @@ function say(text, error) {
   $('message').className = error ? 'error' : '';
 }
 
-async function showTask(type, id) {
+async function showTask(type, id, keepMessage) {
   const q = new URLSearchParams({ id: id });
   if (type) q.set('type', type);
   const r = await api('api/task?' + q);
@@ -236,7 +236,8 @@ async function showTask(type, id) {
   $('detail-id').textContent = id;
   $('detail-type').textContent = t.type || type || '-';
   $('detail-status').textContent = t.status || ('error ' + r.status);
-  say(r.status === 200 || r.status === 404 ? '' : (t.error || ''), true);
+  if (r.status !== 200 && r.status !== 404) say(t.error || 'error ' + r.status, true);
+  else if (!keepMessage) say('');
   state.detail = t.type ? { type: t.type, id: id } : null;
   const extra = [];
   if (t.died_at) extra.push('died ' + when(t.died_at));
@@ -269,8 +270,8 @@ async function act(action) {
     method: 'POST',
     headers: { Authorization: 'Bearer ' + token },
   });
+  await showTask(state.detail.type, state.detail.id, true);
   say(r.status === 200 ? action + ': done' : action + ': ' + (r.body.error || r.status), r.status !== 200);
-  await showTask(state.detail.type, state.detail.id);
   state.deadSeen = -1;
 }
 
