@@ -338,7 +338,8 @@ typedef enum value_kind {
     VALUE_NAME, /* instance, prefix: the type name rule */
     VALUE_PATH,
     VALUE_URL,
-    VALUE_LISTEN
+    VALUE_LISTEN,
+    VALUE_TOKEN /* a secret: 16..200 printable bytes, no spaces */
 } value_kind;
 
 typedef struct key_spec {
@@ -402,6 +403,12 @@ static const key_spec metrics_keys[] = {
     {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL},
 };
 
+static const key_spec console_keys[] = {
+    HOST("actions", VALUE_BOOL, console_actions, 0, 1, NULL),
+    HOST("token", VALUE_TOKEN, console_token, 0, 0, NULL),
+    {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL},
+};
+
 static const key_spec log_keys[] = {
     HOST("level", VALUE_ENUM, log_level, 0, 0, level_names),
     HOST("format", VALUE_ENUM, log_format, 0, 0, format_names),
@@ -445,6 +452,7 @@ typedef enum section_kind {
     SECTION_REDIS,
     SECTION_METRICS,
     SECTION_LOG,
+    SECTION_CONSOLE,
     SECTION_DEFAULTS,
     SECTION_PLUGIN,
     SECTION_TYPE,
@@ -462,6 +470,7 @@ static const fixed_section fixed_sections[] = {
     {"redis", SECTION_REDIS, redis_keys},
     {"metrics", SECTION_METRICS, metrics_keys},
     {"log", SECTION_LOG, log_keys},
+    {"console", SECTION_CONSOLE, console_keys},
     {"defaults", SECTION_DEFAULTS, policy_keys},
     {NULL, SECTION_NONE, NULL},
 };
@@ -759,6 +768,16 @@ static void set_value(parser *p, const key_spec *spec, void *base,
         if (why != NULL)
             fail(p, p->line, "bad value '%s' for %s: %s", value, spec->name,
                  why);
+        else
+            store_string(field, value);
+        return;
+    case VALUE_TOKEN:
+        if (strlen(value) < 16 || strlen(value) > 200)
+            fail(p, p->line, "bad value for %s: it must be 16 to 200 bytes "
+                 "long (a long random string)", spec->name);
+        else if (value[strcspn(value, " \t\"'\\")] != '\0')
+            fail(p, p->line, "bad value for %s: no spaces, quotes or "
+                 "backslashes", spec->name);
         else
             store_string(field, value);
         return;
@@ -1229,6 +1248,11 @@ static void finish(parser *p)
 
     replace_path(&cfg->plugins_dir, cfg->dir);
     replace_path(&cfg->data_dir, cfg->dir);
+    cfg->console_line = p->fixed_line[SECTION_CONSOLE];
+    if (cfg->console_actions && cfg->console_token == NULL)
+        fail(p, cfg->console_line,
+             "[console] actions = yes needs a token (token = a long random "
+             "string; actions must present it)");
     check_watermarks(p, &cfg->defaults, p->defaults_lines, "defaults",
                      "the built-in default)");
     for (size_t i = 0; i < cfg->n_types; i++) {
@@ -1425,6 +1449,7 @@ void config_free(config *cfg)
     free(cfg->prefix);
     free(cfg->data_dir);
     free(cfg->metrics_listen);
+    free(cfg->console_token);
     free(cfg);
 }
 

@@ -95,6 +95,11 @@ typedef struct config {
     /* [metrics] */
     char *metrics_listen; /* "host:port", or NULL when "off" */
 
+    /* [console] (docs/console.md) */
+    bool console_actions; /* replay / purge / cancel allowed */
+    char *console_token;  /* what actions must present, or NULL */
+    int console_line;     /* the [console] header, for messages; 0 if none */
+
     /* [log] */
     int log_level; /* WHARF_LOG_DEBUG .. WHARF_LOG_ERROR */
     log_format log_format;

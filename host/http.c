@@ -130,6 +130,10 @@ static void on_connection(void *cls, struct MHD_Connection *conn,
     s->open++;
 }
 
+/* The request a handler is answering, for http_header and http_query
+ * (one loop, one request at a time). */
+static struct MHD_Connection *current_request;
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                                   const char *url, const char *method,
                                   const char *version, const char *upload,
@@ -150,7 +154,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         *upload_size = 0;
         return MHD_YES;
     }
+    current_request = conn;
     s->handler(s->arg, method, url, &reply);
+    current_request = NULL;
     if (!reply.body) {
         reply.status = 500;
         reply.body = strdup("out of memory\n");
@@ -284,6 +290,21 @@ http_server *http_start(const char *listen, http_handler handler, void *arg,
         return NULL;
     }
     return s;
+}
+
+const char *http_header(const char *name)
+{
+    return current_request ? MHD_lookup_connection_value(
+                                 current_request, MHD_HEADER_KIND, name)
+                           : NULL;
+}
+
+const char *http_query(const char *name)
+{
+    return current_request
+               ? MHD_lookup_connection_value(current_request,
+                                             MHD_GET_ARGUMENT_KIND, name)
+               : NULL;
 }
 
 int http_fd(const http_server *s)

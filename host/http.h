@@ -25,6 +25,12 @@ typedef void (*http_handler)(void *arg, const char *method, const char *path,
 http_server *http_start(const char *listen, http_handler handler, void *arg,
                         char *err, size_t errlen);
 
+/* During a handler call only: the value of the request's header `name`
+ * (any case), or of its query argument `name` (decoded), or NULL. Owned
+ * by the server; valid until the handler returns. */
+const char *http_header(const char *name);
+const char *http_query(const char *name);
+
 /* The file descriptor to poll for input. */
 int http_fd(const http_server *s);
 

@@ -21,6 +21,16 @@ static const char *const bucket_le[METRICS_BUCKETS] = {
 static const char *const restart_names[RESTART_REASON_COUNT] = {
     "crash", "timeout", "exit", "reload"};
 
+int64_t metrics_bucket_bound_us(size_t b)
+{
+    return b < METRICS_BUCKETS - 1 ? bucket_us[b] : -1;
+}
+
+const char *metrics_restart_name(restart_reason why)
+{
+    return why < RESTART_REASON_COUNT ? restart_names[why] : "unknown";
+}
+
 metrics *metrics_create(void)
 {
     void *p = mmap(NULL, sizeof(metrics), PROT_READ | PROT_WRITE,

@@ -79,6 +79,13 @@ void metrics_run(metrics *m, int ti, int64_t duration_us, int64_t wait_us);
 /* Adds n to a global counter. */
 void metrics_add(metrics *m, _Atomic uint64_t *counter, uint64_t n);
 
+/* The upper bound of finite histogram bucket b (< METRICS_BUCKETS - 1),
+ * in microseconds; -1 for the last (+Inf) bucket. */
+int64_t metrics_bucket_bound_us(size_t b);
+
+/* "crash", "timeout", "exit" or "reload". */
+const char *metrics_restart_name(restart_reason why);
+
 /* Renders everything as Prometheus text (format 0.0.4) into a malloc'd,
  * NUL-terminated buffer (caller frees); NULL when out of memory. queues
  * are n_queues current figures (redis_up 0: queue gauges left out). */

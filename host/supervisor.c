@@ -21,6 +21,7 @@
 #include "broker.h"
 #include "check.h"
 #include "child.h"
+#include "console.h"
 #include "embedded.h"
 #include "http.h"
 #include "loader.h"
@@ -105,6 +106,7 @@ typedef struct supervisor {
     bool figures_ok;
     int64_t figures_ms;
     uint64_t counted_round_trips, counted_errors;
+    console *console; /* the page and /api/ (console.h) */
 } supervisor;
 
 static int signal_pipe[2] = {-1, -1};
@@ -490,11 +492,13 @@ static void worker_exited(supervisor *s, size_t index, int status,
         p->crashes = 0;
         p->restart_at_ms = now;
         metrics_add(s->m, &s->m->restarts[RESTART_RELOAD], 1);
+        console_worker_exited(s->console, index, RESTART_RELOAD, how);
     } else {
         restart_reason why = p->killed_for_timeout  ? RESTART_TIMEOUT
                              : WIFSIGNALED(status) ? RESTART_CRASH
                                                    : RESTART_EXIT;
         metrics_add(s->m, &s->m->restarts[why], 1);
+        console_worker_exited(s->console, index, why, how);
         unsigned shift;
         int64_t delay;
         p->replace = false; /* it starts with the current plugins */
@@ -818,6 +822,42 @@ static worker_figures count_workers(supervisor *s)
     return w;
 }
 
+/* What the console shows, from what the loop already knows. */
+static void console_view_of(void *arg, console_view *v)
+{
+    supervisor *s = arg;
+    int64_t now = slots_now_ms();
+
+    v->cfg = s->cfg;
+    v->types = (const char *const *)s->types;
+    v->n_types = s->b.n_queues;
+    v->figures = s->figures;
+    v->figures_ok = s->figures_ok;
+    v->redis_up = s->b.redis != NULL;
+    v->workers = count_workers(s);
+    for (size_t i = 0; i < v->n_slots && i < s->n_procs; i++) {
+        worker_proc *p = &s->procs[i];
+        console_slot *out = &v->slots[i];
+        memset(out, 0, sizeof(*out));
+        out->consumer = p->consumer;
+        out->pid = p->pid > 0 ? p->pid : 0;
+        out->state = -1;
+        out->restart_in_ms = p->restart_at_ms ? p->restart_at_ms - now : 0;
+        if (p->pid <= 0 || read_slot(p) != 0)
+            continue;
+        out->state = p->snap->state;
+        out->up_ms = now - p->forked_ms;
+        out->batch_n = p->snap->batch_n;
+        if (p->snap->state == SLOT_RUNNING &&
+            p->snap->running < p->snap->batch_n) {
+            const slot_task *t = &p->snap->batch[p->snap->running];
+            snprintf(out->type, sizeof(out->type), "%s", t->type);
+            snprintf(out->id, sizeof(out->id), "%s", t->id);
+            out->running_ms = now - p->snap->started_ms;
+        }
+    }
+}
+
 static void text_reply(http_reply *reply, unsigned status, const char *body)
 {
     reply->status = status;
@@ -836,6 +876,10 @@ static void on_http(void *arg, const char *method, const char *path,
     supervisor *s = arg;
     worker_figures workers;
 
+    if (s->console && console_handles(path)) {
+        console_http(s->console, method, path, reply);
+        return;
+    }
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
         text_reply(reply, 405, "only GET\n");
         return;
@@ -1203,6 +1247,7 @@ static int run_loop(supervisor *s)
             s->last_watchdog_ms = now;
         }
         count_redis(s);
+        console_tick(s->console, now);
         if (maintain(s, now) == -2) {
             log_fields(WHARF_LOG_ERROR,
                        "another wharfd took this instance name; stopping",
@@ -1298,6 +1343,10 @@ int supervisor_run(const char *config_path, config *cfg)
                  "%s:%s:%zu", host, cfg->instance, i);
         s.procs[i].restart_at_ms = slots_now_ms();
     }
+    snprintf(err, sizeof(err), "%s:%s", host, cfg->instance);
+    s.console =
+        console_create(err, s.embedded_on ? s.embedded.url : cfg->redis_url,
+                       s.m, s.n_procs, console_view_of, &s);
     log_fields(WHARF_LOG_INFO, "wharfd started",
                (log_field[]){LOG_INT("workers", cfg->workers),
                              LOG_INT("types", (int64_t)s.n_types),
@@ -1315,6 +1364,7 @@ int supervisor_run(const char *config_path, config *cfg)
                (log_field[]){LOG_INT("status", status)}, 1);
 out:
     http_stop(s.http);
+    console_destroy(s.console);
     broker_destroy(&s.b);
     metrics_destroy(s.m);
     free(s.figures);

@@ -46,6 +46,7 @@ extern const cli_command cmd_dead_purge_entry;
 extern const cli_command cmd_locks_list_entry;
 extern const cli_command cmd_locks_release_entry;
 extern const cli_command cmd_run_entry;
+extern const cli_command cmd_top_entry;
 
 /* Exit codes beyond <sysexits.h>: a missing thing is 1. */
 #define CLI_NOT_FOUND 1

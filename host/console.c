@@ -1,0 +1,1533 @@
+/* The console; see console.h and docs/console.md. The page's assets are
+ * compiled in (console_assets.c, made from host/console/ at build time),
+ * the JSON is written here, and every byte of task data leaves as JSON
+ * text with <, > and & escaped, for the page to set as textContent. */
+#include "console.h"
+
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "keys.h"
+#include "log.h"
+#include "redis_url.h"
+#include "script.h"
+
+/* Retry a lost console connection no sooner than this. */
+#define RECONNECT_EVERY_MS 2000
+#define SAMPLE_EVERY_MS 1000
+/* Charts: CHART_POINTS steps of CHART_STEP_S seconds. */
+#define CHART_POINTS 60
+#define CHART_STEP_S 5
+/* Hosts listed per type and in all. */
+#define HOSTS_MAX 32
+/* Bytes of a payload or result preview, and of an error in a list. */
+#define PREVIEW_BYTES 2048
+#define PREVIEW_TEXT "2048" /* PREVIEW_BYTES, for the script */
+#define LIST_TEXT_BYTES 300
+#define FIELD_BYTES 4096
+
+/* The page and its assets (console_assets.c, generated). */
+typedef struct console_asset {
+    const char *path;
+    const char *content_type;
+    const unsigned char *data;
+    size_t len;
+} console_asset;
+extern const console_asset console_assets[];
+
+/* The outcomes charted, and their names in the API. */
+static const task_outcome charted[] = {OUTCOME_OK, OUTCOME_RETRY, OUTCOME_DEAD};
+#define N_CHARTED (sizeof(charted) / sizeof(charted[0]))
+
+/* A histogram's buckets and sum at one moment (cumulative). */
+typedef struct histogram_copy {
+    uint64_t buckets[METRICS_BUCKETS];
+    uint64_t sum_us;
+} histogram_copy;
+
+/* Histogram copies are kept every CHART_STEP_S seconds, this many: the
+ * percentiles cover the last CHART_POINTS steps. */
+#define HISTOGRAM_COPIES (CHART_POINTS + 1)
+
+typedef struct type_ring {
+    uint64_t counts[CONSOLE_SAMPLES][N_CHARTED]; /* cumulative */
+    histogram_copy wait[HISTOGRAM_COPIES], run[HISTOGRAM_COPIES];
+} type_ring;
+
+typedef struct slot_history {
+    unsigned restarts;
+    restart_reason last_why;
+    char last_how[64];
+    int64_t last_at_ms; /* wall clock; 0 = never */
+} slot_history;
+
+/* What a tick learnt about who serves a type. */
+typedef struct served_by {
+    char type[METRICS_TYPE_LEN];
+    char *json; /* ["host:instance", ...] */
+} served_by;
+
+struct console {
+    char name[300];
+    char redis_url[600];
+    metrics *m;
+    console_view_fn view_fn;
+    void *view_arg;
+    console_view v;
+    redisContext *redis;
+    int64_t retry_at_ms; /* monotonic: no connect attempt before */
+    int64_t last_sample_ms;
+    int64_t started_wall_ms;
+    /* the ring: sample i was taken at sample_wall[i] */
+    type_ring *rings[METRICS_MAX_TYPES];
+    int64_t sample_wall[CONSOLE_SAMPLES];
+    size_t head; /* the latest sample */
+    size_t samples;
+    uint64_t ticks; /* samples ever taken */
+    /* histogram copies: the latest at copy_head, taken at copy_wall[] */
+    int64_t copy_wall[HISTOGRAM_COPIES];
+    size_t copy_head, copies;
+    slot_history *history;
+    char *hosts_json; /* [{...}, ...] from the last tick, or NULL */
+    served_by *served;
+    size_t n_served;
+    bool said_down;
+};
+
+/* ---- JSON out ---- */
+
+typedef struct jbuf {
+    char *s;
+    size_t len, cap;
+} jbuf;
+
+static void out_of_memory(void)
+{
+    log_msg(WHARF_LOG_ERROR, "console: out of memory");
+    abort();
+}
+
+static void jb_put(jbuf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        b->s = realloc(b->s, cap);
+        if (!b->s)
+            out_of_memory();
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+static void jb_printf(jbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void jb_printf(jbuf *b, const char *fmt, ...)
+{
+    char small[256];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(small, sizeof(small), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof(small)) {
+        jb_put(b, small, (size_t)n);
+        return;
+    }
+    {
+        char *big = malloc((size_t)n + 1);
+        if (!big)
+            out_of_memory();
+        va_start(ap, fmt);
+        vsnprintf(big, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+        jb_put(b, big, (size_t)n);
+        free(big);
+    }
+}
+
+/* Length of the valid UTF-8 sequence at s (of n bytes), or 0. */
+static size_t utf8_length(const unsigned char *s, size_t n)
+{
+    size_t need;
+    unsigned lo = 0x80, hi = 0xbf;
+
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        need = 2;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        need = 3;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        need = 4;
+    else
+        return 0;
+    if (n < need)
+        return 0;
+    if (s[0] == 0xe0)
+        lo = 0xa0;
+    else if (s[0] == 0xed)
+        hi = 0x9f; /* no surrogates */
+    else if (s[0] == 0xf0)
+        lo = 0x90;
+    else if (s[0] == 0xf4)
+        hi = 0x8f;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < need; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return need;
+}
+
+/* Writes the first max bytes of s (len bytes, any bytes) as a JSON string
+ * that is safe to show: valid UTF-8 passes, every other byte that is not
+ * printable becomes the text \xNN (as the CLI shows it), and <, >, & and
+ * ' are \u-escaped so the JSON is inert even if a browser took it for
+ * HTML. */
+static void jb_text(jbuf *b, const char *text, size_t len, size_t max)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t n = len < max ? len : max;
+
+    jb_put(b, "\"", 1);
+    for (size_t i = 0; i < n;) {
+        unsigned char ch = s[i];
+        size_t run;
+        if (ch == '"' || ch == '\\') {
+            jb_put(b, "\\", 1);
+            jb_put(b, (const char *)&s[i], 1);
+            i++;
+        } else if (ch == '<' || ch == '>' || ch == '&' || ch == '\'') {
+            jb_printf(b, "\\u%04x", ch);
+            i++;
+        } else if (ch == '\n') {
+            jb_put(b, "\\n", 2);
+            i++;
+        } else if (ch == '\t') {
+            jb_put(b, "\\t", 2);
+            i++;
+        } else if (ch >= 0x20 && ch < 0x7f) {
+            jb_put(b, (const char *)&s[i], 1);
+            i++;
+        } else if (ch >= 0x80 && (run = utf8_length(s + i, n - i)) > 0) {
+            jb_put(b, (const char *)&s[i], run);
+            i += run;
+        } else {
+            jb_printf(b, "\\\\x%02x", ch);
+            i++;
+        }
+    }
+    jb_put(b, "\"", 1);
+}
+
+static void jb_str(jbuf *b, const char *s)
+{
+    jb_text(b, s, strlen(s), SIZE_MAX);
+}
+
+static void json_reply(http_reply *reply, unsigned status, jbuf *b)
+{
+    jb_put(b, "\n", 1);
+    reply->status = status;
+    reply->content_type = "application/json; charset=utf-8";
+    reply->body = b->s;
+    reply->len = b->len;
+}
+
+static void json_error(http_reply *reply, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void json_error(http_reply *reply, unsigned status, const char *fmt, ...)
+{
+    char why[512];
+    jbuf b = {0};
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    jb_put(&b, "{\"error\":", 9);
+    jb_str(&b, why);
+    jb_put(&b, "}", 1);
+    json_reply(reply, status, &b);
+}
+
+/* ---- clocks, keys, the connection ---- */
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *prefix_of(const console *c)
+{
+    return c->v.cfg->prefix;
+}
+
+/* The keys that may hold a dead task's envelope, in the order to read
+ * them: dead:<id> first (where dead envelopes are kept), then task:<id>
+ * (where they were kept before, and where a delayed task's is). */
+static void dead_envelope_keys(const console *c, const char *type,
+                               const char *id, char keys[2][KEY_MAX])
+{
+    key_of_task(keys[0], KEY_MAX, prefix_of(c), type, "dead", id);
+    key_of_task(keys[1], KEY_MAX, prefix_of(c), type, "task", id);
+}
+
+static void refresh_view(console *c)
+{
+    c->view_fn(c->view_arg, &c->v);
+}
+
+/* The console's connection, made if due: NULL while Redis is away. */
+static redisContext *connection(console *c)
+{
+    int64_t now = slots_now_ms();
+    redis_url url;
+    char err[512];
+
+    if (c->redis)
+        return c->redis;
+    if (now < c->retry_at_ms)
+        return NULL;
+    c->retry_at_ms = now + RECONNECT_EVERY_MS;
+    if (redis_url_parse(c->redis_url, &url, err, sizeof(err)) != 0)
+        return NULL;
+    c->redis = redis_url_connect(&url, c->v.cfg->redis_password,
+                                 CONSOLE_REDIS_TIMEOUT_MS, err, sizeof(err));
+    if (!c->redis && !c->said_down) {
+        log_fields(WHARF_LOG_WARN, "console: redis unreachable",
+                   (log_field[]){LOG_STR("error", err)}, 1);
+        c->said_down = true;
+    } else if (c->redis) {
+        c->said_down = false;
+    }
+    return c->redis;
+}
+
+/* Drops the connection after an error (the next use connects again, no
+ * sooner than RECONNECT_EVERY_MS). */
+static void lost(console *c)
+{
+    if (c->redis) {
+        log_fields(WHARF_LOG_WARN, "console: redis command failed",
+                   (log_field[]){LOG_STR("error", c->redis->errstr)}, 1);
+        redisFree(c->redis);
+        c->redis = NULL;
+        c->retry_at_ms = slots_now_ms() + RECONNECT_EVERY_MS;
+    }
+}
+
+/* Reads n pipelined replies into r (NULL-filled on failure). 0, or -1
+ * after dropping the connection. */
+static int read_replies(console *c, redisReply **r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        r[i] = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (redisGetReply(c->redis, (void **)&r[i]) != REDIS_OK) {
+            for (size_t k = 0; k < i; k++) {
+                freeReplyObject(r[k]);
+                r[k] = NULL;
+            }
+            lost(c);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void free_replies(redisReply **r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        freeReplyObject(r[i]);
+}
+
+/* ---- life ---- */
+
+console *console_create(const char *name, const char *url, metrics *m,
+                        size_t n_slots, console_view_fn view, void *arg)
+{
+    console *c = calloc(1, sizeof(*c));
+
+    if (!c)
+        return NULL;
+    snprintf(c->name, sizeof(c->name), "%s", name);
+    snprintf(c->redis_url, sizeof(c->redis_url), "%s", url);
+    c->m = m;
+    c->view_fn = view;
+    c->view_arg = arg;
+    c->v.n_slots = n_slots;
+    c->v.slots = calloc(n_slots ? n_slots : 1, sizeof(*c->v.slots));
+    c->history = calloc(n_slots ? n_slots : 1, sizeof(*c->history));
+    if (!c->v.slots || !c->history) {
+        free(c->v.slots);
+        free(c->history);
+        free(c);
+        return NULL;
+    }
+    c->started_wall_ms = wall_ms();
+    return c;
+}
+
+static void forget_served(console *c)
+{
+    for (size_t i = 0; i < c->n_served; i++)
+        free(c->served[i].json);
+    free(c->served);
+    c->served = NULL;
+    c->n_served = 0;
+}
+
+void console_destroy(console *c)
+{
+    if (!c)
+        return;
+    refresh_view(c); /* a reload may have moved what the last view held */
+    if (c->redis && c->v.cfg) {
+        /* Withdraw this host's presence so it leaves the lists at once. */
+        char key[KEY_MAX], what[400];
+        snprintf(what, sizeof(what), "host:%s", c->name);
+        key_global(key, sizeof(key), prefix_of(c), what);
+        redisAppendCommand(c->redis, "DEL %s", key);
+        key_global(key, sizeof(key), prefix_of(c), "hosts");
+        redisAppendCommand(c->redis, "ZREM %s %s", key, c->name);
+        for (size_t i = 0; i < c->v.n_types; i++) {
+            key_of_type(key, sizeof(key), prefix_of(c), c->v.types[i], "hosts");
+            redisAppendCommand(c->redis, "ZREM %s %s", key, c->name);
+        }
+        for (size_t i = 0; i < 2 + c->v.n_types; i++) {
+            redisReply *r = NULL;
+            if (redisGetReply(c->redis, (void **)&r) != REDIS_OK)
+                break;
+            freeReplyObject(r);
+        }
+    }
+    if (c->redis)
+        redisFree(c->redis);
+    for (size_t i = 0; i < METRICS_MAX_TYPES; i++)
+        free(c->rings[i]);
+    forget_served(c);
+    free(c->hosts_json);
+    free(c->history);
+    free(c->v.slots);
+    free(c);
+}
+
+void console_worker_exited(console *c, size_t index, restart_reason why,
+                           const char *how)
+{
+    slot_history *h;
+
+    if (!c || index >= c->v.n_slots)
+        return;
+    h = &c->history[index];
+    h->restarts++;
+    h->last_why = why;
+    snprintf(h->last_how, sizeof(h->last_how), "%s", how);
+    h->last_at_ms = wall_ms();
+}
+
+/* ---- the per-second tick ---- */
+
+static void copy_histogram(histogram_copy *out, const histogram *h)
+{
+    for (size_t b = 0; b < METRICS_BUCKETS; b++)
+        out->buckets[b] = atomic_load(&h->buckets[b]);
+    out->sum_us = atomic_load(&h->sum_us);
+}
+
+static void sample(console *c)
+{
+    uint32_t n = atomic_load(&c->m->n_types);
+    size_t at = c->samples == 0 ? 0 : (c->head + 1) % CONSOLE_SAMPLES;
+    bool copy = c->ticks++ % CHART_STEP_S == 0;
+    size_t copy_at = c->copies == 0 ? 0 : (c->copy_head + 1) % HISTOGRAM_COPIES;
+
+    for (uint32_t ti = 0; ti < n && ti < METRICS_MAX_TYPES; ti++) {
+        type_ring *ring = c->rings[ti];
+        uint64_t now[N_CHARTED];
+        for (size_t k = 0; k < N_CHARTED; k++)
+            now[k] = atomic_load(&c->m->types[ti].outcomes[charted[k]]);
+        if (!ring) {
+            /* New type: its past is flat, not a jump from zero. */
+            ring = c->rings[ti] = malloc(sizeof(*ring));
+            if (!ring)
+                out_of_memory();
+            for (size_t i = 0; i < CONSOLE_SAMPLES; i++)
+                memcpy(ring->counts[i], now, sizeof(now));
+            for (size_t i = 0; i < HISTOGRAM_COPIES; i++) {
+                copy_histogram(&ring->wait[i], &c->m->types[ti].wait);
+                copy_histogram(&ring->run[i], &c->m->types[ti].duration);
+            }
+        }
+        memcpy(ring->counts[at], now, sizeof(now));
+        if (copy) {
+            copy_histogram(&ring->wait[copy_at], &c->m->types[ti].wait);
+            copy_histogram(&ring->run[copy_at], &c->m->types[ti].duration);
+        }
+    }
+    if (copy) {
+        c->copy_wall[copy_at] = wall_ms();
+        c->copy_head = copy_at;
+        if (c->copies < HISTOGRAM_COPIES)
+            c->copies++;
+    }
+    c->sample_wall[at] = wall_ms();
+    c->head = at;
+    if (c->samples < CONSOLE_SAMPLES)
+        c->samples++;
+}
+
+/* Publishes this host's presence and reads everyone's, in two round
+ * trips: per served type one ZADD, one ZREMRANGEBYSCORE, one PEXPIRE and
+ * one ZRANGEBYSCORE of at most HOSTS_MAX names; then one HGETALL per
+ * live host (at most HOSTS_MAX). */
+static void presence(console *c)
+{
+    redisContext *redis = connection(c);
+    const console_view *v = &c->v;
+    char key[KEY_MAX], what[400], expires[24], now_text[24], types[8192];
+    char started[24], workers[16], busy[16], pid[16];
+    size_t used = 0, n_replies;
+    redisReply **r = NULL, *hosts;
+    int64_t now = wall_ms();
+    jbuf json = {0};
+
+    if (!redis)
+        return;
+    snprintf(expires, sizeof(expires), "%" PRId64,
+             now + CONSOLE_PRESENCE_TTL_MS);
+    snprintf(now_text, sizeof(now_text), "%" PRId64, now);
+    snprintf(started, sizeof(started), "%" PRId64, c->started_wall_ms);
+    snprintf(workers, sizeof(workers), "%zu", v->n_slots);
+    snprintf(busy, sizeof(busy), "%u", v->workers.running);
+    snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+    types[0] = '\0';
+    for (size_t i = 0; i < v->n_types; i++)
+        used += (size_t)snprintf(
+            types + used, used < sizeof(types) ? sizeof(types) - used : 0,
+            "%s%s", i ? "," : "", v->types[i]);
+    if (used >= sizeof(types))
+        types[sizeof(types) - 1] = '\0';
+
+    snprintf(what, sizeof(what), "host:%s", c->name);
+    key_global(key, sizeof(key), prefix_of(c), what);
+    redisAppendCommand(redis,
+                       "HSET %s name %s types %s workers %s busy %s "
+                       "started_at %s pid %s version %s seen_at %s",
+                       key, c->name, types, workers, busy, started, pid,
+                       WHARF_VERSION, now_text);
+    redisAppendCommand(redis, "PEXPIRE %s %d", key, CONSOLE_PRESENCE_TTL_MS);
+    key_global(key, sizeof(key), prefix_of(c), "hosts");
+    redisAppendCommand(redis, "ZADD %s %s %s", key, expires, c->name);
+    redisAppendCommand(redis, "ZREMRANGEBYSCORE %s -inf (%s", key, now_text);
+    redisAppendCommand(redis, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
+                       now_text, HOSTS_MAX);
+    for (size_t i = 0; i < v->n_types; i++) {
+        key_of_type(key, sizeof(key), prefix_of(c), v->types[i], "hosts");
+        redisAppendCommand(redis, "ZADD %s %s %s", key, expires, c->name);
+        redisAppendCommand(redis, "ZREMRANGEBYSCORE %s -inf (%s", key,
+                           now_text);
+        redisAppendCommand(redis, "PEXPIRE %s %d", key,
+                           CONSOLE_PRESENCE_TTL_MS);
+        redisAppendCommand(redis, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
+                           now_text, HOSTS_MAX);
+    }
+    n_replies = 5 + 4 * v->n_types;
+    r = calloc(n_replies, sizeof(*r));
+    if (!r)
+        out_of_memory();
+    if (read_replies(c, r, n_replies) != 0)
+        goto out;
+
+    forget_served(c);
+    c->served = calloc(v->n_types ? v->n_types : 1, sizeof(*c->served));
+    if (!c->served)
+        out_of_memory();
+    for (size_t i = 0; i < v->n_types; i++) {
+        redisReply *names = r[5 + 4 * i + 3];
+        jbuf list = {0};
+        jb_put(&list, "[", 1);
+        for (size_t k = 0;
+             names && names->type == REDIS_REPLY_ARRAY && k < names->elements;
+             k++) {
+            if (k)
+                jb_put(&list, ",", 1);
+            jb_text(&list, names->element[k]->str, names->element[k]->len,
+                    SIZE_MAX);
+        }
+        jb_put(&list, "]", 1);
+        snprintf(c->served[i].type, sizeof(c->served[i].type), "%s",
+                 v->types[i]);
+        c->served[i].json = list.s;
+        c->n_served++;
+    }
+
+    hosts = r[4];
+    if (!hosts || hosts->type != REDIS_REPLY_ARRAY)
+        goto out;
+    for (size_t k = 0; k < hosts->elements; k++) {
+        snprintf(what, sizeof(what), "host:%s", hosts->element[k]->str);
+        key_global(key, sizeof(key), prefix_of(c), what);
+        redisAppendCommand(redis, "HGETALL %s", key);
+    }
+    jb_put(&json, "[", 1);
+    for (size_t k = 0; k < hosts->elements; k++) {
+        redisReply *h = NULL;
+        if (redisGetReply(redis, (void **)&h) != REDIS_OK) {
+            lost(c);
+            free(json.s);
+            goto out;
+        }
+        if (k)
+            jb_put(&json, ",", 1);
+        jb_put(&json, "{\"name\":", 8);
+        jb_text(&json, hosts->element[k]->str, hosts->element[k]->len,
+                SIZE_MAX);
+        for (size_t f = 0;
+             h && h->type == REDIS_REPLY_ARRAY && f + 1 < h->elements; f += 2) {
+            if (strcmp(h->element[f]->str, "name") == 0)
+                continue;
+            jb_put(&json, ",", 1);
+            jb_text(&json, h->element[f]->str, h->element[f]->len, 64);
+            jb_put(&json, ":", 1);
+            jb_text(&json, h->element[f + 1]->str, h->element[f + 1]->len,
+                    FIELD_BYTES);
+        }
+        jb_put(&json, "}", 1);
+        freeReplyObject(h);
+    }
+    jb_put(&json, "]", 1);
+    free(c->hosts_json);
+    c->hosts_json = json.s;
+out:
+    if (r)
+        free_replies(r, n_replies);
+    free(r);
+}
+
+void console_tick(console *c, int64_t now_ms)
+{
+    if (!c || now_ms - c->last_sample_ms < SAMPLE_EVERY_MS)
+        return;
+    c->last_sample_ms = now_ms;
+    refresh_view(c);
+    sample(c);
+    presence(c);
+}
+
+/* ---- GET /api/overview ---- */
+
+/* Counter k of type ti, `ago` samples before the latest (clamped to the
+ * oldest kept). */
+static uint64_t sample_at(const console *c, size_t ti, size_t ago, size_t k)
+{
+    if (ago >= c->samples)
+        ago = c->samples - 1;
+    return c->rings[ti]
+        ->counts[(c->head + CONSOLE_SAMPLES - ago) % CONSOLE_SAMPLES][k];
+}
+
+/* The q-quantile (0..1) of bucket counts in milliseconds, interpolated
+ * within its bucket (as Prometheus' histogram_quantile); -1 when empty. */
+static double percentile_ms(const uint64_t *counts, double q)
+{
+    uint64_t total = 0, seen = 0;
+    double want;
+
+    for (size_t b = 0; b < METRICS_BUCKETS; b++)
+        total += counts[b];
+    if (total == 0)
+        return -1;
+    want = q * (double)total;
+    for (size_t b = 0; b < METRICS_BUCKETS; b++) {
+        double lo = b ? (double)metrics_bucket_bound_us(b - 1) : 0;
+        double hi = (double)metrics_bucket_bound_us(b);
+        if (counts[b] == 0 || (double)(seen + counts[b]) < want) {
+            seen += counts[b];
+            continue;
+        }
+        if (hi < 0) /* +Inf: the lower bound is all we know */
+            return lo / 1000.0;
+        return (lo + (hi - lo) * ((want - (double)seen) / (double)counts[b])) /
+               1000.0;
+    }
+    return -1;
+}
+
+/* The runs of the window: now (h) less the oldest copy kept (from). */
+static void jb_histogram(jbuf *b, const console *c, const char *name,
+                         const histogram *h, const histogram_copy *from)
+{
+    histogram_copy now;
+    uint64_t count = 0;
+    int64_t window_ms =
+        wall_ms() -
+        c->copy_wall[(c->copy_head + HISTOGRAM_COPIES - (c->copies - 1)) %
+                     HISTOGRAM_COPIES];
+
+    copy_histogram(&now, h);
+    for (size_t k = 0; k < METRICS_BUCKETS; k++) {
+        now.buckets[k] -= from->buckets[k];
+        count += now.buckets[k];
+    }
+    now.sum_us -= from->sum_us;
+    /* top_ms: the last finite bound; a percentile there means "more". */
+    jb_printf(b,
+              "\"%s\":{\"window_s\":%" PRId64 ",\"count\":%" PRIu64
+              ",\"top_ms\":%.0f",
+              name, (window_ms + 500) / 1000, count,
+              (double)metrics_bucket_bound_us(METRICS_BUCKETS - 2) / 1000.0);
+    if (count) {
+        jb_printf(b, ",\"avg\":%.3f,\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f",
+                  (double)now.sum_us / (double)count / 1000.0,
+                  percentile_ms(now.buckets, 0.5),
+                  percentile_ms(now.buckets, 0.9),
+                  percentile_ms(now.buckets, 0.99));
+    }
+    jb_put(b, "}", 1);
+}
+
+static void jb_type(jbuf *b, const console *c, const queue_figures *f)
+{
+    int ti = metrics_type_find(c->m, f->type);
+    const char *served = "[]";
+
+    for (size_t i = 0; i < c->n_served; i++)
+        if (strcmp(c->served[i].type, f->type) == 0)
+            served = c->served[i].json;
+    jb_put(b, "{\"type\":", 8);
+    jb_str(b, f->type);
+    jb_printf(b,
+              ",\"ready\":%lld,\"running\":%lld,\"delayed\":%lld,"
+              "\"dead\":%lld,\"pressure\":%s,\"hosts\":%s",
+              f->ready, f->running, f->delayed, f->dead,
+              f->pressure ? "true" : "false", served);
+    if (ti < 0 || !c->rings[ti] || c->samples == 0) {
+        jb_put(b, "}", 1);
+        return;
+    }
+    jb_put(b, ",\"totals\":{", 11);
+    for (int o = 0; o < OUTCOME_COUNT; o++)
+        jb_printf(b, "%s\"%s\":%" PRIu64, o ? "," : "",
+                  task_outcome_name((task_outcome)o),
+                  atomic_load(&c->m->types[ti].outcomes[o]));
+    /* Tasks finished in the last minute (or since start, if sooner). */
+    jb_put(b, "},\"last_minute\":{", 17);
+    {
+        size_t span = c->samples > 60 ? 60 : c->samples - 1;
+        for (size_t k = 0; k < N_CHARTED; k++)
+            jb_printf(b, "%s\"%s\":%" PRIu64, k ? "," : "",
+                      task_outcome_name(charted[k]),
+                      sample_at(c, (size_t)ti, 0, k) -
+                          sample_at(c, (size_t)ti, span, k));
+    }
+    jb_printf(b, "},\"series\":{\"step_s\":%d", CHART_STEP_S);
+    for (size_t k = 0; k < N_CHARTED; k++) {
+        jb_printf(b, ",\"%s\":[", task_outcome_name(charted[k]));
+        for (size_t p = 0; p < CHART_POINTS; p++) {
+            size_t newer = (CHART_POINTS - 1 - p) * CHART_STEP_S;
+            uint64_t d = sample_at(c, (size_t)ti, newer, k) -
+                         sample_at(c, (size_t)ti, newer + CHART_STEP_S, k);
+            jb_printf(b, "%s%" PRIu64, p ? "," : "", d);
+        }
+        jb_put(b, "]", 1);
+    }
+    jb_put(b, "},", 2);
+    {
+        /* the oldest histogram copy kept: the window's start */
+        size_t oldest = (c->copy_head + HISTOGRAM_COPIES - (c->copies - 1)) %
+                        HISTOGRAM_COPIES;
+        jb_histogram(b, c, "wait_ms", &c->m->types[ti].wait,
+                     &c->rings[ti]->wait[oldest]);
+        jb_put(b, ",", 1);
+        jb_histogram(b, c, "run_ms", &c->m->types[ti].duration,
+                     &c->rings[ti]->run[oldest]);
+    }
+    jb_put(b, "}", 1);
+}
+
+static const char *state_name(int state)
+{
+    switch (state) {
+    case SLOT_EMPTY:
+        return "starting";
+    case SLOT_IDLE:
+        return "idle";
+    case SLOT_RUNNING:
+        return "running";
+    case SLOT_STOPPING:
+        return "stopping";
+    default:
+        return "down";
+    }
+}
+
+static void jb_slots(jbuf *b, const console *c)
+{
+    jb_put(b, "\"slots\":[", 9);
+    for (size_t i = 0; i < c->v.n_slots; i++) {
+        const console_slot *s = &c->v.slots[i];
+        const slot_history *h = &c->history[i];
+        jb_printf(b, "%s{\"slot\":%zu,\"worker\":", i ? "," : "", i);
+        jb_str(b, s->consumer ? s->consumer : "");
+        jb_printf(b,
+                  ",\"pid\":%ld,\"state\":\"%s\",\"up_ms\":%" PRId64
+                  ",\"batch\":%" PRIu32,
+                  (long)s->pid, state_name(s->state), s->up_ms, s->batch_n);
+        if (s->id[0]) {
+            jb_put(b, ",\"type\":", 8);
+            jb_str(b, s->type);
+            jb_put(b, ",\"task\":", 8);
+            jb_str(b, s->id);
+            jb_printf(b, ",\"running_ms\":%" PRId64, s->running_ms);
+        }
+        if (s->restart_in_ms)
+            jb_printf(b, ",\"restart_in_ms\":%" PRId64, s->restart_in_ms);
+        jb_printf(b, ",\"restarts\":%u", h->restarts);
+        if (h->restarts) {
+            jb_printf(b, ",\"last_restart\":{\"reason\":\"%s\",\"how\":",
+                      metrics_restart_name(h->last_why));
+            jb_str(b, h->last_how);
+            jb_printf(b, ",\"at_ms\":%" PRId64 "}", h->last_at_ms);
+        }
+        jb_put(b, "}", 1);
+    }
+    jb_put(b, "]", 1);
+}
+
+static void overview(console *c, http_reply *reply)
+{
+    const console_view *v = &c->v;
+    jbuf b = {0};
+
+    jb_put(&b, "{\"api\":1,\"host\":", 16);
+    jb_str(&b, c->name);
+    jb_printf(&b,
+              ",\"version\":\"%s\",\"time_ms\":%" PRId64
+              ",\"started_ms\":%" PRId64
+              ",\"redis_up\":%s,\"figures_ok\":%s,\"actions\":%s",
+              WHARF_VERSION, wall_ms(), c->started_wall_ms,
+              v->redis_up ? "true" : "false", v->figures_ok ? "true" : "false",
+              v->cfg->console_actions ? "true" : "false");
+    jb_put(&b, ",\"types\":[", 10);
+    for (size_t i = 0; i < v->n_types; i++) {
+        if (i)
+            jb_put(&b, ",", 1);
+        queue_figures f = {.type = v->types[i]};
+        /* Zeros until the supervisor's first refresh. */
+        if (v->figures[i].type && strcmp(v->figures[i].type, f.type) == 0)
+            f = v->figures[i];
+        jb_type(&b, c, &f);
+    }
+    jb_printf(&b,
+              "],\"workers\":{\"idle\":%u,\"running\":%u,\"stopping\":%u,"
+              "\"down\":%u},",
+              v->workers.idle, v->workers.running, v->workers.stopping,
+              v->workers.down);
+    jb_slots(&b, c);
+    jb_put(&b, ",\"restarts\":{", 13);
+    for (int r = 0; r < RESTART_REASON_COUNT; r++)
+        jb_printf(&b, "%s\"%s\":%" PRIu64, r ? "," : "",
+                  metrics_restart_name((restart_reason)r),
+                  atomic_load(&c->m->restarts[r]));
+    jb_printf(&b, "},\"hosts\":%s}", c->hosts_json ? c->hosts_json : "[]");
+    json_reply(reply, 200, &b);
+}
+
+/* ---- GET /api/dead ---- */
+
+/* A number query argument in lo..hi, or def when absent; -1 when bad. */
+static long query_number(const char *name, long def, long lo, long hi)
+{
+    const char *text = http_query(name);
+    char *end;
+    long n;
+
+    if (!text || !*text)
+        return def;
+    n = strtol(text, &end, 10);
+    if (*end || n < lo || n > hi)
+        return -1;
+    return n;
+}
+
+/* The type argument: a valid type name, or NULL after answering 400. */
+static const char *query_type(http_reply *reply, bool required)
+{
+    const char *type = http_query("type");
+
+    if ((!type || !*type) && !required)
+        return NULL;
+    if (!type || !config_valid_type_name(type)) {
+        json_error(reply, 400, "type: expected 1-100 bytes of [A-Za-z0-9._-]");
+        return "";
+    }
+    return type;
+}
+
+static void dead_page(console *c, http_reply *reply)
+{
+    const char *type = query_type(reply, true);
+    long offset = query_number("offset", 0, 0, 1L << 40);
+    long limit = query_number("limit", 50, 1, CONSOLE_PAGE_MAX);
+    char key[KEY_MAX], keys[2][KEY_MAX];
+    redisContext *redis;
+    redisReply *head[2], **items = NULL, *ids;
+    size_t n = 0;
+    jbuf b = {0};
+
+    if (!*type)
+        return;
+    if (offset < 0 || limit < 0) {
+        json_error(reply, 400, "offset: 0 or more; limit: 1..%d",
+                   CONSOLE_PAGE_MAX);
+        return;
+    }
+    if (!(redis = connection(c))) {
+        json_error(reply, 503, "redis unreachable");
+        return;
+    }
+    key_of_type(key, sizeof(key), prefix_of(c), type, "dead");
+    redisAppendCommand(redis, "ZCARD %s", key);
+    redisAppendCommand(redis, "ZREVRANGE %s %ld %ld WITHSCORES", key, offset,
+                       offset + limit - 1);
+    if (read_replies(c, head, 2) != 0) {
+        json_error(reply, 503, "redis: the dead set could not be read");
+        return;
+    }
+    ids = head[1];
+    if (head[0]->type != REDIS_REPLY_INTEGER ||
+        ids->type != REDIS_REPLY_ARRAY) {
+        json_error(reply, 502, "redis: unexpected reply to ZREVRANGE");
+        goto out;
+    }
+    n = ids->elements / 2;
+    for (size_t i = 0; i < n; i++) {
+        dead_envelope_keys(c, type, ids->element[2 * i]->str, keys);
+        redisAppendCommand(redis, "HMGET %s attempt error", keys[0]);
+        redisAppendCommand(redis, "HMGET %s attempt error", keys[1]);
+    }
+    items = calloc(2 * n + 1, sizeof(*items));
+    if (!items)
+        out_of_memory();
+    if (read_replies(c, items, 2 * n) != 0) {
+        json_error(reply, 503, "redis: the dead set could not be read");
+        goto out;
+    }
+    jb_put(&b, "{\"type\":", 8);
+    jb_str(&b, type);
+    jb_printf(&b, ",\"total\":%lld,\"offset\":%ld,\"limit\":%ld,\"items\":[",
+              head[0]->integer, offset, limit);
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *id = ids->element[2 * i];
+        /* dead:<id> first; task:<id> when it holds nothing */
+        const redisReply *env = items[2 * i];
+        if (!env || env->type != REDIS_REPLY_ARRAY || env->elements != 2 ||
+            (env->element[0]->type != REDIS_REPLY_STRING &&
+             env->element[1]->type != REDIS_REPLY_STRING))
+            env = items[2 * i + 1];
+        jb_put(&b, i ? ",{\"id\":" : "{\"id\":", i ? 7 : 6);
+        jb_text(&b, id->str, id->len, SIZE_MAX);
+        jb_printf(&b, ",\"died_at\":%lld",
+                  (long long)strtod(ids->element[2 * i + 1]->str, NULL));
+        if (env && env->type == REDIS_REPLY_ARRAY && env->elements == 2) {
+            if (env->element[0]->type == REDIS_REPLY_STRING)
+                jb_printf(&b, ",\"attempt\":%ld",
+                          strtol(env->element[0]->str, NULL, 10));
+            if (env->element[1]->type == REDIS_REPLY_STRING) {
+                jb_put(&b, ",\"error\":", 9);
+                jb_text(&b, env->element[1]->str, env->element[1]->len,
+                        LIST_TEXT_BYTES);
+            }
+        }
+        jb_put(&b, "}", 1);
+    }
+    jb_put(&b, "]}", 2);
+    json_reply(reply, 200, &b);
+out:
+    free_replies(head, 2);
+    if (items)
+        free_replies(items, 2 * n);
+    free(items);
+}
+
+/* ---- GET /api/task ---- */
+
+/* One task's status and detail, atomically. KEYS: 1 dead zset, 2 dead:<id>,
+ * 3 task:<id>, 4 delayed zset, 5 lock:<id>, 6 result:<id>, 7 seen:<id>.
+ * ARGV: 1 id, 2 preview bytes. Returns {status, fields (flat, the payload
+ * cut to the preview), payload length, died at, due at, lock ms left,
+ * result length, result preview}. Status: the first that holds of dead,
+ * delayed, running (its lock is held), done (a result is cached), queued
+ * (its enqueue marker lives), else unknown. Bounded: two small hashes and
+ * a few O(1) or O(log n) reads, previews cut in the script. */
+static const char task_lua[] =
+    "local id, cut = ARGV[1], tonumber(ARGV[2])\n"
+    "local died = redis.call('ZSCORE', KEYS[1], id)\n"
+    "local due = redis.call('ZSCORE', KEYS[4], id)\n"
+    "local lock = redis.call('PTTL', KEYS[5])\n"
+    "local rlen = redis.call('STRLEN', KEYS[6])\n"
+    "local rexists = redis.call('EXISTS', KEYS[6])\n"
+    "local seen = redis.call('EXISTS', KEYS[7])\n"
+    "local h = redis.call('HGETALL', KEYS[2])\n"
+    "if #h == 0 then h = redis.call('HGETALL', KEYS[3]) end\n"
+    "local plen = 0\n"
+    "for i = 1, #h, 2 do\n"
+    "  if h[i] == 'payload' then\n"
+    "    plen = #h[i + 1]; h[i + 1] = string.sub(h[i + 1], 1, cut)\n"
+    "  end\n"
+    "end\n"
+    "local status = 'unknown'\n"
+    "if died then status = 'dead'\n"
+    "elseif due then status = 'delayed'\n"
+    "elseif lock > 0 or lock == -1 then status = 'running'\n"
+    "elseif rexists == 1 then status = 'done'\n"
+    "elseif seen == 1 then status = 'queued' end\n"
+    "local preview = ''\n"
+    "if rexists == 1 then preview = redis.call('GETRANGE', KEYS[6], 0,\n"
+    "  cut - 1) end\n"
+    "return {status, h, plen, died or '', due or '', lock, rlen, preview}\n";
+
+static script task_script = {.name = "console task", .source = task_lua};
+
+static void task_args(const console *c, const char *type, const char *id,
+                      char keys[7][KEY_MAX], const char *argv[9])
+{
+    char env[2][KEY_MAX];
+
+    dead_envelope_keys(c, type, id, env);
+    key_of_type(keys[0], KEY_MAX, prefix_of(c), type, "dead");
+    memcpy(keys[1], env[0], KEY_MAX);
+    memcpy(keys[2], env[1], KEY_MAX);
+    key_of_type(keys[3], KEY_MAX, prefix_of(c), type, "delayed");
+    key_of_task(keys[4], KEY_MAX, prefix_of(c), type, "lock", id);
+    key_of_task(keys[5], KEY_MAX, prefix_of(c), type, "result", id);
+    key_of_task(keys[6], KEY_MAX, prefix_of(c), type, "seen", id);
+    for (int i = 0; i < 7; i++)
+        argv[i] = keys[i];
+    argv[7] = id;
+    argv[8] = PREVIEW_TEXT;
+}
+
+static bool task_reply_ok(const redisReply *r)
+{
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 8 ||
+        r->element[0]->type != REDIS_REPLY_STRING ||
+        r->element[1]->type != REDIS_REPLY_ARRAY)
+        return false;
+    for (size_t i = 0; i < r->element[1]->elements; i++)
+        if (r->element[1]->element[i]->type != REDIS_REPLY_STRING)
+            return false;
+    return true;
+}
+
+/* The trace id (32 hex digits) of a W3C traceparent, or "". */
+static void trace_id_of(const char *tp, size_t len, char out[33])
+{
+    out[0] = '\0';
+    if (len >= 55 && tp[2] == '-' && tp[35] == '-') {
+        for (int i = 0; i < 32; i++) {
+            char ch = tp[3 + i];
+            if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
+                return;
+        }
+        memcpy(out, tp + 3, 32);
+        out[32] = '\0';
+    }
+}
+
+/* Where the running task runs, if on this host: its slot's worker. */
+static const console_slot *slot_running(const console *c, const char *type,
+                                        const char *id)
+{
+    for (size_t i = 0; i < c->v.n_slots; i++)
+        if (strcmp(c->v.slots[i].id, id) == 0 &&
+            strcmp(c->v.slots[i].type, type) == 0)
+            return &c->v.slots[i];
+    return NULL;
+}
+
+static void jb_task(jbuf *b, console *c, const char *type, const char *id,
+                    const redisReply *r)
+{
+    const redisReply *h = r->element[1];
+    const console_slot *where;
+    char trace_id[33] = "";
+
+    jb_put(b, "{\"type\":", 8);
+    jb_str(b, type);
+    jb_put(b, ",\"id\":", 6);
+    jb_str(b, id);
+    jb_put(b, ",\"status\":", 10);
+    jb_text(b, r->element[0]->str, r->element[0]->len, 32);
+    jb_put(b, ",\"fields\":[", 11);
+    for (size_t i = 0; i + 1 < h->elements; i += 2) {
+        const redisReply *name = h->element[i], *value = h->element[i + 1];
+        jb_put(b, i ? ",{\"name\":" : "{\"name\":", i ? 9 : 8);
+        jb_text(b, name->str, name->len, 200);
+        jb_put(b, ",\"value\":", 9);
+        jb_text(b, value->str, value->len,
+                strcmp(name->str, "payload") == 0 ? PREVIEW_BYTES
+                                                  : FIELD_BYTES);
+        if (value->len > FIELD_BYTES && strcmp(name->str, "payload") != 0)
+            jb_printf(b, ",\"cut_at\":%d", FIELD_BYTES);
+        jb_put(b, "}", 1);
+        if (strcmp(name->str, "trace") == 0)
+            trace_id_of(value->str, value->len, trace_id);
+    }
+    jb_put(b, "]", 1);
+    for (size_t i = 0; i + 1 < h->elements; i += 2) {
+        const redisReply *value = h->element[i + 1];
+        if (strcmp(h->element[i]->str, "payload") == 0) {
+            jb_printf(b, ",\"payload\":{\"bytes\":%lld,\"preview\":",
+                      r->element[2]->integer);
+            jb_text(b, value->str, value->len, PREVIEW_BYTES);
+            jb_printf(b, ",\"cut\":%s}",
+                      r->element[2]->integer > (long long)value->len ? "true"
+                                                                     : "false");
+        }
+        if (strcmp(h->element[i]->str, "trace") == 0) {
+            jb_put(b, ",\"trace\":", 9);
+            jb_text(b, value->str, value->len, 200);
+        }
+    }
+    if (trace_id[0])
+        jb_printf(b, ",\"trace_id\":\"%s\"", trace_id);
+    if (r->element[3]->type == REDIS_REPLY_STRING && r->element[3]->len)
+        jb_printf(b, ",\"died_at\":%lld",
+                  (long long)strtod(r->element[3]->str, NULL));
+    if (r->element[4]->type == REDIS_REPLY_STRING && r->element[4]->len)
+        jb_printf(b, ",\"due_at\":%lld",
+                  (long long)strtod(r->element[4]->str, NULL));
+    if (r->element[5]->type == REDIS_REPLY_INTEGER &&
+        r->element[5]->integer > 0)
+        jb_printf(b, ",\"lock_ms_left\":%lld", r->element[5]->integer);
+    if (strcmp(r->element[0]->str, "done") == 0 &&
+        r->element[7]->type == REDIS_REPLY_STRING) {
+        jb_printf(b, ",\"result\":{\"bytes\":%lld,\"preview\":",
+                  r->element[6]->integer);
+        jb_text(b, r->element[7]->str, r->element[7]->len, PREVIEW_BYTES);
+        jb_put(b, "}", 1);
+    }
+    where = slot_running(c, type, id);
+    if (where) {
+        jb_put(b, ",\"worker\":", 10);
+        jb_str(b, where->consumer);
+        jb_printf(b, ",\"running_ms\":%" PRId64, where->running_ms);
+    }
+    jb_put(b, "}", 1);
+}
+
+/* GET /api/task?id=ID[&type=T]: without a type, every served type is
+ * looked at (one pipelined round trip) and the first that knows the id
+ * answers. */
+static void task_detail(console *c, http_reply *reply)
+{
+    const char *id = http_query("id");
+    const char *type = query_type(reply, false);
+    const char *types[METRICS_MAX_TYPES];
+    size_t n_types = 0, found = SIZE_MAX;
+    char keys[7][KEY_MAX];
+    const char *argv[9];
+    redisReply **r = NULL;
+    redisContext *redis;
+    jbuf b = {0};
+
+    if (type && !*type)
+        return;
+    if (!id || !config_valid_task_id(id, strlen(id))) {
+        json_error(reply, 400,
+                   "id: expected 1-200 printable bytes without "
+                   "spaces");
+        return;
+    }
+    if (type) {
+        types[n_types++] = type;
+    } else {
+        for (size_t i = 0; i < c->v.n_types && i < METRICS_MAX_TYPES; i++)
+            types[n_types++] = c->v.types[i];
+    }
+    if (!(redis = connection(c))) {
+        json_error(reply, 503, "redis unreachable");
+        return;
+    }
+    if (task_script.sha[0] == '\0')
+        script_init(&task_script);
+    for (size_t i = 0; i < n_types; i++) {
+        task_args(c, types[i], id, keys, argv);
+        script_append(redis, &task_script, 7, 9, argv, NULL);
+    }
+    r = calloc(n_types + 1, sizeof(*r));
+    if (!r)
+        out_of_memory();
+    if (read_replies(c, r, n_types) != 0) {
+        json_error(reply, 503, "redis: the task could not be read");
+        free(r);
+        return;
+    }
+    for (size_t i = 0; i < n_types; i++) {
+        if (script_is_noscript(r[i])) {
+            freeReplyObject(r[i]);
+            task_args(c, types[i], id, keys, argv);
+            r[i] = script_run(redis, &task_script, 7, 9, argv, NULL);
+            if (!r[i]) {
+                lost(c);
+                json_error(reply, 503, "redis: the task could not be read");
+                goto out;
+            }
+        }
+        if (!task_reply_ok(r[i])) {
+            json_error(reply, 502, "redis: unexpected reply: %s",
+                       r[i]->type == REDIS_REPLY_ERROR ? r[i]->str : "?");
+            goto out;
+        }
+        if (found == SIZE_MAX && strcmp(r[i]->element[0]->str, "unknown"))
+            found = i;
+    }
+    if (found == SIZE_MAX) {
+        jb_put(&b, "{\"id\":", 6);
+        jb_str(&b, id);
+        if (type) {
+            jb_put(&b, ",\"type\":", 8);
+            jb_str(&b, type);
+        }
+        jb_put(&b, ",\"status\":\"unknown\"}", 20);
+        json_reply(reply, 404, &b);
+        goto out;
+    }
+    jb_task(&b, c, types[found], id, r[found]);
+    json_reply(reply, 200, &b);
+out:
+    free_replies(r, n_types);
+    free(r);
+}
+
+/* ---- POST /api/replay, /api/purge, /api/cancel ---- */
+
+/* KEYS: 1 dead zset, 2 dead:<id>, 3 task:<id>, 4 stream. ARGV: 1 id,
+ * 2 type. As `wharf dead replay`: back to the stream at attempt 1,
+ * without its error. OK, NOT_FOUND, or MISSING (no envelope: dropped). */
+static const char replay_lua[] =
+    "if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then\n"
+    "  return 'NOT_FOUND'\n"
+    "end\n"
+    "redis.call('ZREM', KEYS[1], ARGV[1])\n"
+    "local h = redis.call('HGETALL', KEYS[2])\n"
+    "if #h == 0 then h = redis.call('HGETALL', KEYS[3]) end\n"
+    "redis.call('DEL', KEYS[2], KEYS[3])\n"
+    "if #h == 0 then return 'MISSING' end\n"
+    "local drop = {id = 1, type = 1, payload = 1, attempt = 1,\n"
+    "              enqueued_at = 1, trace = 1, error = 1, failed_at = 1,\n"
+    "              worker = 1}\n"
+    "local v, f = {}, {}\n"
+    "for i = 1, #h, 2 do v[h[i]] = h[i + 1] end\n"
+    "local function add(name, value)\n"
+    "  if value then f[#f + 1] = name; f[#f + 1] = value end\n"
+    "end\n"
+    "add('id', v.id or ARGV[1])\n"
+    "add('type', v.type or ARGV[2])\n"
+    "add('payload', v.payload)\n"
+    "add('attempt', '1')\n"
+    "add('enqueued_at', v.enqueued_at)\n"
+    "add('trace', v.trace)\n"
+    "for i = 1, #h, 2 do\n"
+    "  if not drop[h[i]] then add(h[i], h[i + 1]) end\n"
+    "end\n"
+    "redis.call('XADD', KEYS[4], '*', unpack(f))\n"
+    "return 'OK'\n";
+
+/* KEYS: 1 dead zset, 2 dead:<id>, 3 task:<id>. ARGV: 1 id. */
+static const char purge_lua[] =
+    "if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then\n"
+    "  return 'NOT_FOUND'\n"
+    "end\n"
+    "redis.call('DEL', KEYS[2], KEYS[3])\n"
+    "return 'OK'\n";
+
+/* KEYS: 1 delayed zset, 2 task:<id>. ARGV: 1 id. Only a task waiting in
+ * the delayed set can be cancelled: a queued one sits in a stream entry
+ * whose id only a scan could find, and a running one is its worker's. */
+static const char cancel_lua[] =
+    "if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then\n"
+    "  return 'NOT_FOUND'\n"
+    "end\n"
+    "redis.call('DEL', KEYS[2])\n"
+    "return 'OK'\n";
+
+static script replay_script = {.name = "console replay", .source = replay_lua};
+static script purge_script = {.name = "console purge", .source = purge_lua};
+static script cancel_script = {.name = "console cancel", .source = cancel_lua};
+
+/* "host[:port]" of an Origin or Referer URL ("scheme://host[:port]/..."),
+ * into out; false if it has none. */
+static bool url_authority(const char *url, char *out, size_t len)
+{
+    const char *start = strstr(url, "://");
+    size_t n;
+
+    if (!start)
+        return false;
+    start += 3;
+    n = strcspn(start, "/?#");
+    if (n == 0 || n >= len)
+        return false;
+    memcpy(out, start, n);
+    out[n] = '\0';
+    return true;
+}
+
+/* Equal, in time that does not depend on where they differ. */
+static bool same_secret(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = la != lb;
+
+    for (size_t i = 0; i < la; i++)
+        diff |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+    return diff == 0;
+}
+
+/* Whether an action may run: actions on, same origin, the token. Answers
+ * 403 with why when not. */
+static bool action_allowed(console *c, http_reply *reply)
+{
+    const char *host = http_header("Host");
+    const char *origin = http_header("Origin");
+    const char *referer = http_header("Referer");
+    const char *auth = http_header("Authorization");
+    char from[300];
+
+    if (!c->v.cfg->console_actions || !c->v.cfg->console_token) {
+        json_error(reply, 403,
+                   "actions are off: the manifest needs "
+                   "[console] actions = yes and a token");
+        return false;
+    }
+    /* A browser names the page a request comes from; another site's page
+     * must not act with this console's authority. Clients that are not
+     * browsers send neither header and are held to the token alone. */
+    if ((origin && strcmp(origin, "null") == 0) ||
+        ((origin || referer) &&
+         (!url_authority(origin ? origin : referer, from, sizeof(from)) ||
+          !host || strcasecmp(from, host) != 0))) {
+        json_error(reply, 403,
+                   "cross-origin request refused: Origin %s is "
+                   "not this console (Host %s)",
+                   origin    ? origin
+                   : referer ? referer
+                             : "?",
+                   host ? host : "?");
+        return false;
+    }
+    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0 ||
+        !same_secret(auth + 7, c->v.cfg->console_token)) {
+        json_error(reply, 403,
+                   "a valid token is needed: header "
+                   "Authorization: Bearer <[console] token>");
+        return false;
+    }
+    return true;
+}
+
+static void action(console *c, const char *what, http_reply *reply)
+{
+    const char *type;
+    const char *id = http_query("id");
+    char keys[4][KEY_MAX];
+    const char *argv[6];
+    script *s;
+    int numkeys, argc;
+    redisContext *redis;
+    redisReply *r;
+    jbuf b = {0};
+
+    if (!action_allowed(c, reply))
+        return;
+    type = query_type(reply, true);
+    if (!*type)
+        return;
+    if (!id || !config_valid_task_id(id, strlen(id))) {
+        json_error(reply, 400,
+                   "id: expected 1-200 printable bytes without "
+                   "spaces");
+        return;
+    }
+    if (strcmp(what, "cancel") == 0) {
+        s = &cancel_script;
+        key_of_type(keys[0], KEY_MAX, prefix_of(c), type, "delayed");
+        key_of_task(keys[1], KEY_MAX, prefix_of(c), type, "task", id);
+        numkeys = 2;
+    } else {
+        char env[2][KEY_MAX];
+        s = strcmp(what, "replay") == 0 ? &replay_script : &purge_script;
+        dead_envelope_keys(c, type, id, env);
+        key_of_type(keys[0], KEY_MAX, prefix_of(c), type, "dead");
+        memcpy(keys[1], env[0], KEY_MAX);
+        memcpy(keys[2], env[1], KEY_MAX);
+        key_of_type(keys[3], KEY_MAX, prefix_of(c), type, "stream");
+        numkeys = s == &replay_script ? 4 : 3;
+    }
+    for (int i = 0; i < numkeys; i++)
+        argv[i] = keys[i];
+    argv[numkeys] = id;
+    argv[numkeys + 1] = type;
+    argc = numkeys + (s == &replay_script ? 2 : 1);
+    if (!(redis = connection(c))) {
+        json_error(reply, 503, "redis unreachable");
+        return;
+    }
+    if (s->sha[0] == '\0')
+        script_init(s);
+    r = script_run(redis, s, numkeys, argc, argv, NULL);
+    if (!r) {
+        lost(c);
+        json_error(reply, 503, "redis: the %s did not go through", what);
+        return;
+    }
+    if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS) {
+        json_error(reply, 502, "redis: %s",
+                   r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    } else if (strcmp(r->str, "OK") == 0) {
+        log_fields(WHARF_LOG_INFO, "console action",
+                   (log_field[]){LOG_STR("action", what), LOG_STR("type", type),
+                                 LOG_STR("task", id)},
+                   3);
+        jb_printf(&b, "{\"done\":\"%s\",\"type\":", what);
+        jb_str(&b, type);
+        jb_put(&b, ",\"id\":", 6);
+        jb_str(&b, id);
+        jb_put(&b, "}", 1);
+        json_reply(reply, 200, &b);
+    } else if (strcmp(r->str, "MISSING") == 0) {
+        json_error(reply, 410,
+                   "dead task '%s' had no envelope: dropped it "
+                   "from the dead set",
+                   id);
+    } else {
+        json_error(reply, 404, "no %s task '%s' of type '%s'",
+                   s == &cancel_script ? "delayed" : "dead", id, type);
+    }
+    freeReplyObject(r);
+}
+
+/* ---- routing ---- */
+
+bool console_handles(const char *path)
+{
+    return strcmp(path, "/") == 0 || strncmp(path, "/api/", 5) == 0 ||
+           strncmp(path, "/console/", 9) == 0;
+}
+
+static void asset(const char *path, http_reply *reply)
+{
+    for (const console_asset *a = console_assets; a->path; a++) {
+        if (strcmp(a->path, path) != 0)
+            continue;
+        reply->status = 200;
+        reply->content_type = a->content_type;
+        reply->body = malloc(a->len ? a->len : 1);
+        if (reply->body)
+            memcpy(reply->body, a->data, a->len);
+        reply->len = a->len;
+        return;
+    }
+    json_error(reply, 404, "not found");
+}
+
+/* Whether the Host header names this console by address: an IP literal,
+ * localhost, or the host of [metrics] listen. A page of another site
+ * whose name was made to resolve to this address (DNS rebinding) sends
+ * its own name, and is answered 421 rather than with the dead set. */
+static bool host_allowed(const console *c, const char *host)
+{
+    char name[300], listen[300];
+    unsigned char addr[sizeof(struct in6_addr)];
+    const char *colon;
+    size_t n;
+
+    if (!host || !*host || strlen(host) >= sizeof(name))
+        return false;
+    if (host[0] == '[') {
+        const char *close = strchr(host, ']');
+        if (!close)
+            return false;
+        n = (size_t)(close - host - 1);
+        memcpy(name, host + 1, n);
+        name[n] = '\0';
+        return inet_pton(AF_INET6, name, addr) == 1;
+    }
+    colon = strrchr(host, ':');
+    n = colon ? (size_t)(colon - host) : strlen(host);
+    memcpy(name, host, n);
+    name[n] = '\0';
+    if (strcasecmp(name, "localhost") == 0 ||
+        inet_pton(AF_INET, name, addr) == 1)
+        return true;
+    if (c->v.cfg->metrics_listen) {
+        snprintf(listen, sizeof(listen), "%s", c->v.cfg->metrics_listen);
+        colon = strrchr(listen, ':');
+        if (colon)
+            listen[colon - listen] = '\0';
+        return strcasecmp(listen, name) == 0;
+    }
+    return false;
+}
+
+void console_http(console *c, const char *method, const char *path,
+                  http_reply *reply)
+{
+    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    bool post = strcmp(method, "POST") == 0;
+
+    refresh_view(c);
+    if (!host_allowed(c, http_header("Host"))) {
+        json_error(reply, 421,
+                   "the console answers to its own address "
+                   "(an IP, localhost or [metrics] listen), not "
+                   "to Host '%s'; behind a proxy, see "
+                   "docs/console.md",
+                   http_header("Host") ? http_header("Host") : "");
+        return;
+    }
+    if (strcmp(path, "/api/replay") == 0 || strcmp(path, "/api/purge") == 0 ||
+        strcmp(path, "/api/cancel") == 0) {
+        if (!post)
+            json_error(reply, 405, "%s takes POST", path);
+        else
+            action(c, path + 5, reply);
+        return;
+    }
+    if (!get) {
+        json_error(reply, 405, "%s takes GET", path);
+        return;
+    }
+    if (strcmp(path, "/") == 0)
+        asset("/console/index.html", reply);
+    else if (strncmp(path, "/console/", 9) == 0)
+        asset(path, reply);
+    else if (strcmp(path, "/api/overview") == 0)
+        overview(c, reply);
+    else if (strcmp(path, "/api/dead") == 0)
+        dead_page(c, reply);
+    else if (strcmp(path, "/api/task") == 0)
+        task_detail(c, reply);
+    else
+        json_error(reply, 404, "no such API: see docs/console.md");
+}

@@ -1,0 +1,321 @@
+/* The wharf console page: polls the JSON API (docs/console.md) and
+ * renders it. Every piece of data is set with textContent or as an
+ * attribute value, never parsed as HTML, so a payload or error holding
+ * markup shows as text. */
+'use strict';
+
+const POLL_MS = 1000;
+const DEAD_POLL_MS = 3000;
+const DEAD_PAGE = 50;
+
+const state = {
+  overview: null,
+  deadType: '',
+  deadOffset: 0,
+  deadSeen: -1,     /* the dead count the list was read at */
+  deadReadAt: 0,
+  detail: null,     /* {type, id} shown in the detail panel */
+};
+
+function $(id) { return document.getElementById(id); }
+
+/* An element with text and attributes; children appended as given. */
+function el(tag, text, attrs, children) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const c of children || []) e.appendChild(c);
+  return e;
+}
+
+function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+
+function ms(v) {
+  if (v === undefined || v === null || v < 0) return '-';
+  if (v < 1) return v.toFixed(2) + ' ms';
+  if (v < 1000) return v.toFixed(0) + ' ms';
+  return (v / 1000).toFixed(1) + ' s';
+}
+
+function duration(v) {
+  if (!v && v !== 0) return '-';
+  const s = Math.floor(v / 1000);
+  if (s < 60) return s + 's';
+  if (s < 3600) return Math.floor(s / 60) + 'm' + (s % 60) + 's';
+  return Math.floor(s / 3600) + 'h' + Math.floor((s % 3600) / 60) + 'm';
+}
+
+function when(msEpoch) {
+  if (!msEpoch) return '-';
+  return new Date(Number(msEpoch)).toISOString().replace('T', ' ').replace('Z', ' UTC');
+}
+
+async function api(path, options) {
+  const r = await fetch(path, Object.assign({ cache: 'no-store' }, options || {}));
+  let body = null;
+  try { body = await r.json(); } catch (e) { body = { error: 'not JSON: ' + r.status }; }
+  return { status: r.status, body: body };
+}
+
+/* A small chart: one polyline per outcome, scaled to the largest step. */
+function chart(series) {
+  const ns = 'http://www.w3.org/2000/svg';
+  const w = 120, h = 28;
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('class', 'chart');
+  svg.setAttribute('width', w);
+  svg.setAttribute('height', h);
+  svg.setAttribute('viewBox', '0 0 ' + w + ' ' + h);
+  if (!series) return svg;
+  let top = 1;
+  for (const k of ['ok', 'retry', 'dead']) for (const v of series[k] || []) top = Math.max(top, v);
+  for (const k of ['ok', 'retry', 'dead']) {
+    const pts = series[k] || [];
+    const line = document.createElementNS(ns, 'polyline');
+    line.setAttribute('class', k);
+    line.setAttribute('points', pts.map((v, i) =>
+      (i * (w - 1) / Math.max(1, pts.length - 1)).toFixed(1) + ',' +
+      (h - 1 - v * (h - 2) / top).toFixed(1)).join(' '));
+    svg.appendChild(line);
+  }
+  const title = document.createElementNS(ns, 'title');
+  const sum = k => (series[k] || []).reduce((a, b) => a + b, 0);
+  title.textContent = 'last 5 min: ok ' + sum('ok') + ', retry ' + sum('retry') + ', dead ' + sum('dead');
+  svg.appendChild(title);
+  return svg;
+}
+
+function pct(h) {
+  if (!h || !h.count) return '-';
+  const one = v => (v >= h.top_ms ? '> ' : '') + ms(v);
+  return one(h.p50) + ' / ' + one(h.p99);
+}
+
+function renderTypes(o) {
+  const body = $('types').tBodies[0];
+  clear(body);
+  $('types-empty').hidden = o.types.length > 0;
+  for (const t of o.types) {
+    const pm = t.last_minute || {};
+    const cell = (field, v, cls) => el('td', v, Object.assign({ 'data-field': field }, cls ? { class: cls } : {}));
+    const row = el('tr', null, { 'data-type': t.type }, [
+      el('td', t.type, { class: 'type' }),
+      cell('ready', t.ready),
+      cell('running', t.running),
+      cell('delayed', t.delayed),
+      cell('dead', t.dead, t.dead > 0 ? 'nonzero-dead' : ''),
+      cell('pressure', t.pressure ? 'on' : 'off', t.pressure ? 'pressure-on' : ''),
+      el('td', (t.hosts || []).join(', ') || '-', { 'data-field': 'hosts' }),
+      cell('ok_last_min', pm.ok !== undefined ? pm.ok : '-'),
+      cell('retry_last_min', pm.retry !== undefined ? pm.retry : '-'),
+      cell('dead_last_min', pm.dead !== undefined ? pm.dead : '-'),
+      el('td', null, { 'data-field': 'chart' }, [chart(t.series)]),
+      cell('wait', pct(t.wait_ms)),
+      cell('run', pct(t.run_ms)),
+    ]);
+    body.appendChild(row);
+  }
+}
+
+function renderSlots(o) {
+  const body = $('slots').tBodies[0];
+  clear(body);
+  for (const s of o.slots) {
+    const last = s.last_restart
+      ? s.last_restart.reason + ' (' + s.last_restart.how + ') at ' + when(s.last_restart.at_ms)
+      : '-';
+    body.appendChild(el('tr', null, { 'data-slot': s.slot }, [
+      el('td', s.worker),
+      el('td', s.pid || '-'),
+      el('td', s.state + (s.restart_in_ms ? ' (restart in ' + duration(s.restart_in_ms) + ')' : '')),
+      el('td', s.task ? s.type + ' ' + s.task : '-', { class: 'mono' }),
+      el('td', s.task ? duration(s.running_ms) : '-'),
+      el('td', s.pid ? duration(s.up_ms) : '-'),
+      el('td', s.restarts),
+      el('td', last),
+    ]));
+  }
+  const r = o.restarts || {};
+  $('restarts').textContent = 'restarts on this host: ' +
+    Object.entries(r).map(([k, v]) => k + ' ' + v).join(', ');
+}
+
+function renderHosts(o) {
+  const body = $('hosts').tBodies[0];
+  clear(body);
+  for (const h of o.hosts || []) {
+    body.appendChild(el('tr', null, {}, [
+      el('td', h.name, { class: 'mono' }),
+      el('td', (h.types || '').split(',').join(', ')),
+      el('td', h.workers || '-'),
+      el('td', h.busy || '0'),
+      el('td', when(h.started_at)),
+      el('td', h.version || '-'),
+    ]));
+  }
+}
+
+/* Keeps a <select>'s options equal to the types, keeping the choice. */
+function syncTypeSelect(select, types, keepFirst) {
+  const want = (keepFirst ? [''] : []).concat(types);
+  const have = Array.from(select.options).map(o => o.value);
+  if (want.join('\n') === have.join('\n')) return;
+  const chosen = select.value;
+  while (select.options.length > (keepFirst ? 1 : 0)) select.remove(select.options.length - 1);
+  for (const t of types) select.appendChild(el('option', t, { value: t }));
+  if (want.includes(chosen)) select.value = chosen;
+}
+
+function renderOverview(o) {
+  state.overview = o;
+  $('host').textContent = o.host + ' · wharf ' + o.version;
+  $('redis').textContent = o.redis_up ? 'redis up' : 'redis down';
+  $('redis').className = 'badge' + (o.redis_up ? '' : ' down');
+  const w = o.workers;
+  $('workers').textContent = 'workers: ' + w.running + ' running, ' + w.idle + ' idle, ' +
+    w.stopping + ' stopping, ' + w.down + ' down';
+  $('updated').textContent = 'updated ' + when(o.time_ms);
+  renderTypes(o);
+  renderSlots(o);
+  renderHosts(o);
+  $('actions').hidden = !o.actions || !state.detail;
+  const names = o.types.map(t => t.type);
+  syncTypeSelect($('find-type'), names, true);
+  syncTypeSelect($('dead-type'), names, false);
+  if (!state.deadType && names.length) {
+    const withDead = o.types.find(t => t.dead > 0);
+    state.deadType = withDead ? withDead.type : names[0];
+  }
+  $('dead-type').value = state.deadType;
+  const t = o.types.find(x => x.type === state.deadType);
+  if (t && (t.dead !== state.deadSeen || Date.now() - state.deadReadAt > DEAD_POLL_MS)) {
+    state.deadSeen = t.dead;
+    loadDead();
+  }
+}
+
+async function loadDead() {
+  if (!state.deadType) return;
+  state.deadReadAt = Date.now();
+  const q = new URLSearchParams({ type: state.deadType, offset: state.deadOffset, limit: DEAD_PAGE });
+  const r = await api('api/dead?' + q);
+  const body = $('dead').tBodies[0];
+  if (r.status !== 200) {
+    $('dead-range').textContent = r.body.error || ('error ' + r.status);
+    return;
+  }
+  clear(body);
+  for (const it of r.body.items) {
+    const open = el('button', it.id, { class: 'link', type: 'button' });
+    open.addEventListener('click', () => showTask(r.body.type, it.id));
+    body.appendChild(el('tr', null, { 'data-id': it.id }, [
+      el('td', null, {}, [open]),
+      el('td', when(it.died_at)),
+      el('td', it.attempt !== undefined ? it.attempt : '-'),
+      el('td', it.error !== undefined ? it.error : '-', { class: 'error' }),
+    ]));
+  }
+  const n = r.body.items.length;
+  $('dead-range').textContent = r.body.total === 0 ? 'empty'
+    : (r.body.offset + 1) + '–' + (r.body.offset + n) + ' of ' + r.body.total + ', newest first';
+  $('dead-prev').disabled = r.body.offset === 0;
+  $('dead-next').disabled = r.body.offset + n >= r.body.total;
+}
+
+function say(text, error) {
+  $('message').textContent = text;
+  $('message').className = error ? 'error' : '';
+}
+
+async function showTask(type, id, keepMessage) {
+  const q = new URLSearchParams({ id: id });
+  if (type) q.set('type', type);
+  const r = await api('api/task?' + q);
+  const t = r.body;
+  $('detail').hidden = false;
+  $('detail-id').textContent = id;
+  $('detail-type').textContent = t.type || type || '-';
+  $('detail-status').textContent = t.status || ('error ' + r.status);
+  if (r.status !== 200 && r.status !== 404) say(t.error || 'error ' + r.status, true);
+  else if (!keepMessage) say('');
+  state.detail = t.type ? { type: t.type, id: id } : null;
+  const extra = [];
+  if (t.died_at) extra.push('died ' + when(t.died_at));
+  if (t.due_at) extra.push('due ' + when(t.due_at));
+  if (t.worker) extra.push('on ' + t.worker + ' for ' + duration(t.running_ms));
+  if (t.lock_ms_left) extra.push('lock ' + t.lock_ms_left + ' ms left');
+  $('detail-extra').textContent = extra.join(', ');
+  $('detail-trace').textContent = t.trace_id || '-';
+  $('payload').textContent = t.payload ? t.payload.preview : '(no envelope: the payload is kept only while a task is delayed or dead)';
+  $('payload-size').textContent = t.payload ? t.payload.bytes + ' bytes' + (t.payload.cut ? ', first ' + t.payload.preview.length + ' shown' : '') : '';
+  $('result-box').hidden = !t.result;
+  $('result').textContent = t.result ? t.result.preview : '';
+  $('result-size').textContent = t.result ? t.result.bytes + ' bytes' : '';
+  const body = $('fields').tBodies[0];
+  clear(body);
+  for (const f of t.fields || [])
+    body.appendChild(el('tr', null, {}, [el('th', f.name), el('td', null, {}, [el('pre', f.value)])]));
+  $('actions').hidden = !(state.overview && state.overview.actions) || !state.detail;
+  $('act-replay').disabled = t.status !== 'dead';
+  $('act-purge').disabled = t.status !== 'dead';
+  $('act-cancel').disabled = t.status !== 'delayed';
+}
+
+async function act(action) {
+  if (!state.detail) return;
+  const token = $('token').value;
+  sessionStorage.setItem('wharf-console-token', token);
+  const q = new URLSearchParams({ type: state.detail.type, id: state.detail.id });
+  const r = await api('api/' + action + '?' + q, {
+    method: 'POST',
+    headers: { Authorization: 'Bearer ' + token },
+  });
+  await showTask(state.detail.type, state.detail.id, true);
+  say(r.status === 200 ? action + ': done' : action + ': ' + (r.body.error || r.status), r.status !== 200);
+  state.deadSeen = -1;
+}
+
+async function poll() {
+  try {
+    const r = await api('api/overview');
+    if (r.status === 200) renderOverview(r.body);
+  } catch (e) {
+    $('redis').textContent = 'console unreachable';
+    $('redis').className = 'badge down';
+  }
+  setTimeout(poll, POLL_MS);
+}
+
+function start() {
+  $('token').value = sessionStorage.getItem('wharf-console-token') || '';
+  $('find').addEventListener('submit', ev => {
+    ev.preventDefault();
+    const id = $('find-id').value.trim();
+    if (id) showTask($('find-type').value, id);
+  });
+  $('dead-type').addEventListener('change', () => {
+    state.deadType = $('dead-type').value;
+    state.deadOffset = 0;
+    state.deadSeen = -1;
+    loadDead();
+  });
+  $('dead-prev').addEventListener('click', () => {
+    state.deadOffset = Math.max(0, state.deadOffset - DEAD_PAGE);
+    loadDead();
+  });
+  $('dead-next').addEventListener('click', () => {
+    state.deadOffset += DEAD_PAGE;
+    loadDead();
+  });
+  for (const b of document.querySelectorAll('#actions button'))
+    b.addEventListener('click', () => act(b.getAttribute('data-action')));
+  /* #type=T&id=ID opens that task (links from logs or chat). */
+  const h = new URLSearchParams(location.hash.slice(1));
+  if (h.get('id')) {
+    $('find-id').value = h.get('id');
+    showTask(h.get('type') || '', h.get('id'));
+  }
+  poll();
+}
+
+start();

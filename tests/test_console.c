@@ -1,0 +1,602 @@
+/* The console end to end: a real wharfd after a small mixed chaos run,
+ * its page rendered by headless Chromium (the DOM checked, a screenshot
+ * kept under the build folder), the JSON API's reads, paging and
+ * escaping, its actions (token, POST, same origin, read-only by
+ * default), `wharf top` under tmux, and the [console] manifest keys. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <stdbool.h>
+
+#include <criterion/criterion.h>
+
+#include "config.h"
+#include "host_process.h"
+#include "redis_server.h"
+
+#define TOKEN "test-token-0123456789abcdef"
+#define XSS_ID "xss-<script>alert(1)</script>"
+#define XSS_PAYLOAD "<script>alert(1)</script>"
+#define ARTEFACTS WHARF_BINARY_DIR "/tests/console"
+
+static test_redis redis;
+static test_host host;
+static redisContext *rc;
+static int port;
+static char body[1 << 20];
+
+static void start_redis(void)
+{
+    test_redis_start(&redis, 0);
+    rc = test_redis_connect(&redis);
+}
+
+static void stop_all(void)
+{
+    test_host_stop(&host);
+    if (rc)
+        redisFree(rc);
+    test_redis_stop(&redis);
+}
+
+TestSuite(console, .init = start_redis, .fini = stop_all, .timeout = 180);
+
+/* One HTTP/1.0 request to 127.0.0.1:port, with Host: host_name (NULL:
+ * 127.0.0.1:port) and extra header lines (each ending in \r\n, or NULL).
+ * The status (body in `body`), or -1. */
+static int request_to(const char *host_name, const char *method,
+                      const char *path, const char *headers)
+{
+    char own[64];
+    struct sockaddr_in addr;
+    struct timeval tv = {5, 0};
+    char req[2048];
+    size_t got = 0;
+    int fd, status = -1, n;
+    ssize_t r;
+    static char raw[sizeof(body)];
+
+    body[0] = '\0';
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert(fd >= 0);
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((unsigned short)port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
+        goto out;
+    snprintf(own, sizeof(own), "127.0.0.1:%d", port);
+    n = snprintf(req, sizeof(req),
+                 "%s %s HTTP/1.0\r\nHost: %s\r\n%sContent-Length: "
+                 "0\r\n\r\n",
+                 method, path, host_name ? host_name : own,
+                 headers ? headers : "");
+    if (write(fd, req, (size_t)n) != n)
+        goto out;
+    while (got < sizeof(raw) - 1 &&
+           (r = read(fd, raw + got, sizeof(raw) - 1 - got)) > 0)
+        got += (size_t)r;
+    raw[got] = '\0';
+    if (sscanf(raw, "HTTP/%*s %d", &status) != 1)
+        status = -1;
+    else {
+        const char *start = strstr(raw, "\r\n\r\n");
+        snprintf(body, sizeof(body), "%s", start ? start + 4 : "");
+    }
+out:
+    close(fd);
+    return status;
+}
+
+static int request(const char *method, const char *path, const char *headers)
+{
+    return request_to(NULL, method, path, headers);
+}
+
+/* Starts wharfd with the console on a free port; `console` is a
+ * [console] section or "". Waits until the overview answers with the
+ * types served. */
+static void start_host(const char *console)
+{
+    char listen[64], extra[1024];
+
+    port = test_free_port();
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+    snprintf(extra, sizeof(extra),
+             "[type.chaos]\nbackoff_base = 50ms\nmax_attempts = 3\n%s",
+             console);
+    test_host_opts o = {.metrics_listen = listen, .extra = extra};
+    test_host_manifest_opts(&host, &redis, &o);
+    test_host_start(&host);
+    for (int i = 0; i < 1000; i++) {
+        if (request("GET", "/api/overview", NULL) == 200 &&
+            strstr(body, "\"type\":\"chaos\"") &&
+            strstr(body, "\"redis_up\":true"))
+            return;
+        test_sleep_ms(10);
+    }
+    cr_assert_fail("the console never answered; see %s", host.log);
+}
+
+/* Polls the overview until it holds `want`; fails after timeout_ms. */
+static void wait_overview(const char *want, int timeout_ms)
+{
+    for (int waited = 0; waited <= timeout_ms; waited += 50) {
+        if (request("GET", "/api/overview", NULL) == 200 && strstr(body, want))
+            return;
+        test_sleep_ms(50);
+    }
+    cr_assert_fail("the overview never held %s; last: %.2000s", want, body);
+}
+
+/* The small mixed chaos run: 6 ok, 2 fail:1 (retry once, then ok),
+ * 3 fatal and one <script> payload (unknown command: dead), 4 echoes.
+ * Ends when the figures say so. */
+static void chaos_run(void)
+{
+    char id[32];
+
+    for (int i = 1; i <= 6; i++) {
+        snprintf(id, sizeof(id), "ok-%d", i);
+        test_add_entry(rc, "chaos", id, "ok");
+    }
+    test_add_entry(rc, "chaos", "retry-1", "fail:1");
+    test_add_entry(rc, "chaos", "retry-2", "fail:1");
+    for (int i = 1; i <= 3; i++) {
+        snprintf(id, sizeof(id), "fatal-%d", i);
+        test_add_entry(rc, "chaos", id, "fatal");
+    }
+    test_add_entry(rc, "chaos", XSS_ID, XSS_PAYLOAD);
+    for (int i = 1; i <= 4; i++) {
+        snprintf(id, sizeof(id), "echo-%d", i);
+        test_add_entry(rc, "echo", id, "hello");
+    }
+    wait_overview("\"type\":\"chaos\",\"ready\":0,\"running\":0,"
+                  "\"delayed\":0,\"dead\":4,",
+                  20000);
+    wait_overview("\"totals\":{\"ok\":8,\"retry\":2,\"dead\":4,", 5000);
+    /* 14 plugin runs: 6 ok, 2 x 2 fail:1, 3 fatal, 1 <script> */
+    {
+        const char *chaos = strstr(body, "{\"type\":\"chaos\"");
+        const char *run =
+            chaos ? strstr(chaos, "\"run_ms\":{\"window_s\":") : NULL;
+        cr_assert(run, "%s", body);
+        cr_expect(strstr(run, "\"count\":14,\"top_ms\":10000,"), "%s", run);
+    }
+    wait_overview("\"type\":\"echo\",\"ready\":0,\"running\":0,"
+                  "\"delayed\":0,\"dead\":0,",
+                  5000);
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *text;
+    long n;
+
+    cr_assert(f != NULL, "%s: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    rewind(f);
+    text = calloc(1, (size_t)n + 1);
+    cr_assert(text && fread(text, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    return text;
+}
+
+static int count(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
+
+/* Runs headless Chromium on url with flag "--dump-dom" (the DOM into
+ * out) or "--screenshot=" (a PNG at out), on a fresh profile; its stderr
+ * goes to out.log. Returns the shell's status. */
+static int chromium(const char *flag, const char *url, const char *out)
+{
+    bool dom = strcmp(flag, "--dump-dom") == 0;
+    char cmd[2048];
+
+    snprintf(cmd, sizeof(cmd),
+             "profile=$(mktemp -d) && timeout 60 chromium --headless "
+             "--no-sandbox --disable-gpu --disable-quic --no-first-run "
+             "--disable-background-networking --disable-component-update "
+             "--disable-sync --hide-scrollbars --user-data-dir=\"$profile\" "
+             "--window-size=1400,1400 --virtual-time-budget=4000 %s%s '%s' "
+             "%s%s 2>%s.log; rc=$?; rm -rf \"$profile\"; exit $rc",
+             flag, dom ? "" : out, url, dom ? ">" : "", dom ? out : "", out);
+    return system(cmd);
+}
+
+Test(console, page_in_chromium_shows_counts_dead_tasks_and_escapes)
+{
+    char url[256], dom_path[300], shot[300];
+    struct stat st;
+    char *dom;
+
+    if (system("command -v chromium >/dev/null 2>&1") != 0)
+        cr_skip_test("chromium is not installed (apt-get install chromium)");
+    start_host("");
+    chaos_run();
+    mkdir(ARTEFACTS, 0755);
+    snprintf(dom_path, sizeof(dom_path), "%s/console-dom.html", ARTEFACTS);
+    snprintf(shot, sizeof(shot), "%s/console.png", ARTEFACTS);
+    /* #type=..&id=.. opens that task's detail: the <script> payload. */
+    snprintf(url, sizeof(url),
+             "http://127.0.0.1:%d/#type=chaos&id=xss-%%3Cscript%%3Ealert(1)"
+             "%%3C%%2Fscript%%3E",
+             port);
+    cr_assert_eq(chromium("--dump-dom", url, dom_path), 0,
+                 "chromium failed; see %s.log", dom_path);
+    dom = read_file(dom_path);
+
+    /* per type, the right counts */
+    cr_expect(strstr(dom, "<tr data-type=\"chaos\"><td class=\"type\">chaos"
+                          "</td><td data-field=\"ready\">0</td><td "
+                          "data-field=\"running\">0</td><td data-field="
+                          "\"delayed\">0</td><td data-field=\"dead\" "
+                          "class=\"nonzero-dead\">4</td><td data-field="
+                          "\"pressure\">off</td>"),
+              "chaos row wrong in %s", dom_path);
+    cr_expect(strstr(dom, "<tr data-type=\"echo\"><td class=\"type\">echo"
+                          "</td><td data-field=\"ready\">0</td><td "
+                          "data-field=\"running\">0</td><td data-field="
+                          "\"delayed\">0</td><td data-field=\"dead\">0</td>"),
+              "echo row wrong in %s", dom_path);
+    cr_expect(strstr(dom, "<td data-field=\"ok_last_min\">8</td><td "
+                          "data-field=\"retry_last_min\">2</td><td "
+                          "data-field=\"dead_last_min\">4</td>"),
+              "chaos outcomes of the last minute wrong in %s", dom_path);
+    cr_expect(count(dom, "<polyline") >= 6, "no charts in %s", dom_path);
+    /* the dead set: the four dead tasks, with their errors */
+    for (int i = 1; i <= 3; i++) {
+        char want[64];
+        snprintf(want, sizeof(want), "type=\"button\">fatal-%d</button>", i);
+        cr_expect(strstr(dom, want), "%s missing from %s", want, dom_path);
+    }
+    cr_expect_eq(count(dom, "fatal: asked to fail for good"), 3);
+    cr_expect(strstr(dom, "1–4 of 4, newest first"));
+    /* the worker slots */
+    cr_expect(strstr(dom, "data-slot=\"0\""));
+    cr_expect(strstr(dom, "data-slot=\"1\""));
+    /* <script> in an id, a payload and an error: text, never markup */
+    cr_expect(strstr(dom, "type=\"button\">xss-&lt;script&gt;alert(1)&lt;/"
+                          "script&gt;</button>"));
+    cr_expect(strstr(dom, "<pre id=\"payload\" class=\"preview\">&lt;script"
+                          "&gt;alert(1)&lt;/script&gt;</pre>"),
+              "payload preview not escaped text in %s", dom_path);
+    cr_expect(strstr(dom, "unknown chaos command '&lt;script&gt;alert(1)"
+                          "&lt;/script&gt;'"));
+    cr_expect(strstr(dom, "<b id=\"detail-status\" class=\"status\">dead"));
+    cr_expect_eq(count(dom, "<script"), 1, "an injected script element in %s",
+                 dom_path);
+    cr_expect_eq(count(dom, "alert(1)</script>"), 0);
+    free(dom);
+
+    /* the screenshot, kept as a build artefact */
+    unlink(shot);
+    cr_assert_eq(chromium("--screenshot=", url, shot), 0,
+                 "chromium screenshot failed; see %s.log", shot);
+    cr_assert_eq(stat(shot, &st), 0, "no screenshot at %s", shot);
+    cr_expect_gt(st.st_size, 20000, "screenshot %s is too small", shot);
+
+    /* read-only by default: a POST with any token is refused */
+    cr_expect_eq(request("POST", "/api/replay?type=chaos&id=fatal-1",
+                         "Authorization: Bearer " TOKEN "\r\n"),
+                 403);
+    cr_expect(strstr(body, "actions are off"), "%s", body);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 4);
+}
+
+/* A dead task written as a finish script writes one. */
+static void seed_dead(const char *id, const char *payload)
+{
+    freeReplyObject(test_redis_command(
+        rc,
+        "HSET wharf:{chaos}:task:%s id %s type chaos payload %s attempt 3 "
+        "enqueued_at 1700000000000 trace "
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 error "
+        "boom failed_at 1700000001000 worker w:0",
+        id, id, payload));
+    freeReplyObject(
+        test_redis_command(rc, "ZADD wharf:{chaos}:dead 1700000001000 %s", id));
+}
+
+Test(console, actions_need_post_the_token_and_the_same_origin)
+{
+    char same[128];
+
+    start_host("[console]\nactions = yes\ntoken = " TOKEN "\n");
+    seed_dead("replay-me", "ok");
+    snprintf(same, sizeof(same),
+             "Authorization: Bearer " TOKEN "\r\nOrigin: http://127.0.0.1:%d"
+             "\r\n",
+             port);
+
+    /* no token, a wrong token, another origin, a GET: refused */
+    cr_expect_eq(request("POST", "/api/replay?type=chaos&id=replay-me", NULL),
+                 403);
+    cr_expect(strstr(body, "token"), "%s", body);
+    cr_expect_eq(request("POST", "/api/replay?type=chaos&id=replay-me",
+                         "Authorization: Bearer not-the-token-at-all\r\n"),
+                 403);
+    cr_expect_eq(request("POST", "/api/replay?type=chaos&id=replay-me",
+                         "Authorization: Bearer " TOKEN
+                         "\r\nOrigin: http://evil.example\r\n"),
+                 403);
+    cr_expect(strstr(body, "cross-origin"), "%s", body);
+    cr_expect_eq(request("POST", "/api/replay?type=chaos&id=replay-me",
+                         "Authorization: Bearer " TOKEN
+                         "\r\nReferer: http://evil.example/x\r\n"),
+                 403);
+    cr_expect_eq(request("GET", "/api/replay?type=chaos&id=replay-me",
+                         "Authorization: Bearer " TOKEN "\r\n"),
+                 405);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 1,
+                 "a refused replay moved the task");
+
+    /* with the token, from the console's own page: back to the queue */
+    cr_expect_eq(request("POST", "/api/replay?type=chaos&id=replay-me", same),
+                 200, "%s", body);
+    cr_expect_eq(
+        test_wait_int(rc, 1, 10000, "EXISTS wharf:{chaos}:result:replay-me"), 1,
+        "the replayed task never ran");
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 0);
+    cr_expect_eq(test_host_runs(&host, "replay-me", 1), 1,
+                 "the replay did not start again at attempt 1");
+    cr_expect_eq(request("GET", "/api/task?type=chaos&id=replay-me", NULL),
+                 200);
+    cr_expect(strstr(body, "\"status\":\"done\""), "%s", body);
+    cr_expect(strstr(body, "\"preview\":\"ok attempt=1\""), "%s", body);
+    /* a replay of what is not dead: 404 */
+    cr_expect_eq(request("POST", "/api/replay?type=chaos&id=replay-me", same),
+                 404);
+
+    /* purge one dead task */
+    seed_dead("purge-me", "fatal");
+    cr_expect_eq(request("POST", "/api/purge?type=chaos&id=purge-me", same),
+                 200, "%s", body);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 0);
+    cr_expect_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:task:purge-me"), 0);
+
+    /* cancel a delayed task (due in a day) */
+    freeReplyObject(test_redis_command(
+        rc, "HSET wharf:{chaos}:task:later id later type chaos payload ok "
+            "attempt 1 enqueued_at 1700000000000 trace "
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+    freeReplyObject(test_redis_command(
+        rc, "ZADD wharf:{chaos}:delayed 99999999999999 later"));
+    cr_expect_eq(request("GET", "/api/task?id=later", NULL), 200);
+    cr_expect(strstr(body, "\"status\":\"delayed\""), "%s", body);
+    cr_expect_eq(request("POST", "/api/cancel?type=chaos&id=later", same), 200,
+                 "%s", body);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:delayed"), 0);
+    cr_expect_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:task:later"), 0);
+    cr_expect_eq(request("POST", "/api/cancel?type=chaos&id=later", same), 404);
+    cr_expect(test_host_log_has(&host, "console action", "replay", "replay-me",
+                                NULL));
+}
+
+Test(console, api_reads_page_find_and_escape)
+{
+    char *p;
+
+    start_host("");
+    for (int i = 0; i < 5; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "dead-%d", i);
+        seed_dead(id, i == 0 ? XSS_PAYLOAD : "fatal");
+    }
+    test_add_entry(rc, "chaos", "done-1", "ok");
+    test_add_entry(rc, "chaos", "crash-1", "crash");
+    cr_assert_eq(
+        test_wait_int(rc, 1, 10000, "EXISTS wharf:{chaos}:result:done-1"), 1);
+
+    /* paging: a bounded page, newest first, with the total */
+    cr_expect_eq(request("GET", "/api/dead?type=chaos&limit=2", NULL), 200);
+    cr_expect(strstr(body, "\"total\":5,\"offset\":0,\"limit\":2"), "%s", body);
+    cr_expect_eq(count(body, "\"id\":"), 2, "%s", body);
+    cr_expect(strstr(body, "\"attempt\":3,\"error\":\"boom\""), "%s", body);
+    cr_expect_eq(request("GET", "/api/dead?type=chaos&offset=4&limit=2", NULL),
+                 200);
+    cr_expect_eq(count(body, "\"id\":"), 1, "%s", body);
+    cr_expect_eq(request("GET", "/api/dead?type=chaos&limit=1000", NULL), 400);
+    cr_expect_eq(request("GET", "/api/dead?type=no%20spaces", NULL), 400);
+
+    /* one task: every field, the payload escaped in the JSON, trace id */
+    cr_expect_eq(request("GET", "/api/task?type=chaos&id=dead-0", NULL), 200);
+    cr_expect(strstr(body, "\"status\":\"dead\""), "%s", body);
+    cr_expect(strstr(body, "\"preview\":\"\\u003cscript\\u003ealert(1)"
+                           "\\u003c/script\\u003e\""),
+              "%s", body);
+    cr_expect(!strstr(body, "<script"), "raw markup in the JSON: %s", body);
+    cr_expect(strstr(body, "\"trace_id\":\"4bf92f3577b34da6a3ce929d0e0e4736\""),
+              "%s", body);
+    cr_expect(strstr(body, "\"name\":\"worker\",\"value\":\"w:0\""), "%s",
+              body);
+
+    /* find by id without a type; each status */
+    cr_expect_eq(request("GET", "/api/task?id=done-1", NULL), 200);
+    cr_expect(strstr(body, "\"type\":\"chaos\""), "%s", body);
+    cr_expect(strstr(body, "\"status\":\"done\""), "%s", body);
+    cr_expect_eq(request("GET", "/api/task?id=never-enqueued", NULL), 404);
+    cr_expect(strstr(body, "\"status\":\"unknown\""), "%s", body);
+    cr_expect_eq(request("GET", "/api/task?id=has%20space", NULL), 400);
+    cr_expect_eq(request("GET", "/api/nothing", NULL), 404);
+
+    /* only to its own address: a rebound name gets nothing */
+    cr_expect_eq(
+        request_to("evil.example:80", "GET", "/api/dead?type=chaos", NULL),
+        421);
+    cr_expect(!strstr(body, "dead-0"), "%s", body);
+    cr_expect_eq(request_to("localhost", "GET", "/api/overview", NULL), 200);
+    cr_expect_eq(request_to("[::1]:1", "GET", "/api/overview", NULL), 200);
+
+    /* hosts say which types they serve, and slots why they restarted */
+    wait_overview("\"reason\":\"crash\",\"how\":\"signal SIGSEGV\"", 10000);
+    wait_overview("\"hosts\":[{\"name\":", 3000);
+    p = strstr(body, "\"type\":\"chaos\"");
+    cr_assert(p);
+    cr_expect(strstr(p, "\"hosts\":[\""), "%s", body);
+    cr_expect(strstr(body, "\"types\":\"chaos,echo\""), "%s", body);
+    cr_expect_gt(test_redis_int(rc, "ZCARD wharf:{chaos}:hosts"), 0);
+    cr_expect_gt(test_redis_int(rc, "PTTL wharf:{chaos}:hosts"), 0);
+
+    /* the page and its assets come from the binary */
+    cr_expect_eq(request("GET", "/", NULL), 200);
+    cr_expect(strstr(body, "Content-Security-Policy"));
+    cr_expect_eq(request("GET", "/console/console.js", NULL), 200);
+    cr_expect(strstr(body, "textContent"));
+    cr_expect_eq(request("GET", "/console/nothing.js", NULL), 404);
+    /* /metrics is untouched */
+    cr_expect_eq(request("GET", "/metrics", NULL), 200);
+    cr_expect(strstr(body, "wharf_tasks_total"));
+
+    /* a stopped host withdraws its presence at once */
+    test_host_stop(&host);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:hosts"), 0);
+}
+
+Test(console, top_in_tmux_shows_types_and_counts)
+{
+    char sock[64], cmd[1024], out[300], *screen = NULL;
+    bool shown = false;
+
+    if (system("command -v tmux >/dev/null 2>&1") != 0)
+        cr_skip_test("tmux is not installed (apt-get install tmux)");
+    start_host("");
+    test_add_entry(rc, "chaos", "top-ok-1", "ok");
+    test_add_entry(rc, "chaos", "top-ok-2", "ok");
+    test_add_entry(rc, "chaos", "top-fatal", "fatal");
+    test_add_entry(rc, "echo", "top-echo", "hi");
+    wait_overview("\"type\":\"chaos\",\"ready\":0,\"running\":0,"
+                  "\"delayed\":0,\"dead\":1,",
+                  10000);
+    /* a private tmux server, never the user's */
+    snprintf(sock, sizeof(sock), "wharf-test-%d", (int)getpid());
+    snprintf(out, sizeof(out), "%s/pane", host.dir);
+    snprintf(cmd, sizeof(cmd),
+             "tmux -L %s new-session -d -s top -x 150 -y 30 "
+             "'%s/wharf top --url http://127.0.0.1:%d --interval 200ms'",
+             sock, WHARF_BINARY_DIR, port);
+    cr_assert_eq(system(cmd), 0);
+    for (int i = 0; i < 50 && !shown; i++) {
+        test_sleep_ms(100);
+        snprintf(cmd, sizeof(cmd), "tmux -L %s capture-pane -p -t top >%s",
+                 sock, out);
+        if (system(cmd) != 0)
+            continue;
+        free(screen);
+        screen = read_file(out);
+        shown = strstr(screen, "TYPE") && strstr(screen, "chaos") &&
+                strstr(screen, "OK/1m");
+    }
+    cr_assert(shown, "wharf top never drew its table: %s",
+              screen ? screen : "");
+    {
+        /* chaos: ready 0, running 0, delayed 0, dead 1, off, 2 ok */
+        char *row = strstr(screen, "\nchaos");
+        int ready = -1, running = -1, delayed = -1, dead = -1, ok = -1;
+        char pressure[8];
+        cr_assert(row, "%s", screen);
+        cr_expect_eq(sscanf(row, "\nchaos %d %d %d %d %7s %d", &ready, &running,
+                            &delayed, &dead, pressure, &ok),
+                     6, "%s", screen);
+        cr_expect_eq(ready, 0);
+        cr_expect_eq(running, 0);
+        cr_expect_eq(delayed, 0);
+        cr_expect_eq(dead, 1);
+        cr_expect_str_eq(pressure, "off");
+        cr_expect_eq(ok, 2, "%s", screen);
+        cr_expect(strstr(screen, "\necho "), "%s", screen);
+        cr_expect(strstr(screen, "q quit"), "%s", screen);
+    }
+    /* q quits: the session ends with the command */
+    snprintf(cmd, sizeof(cmd), "tmux -L %s send-keys -t top q", sock);
+    cr_expect_eq(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd),
+             "for i in $(seq 50); do tmux -L %s has-session -t top "
+             "2>/dev/null || exit 0; sleep 0.1; done; exit 1",
+             sock);
+    cr_expect_eq(system(cmd), 0, "wharf top did not quit on q");
+    snprintf(cmd, sizeof(cmd), "tmux -L %s kill-server 2>/dev/null", sock);
+    (void)!system(cmd);
+    free(screen);
+}
+
+static int load_manifest(const char *text, char *err, size_t len)
+{
+    char path[] = "/tmp/wharf-console-ini-XXXXXX";
+    int fd = mkstemp(path);
+    config *cfg = NULL;
+    int rc_load;
+
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    rc_load = config_load_producer(path, &cfg, err, len);
+    if (rc_load == 0) {
+        cr_expect(cfg->console_actions);
+        cr_expect_str_eq(cfg->console_token, TOKEN);
+    }
+    config_free(cfg);
+    unlink(path);
+    return rc_load;
+}
+
+Test(console, manifest_keys)
+{
+    char err[CONFIG_ERR_LEN];
+
+    cr_expect_eq(load_manifest("[console]\nactions = yes\ntoken = " TOKEN "\n",
+                               err, sizeof(err)),
+                 0, "%s", err);
+    cr_expect_eq(load_manifest("[console]\nactions = yes\n", err, sizeof(err)),
+                 -1);
+    cr_expect(strstr(err, ":1: [console] actions = yes needs a token"), "%s",
+              err);
+    cr_expect_eq(load_manifest("[console]\ntoken = short\n", err, sizeof(err)),
+                 -1);
+    cr_expect(strstr(err, ":2: bad value for token"), "%s", err);
+    cr_expect_eq(load_manifest("[console]\nactoins = yes\n", err, sizeof(err)),
+                 -1);
+    cr_expect(strstr(err, "unknown key 'actoins' in [console]"), "%s", err);
+}
+
+Test(console, page_replay_button_in_chromium)
+{
+    char cmd[1024], log[300];
+
+    if (system("command -v chromium >/dev/null 2>&1 && "
+               "command -v node >/dev/null 2>&1") != 0)
+        cr_skip_test("needs chromium and node (apt-get install chromium "
+                     "nodejs) to press the page's buttons");
+    start_host("[console]\nactions = yes\ntoken = " TOKEN "\n");
+    seed_dead("click-me", "ok");
+    snprintf(log, sizeof(log), "%s/click.log", host.dir);
+    snprintf(cmd, sizeof(cmd),
+             "node %s/tests/console/click-replay.mjs "
+             "'http://127.0.0.1:%d/#type=chaos&id=click-me' '%s' >%s 2>&1",
+             WHARF_SOURCE_DIR, port, TOKEN, log);
+    if (system(cmd) != 0) {
+        char *text = read_file(log);
+        cr_assert_fail("the page's replay failed: %s", text);
+    }
+    cr_expect_eq(
+        test_wait_int(rc, 1, 10000, "EXISTS wharf:{chaos}:result:click-me"), 1,
+        "the task replayed from the page never ran");
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 0);
+    cr_expect(test_host_log_has(&host, "console action", "click-me", NULL));
+}
