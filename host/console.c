@@ -539,6 +539,8 @@ static void presence(console *c)
     redisAppendCommand(redis, "ZREMRANGEBYSCORE %s -inf (%s", key, now_text);
     redisAppendCommand(redis, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
                        now_text, HOSTS_MAX);
+    /* Gone with the last live host, like every presence key. */
+    redisAppendCommand(redis, "PEXPIRE %s %d", key, CONSOLE_PRESENCE_TTL_MS);
     for (size_t i = 0; i < v->n_types; i++) {
         key_of_type(key, sizeof(key), prefix_of(c), v->types[i], "hosts");
         redisAppendCommand(redis, "ZADD %s %s %s", key, expires, c->name);
@@ -549,7 +551,7 @@ static void presence(console *c)
         redisAppendCommand(redis, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
                            now_text, HOSTS_MAX);
     }
-    n_replies = 5 + 4 * v->n_types;
+    n_replies = 6 + 4 * v->n_types;
     r = calloc(n_replies, sizeof(*r));
     if (!r)
         out_of_memory();
@@ -561,7 +563,7 @@ static void presence(console *c)
     if (!c->served)
         out_of_memory();
     for (size_t i = 0; i < v->n_types; i++) {
-        redisReply *names = r[5 + 4 * i + 3];
+        redisReply *names = r[6 + 4 * i + 3];
         jbuf list = {0};
         jb_put(&list, "[", 1);
         for (size_t k = 0;

@@ -450,7 +450,8 @@ Test(console, api_reads_page_find_and_escape)
     p = strstr(body, "\"type\":\"chaos\"");
     cr_assert(p);
     cr_expect(strstr(p, "\"hosts\":[\""), "%s", body);
-    cr_expect(strstr(body, "\"types\":\"chaos,echo\""), "%s", body);
+    /* chaos and echo, and whatever else the plugins folder autoloads */
+    cr_expect(strstr(body, "\"types\":\"chaos,echo"), "%s", body);
     cr_expect_gt(test_redis_int(rc, "ZCARD wharf:{chaos}:hosts"), 0);
     cr_expect_gt(test_redis_int(rc, "PTTL wharf:{chaos}:hosts"), 0);
 
