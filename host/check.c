@@ -90,8 +90,7 @@ static bool read_report(plugin_check *c)
         ssize_t n;
         if (c->len + 4096 > c->cap) {
             size_t cap = c->cap ? c->cap * 2 : 8192;
-            char *grown = cap <= CHECK_REPORT_MAX ? realloc(c->buf, cap)
-                                                  : NULL;
+            char *grown = cap <= CHECK_REPORT_MAX ? realloc(c->buf, cap) : NULL;
             if (!grown)
                 return false; /* too much to be a report: stop reading */
             c->buf = grown;
@@ -194,9 +193,11 @@ int check_result(plugin_check *c, const config *cfg, char ***types_out,
     if (c->buf)
         c->buf[c->len] = '\0';
     if (c->status == -1) {
-        snprintf(err, errlen, "checking plugins: not done after %" PRId64
+        snprintf(err, errlen,
+                 "checking plugins: not done after %" PRId64
                  " ms (a plugin's init hangs?); the check process was "
-                 "killed ([host] init_timeout)", c->timeout_ms);
+                 "killed ([host] init_timeout)",
+                 c->timeout_ms);
     } else if (c->buf && strncmp(c->buf, "E ", 2) == 0) {
         size_t line = strcspn(c->buf + 2, "\n");
         if (line >= errlen)
@@ -204,12 +205,15 @@ int check_result(plugin_check *c, const config *cfg, char ***types_out,
         memcpy(err, c->buf + 2, line);
         err[line] = '\0';
     } else if (WIFSIGNALED(c->status)) {
-        snprintf(err, errlen, "checking plugins: the check process died of "
+        snprintf(err, errlen,
+                 "checking plugins: the check process died of "
                  "signal %d (a plugin's init or fini crashed?)",
                  WTERMSIG(c->status));
     } else if (WEXITSTATUS(c->status) != 0) {
-        snprintf(err, errlen, "checking plugins: the check process exited "
-                 "with status %d", WEXITSTATUS(c->status));
+        snprintf(err, errlen,
+                 "checking plugins: the check process exited "
+                 "with status %d",
+                 WEXITSTATUS(c->status));
     } else if (!c->buf || !(types = parse_types(c->buf, &count))) {
         snprintf(err, errlen, "checking plugins: %s",
                  c->buf ? "out of memory" : "the check process said nothing");

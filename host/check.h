@@ -18,10 +18,10 @@ typedef struct plugin_check {
     int fd;              /* its report, -1 once read to the end */
     int64_t deadline_ms; /* slots_now_ms() clock */
     int64_t timeout_ms;
-    int status;          /* waitpid status, once reaped */
-    char *buf;           /* what the child reported so far */
+    int status; /* waitpid status, once reaped */
+    char *buf;  /* what the child reported so far */
     size_t len, cap;
-    bool running;        /* started and not yet concluded */
+    bool running; /* started and not yet concluded */
 } plugin_check;
 
 /* Starts checking cfg's plugins, allowing timeout_ms for all of it. 0, or
@@ -41,15 +41,15 @@ bool check_reaped(plugin_check *c, pid_t pid, int status);
 /* The outcome of a check that is over: 0 with the served types
  * (NULL-terminated; free with check_free_types) and their count, or -1
  * with the reason in err. Frees the check's buffers either way. */
-int check_result(plugin_check *c, const config *cfg, char ***types,
-                 size_t *n, char *err, size_t errlen);
+int check_result(plugin_check *c, const config *cfg, char ***types, size_t *n,
+                 char *err, size_t errlen);
 
 /* Kills and reaps a check under way, if any, and frees it. */
 void check_abandon(plugin_check *c);
 
 /* Runs a whole check, waiting for it (at start-up). As check_result. */
-int check_run(const config *cfg, int64_t timeout_ms, char ***types,
-              size_t *n, char *err, size_t errlen);
+int check_run(const config *cfg, int64_t timeout_ms, char ***types, size_t *n,
+              char *err, size_t errlen);
 
 /* Frees a NULL-terminated types array. Accepts NULL. */
 void check_free_types(char **types);

@@ -123,8 +123,7 @@ Test(phases, workers_run_init_in_the_worker_phase_and_log_by_section)
     cr_assert_eq(count(phases_file, "init 0"), 4);
     snprintf(id, sizeof(id), "p1");
     test_add_entry(rc, "pa", id, "x");
-    cr_assert_eq(test_wait_int(rc, 1, 20000, "EXISTS wharf:{pa}:result:p1"),
-                 1);
+    cr_assert_eq(test_wait_int(rc, 1, 20000, "EXISTS wharf:{pa}:result:p1"), 1);
     cr_assert_eq(count(phases_file, "task 0"), 1);
     cr_assert_eq(test_host_stop(&host), 0);
     /* A graceful stop runs fini in every worker, and it can log. */
@@ -142,7 +141,8 @@ Test(phases, wharf_run_is_the_run_phase)
 
     snprintf(cmd, sizeof(cmd),
              "cd %s && printf '[plugin.phases]\\npath = phases.so\\n"
-             "types = t\\nfile = %s\\n' > run.ini && %s/wharf run ./phases.so t hello "
+             "types = t\\nfile = %s\\n' > run.ini && %s/wharf run ./phases.so "
+             "t hello "
              "--config run.ini >/dev/null 2>&1",
              plugins, phases_file, WHARF_BINARY_DIR);
     cr_assert_eq(system(cmd), 0, "%s", cmd);

@@ -116,8 +116,7 @@ Test(run, cancel_request_ends_a_polite_plugin_without_a_kill)
     cr_assert(!test_host_log_has(&host, "worker died", NULL),
               "the worker was killed though the plugin returned");
     test_add_entry(rc, "chaos", "after", "ok");
-    cr_assert_eq(wait_key("EXISTS wharf:{chaos}:result:%s", "after", 10000),
-                 1);
+    cr_assert_eq(wait_key("EXISTS wharf:{chaos}:result:%s", "after", 10000), 1);
 }
 
 /* Makes a fifo in h's folder for a read: task. */
@@ -125,8 +124,7 @@ static void make_fifo(const test_host *h, const char *name, char *path,
                       size_t len)
 {
     snprintf(path, len, "%s/%s", h->dir, name);
-    cr_assert_eq(mkfifo(path, 0600), 0, "mkfifo %s: %s", path,
-                 strerror(errno));
+    cr_assert_eq(mkfifo(path, 0600), 0, "mkfifo %s: %s", path, strerror(errno));
 }
 
 /* Writes one byte into the fifo its reader has open. */
@@ -211,8 +209,7 @@ Test(run, leases_hold_for_a_batch_of_200)
         snprintf(id, sizeof(id), "l%d", i);
         cr_assert_eq(test_host_runs(&host, id, 0), 1, "%s ran %d times", id,
                      test_host_runs(&host, id, 0));
-        cr_assert_eq(test_host_runs(&host, id, 1), 1, "%s: not attempt 1",
-                     id);
+        cr_assert_eq(test_host_runs(&host, id, 1), 1, "%s: not attempt 1", id);
     }
     cr_assert(!test_host_log_has(&host, "\"outcome\":\"stale\"", NULL),
               "stale runs; see %s", host.log);
@@ -241,8 +238,8 @@ Test(run, reload_that_grows_the_batch_keeps_timeouts)
     /* chaos and chaos2, 10 each */
     cr_assert(wait_log(&host, 20000, "\"slot_capacity\":20", NULL),
               "no worker with the grown slot; see %s", host.log);
-    cr_assert_eq(test_wait_int(rc, 1, 20000,
-                               "EXISTS wharf:{chaos2}:stream"), 1);
+    cr_assert_eq(test_wait_int(rc, 1, 20000, "EXISTS wharf:{chaos2}:stream"),
+                 1);
     /* One transaction, so the worker claims all of it in one batch. */
     redisAppendCommand(rc, "MULTI");
     for (int i = 0; i < 9; i++)
@@ -266,8 +263,8 @@ Test(run, reload_that_grows_the_batch_keeps_timeouts)
                  1);
     cr_assert_eq(test_wait_int(rc, 1, 30000, "ZCARD wharf:{chaos2}:dead"), 1,
                  "the hanging task was never stopped; see %s", host.log);
-    cr_assert(wait_log(&host, 10000, "\"task\":\"hang\"",
-                       "timeout after 1000 ms"));
+    cr_assert(
+        wait_log(&host, 10000, "\"task\":\"hang\"", "timeout after 1000 ms"));
     cr_assert_eq(wait_key("EXISTS wharf:{chaos}:result:%s", "g8", 10000), 1);
 }
 
@@ -317,10 +314,10 @@ Test(run, worker_killed_mid_slot_write_is_replaced_and_its_slot_works)
 {
     char marker[400];
     test_host_manifest_opts(&host, &redis,
-                            &(test_host_opts){
-                                .host_keys = "workers = 1\n",
-                                .extra = "[type.chaos]\ntimeout = 1s\n"
-                                         "max_attempts = 1\n"});
+                            &(test_host_opts){.host_keys = "workers = 1\n",
+                                              .extra =
+                                                  "[type.chaos]\ntimeout = 1s\n"
+                                                  "max_attempts = 1\n"});
     snprintf(marker, sizeof(marker), "%s/died-once", host.dir);
     setenv("WHARF_TEST_DIE_IN_SLOT_WRITE", marker, 1);
     test_host_start(&host);
@@ -429,8 +426,10 @@ Test(run, workers_inherit_no_descriptor)
         }
     }
     closedir(d);
-    cr_assert(sockets <= 1, "the worker holds %d sockets (its Redis "
-                            "connection is one)", sockets);
+    cr_assert(sockets <= 1,
+              "the worker holds %d sockets (its Redis "
+              "connection is one)",
+              sockets);
 }
 
 /* A batch finished while Redis is down, then SIGTERM: the worker keeps

@@ -88,8 +88,9 @@ Test(slots, a_writer_that_died_mid_write_is_told_apart)
     }
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_assert(WIFSIGNALED(status));
-    cr_assert_eq(slot_read(s, c), -2, "a dead writer's odd sequence must "
-                                      "not read as a busy one");
+    cr_assert_eq(slot_read(s, c), -2,
+                 "a dead writer's odd sequence must "
+                 "not read as a busy one");
     /* The copy is made anyway: it names the entries the worker held. */
     cr_assert_eq(c->batch_n, 3);
     cr_assert_str_eq(c->batch[2].entry_id, "1-2");
