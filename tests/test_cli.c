@@ -429,6 +429,30 @@ Test(cli, help_goes_to_stdout)
     cr_assert(strstr(r->out, "usage: wharf enqueue TYPE"), "%s", r->out);
 }
 
+/* Every command's --help says what it does, its options and its exit
+ * codes, not only a usage line. */
+Test(cli, every_command_has_a_real_help)
+{
+    static const char *const commands[][2] = {
+        {"enqueue", NULL},  {"result", NULL}, {"stats", NULL},
+        {"dead", "list"},   {"dead", "show"}, {"dead", "replay"},
+        {"dead", "purge"},  {"locks", "list"}, {"locks", "release"},
+        {"run", NULL},      {"top", NULL}};
+
+    for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++) {
+        run *r = commands[i][1]
+                     ? wharf(commands[i][0], commands[i][1], "--help")
+                     : wharf(commands[i][0], "--help");
+        cr_assert_eq(r->status, 0, "%s %s", commands[i][0],
+                     commands[i][1] ? commands[i][1] : "");
+        cr_assert(strstr(r->out, "usage: wharf "), "%s", r->out);
+        cr_assert(strstr(r->out, "\nExit: 0"), "%s %s: no exit codes in\n%s",
+                  commands[i][0], commands[i][1] ? commands[i][1] : "",
+                  r->out);
+        cr_assert_gt(strlen(r->out), 120, "%s", r->out);
+    }
+}
+
 Test(cli, unreachable_redis_is_69)
 {
     int port = server.port;

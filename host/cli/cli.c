@@ -51,6 +51,8 @@ int cli_option(cli *ctx, int argc, char **argv, const struct option *opts)
         return CLI_OPTIONS_END;
     case 'h':
         printf("usage: wharf %s %s\n", ctx->command->name, ctx->command->usage);
+        if (ctx->command->help)
+            printf("\n%s", ctx->command->help);
         return CLI_OPTION_HELP;
     case ':':
         cli_usage(ctx, "option '%s' needs a value", argv[optind - 1]);

@@ -33,6 +33,8 @@ typedef struct cli {
 typedef struct cli_command {
     const char *name;  /* "enqueue", or two words: "dead list" */
     const char *usage; /* what follows the name in a usage line */
+    const char *help;  /* --help: what it does, its options and exit
+                          codes, lines of at most 79 columns; or NULL */
     int (*run)(cli *ctx, int argc, char **argv);
 } cli_command;
 

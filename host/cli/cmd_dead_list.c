@@ -118,5 +118,7 @@ static int run(cli *ctx, int argc, char **argv)
 const cli_command cmd_dead_list_entry = {
     .name = "dead list",
     .usage = "TYPE",
+    .help = "The dead tasks of TYPE, newest first: id, died at, attempts, last error.\n"
+"Exit: 0; 69 Redis unavailable.\n",
     .run = run,
 };

@@ -126,5 +126,8 @@ out:
 const cli_command cmd_dead_show_entry = {
     .name = "dead show",
     .usage = "TYPE ID",
+    .help = "Every field of dead task ID of TYPE: payload, attempts, last error,\n"
+"worker, trace.\n"
+"Exit: 0; 1 not dead; 69 Redis unavailable.\n",
     .run = run,
 };

@@ -164,5 +164,16 @@ const cli_command cmd_enqueue_entry = {
     .name = "enqueue",
     .usage = "TYPE [PAYLOAD|-] [--id ID] [--delay DUR] [--trace TP] "
              "[--wait DUR] | TYPE --file FILE",
+    .help = "Adds a task of TYPE with PAYLOAD (or stdin with -, or nothing: an empty\n"
+"payload) and prints its id. The id is --id, else the SHA-256 of type and\n"
+"payload (the type's idempotency = payload), else a random one.\n"
+"  --id ID       the task's id (its idempotency key)\n"
+"  --delay DUR   run it no sooner than DUR from now (500ms, 10s, 5m, 1h, 1d)\n"
+"  --trace TP    a W3C traceparent to carry (one is made otherwise)\n"
+"  --wait DUR    on backpressure, keep trying with backoff up to DUR\n"
+"  --file FILE   one payload a line (- for stdin); prints one id a line\n"
+"Exit: 0 added, or a duplicate (said on stderr); 65 bad input or too large;\n"
+"69 Redis unavailable; 75 backpressure or Redis full; 78 bad configuration\n"
+"or refused password.\n",
     .run = run,
 };

@@ -165,5 +165,7 @@ static int run(cli *ctx, int argc, char **argv)
 const cli_command cmd_locks_list_entry = {
     .name = "locks list",
     .usage = "TYPE",
+    .help = "The processing locks of TYPE: id, fencing token, ms left, owner nonce.\n"
+"Exit: 0; 69 Redis unavailable.\n",
     .run = run,
 };

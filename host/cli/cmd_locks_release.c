@@ -116,5 +116,11 @@ static int run(cli *ctx, int argc, char **argv)
 const cli_command cmd_locks_release_entry = {
     .name = "locks release",
     .usage = "TYPE ID [--force]",
+    .help = "Deletes the lock of task ID of TYPE whose run is gone (a host stopped\n"
+"while Redis was away). Refuses while a live run holds the task: deleting\n"
+"its lock would throw its result away and run it again.\n"
+"  --force       delete it anyway\n"
+"Exit: 0 released; 1 no lock; 75 a live run holds it; 69 Redis\n"
+"unavailable.\n",
     .run = run,
 };

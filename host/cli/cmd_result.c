@@ -40,5 +40,8 @@ static int run(cli *ctx, int argc, char **argv)
 const cli_command cmd_result_entry = {
     .name = "result",
     .usage = "TYPE ID [--wait DUR]",
+    .help = "Prints the stored result of task ID of TYPE, byte for byte.\n"
+"  --wait DUR    wait up to DUR for it\n"
+"Exit: 0 printed; 1 no result (yet); 69 Redis unavailable.\n",
     .run = run,
 };

@@ -390,5 +390,16 @@ const cli_command cmd_run_entry = {
     .name = "run",
     .usage = "PLUGIN.so TYPE [PAYLOAD|-] [--config FILE] [--attempt N] "
              "[--id ID] [--trace TP] [--result]",
+    .help = "Runs one task through a plugin in this process, without Redis: a\n"
+            "plugin author's inner loop. The plugin is loaded as a worker\n"
+            "loads it (same checks, its [plugin.NAME] section), then init,\n"
+            "process_business and fini run; the status, result, error and\n"
+            "log lines are printed.\n"
+            "  --config FILE  the manifest whose section configures it\n"
+            "  --attempt N    the attempt the plugin sees (1)\n"
+            "  --id ID        the task id (run-1); --trace TP its traceparent\n"
+            "  --result       print only the result bytes on stdout\n"
+            "Exit: 0 ok; 75 retry; 65 fail; 78 not loadable or init failed;\n"
+            "64 usage.\n",
     .run = run,
 };

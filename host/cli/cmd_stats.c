@@ -209,5 +209,8 @@ out:
 const cli_command cmd_stats_entry = {
     .name = "stats",
     .usage = "[--json]",
+    .help = "Per type: ready, running, delayed and dead tasks, and pressure.\n"
+"  --json        one JSON object: {\"types\": {\"T\": {...}}}\n"
+"Exit: 0; 69 Redis unavailable.\n",
     .run = run,
 };

@@ -768,5 +768,12 @@ static int run(cli *ctx, int argc, char **argv)
 const cli_command cmd_top_entry = {
     .name = "top",
     .usage = "[--url http://HOST:PORT] [--interval DUR] [--once]",
+    .help = "A live terminal view of a wharfd's console figures: per type the\n"
+            "queue counts, pressure and last minute's outcomes, and the\n"
+            "worker slots, redrawn in place; q quits.\n"
+            "  --url URL       the wharfd ([metrics] listen of the manifest)\n"
+            "  --interval DUR  how often to refresh (1s)\n"
+            "  --once          print one view and exit\n"
+            "Exit: 0; 69 the wharfd cannot be reached.\n",
     .run = run,
 };
