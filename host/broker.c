@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "client_ids.h"
 #include "log.h"
@@ -26,6 +27,11 @@
 #define PIPE_CALLS 16
 /* XREADGROUP's arguments before the streams and their ids. */
 #define CLAIM_ARGS 10
+/* On a cluster no command reads streams of two slots, so claims are one
+ * XREADGROUP per type without BLOCK, all nodes at once; while every
+ * queue is empty the claim pauses between such sweeps, from 1 ms
+ * doubling up to this (docs/cluster.md has the measured cost). */
+#define CLUSTER_SWEEP_PAUSE_MAX_MS 20
 
 /* One call: the jobs [first, end) it was built from, n of them taken. */
 typedef struct batch_call {
@@ -40,8 +46,8 @@ struct broker_scratch {
     char kinds[CALL_TASKS + 1]; /* finish: one letter per task */
     bool resend;                /* finish: broker_finish_resend */
     batch_call calls[PIPE_CALLS];
-    redisReply *replies[PIPE_CALLS];
     const char **claim_argv; /* XREADGROUP's, sized for every queue */
+    int sweep_pause_ms;      /* cluster claims: the next pause */
 };
 
 static const char *const outcome_names[OUTCOME_COUNT] = {
@@ -67,6 +73,11 @@ int broker_init(broker *b, const config *cfg, const char *const *types,
     }
     if (redis_url_parse(url, &b->url, b->errstr, sizeof(b->errstr)) != 0)
         return -1;
+    nodes_init(&b->nodes, &b->url, cfg->redis_password, BROKER_TIMEOUT_MS);
+    /* Every node the broker reaches has every script before its first
+     * call, so a pipeline of EVALSHA never comes back NOSCRIPT. */
+    nodes_set_scripts(&b->nodes, (const script *const *)scripts_all);
+    pipeline_init(&b->pipe, &b->nodes);
     snprintf(b->consumer, sizeof(b->consumer), "%s", consumer);
     b->queues = calloc(n ? n : 1, sizeof(*b->queues));
     b->scratch = calloc(1, sizeof(*b->scratch));
@@ -94,14 +105,29 @@ int broker_init(broker *b, const config *cfg, const char *const *types,
             return -1;
         }
         q->task_prefix_len = strlen(q->task_prefix);
+        q->slot = command_key_slot(q->stream, strlen(q->stream));
     }
     return 0;
 }
 
 void broker_disconnect(broker *b)
 {
-    redisFree(b->redis);
-    b->redis = NULL;
+    nodes_disconnect(&b->nodes);
+}
+
+bool broker_connected(const broker *b)
+{
+    return nodes_up(&b->nodes);
+}
+
+uint64_t broker_round_trips(const broker *b)
+{
+    return b->round_trips + b->pipe.round_trips;
+}
+
+const char *broker_node_of(const broker *b, const broker_queue *q)
+{
+    return nodes_name(&b->nodes, nodes_of_slot(&b->nodes, q->slot));
 }
 
 void broker_destroy(broker *b)
@@ -118,6 +144,8 @@ void broker_destroy(broker *b)
     }
     free(b->scratch);
     b->scratch = NULL;
+    pipeline_free(&b->pipe);
+    nodes_free(&b->nodes);
 }
 
 /* Records a failed command: the connection's error, or the error reply. */
@@ -129,7 +157,7 @@ static void command_failed(broker *b, const char *what, const redisReply *r)
     redis_url_describe(&b->url, where, sizeof(where));
     if (!r)
         snprintf(b->errstr, sizeof(b->errstr), "%s: %s: %s", where, what,
-                 b->redis ? b->redis->errstr : "not connected");
+                 b->pipe.errstr[0] ? b->pipe.errstr : "not connected");
     else if (r->type == REDIS_REPLY_ERROR)
         snprintf(b->errstr, sizeof(b->errstr), "%s: %s: %s", where, what,
                  r->str);
@@ -139,38 +167,55 @@ static void command_failed(broker *b, const char *what, const redisReply *r)
 }
 
 /* An evicted lock, lease or result silently breaks every guarantee, so a
- * Redis that may evict is refused unless the manifest allows it. */
+ * Redis that may evict is refused unless the manifest allows it. On a
+ * cluster each node that serves a queue is asked. */
 static int check_eviction(broker *b)
 {
-    redisReply *r;
+    pipeline *p = &b->pipe;
     int rc = 0;
 
     if (b->cfg->allow_eviction)
         return 0;
-    r = redisCommand(b->redis, "CONFIG GET maxmemory-policy");
-    b->round_trips++;
-    if (!r) {
-        command_failed(b, "CONFIG GET", r);
+    pipeline_reset(p);
+    for (size_t i = 0; i < b->n_queues; i++) {
+        int node = nodes_of_slot(&b->nodes, b->queues[i].slot);
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = nodes_of_slot(&b->nodes, b->queues[k].slot) == node;
+        if (!seen)
+            pipeline_addf(p, b->queues[i].stream,
+                          "CONFIG GET maxmemory-policy");
+    }
+    if (b->n_queues == 0)
+        pipeline_addf(p, NULL, "CONFIG GET maxmemory-policy");
+    if (pipeline_run(p) != 0) {
+        command_failed(b, "CONFIG GET", NULL);
         return -1;
     }
-    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-        r->element[1]->type == REDIS_REPLY_STRING) {
-        if (strcmp(r->element[1]->str, "noeviction") != 0) {
+    for (size_t i = 0; i < p->n && rc == 0; i++) {
+        const redisReply *r = pipeline_reply(p, i);
+        const char *node = nodes_name(&b->nodes, p->e[i].node);
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+            r->element[1]->type == REDIS_REPLY_STRING) {
+            if (strcmp(r->element[1]->str, "noeviction") != 0) {
+                snprintf(b->errstr, sizeof(b->errstr),
+                         "Redis maxmemory-policy is '%s'%s%s: an evicted "
+                         "lock or result breaks wharf's guarantees; set it "
+                         "to noeviction, or [redis] allow_eviction = yes",
+                         r->element[1]->str, b->nodes.cluster ? " on " : "",
+                         b->nodes.cluster ? node : "");
+                rc = -2;
+            }
+        } else {
             snprintf(b->errstr, sizeof(b->errstr),
-                     "Redis maxmemory-policy is '%s': an evicted lock or "
-                     "result breaks wharf's guarantees; set it to "
-                     "noeviction, or [redis] allow_eviction = yes",
-                     r->element[1]->str);
+                     "cannot read Redis maxmemory-policy (%s); set [redis] "
+                     "allow_eviction = yes to start without the check",
+                     r->type == REDIS_REPLY_ERROR ? r->str
+                                                  : "unexpected reply");
             rc = -2;
         }
-    } else {
-        snprintf(b->errstr, sizeof(b->errstr),
-                 "cannot read Redis maxmemory-policy (%s); set [redis] "
-                 "allow_eviction = yes to start without the check",
-                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-        rc = -2;
     }
-    freeReplyObject(r);
+    pipeline_reset(p);
     return rc;
 }
 
@@ -178,10 +223,12 @@ static int check_eviction(broker *b)
  * the enqueue script and adds it to the types set, in one pipeline. */
 static int setup_queues(broker *b)
 {
+    pipeline *p = &b->pipe;
     char types_key[KEY_MAX];
     int rc = 0;
 
     key_global(types_key, sizeof(types_key), b->cfg->prefix, "types");
+    pipeline_reset(p);
     for (size_t i = 0; i < b->n_queues; i++) {
         const broker_queue *q = &b->queues[i];
         char max_payload[24], max_backlog[24], ttl[24], visibility[24];
@@ -193,31 +240,32 @@ static int setup_queues(broker *b)
         snprintf(ttl, sizeof(ttl), "%" PRId64, q->pol->idempotency_ttl_ms);
         snprintf(visibility, sizeof(visibility), "%" PRId64,
                  q->pol->visibility_timeout_ms);
-        redisAppendCommand(b->redis, "XGROUP CREATE %s %s 0 MKSTREAM",
-                           q->stream, WHARF_GROUP);
-        redisAppendCommand(
-            b->redis,
-            "HSET %s max_payload %s max_backlog %s idempotency %s "
-            "idempotency_ttl %s visibility_timeout %s",
-            q->policy_key, max_payload, max_backlog,
-            q->pol->idempotency == IDEMPOTENCY_NONE ? "none" : "payload", ttl,
-            visibility);
-        redisAppendCommand(b->redis, "SADD %s %s", types_key, q->type);
+        pipeline_addf(p, q->stream, "XGROUP CREATE %s %s 0 MKSTREAM", q->stream,
+                      WHARF_GROUP);
+        pipeline_addf(p, q->policy_key,
+                      "HSET %s max_payload %s max_backlog %s idempotency %s "
+                      "idempotency_ttl %s visibility_timeout %s",
+                      q->policy_key, max_payload, max_backlog,
+                      q->pol->idempotency == IDEMPOTENCY_NONE ? "none"
+                                                              : "payload",
+                      ttl, visibility);
+        /* Its own command: the set is in no type's slot. */
+        pipeline_addf(p, types_key, "SADD %s %s", types_key, q->type);
     }
-    b->round_trips++;
-    for (size_t i = 0; i < 3 * b->n_queues; i++) {
-        redisReply *r = NULL;
-        if (redisGetReply(b->redis, (void **)&r) != REDIS_OK) {
-            command_failed(b, "setting up queues", NULL);
-            return -1;
-        }
+    if (pipeline_run(p) != 0) {
+        command_failed(b, "setting up queues", NULL);
+        pipeline_reset(p);
+        return -1;
+    }
+    for (size_t i = 0; i < p->n && rc == 0; i++) {
+        const redisReply *r = pipeline_reply(p, i);
         if (r->type == REDIS_REPLY_ERROR &&
-            strncmp(r->str, "BUSYGROUP", 9) != 0 && rc == 0) {
+            strncmp(r->str, "BUSYGROUP", 9) != 0) {
             command_failed(b, "setting up queues", r);
             rc = -1;
         }
-        freeReplyObject(r);
     }
+    pipeline_reset(p);
     return rc;
 }
 
@@ -226,23 +274,18 @@ int broker_connect(broker *b)
     int rc;
 
     broker_disconnect(b);
-    b->redis =
-        redis_url_connect(&b->url, b->cfg->redis_password, BROKER_TIMEOUT_MS,
-                          b->errstr, sizeof(b->errstr));
-    if (!b->redis) {
+    rc = nodes_connect(&b->nodes);
+    b->round_trips++;
+    if (rc != 0) {
         b->redis_errors++;
-        /* A refused password does not fix itself by retrying. */
-        return redis_url_auth_refused(b->errstr) ? -2 : -1;
+        snprintf(b->errstr, sizeof(b->errstr), "%s", b->nodes.errstr);
+        /* A refused password, a seed not in cluster mode or a master no
+         * sentinel knows do not fix themselves by retrying. */
+        return rc;
     }
     rc = check_eviction(b);
     if (rc == 0)
         rc = setup_queues(b);
-    for (size_t i = 0; rc == 0 && scripts_all[i]; i++) {
-        b->round_trips++;
-        if (script_load(b->redis, scripts_all[i], b->errstr,
-                        sizeof(b->errstr)) != 0)
-            rc = -1;
-    }
     if (rc != 0) {
         broker_disconnect(b);
         return rc;
@@ -256,17 +299,23 @@ int broker_connect(broker *b)
     return 0;
 }
 
-redisReply *broker_claim(broker *b, unsigned count, int block_ms)
+/* One XREADGROUP over every stream of a single Redis, blocking up to
+ * block_ms once every queue's own pending entries are read. */
+static redisReply *claim_all(broker *b, unsigned count, int block_ms)
 {
     size_t n = b->n_queues;
     size_t argc = 0;
     const char **argv = b->scratch->claim_argv;
     char count_text[16], block_text[16];
     bool history = false;
+    redisContext *c = nodes_context(&b->nodes, 0);
     redisReply *r = NULL;
 
-    if (!b->redis)
+    if (!c) {
+        snprintf(b->pipe.errstr, sizeof(b->pipe.errstr), "%s", b->nodes.errstr);
+        command_failed(b, "XREADGROUP", NULL);
         return NULL;
+    }
     for (size_t i = 0; i < n; i++)
         history = history || !b->queues[i].history_done;
     snprintf(count_text, sizeof(count_text), "%u", count ? count : 1);
@@ -287,14 +336,117 @@ redisReply *broker_claim(broker *b, unsigned count, int block_ms)
     for (size_t i = 0; i < n; i++)
         argv[argc++] =
             b->queues[i].history_done ? ">" : b->queues[i].history_from;
-    r = redisCommandArgv(b->redis, (int)argc, argv, NULL);
+    r = redisCommandArgv(c, (int)argc, argv, NULL);
     b->round_trips++;
     if (!r || r->type == REDIS_REPLY_ERROR) {
+        snprintf(b->pipe.errstr, sizeof(b->pipe.errstr), "%s",
+                 r ? r->str : c->errstr);
         command_failed(b, "XREADGROUP", r);
         freeReplyObject(r);
         return NULL;
     }
     return r;
+}
+
+/* One sweep of a cluster: an XREADGROUP without BLOCK per queue, every
+ * node at once, their answers gathered into one reply shaped like
+ * claim_all's ([[stream, entries], ...]; caller frees), with *got set when
+ * any entry came. NULL on a connection error. */
+static redisReply *claim_sweep(broker *b, unsigned count, bool *got)
+{
+    pipeline *p = &b->pipe;
+    redisReply *all = calloc(1, sizeof(*all));
+
+    *got = false;
+    if (all)
+        all->element =
+            calloc(b->n_queues ? b->n_queues : 1, sizeof(*all->element));
+    if (!all || !all->element) {
+        free(all);
+        snprintf(b->errstr, sizeof(b->errstr), "claim: out of memory");
+        return NULL;
+    }
+    all->type = REDIS_REPLY_ARRAY;
+    pipeline_reset(p);
+    for (size_t i = 0; i < b->n_queues; i++) {
+        const broker_queue *q = &b->queues[i];
+        pipeline_addf(p, q->stream,
+                      "XREADGROUP GROUP %s %s COUNT %u STREAMS %s %s",
+                      WHARF_GROUP, b->consumer, count ? count : 1, q->stream,
+                      q->history_done ? ">" : q->history_from);
+    }
+    if (pipeline_run(p) != 0) {
+        command_failed(b, "XREADGROUP", NULL);
+        freeReplyObject(all);
+        pipeline_reset(p);
+        return NULL;
+    }
+    for (size_t i = 0; i < p->n; i++) {
+        redisReply *r = pipeline_reply(p, i);
+        if (r->type == REDIS_REPLY_ERROR) {
+            command_failed(b, "XREADGROUP", r);
+            freeReplyObject(all);
+            pipeline_reset(p);
+            return NULL;
+        }
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 1)
+            continue; /* nil: nothing new */
+        /* Moved, not copied: the stream's [name, entries] joins all. */
+        all->element[all->elements++] = r->element[0];
+        if (r->element[0]->type == REDIS_REPLY_ARRAY &&
+            r->element[0]->elements == 2 &&
+            r->element[0]->element[1]->type == REDIS_REPLY_ARRAY &&
+            r->element[0]->element[1]->elements > 0)
+            *got = true;
+        r->element[0] = NULL;
+        r->elements = 0;
+    }
+    pipeline_reset(p);
+    return all;
+}
+
+static void pause_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+    nanosleep(&ts, NULL);
+}
+
+/* Sweeps until an entry comes, a queue's own pending entries are being
+ * read, or block_ms has passed, pausing between sweeps. */
+static redisReply *claim_cluster(broker *b, unsigned count, int block_ms)
+{
+    broker_scratch *sc = b->scratch;
+    int64_t waited = 0;
+
+    while (true) {
+        bool got, history = false;
+        redisReply *r = claim_sweep(b, count, &got);
+        for (size_t i = 0; i < b->n_queues; i++)
+            history = history || !b->queues[i].history_done;
+        if (!r || got || history || waited >= block_ms) {
+            if (got)
+                sc->sweep_pause_ms = 0;
+            return r;
+        }
+        freeReplyObject(r);
+        sc->sweep_pause_ms =
+            sc->sweep_pause_ms == 0 ? 1
+            : sc->sweep_pause_ms * 2 > CLUSTER_SWEEP_PAUSE_MAX_MS
+                ? CLUSTER_SWEEP_PAUSE_MAX_MS
+                : sc->sweep_pause_ms * 2;
+        pause_ms(sc->sweep_pause_ms);
+        waited += sc->sweep_pause_ms;
+    }
+}
+
+redisReply *broker_claim(broker *b, unsigned count, int block_ms)
+{
+    if (!broker_connected(b))
+        return NULL;
+    if (b->nodes.cluster)
+        return claim_cluster(b, count, block_ms);
+    return claim_all(b, count, block_ms);
 }
 
 static broker_queue *queue_of_stream(broker *b, const char *stream)
@@ -371,12 +523,11 @@ redisReply *broker_autoclaim(broker *b, broker_queue *q, int64_t min_idle_ms,
 {
     redisReply *r;
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return NULL;
-    r = redisCommand(b->redis, "XAUTOCLAIM %s %s %s %lld 0-0 COUNT %u",
-                     q->stream, WHARF_GROUP, b->consumer,
-                     (long long)min_idle_ms, count);
-    b->round_trips++;
+    r = pipeline_command(
+        &b->pipe, q->stream, "XAUTOCLAIM %s %s %s %lld 0-0 COUNT %u", q->stream,
+        WHARF_GROUP, b->consumer, (long long)min_idle_ms, count);
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
         command_failed(b, "XAUTOCLAIM", r);
         freeReplyObject(r);
@@ -389,11 +540,10 @@ redisReply *broker_entry(broker *b, broker_queue *q, const char *entry_id)
 {
     redisReply *r;
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return NULL;
-    r = redisCommand(b->redis, "XRANGE %s %s %s", q->stream, entry_id,
-                     entry_id);
-    b->round_trips++;
+    r = pipeline_command(&b->pipe, q->stream, "XRANGE %s %s %s", q->stream,
+                         entry_id, entry_id);
     if (!r || r->type != REDIS_REPLY_ARRAY) {
         command_failed(b, "XRANGE", r);
         freeReplyObject(r);
@@ -410,11 +560,10 @@ int broker_heartbeat(broker *b, const char *key, const char *value,
     redisReply *r;
     int rc = -1;
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return -1;
     snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
-    b->round_trips++;
-    r = script_run(b->redis, &script_heartbeat, 1, 3, argv, NULL);
+    r = pipeline_script(&b->pipe, &script_heartbeat, 1, 3, argv, NULL);
     if (r && r->type == REDIS_REPLY_INTEGER)
         rc = r->integer == 1 ? 1 : 0;
     else
@@ -429,10 +578,9 @@ int broker_release_key(broker *b, const char *key, const char *value)
     redisReply *r;
     int rc = -1;
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return -1;
-    b->round_trips++;
-    r = script_run(b->redis, &script_release, 1, 2, argv, NULL);
+    r = pipeline_script(&b->pipe, &script_release, 1, 2, argv, NULL);
     if (r && r->type == REDIS_REPLY_INTEGER)
         rc = 0;
     else
@@ -453,6 +601,7 @@ int broker_release_key(broker *b, const char *key, const char *value)
 typedef struct batch_ops {
     const script *s;
     const char *what; /* for messages */
+    bool durable;     /* WAIT for min_replicas_ack replicas after it */
     size_t max_tasks; /* per call */
     bool (*takes)(const broker_job *j);
     bool (*shares)(const broker *b, const broker_job *a, const broker_job *c);
@@ -520,17 +669,21 @@ static void begin_call(broker *b, const script *s)
     command_evalsha(&b->scratch->cmd, s->sha);
 }
 
-/* Appends the built call to the connection's output, encoded by hand
- * (command.h says why). 0, or -1 when it could not be built. */
-static int append_call(broker *b)
+/* Runs the one call built in the scratch's command: its reply (caller
+ * frees), or NULL with b->errstr set. */
+static redisReply *run_call(broker *b, const script *s)
 {
-    command *cmd = &b->scratch->cmd;
+    pipeline *p = &b->pipe;
+    redisReply *r = NULL;
 
-    if (command_append(cmd, b->redis) == 0)
-        return 0;
-    snprintf(b->errstr, sizeof(b->errstr), "building a script call: %s",
-             cmd->err ? strerror(cmd->err) : "hiredis refused it");
-    return -1;
+    pipeline_reset(p);
+    if (pipeline_add_command(p, -1, &b->scratch->cmd, s) == 0 &&
+        pipeline_run(p) == 0)
+        r = pipeline_take(p, 0);
+    if (!r)
+        command_failed(b, s->name, NULL);
+    pipeline_reset(p);
+    return r;
 }
 
 long broker_renew(broker *b, broker_queue *q, const char *consumer,
@@ -542,7 +695,7 @@ long broker_renew(broker *b, broker_queue *q, const char *consumer,
     long result = -1;
     redisReply *r;
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return -1;
     /* A worker may hold hundreds of tasks of a type: the call grows with
      * them (3n + 4 arguments), with no limit. */
@@ -557,13 +710,10 @@ long broker_renew(broker *b, broker_queue *q, const char *consumer,
         push_str(b, entry_ids[i]);
     for (size_t i = 0; i < n; i++)
         push_str(b, tokens[i]);
-    b->round_trips++;
-    r = script_run_command(b->redis, &script_renew, cmd);
+    r = run_call(b, &script_renew);
     if (r && r->type == REDIS_REPLY_INTEGER)
         result = (long)r->integer;
-    else if (!r && cmd->err)
-        snprintf(b->errstr, sizeof(b->errstr), "renew: %s", strerror(cmd->err));
-    else
+    else if (r)
         command_failed(b, "renew", r);
     freeReplyObject(r);
     return result;
@@ -598,91 +748,78 @@ static bool next_call(const broker *b, const batch_ops *ops,
     return true;
 }
 
-/* A call answered NOSCRIPT (the server lost its scripts): loads the
- * script and makes the call again, now that no pipelined reply is left
- * to read. The reply, or NULL on a connection error. */
-static redisReply *call_again(broker *b, const batch_ops *ops, broker_job *jobs,
-                              const batch_call *c)
+/* After a durable call's WAIT: says once when replicas stop keeping up
+ * with min_replicas_ack, and once when they are back. A finish Redis took
+ * stays taken; what a failover could lose then is the finish itself, and
+ * the task would run again. */
+static void replicas_acked(broker *b, int fewest)
 {
-    broker_scratch *sc = b->scratch;
-    char err[256];
+    bool short_now = fewest < (int)b->cfg->min_replicas_ack;
 
-    b->round_trips++;
-    if (script_load(b->redis, ops->s, err, sizeof(err)) != 0 && b->redis->err)
-        return NULL;
-    ops->build(b, jobs, c);
-    b->round_trips++;
-    return command_run(&sc->cmd, b->redis);
+    if (short_now == b->replicas_short)
+        return;
+    b->replicas_short = short_now;
+    if (short_now)
+        log_fields(WHARF_LOG_WARN,
+                   "finish: fewer replicas than min_replicas_ack acknowledged "
+                   "it in time; a failover now could run such tasks again",
+                   (log_field[]){
+                       LOG_INT("acknowledged", fewest),
+                       LOG_INT("min_replicas_ack", b->cfg->min_replicas_ack)},
+                   2);
+    else
+        log_msg(WHARF_LOG_INFO, "finish: replicas acknowledge again");
 }
 
-/* Appends the calls of one round trip: how many (0 when no job is
- * left), or -1 when out of memory. */
-static int send_calls(broker *b, const batch_ops *ops, broker_job *jobs,
-                      size_t n, size_t *cursor)
-{
-    broker_scratch *sc = b->scratch;
-    int calls = 0;
-
-    while (calls < PIPE_CALLS &&
-           next_call(b, ops, jobs, n, cursor, &sc->calls[calls])) {
-        ops->build(b, jobs, &sc->calls[calls]);
-        if (append_call(b) != 0)
-            return -1;
-        calls++;
-    }
-    return calls;
-}
-
-/* Runs ops over the jobs it takes, PIPE_CALLS calls a round trip. Each
- * reply is applied as it is read, so if the connection breaks the jobs
- * answered so far know it (a begun lock is then released). A NOSCRIPT
- * reply is kept until every reply of the round trip is read, and its
- * call made again then. 0, or -1 on a connection error (the jobs not
- * answered are left as they were). */
+/* Runs ops over the jobs it takes, up to PIPE_CALLS calls a round trip,
+ * each call sent to the node of its queue, every node at once (see
+ * pipeline.h: redirections and NOSCRIPT are settled there). Every reply
+ * that came is applied, even when the round trip broke, so the jobs
+ * answered know it (a begun lock is then released). 0, or -1 on a
+ * connection error (the jobs not answered are left as they were). */
 static int run_batch(broker *b, const batch_ops *ops, broker_job *jobs,
                      size_t n)
 {
     broker_scratch *sc = b->scratch;
+    pipeline *p = &b->pipe;
     size_t cursor = 0;
-    int calls, rc = -1;
+    int rc = 0;
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return -1;
-    while ((calls = send_calls(b, ops, jobs, n, &cursor)) > 0) {
-        b->round_trips++;
-        for (int i = 0; i < calls; i++) {
-            void *r = NULL;
-            if (redisGetReply(b->redis, &r) != REDIS_OK)
-                goto out;
-            if (script_is_noscript(r)) {
-                sc->replies[i] = r;
-                continue;
+    while (rc == 0) {
+        int calls = 0;
+        pipeline_reset(p);
+        while (calls < PIPE_CALLS &&
+               next_call(b, ops, jobs, n, &cursor, &sc->calls[calls])) {
+            ops->build(b, jobs, &sc->calls[calls]);
+            if (pipeline_add_command(
+                    p, (long)jobs[sc->calls[calls].first].queue->slot, &sc->cmd,
+                    ops->s) != 0) {
+                snprintf(b->errstr, sizeof(b->errstr),
+                         "building a script call: %s", p->errstr);
+                pipeline_reset(p);
+                return -1;
             }
-            ops->apply(b, jobs, &sc->calls[i], r);
-            freeReplyObject(r);
+            calls++;
         }
-        for (int i = 0; i < calls; i++) {
-            if (!sc->replies[i])
-                continue;
-            freeReplyObject(sc->replies[i]);
-            sc->replies[i] = call_again(b, ops, jobs, &sc->calls[i]);
-            if (!sc->replies[i])
-                goto out;
-            ops->apply(b, jobs, &sc->calls[i], sc->replies[i]);
-            freeReplyObject(sc->replies[i]);
-            sc->replies[i] = NULL;
-        }
+        if (calls == 0)
+            break;
+        p->wait = ops->durable && b->cfg->min_replicas_ack > 0;
+        p->min_replicas = (int)b->cfg->min_replicas_ack;
+        p->wait_timeout_ms = (int)b->cfg->min_replicas_timeout_ms;
+        if (pipeline_run(p) != 0)
+            rc = -1;
+        for (int i = 0; i < calls; i++)
+            if (pipeline_reply(p, (size_t)i))
+                ops->apply(b, jobs, &sc->calls[i],
+                           pipeline_reply(p, (size_t)i));
+        if (p->wait && rc == 0)
+            replicas_acked(b, p->fewest_acks);
     }
-    if (calls == 0)
-        rc = 0;
-out:
-    if (rc != 0) {
-        for (int i = 0; i < PIPE_CALLS; i++) {
-            freeReplyObject(sc->replies[i]);
-            sc->replies[i] = NULL;
-        }
+    if (rc != 0)
         command_failed(b, ops->what, NULL);
-    }
+    pipeline_reset(p);
     return rc;
 }
 
@@ -797,7 +934,7 @@ int broker_begin(broker *b, broker_job *jobs, size_t n)
     unsigned char random[8];
     char owner[17];
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return -1;
     if (client_random_bytes(random, sizeof(random)) != 0) {
         snprintf(b->errstr, sizeof(b->errstr),
@@ -986,6 +1123,7 @@ static void finish_apply(broker *b, broker_job *jobs, const batch_call *c,
 static const batch_ops finish_ops = {
     .s = &script_finish,
     .what = "finish",
+    .durable = true,
     .max_tasks = CALL_TASKS,
     .takes = job_finishes,
     .shares = same_owner,
@@ -1086,16 +1224,9 @@ static long move_ids(broker *b, const script *s, const broker_queue *q,
         push_str(b, lead_arg);
     for (size_t i = 0; i < ids->elements; i++)
         push(b, ids->element[i]->str, ids->element[i]->len);
-    b->round_trips++;
-    r = script_run_command(b->redis, s, cmd);
-    if (!r) {
-        if (cmd->err)
-            snprintf(b->errstr, sizeof(b->errstr), "%s: %s", s->name,
-                     strerror(cmd->err));
-        else
-            command_failed(b, s->name, NULL);
+    r = run_call(b, s);
+    if (!r)
         return -1;
-    }
     if (r->type == REDIS_REPLY_INTEGER) {
         result = (long)r->integer;
     } else {
@@ -1126,7 +1257,7 @@ long broker_promote(broker *b)
     long total = 0;
     char limit[16];
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return -1;
     snprintf(limit, sizeof(limit), "%d", BROKER_MOVE_BATCH);
     for (size_t i = 0; i < b->n_queues; i++) {
@@ -1137,8 +1268,7 @@ long broker_promote(broker *b)
             redisReply *due;
             long moved;
 
-            b->round_trips++;
-            due = script_run(b->redis, &script_due, 1, 2, due_args, NULL);
+            due = pipeline_script(&b->pipe, &script_due, 1, 2, due_args, NULL);
             if (!due) {
                 command_failed(b, "due", NULL);
                 return -1;
@@ -1168,7 +1298,7 @@ long broker_trim_dead(broker *b)
 {
     long total = 0;
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return -1;
     for (size_t i = 0; i < b->n_queues; i++) {
         broker_queue *q = &b->queues[i];
@@ -1176,10 +1306,10 @@ long broker_trim_dead(broker *b)
             long long size, excess;
             char max[24];
             const char *keys[1] = {q->dead};
-            redisReply *r = redisCommand(b->redis, "ZCARD %s", q->dead);
+            redisReply *r =
+                pipeline_command(&b->pipe, q->dead, "ZCARD %s", q->dead);
             long removed;
 
-            b->round_trips++;
             if (!r || r->type != REDIS_REPLY_INTEGER) {
                 command_failed(b, "ZCARD", r);
                 freeReplyObject(r);
@@ -1192,8 +1322,8 @@ long broker_trim_dead(broker *b)
                 break;
             if (excess > BROKER_MOVE_BATCH)
                 excess = BROKER_MOVE_BATCH;
-            r = redisCommand(b->redis, "ZRANGE %s 0 %lld", q->dead, excess - 1);
-            b->round_trips++;
+            r = pipeline_command(&b->pipe, q->dead, "ZRANGE %s 0 %lld", q->dead,
+                                 excess - 1);
             if (!r || r->type != REDIS_REPLY_ARRAY || !all_strings(r)) {
                 command_failed(b, "ZRANGE", r);
                 freeReplyObject(r);

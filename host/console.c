@@ -18,6 +18,8 @@
 
 #include "keys.h"
 #include "log.h"
+#include "nodes.h"
+#include "pipeline.h"
 #include "redis_url.h"
 #include "script.h"
 
@@ -83,7 +85,9 @@ struct console {
     console_view_fn view_fn;
     void *view_arg;
     console_view v;
-    redisContext *redis;
+    nodes nodes;         /* its own connections (nodes.h); up or not */
+    pipeline pipe;       /* every command it sends */
+    bool nodes_ready;    /* nodes_init done */
     int64_t retry_at_ms; /* monotonic: no connect attempt before */
     int64_t last_sample_ms;
     int64_t started_wall_ms;
@@ -294,61 +298,66 @@ static void refresh_view(console *c)
     c->view_fn(c->view_arg, &c->v);
 }
 
-/* The console's connection, made if due: NULL while Redis is away. */
-static redisContext *connection(console *c)
+/* The console's pipeline, its nodes found if due: NULL while Redis is
+ * away. Reset, ready for commands. */
+static pipeline *connection(console *c)
 {
     int64_t now = slots_now_ms();
     redis_url url;
     char err[512];
 
-    if (c->redis)
-        return c->redis;
+    if (c->nodes_ready)
+        pipeline_reset(&c->pipe);
+    if (nodes_up(&c->nodes))
+        return &c->pipe;
     if (now < c->retry_at_ms)
         return NULL;
     c->retry_at_ms = now + RECONNECT_EVERY_MS;
-    if (redis_url_parse(c->redis_url, &url, err, sizeof(err)) != 0)
-        return NULL;
-    c->redis = redis_url_connect(&url, c->v.cfg->redis_password,
-                                 CONSOLE_REDIS_TIMEOUT_MS, err, sizeof(err));
-    if (!c->redis && !c->said_down) {
-        log_fields(WHARF_LOG_WARN, "console: redis unreachable",
-                   (log_field[]){LOG_STR("error", err)}, 1);
-        c->said_down = true;
-    } else if (c->redis) {
-        c->said_down = false;
+    if (!c->nodes_ready) {
+        if (redis_url_parse(c->redis_url, &url, err, sizeof(err)) != 0)
+            return NULL;
+        nodes_init(&c->nodes, &url, c->v.cfg->redis_password,
+                   CONSOLE_REDIS_TIMEOUT_MS);
+        pipeline_init(&c->pipe, &c->nodes);
+        c->nodes_ready = true;
     }
-    return c->redis;
+    if (nodes_connect(&c->nodes) != 0) {
+        if (!c->said_down)
+            log_fields(WHARF_LOG_WARN, "console: redis unreachable",
+                       (log_field[]){LOG_STR("error", c->nodes.errstr)}, 1);
+        c->said_down = true;
+        return NULL;
+    }
+    c->said_down = false;
+    return &c->pipe;
 }
 
-/* Drops the connection after an error (the next use connects again, no
+/* Drops the connections after an error (the next use connects again, no
  * sooner than RECONNECT_EVERY_MS). */
 static void lost(console *c)
 {
-    if (c->redis) {
+    if (nodes_up(&c->nodes)) {
         log_fields(WHARF_LOG_WARN, "console: redis command failed",
-                   (log_field[]){LOG_STR("error", c->redis->errstr)}, 1);
-        redisFree(c->redis);
-        c->redis = NULL;
+                   (log_field[]){LOG_STR("error", c->pipe.errstr)}, 1);
+        nodes_disconnect(&c->nodes);
         c->retry_at_ms = slots_now_ms() + RECONNECT_EVERY_MS;
     }
 }
 
-/* Reads n pipelined replies into r (NULL-filled on failure). 0, or -1
- * after dropping the connection. */
+/* Runs the pipeline and takes its n replies into r (NULL-filled on
+ * failure). 0, or -1 after dropping the connection. */
 static int read_replies(console *c, redisReply **r, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         r[i] = NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (redisGetReply(c->redis, (void **)&r[i]) != REDIS_OK) {
-            for (size_t k = 0; k < i; k++) {
-                freeReplyObject(r[k]);
-                r[k] = NULL;
-            }
-            lost(c);
-            return -1;
-        }
+    if (pipeline_run(&c->pipe) != 0 || c->pipe.n != n) {
+        lost(c);
+        pipeline_reset(&c->pipe);
+        return -1;
     }
+    for (size_t i = 0; i < n; i++)
+        r[i] = pipeline_take(&c->pipe, i);
+    pipeline_reset(&c->pipe);
     return 0;
 }
 
@@ -399,27 +408,26 @@ void console_destroy(console *c)
     if (!c)
         return;
     refresh_view(c); /* a reload may have moved what the last view held */
-    if (c->redis && c->v.cfg) {
+    if (nodes_up(&c->nodes) && c->v.cfg) {
         /* Withdraw this host's presence so it leaves the lists at once. */
+        pipeline *p = &c->pipe;
         char key[KEY_MAX], what[400];
+        pipeline_reset(p);
         snprintf(what, sizeof(what), "host:%s", c->name);
         key_global(key, sizeof(key), prefix_of(c), what);
-        redisAppendCommand(c->redis, "DEL %s", key);
+        pipeline_addf(p, key, "DEL %s", key);
         key_global(key, sizeof(key), prefix_of(c), "hosts");
-        redisAppendCommand(c->redis, "ZREM %s %s", key, c->name);
+        pipeline_addf(p, key, "ZREM %s %s", key, c->name);
         for (size_t i = 0; i < c->v.n_types; i++) {
             key_of_type(key, sizeof(key), prefix_of(c), c->v.types[i], "hosts");
-            redisAppendCommand(c->redis, "ZREM %s %s", key, c->name);
+            pipeline_addf(p, key, "ZREM %s %s", key, c->name);
         }
-        for (size_t i = 0; i < 2 + c->v.n_types; i++) {
-            redisReply *r = NULL;
-            if (redisGetReply(c->redis, (void **)&r) != REDIS_OK)
-                break;
-            freeReplyObject(r);
-        }
+        pipeline_run(p); /* best effort: the keys expire anyway */
     }
-    if (c->redis)
-        redisFree(c->redis);
+    if (c->nodes_ready) {
+        pipeline_free(&c->pipe);
+        nodes_free(&c->nodes);
+    }
     for (size_t i = 0; i < METRICS_MAX_TYPES; i++)
         free(c->rings[i]);
     forget_served(c);
@@ -500,7 +508,7 @@ static void sample(console *c)
  * live host (at most HOSTS_MAX). */
 static void presence(console *c)
 {
-    redisContext *redis = connection(c);
+    pipeline *redis = connection(c);
     const console_view *v = &c->v;
     char key[KEY_MAX], what[400], expires[24], now_text[24], types[8192];
     char started[24], workers[16], busy[16], pid[16];
@@ -528,28 +536,28 @@ static void presence(console *c)
 
     snprintf(what, sizeof(what), "host:%s", c->name);
     key_global(key, sizeof(key), prefix_of(c), what);
-    redisAppendCommand(redis,
-                       "HSET %s name %s types %s workers %s busy %s "
-                       "started_at %s pid %s version %s seen_at %s",
-                       key, c->name, types, workers, busy, started, pid,
-                       WHARF_VERSION, now_text);
-    redisAppendCommand(redis, "PEXPIRE %s %d", key, CONSOLE_PRESENCE_TTL_MS);
+    pipeline_addf(redis, key,
+                  "HSET %s name %s types %s workers %s busy %s "
+                  "started_at %s pid %s version %s seen_at %s",
+                  key, c->name, types, workers, busy, started, pid,
+                  WHARF_VERSION, now_text);
+    pipeline_addf(redis, key, "PEXPIRE %s %d", key, CONSOLE_PRESENCE_TTL_MS);
     key_global(key, sizeof(key), prefix_of(c), "hosts");
-    redisAppendCommand(redis, "ZADD %s %s %s", key, expires, c->name);
-    redisAppendCommand(redis, "ZREMRANGEBYSCORE %s -inf (%s", key, now_text);
-    redisAppendCommand(redis, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
-                       now_text, HOSTS_MAX);
+    pipeline_addf(redis, key, "ZADD %s %s %s", key, expires, c->name);
+    pipeline_addf(redis, key, "ZREMRANGEBYSCORE %s -inf (%s", key, now_text);
+    pipeline_addf(redis, key, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
+                  now_text, HOSTS_MAX);
     /* Gone with the last live host, like every presence key. */
-    redisAppendCommand(redis, "PEXPIRE %s %d", key, CONSOLE_PRESENCE_TTL_MS);
+    pipeline_addf(redis, key, "PEXPIRE %s %d", key, CONSOLE_PRESENCE_TTL_MS);
     for (size_t i = 0; i < v->n_types; i++) {
         key_of_type(key, sizeof(key), prefix_of(c), v->types[i], "hosts");
-        redisAppendCommand(redis, "ZADD %s %s %s", key, expires, c->name);
-        redisAppendCommand(redis, "ZREMRANGEBYSCORE %s -inf (%s", key,
-                           now_text);
-        redisAppendCommand(redis, "PEXPIRE %s %d", key,
-                           CONSOLE_PRESENCE_TTL_MS);
-        redisAppendCommand(redis, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
-                           now_text, HOSTS_MAX);
+        pipeline_addf(redis, key, "ZADD %s %s %s", key, expires, c->name);
+        pipeline_addf(redis, key, "ZREMRANGEBYSCORE %s -inf (%s", key,
+                      now_text);
+        pipeline_addf(redis, key, "PEXPIRE %s %d", key,
+                      CONSOLE_PRESENCE_TTL_MS);
+        pipeline_addf(redis, key, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
+                      now_text, HOSTS_MAX);
     }
     n_replies = 6 + 4 * v->n_types;
     r = calloc(n_replies, sizeof(*r));
@@ -584,19 +592,20 @@ static void presence(console *c)
     hosts = r[4];
     if (!hosts || hosts->type != REDIS_REPLY_ARRAY)
         goto out;
+    pipeline_reset(redis);
     for (size_t k = 0; k < hosts->elements; k++) {
         snprintf(what, sizeof(what), "host:%s", hosts->element[k]->str);
         key_global(key, sizeof(key), prefix_of(c), what);
-        redisAppendCommand(redis, "HGETALL %s", key);
+        pipeline_addf(redis, key, "HGETALL %s", key);
+    }
+    if (pipeline_run(redis) != 0) {
+        lost(c);
+        pipeline_reset(redis);
+        goto out;
     }
     jb_put(&json, "[", 1);
     for (size_t k = 0; k < hosts->elements; k++) {
-        redisReply *h = NULL;
-        if (redisGetReply(redis, (void **)&h) != REDIS_OK) {
-            lost(c);
-            free(json.s);
-            goto out;
-        }
+        redisReply *h = pipeline_take(redis, k);
         if (k)
             jb_put(&json, ",", 1);
         jb_put(&json, "{\"name\":", 8);
@@ -890,7 +899,7 @@ static void dead_page(console *c, http_reply *reply)
     long offset = query_number("offset", 0, 0, 1L << 40);
     long limit = query_number("limit", 50, 1, CONSOLE_PAGE_MAX);
     char key[KEY_MAX], keys[2][KEY_MAX];
-    redisContext *redis;
+    pipeline *redis;
     redisReply *head[2], **items = NULL, *ids;
     size_t n = 0;
     jbuf b = {0};
@@ -907,9 +916,9 @@ static void dead_page(console *c, http_reply *reply)
         return;
     }
     key_of_type(key, sizeof(key), prefix_of(c), type, "dead");
-    redisAppendCommand(redis, "ZCARD %s", key);
-    redisAppendCommand(redis, "ZREVRANGE %s %ld %ld WITHSCORES", key, offset,
-                       offset + limit - 1);
+    pipeline_addf(redis, key, "ZCARD %s", key);
+    pipeline_addf(redis, key, "ZREVRANGE %s %ld %ld WITHSCORES", key, offset,
+                  offset + limit - 1);
     if (read_replies(c, head, 2) != 0) {
         json_error(reply, 503, "redis: the dead set could not be read");
         return;
@@ -923,8 +932,8 @@ static void dead_page(console *c, http_reply *reply)
     n = ids->elements / 2;
     for (size_t i = 0; i < n; i++) {
         dead_envelope_keys(c, type, ids->element[2 * i]->str, keys);
-        redisAppendCommand(redis, "HMGET %s attempt error", keys[0]);
-        redisAppendCommand(redis, "HMGET %s attempt error", keys[1]);
+        pipeline_addf(redis, keys[0], "HMGET %s attempt error", keys[0]);
+        pipeline_addf(redis, keys[1], "HMGET %s attempt error", keys[1]);
     }
     items = calloc(2 * n + 1, sizeof(*items));
     if (!items)
@@ -1149,7 +1158,7 @@ static void task_detail(console *c, http_reply *reply)
     char keys[7][KEY_MAX];
     const char *argv[9];
     redisReply **r = NULL;
-    redisContext *redis;
+    pipeline *redis;
     jbuf b = {0};
 
     if (type && !*type)
@@ -1174,7 +1183,7 @@ static void task_detail(console *c, http_reply *reply)
         script_init(&task_script);
     for (size_t i = 0; i < n_types; i++) {
         task_args(c, types[i], id, keys, argv);
-        script_append(redis, &task_script, 7, 9, argv, NULL);
+        pipeline_add_script(redis, &task_script, 7, 9, argv, NULL);
     }
     r = calloc(n_types + 1, sizeof(*r));
     if (!r)
@@ -1185,16 +1194,6 @@ static void task_detail(console *c, http_reply *reply)
         return;
     }
     for (size_t i = 0; i < n_types; i++) {
-        if (script_is_noscript(r[i])) {
-            freeReplyObject(r[i]);
-            task_args(c, types[i], id, keys, argv);
-            r[i] = script_run(redis, &task_script, 7, 9, argv, NULL);
-            if (!r[i]) {
-                lost(c);
-                json_error(reply, 503, "redis: the task could not be read");
-                goto out;
-            }
-        }
         if (!task_reply_ok(r[i])) {
             json_error(reply, 502, "redis: unexpected reply: %s",
                        r[i]->type == REDIS_REPLY_ERROR ? r[i]->str : "?");
@@ -1356,7 +1355,7 @@ static void action(console *c, const char *what, http_reply *reply)
     const char *argv[6];
     script *s;
     int numkeys, argc;
-    redisContext *redis;
+    pipeline *redis;
     redisReply *r;
     jbuf b = {0};
 
@@ -1397,7 +1396,7 @@ static void action(console *c, const char *what, http_reply *reply)
     }
     if (s->sha[0] == '\0')
         script_init(s);
-    r = script_run(redis, s, numkeys, argc, argv, NULL);
+    r = pipeline_script(redis, s, numkeys, argc, argv, NULL);
     if (!r) {
         lost(c);
         json_error(reply, 503, "redis: the %s did not go through", what);

@@ -694,6 +694,7 @@ Test(cli, result_missing_is_1_and_wait_works)
 
 Test(cli, stats_json_exact)
 {
+    char node[64], want[1024];
     run *r = wharf("stats", "--json");
 
     cr_assert_eq(r->status, 0, "%s", r->err);
@@ -710,21 +711,24 @@ Test(cli, stats_json_exact)
     command("SADD wharf:types b a c");
     r = wharf("stats", "--json");
     cr_assert_eq(r->status, 0, "%s", r->err);
-    cr_assert_str_eq(
-        r->out,
+    snprintf(node, sizeof(node), "127.0.0.1:%d", server.port);
+    snprintf(
+        want, sizeof(want),
         "{\"types\": {"
         "\"a\": {\"ready\": 2, \"running\": 1, \"delayed\": 2, \"dead\": 1, "
-        "\"pressure\": true}, "
+        "\"pressure\": true, \"node\": \"%s\"}, "
         "\"b\": {\"ready\": 1, \"running\": 0, \"delayed\": 0, \"dead\": 0, "
-        "\"pressure\": false}, "
+        "\"pressure\": false, \"node\": \"%s\"}, "
         "\"c\": {\"ready\": 0, \"running\": 0, \"delayed\": 0, \"dead\": 0, "
-        "\"pressure\": false}}}\n");
+        "\"pressure\": false, \"node\": \"%s\"}}}\n",
+        node, node, node);
+    cr_assert_str_eq(r->out, want);
     r = wharf("stats");
     cr_assert_eq(r->status, 0);
-    cr_assert(matches("^TYPE +READY +RUNNING +DELAYED +DEAD +PRESSURE\n"
-                      "a +2 +1 +2 +1 +yes\n"
-                      "b +1 +0 +0 +0 +no\n"
-                      "c +0 +0 +0 +0 +no\n$",
+    cr_assert(matches("^TYPE +READY +RUNNING +DELAYED +DEAD +PRESSURE +NODE\n"
+                      "a +2 +1 +2 +1 +yes +127\\.0\\.0\\.1:[0-9]+\n"
+                      "b +1 +0 +0 +0 +no +127\\.0\\.0\\.1:[0-9]+\n"
+                      "c +0 +0 +0 +0 +no +127\\.0\\.0\\.1:[0-9]+\n$",
                       r->out),
               "%s", r->out);
 }

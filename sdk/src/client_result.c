@@ -34,14 +34,17 @@ static wharf_client_status get_once(wharf_client *c, const char *key,
                                     const char *type, const char *id,
                                     void **data, size_t *len)
 {
-    redisContext *redis = client_redis(c);
     redisReply *r = NULL;
     wharf_client_status status = WHARF_CLIENT_UNAVAILABLE;
     char *copy;
 
-    if (!redis)
+    if (client_connect(c) != 0) {
+        status = c->connect_status;
         goto out;
-    r = redisCommand(redis, "GET %s", key);
+    }
+    r = pipeline_command(&c->pipe, key, "GET %s", key);
+    if (!r)
+        client_drop(c);
     status = client_reply_status(c, r, "result");
     if (status != WHARF_CLIENT_OK)
         goto out;
