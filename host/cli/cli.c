@@ -174,8 +174,14 @@ int cli_connect(cli *ctx)
         return 0;
     status = wharf_client_open(&ctx->client, ctx->url, ctx->password,
                                ctx->prefix, err, sizeof(err));
-    if (status == WHARF_CLIENT_OK)
+    if (status == WHARF_CLIENT_OK) {
+        /* The manifest's durability holds for what the CLI enqueues. */
+        if (ctx->config && ctx->config->min_replicas_ack > 0)
+            wharf_client_require_replicas(
+                ctx->client, (int)ctx->config->min_replicas_ack,
+                ctx->config->min_replicas_timeout_ms);
         return 0;
+    }
     /* The address was checked before: a bad one came from the manifest. */
     code =
         status == WHARF_CLIENT_BAD_INPUT ? EX_CONFIG : cli_exit_status(status);

@@ -1,0 +1,439 @@
+/* wharfd, the client and the CLI on a real Redis Cluster (three primaries
+ * on loopback, with a replica each where a failover is tested) and on a
+ * real Sentinel set: every task done once across the shards, a type's
+ * slot migrated during a run, a primary killed during a run, a Sentinel
+ * failover during a run. Lost and twice-run tasks are counted from the
+ * chaos plugin's done file and reported. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+
+#include <wharf/client.h>
+
+#include "host_process.h"
+#include "http_get.h"
+#include "redis_cluster.h"
+#include "wharf_cli.h"
+
+/* ---- counting ---- */
+
+static int by_text(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+typedef struct tally {
+    long done;  /* distinct ids done */
+    long lost;  /* ids enqueued and never done */
+    long twice; /* ids done more than once */
+    long lines;
+} tally;
+
+/* Reads the done file of h and counts, for ids "<prefix><i>" with i <
+ * n, how many were done, never done, done more than once. */
+static tally count_done(const test_host *h, const char *const *types,
+                        int n_types, int per_type)
+{
+    FILE *f = fopen(h->done, "r");
+    char **lines = NULL, line[256], id[256];
+    size_t n = 0, cap = 0;
+    tally t = {0, 0, 0, 0};
+
+    while (f && fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (n == cap) {
+            cap = cap ? 2 * cap : 4096;
+            lines = realloc(lines, cap * sizeof(*lines));
+            cr_assert(lines);
+        }
+        lines[n++] = strdup(line);
+    }
+    if (f)
+        fclose(f);
+    qsort(lines, n, sizeof(*lines), by_text);
+    t.lines = (long)n;
+    for (int k = 0; k < n_types; k++) {
+        for (int i = 0; i < per_type; i++) {
+            const char *key = id;
+            char **at;
+            snprintf(id, sizeof(id), "%s-%d", types[k], i);
+            at = bsearch(&key, lines, n, sizeof(*lines), by_text);
+            if (!at) {
+                t.lost++;
+                continue;
+            }
+            t.done++;
+            /* bsearch lands on any of equal lines: count them all. */
+            size_t first = (size_t)(at - lines), last = first;
+            while (first > 0 && strcmp(lines[first - 1], id) == 0)
+                first--;
+            while (last + 1 < n && strcmp(lines[last + 1], id) == 0)
+                last++;
+            if (last > first)
+                t.twice++;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(lines[i]);
+    free(lines);
+    return t;
+}
+
+/* Lines in h's done file. */
+static long done_lines(const test_host *h)
+{
+    FILE *f = fopen(h->done, "r");
+    long n = 0;
+    int ch;
+
+    while (f && (ch = getc(f)) != EOF)
+        n += ch == '\n';
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* Waits until the done file has at least want lines; the count seen. */
+static long wait_done(const test_host *h, long want, int timeout_ms)
+{
+    int64_t deadline = test_now_ms() + timeout_ms;
+    long n = 0;
+
+    while ((n = done_lines(h)) < want && test_now_ms() < deadline)
+        test_sleep_ms(50);
+    return n;
+}
+
+/* Enqueues per_type tasks "<type>-<i>" of every type with payload, in
+ * batches, through a client of url; with min_replicas, each must be
+ * confirmed by that many replicas, and one that is not (or that a
+ * failover cut off) is enqueued again until it is. */
+static void enqueue_all(const char *url, const char *const *types, int n_types,
+                        int per_type, const char *payload, int min_replicas)
+{
+    enum { BATCH = 500 };
+    wharf_client *c = NULL;
+    wharf_enqueue_opts *tasks = calloc(BATCH, sizeof(*tasks));
+    wharf_enqueue_reply *replies = calloc(BATCH, sizeof(*replies));
+    char(*ids)[64] = calloc(BATCH, sizeof(*ids));
+    char err[600];
+    int total = n_types * per_type;
+
+    cr_assert(tasks && replies && ids);
+    cr_assert_eq(wharf_client_open(&c, url, NULL, NULL, err, sizeof(err)),
+                 WHARF_CLIENT_OK, "%s", err);
+    if (min_replicas > 0)
+        wharf_client_require_replicas(c, min_replicas, 2000);
+    for (int at = 0; at < total;) {
+        int n = total - at < BATCH ? total - at : BATCH;
+        for (int i = 0; i < n; i++) {
+            /* Types interleaved, so every batch spans the shards. */
+            int k = (at + i) % n_types, seq = (at + i) / n_types;
+            snprintf(ids[i], sizeof(ids[i]), "%s-%d", types[k], seq);
+            tasks[i] = (wharf_enqueue_opts){.type = types[k],
+                                            .payload = payload,
+                                            .payload_len = strlen(payload),
+                                            .id = ids[i]};
+        }
+        wharf_enqueue_batch(c, tasks, (size_t)n, replies);
+        for (int i = 0; i < n; i++) {
+            int tries = 0;
+            while (replies[i].status != WHARF_CLIENT_OK &&
+                   replies[i].status != WHARF_CLIENT_DUPLICATE) {
+                cr_assert(tries++ < 200, "%s: %s", ids[i],
+                          wharf_client_errstr(c));
+                test_sleep_ms(50);
+                wharf_enqueue(c, &tasks[i], &replies[i]);
+            }
+        }
+        at += n;
+    }
+    wharf_client_close(c);
+    free(ids);
+    free(replies);
+    free(tasks);
+}
+
+/* "types = a,b,..." for the chaos plugin's section, and [defaults]. */
+static void plugin_keys(char *buf, size_t len, const char *const *types,
+                        int n_types, const char *more)
+{
+    size_t used = (size_t)snprintf(buf, len, "types = ");
+    for (int i = 0; i < n_types; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? "," : "",
+                                 types[i]);
+    snprintf(buf + used, len - used, "\n%s", more ? more : "");
+}
+
+static void start_host(test_host *h, const char *url, const char *extra,
+                       const char *redis_keys, const char *metrics)
+{
+    test_host_opts o = {.redis_url = url,
+                        .extra = extra,
+                        .redis_keys = redis_keys,
+                        .metrics_listen = metrics,
+                        .log_level = "warn",
+                        .host_keys = "workers = 2\n"};
+    test_host_manifest_opts(h, NULL, &o);
+    test_host_start(h);
+}
+
+/* ---- 20 types over the shards ---- */
+
+Test(cluster, twenty_types_thirty_thousand_tasks_each_once, .timeout = 280)
+{
+    static const char *const types[20] = {
+        "t00", "t01", "t02", "t03", "t04", "t05", "t06", "t07", "t08", "t09",
+        "t10", "t11", "t12", "t13", "t14", "t15", "t16", "t17", "t18", "t19"};
+    enum { PER_TYPE = 1500 };
+    test_cluster c;
+    test_host h;
+    char extra[1024], listen[64], body[65536], key[64], want[128];
+    bool shard_used[TEST_CLUSTER_MAX] = {false};
+    int metrics_port = test_free_port();
+    tally t;
+    const test_cli_run *r;
+
+    test_cluster_start(&c, 3, 1);
+    plugin_keys(extra, sizeof(extra), types, 20, "[defaults]\nprefetch = 64\n");
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", metrics_port);
+    start_host(&h, c.url, extra, NULL, listen);
+    enqueue_all(c.url, types, 20, PER_TYPE, "ok", 0);
+    cr_assert_eq(wait_done(&h, 20 * PER_TYPE, 200000), 20 * PER_TYPE,
+                 "not all done (see %s)", h.log);
+    test_sleep_ms(500); /* anything run twice would show by now */
+    t = count_done(&h, types, 20, PER_TYPE);
+    cr_log_info("cluster 20 types: %ld done, %ld lost, %ld twice", t.done,
+                t.lost, t.twice);
+    cr_assert_eq(t.lost, 0);
+    cr_assert_eq(t.twice, 0);
+    cr_assert_eq(t.lines, 20 * PER_TYPE);
+
+    /* Every shard served some of the types, and stats and /metrics name
+     * the node of each. */
+    r = test_cli(c.url, h.dir, (const char *const[]){"stats", "--json", NULL});
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_eq(test_http_get(metrics_port, "/metrics", body, sizeof(body)),
+                 200);
+    for (int i = 0; i < 20; i++) {
+        int owner;
+        snprintf(key, sizeof(key), "wharf:{%s}:stream", types[i]);
+        owner = test_cluster_owner(&c, test_cluster_slot(&c, key));
+        cr_assert(owner >= 0 && owner < 3);
+        shard_used[owner] = true;
+        snprintf(want, sizeof(want), "\"%s\": {\"ready\": 0, ", types[i]);
+        cr_assert(strstr(r->out, want), "%s", r->out);
+        snprintf(want, sizeof(want), "\"node\": \"127.0.0.1:%d\"}",
+                 c.node[owner].port);
+        cr_assert(strstr(strstr(r->out, types[i]), want), "%s: %s", types[i],
+                  r->out);
+        snprintf(want, sizeof(want),
+                 "wharf_queue_node{type=\"%s\",node=\"127.0.0.1:%d\"} 1",
+                 types[i], c.node[owner].port);
+        cr_assert(strstr(body, want), "no %s in\n%s", want, body);
+    }
+    for (int i = 0; i < 3; i++)
+        cr_assert(shard_used[i], "shard %d served no type", i);
+    cr_assert_eq(test_host_stop(&h), 0);
+    test_cluster_stop(&c);
+}
+
+/* ---- a slot migrated during a run ---- */
+
+Test(cluster, a_slot_migrated_during_a_run_loses_and_repeats_nothing,
+     .timeout = 200)
+{
+    static const char *const types[4] = {"mover", "stay1", "stay2", "stay3"};
+    enum { PER_TYPE = 750 };
+    test_cluster c;
+    test_host h;
+    char extra[512];
+    unsigned slot;
+    int from, to;
+    pid_t producer;
+    tally t;
+
+    test_cluster_start(&c, 3, 0);
+    plugin_keys(extra, sizeof(extra), types, 4, NULL);
+    start_host(&h, c.url, extra, NULL, NULL);
+    /* A first half to work on, then a producer that keeps enqueuing the
+     * second half while the slot moves. */
+    enqueue_all(c.url, types, 4, PER_TYPE / 2, "sleep:2", 0);
+    slot = test_cluster_slot(&c, "wharf:{mover}:stream");
+    from = test_cluster_owner(&c, slot);
+    to = (from + 1) % 3;
+    producer = fork();
+    cr_assert(producer >= 0);
+    if (producer == 0) {
+        enqueue_all(c.url, types, 4, PER_TYPE, "sleep:2", 0);
+        _exit(0);
+    }
+    test_sleep_ms(300);
+    /* Half moved for 500 ms: scripts there get TRYAGAIN, reads ASK. */
+    test_cluster_move_slot(&c, slot, to, 500);
+    cr_assert_eq(test_cluster_owner(&c, slot), to);
+    cr_assert_lt(done_lines(&h), 4 * PER_TYPE, "the run ended before the move");
+    waitpid(producer, NULL, 0);
+    cr_assert_eq(wait_done(&h, 4 * PER_TYPE, 150000), 4 * PER_TYPE,
+                 "not all done (see %s)", h.log);
+    test_sleep_ms(500);
+    t = count_done(&h, types, 4, PER_TYPE);
+    cr_log_info("slot migration: %ld done, %ld lost, %ld twice", t.done, t.lost,
+                t.twice);
+    cr_assert_eq(t.lost, 0);
+    cr_assert_eq(t.twice, 0);
+    cr_assert_eq(t.lines, 4 * PER_TYPE);
+    cr_assert_eq(test_host_stop(&h), 0);
+    test_cluster_stop(&c);
+}
+
+/* ---- a primary killed during a run ---- */
+
+/* Runs 4 types x per_type slow tasks, kills the primary of the first type
+ * halfway, starts it again as a replica, and counts. */
+static tally failover_run(int min_replicas, int per_type)
+{
+    static const char *const types[4] = {"fa", "fb", "fc", "fd"};
+    test_cluster c;
+    test_host h;
+    char extra[512], redis_keys[128];
+    int victim;
+    tally t;
+
+    test_cluster_start(&c, 3, 1);
+    plugin_keys(extra, sizeof(extra), types, 4, NULL);
+    snprintf(redis_keys, sizeof(redis_keys),
+             "min_replicas_ack = %d\nmin_replicas_timeout = 2s\n",
+             min_replicas);
+    start_host(&h, c.url, extra, redis_keys, NULL);
+    enqueue_all(c.url, types, 4, per_type, "sleep:2", min_replicas);
+    wait_done(&h, per_type, 60000);
+    victim = test_cluster_owner(&c, test_cluster_slot(&c, "wharf:{fa}:stream"));
+    test_cluster_kill_primary(&c, victim);
+    cr_assert_lt(done_lines(&h), 4L * per_type,
+                 "the run ended before the kill");
+    /* Back as a replica of the new primary, so WAIT can be answered. */
+    test_cluster_revive(&c, victim);
+    wait_done(&h, 4L * per_type, 150000);
+    test_sleep_ms(1500);
+    t = count_done(&h, types, 4, per_type);
+    cr_assert_eq(test_host_stop(&h), 0);
+    test_cluster_stop(&c);
+    return t;
+}
+
+Test(cluster, a_primary_killed_with_min_replicas_ack_loses_nothing,
+     .timeout = 250)
+{
+    tally t = failover_run(1, 500);
+
+    cr_log_info("cluster failover, min_replicas_ack = 1: %ld done, %ld lost, "
+                "%ld run twice",
+                t.done, t.lost, t.twice);
+    fprintf(stderr,
+            "cluster failover, min_replicas_ack = 1: %ld done, %ld lost, "
+            "%ld run twice\n",
+            t.done, t.lost, t.twice);
+    cr_assert_eq(t.lost, 0, "%ld lost", t.lost);
+}
+
+Test(cluster, a_primary_killed_without_min_replicas_ack_is_counted,
+     .timeout = 250)
+{
+    tally t = failover_run(0, 500);
+
+    /* Asynchronous replication may lose what the primary had not yet
+     * passed on: reported, not asserted. */
+    fprintf(stderr,
+            "cluster failover, min_replicas_ack = 0: %ld done, %ld lost, "
+            "%ld run twice\n",
+            t.done, t.lost, t.twice);
+    cr_assert_eq(t.done + t.lost, 2000);
+}
+
+/* ---- Sentinel ---- */
+
+static tally sentinel_run(int min_replicas, int per_type)
+{
+    static const char *const types[2] = {"sa", "sb"};
+    test_sentinels s;
+    test_host h;
+    char extra[256], redis_keys[128];
+    tally t;
+
+    test_sentinels_start(&s);
+    plugin_keys(extra, sizeof(extra), types, 2, NULL);
+    snprintf(redis_keys, sizeof(redis_keys),
+             "min_replicas_ack = %d\nmin_replicas_timeout = 2s\n",
+             min_replicas);
+    start_host(&h, s.url, extra, redis_keys, NULL);
+    enqueue_all(s.url, types, 2, per_type, "sleep:1", min_replicas);
+    wait_done(&h, per_type / 2, 60000);
+    test_sentinels_kill_primary(&s);
+    cr_assert_lt(done_lines(&h), 2L * per_type,
+                 "the run ended before the kill");
+    test_sentinels_revive(&s);
+    wait_done(&h, 2L * per_type, 150000);
+    test_sleep_ms(1500);
+    t = count_done(&h, types, 2, per_type);
+    cr_assert_eq(test_host_stop(&h), 0);
+    test_sentinels_stop(&s);
+    return t;
+}
+
+Test(cluster, sentinel_failover_with_min_replicas_ack_loses_nothing,
+     .timeout = 250)
+{
+    tally t = sentinel_run(1, 2500);
+
+    fprintf(stderr,
+            "sentinel failover, min_replicas_ack = 1: %ld done, %ld lost, "
+            "%ld run twice\n",
+            t.done, t.lost, t.twice);
+    cr_assert_eq(t.lost, 0, "%ld lost", t.lost);
+}
+
+Test(cluster, sentinel_failover_without_min_replicas_ack_is_counted,
+     .timeout = 250)
+{
+    tally t = sentinel_run(0, 2500);
+
+    fprintf(stderr,
+            "sentinel failover, min_replicas_ack = 0: %ld done, %ld lost, "
+            "%ld run twice\n",
+            t.done, t.lost, t.twice);
+    cr_assert_eq(t.done + t.lost, 5000);
+}
+
+/* ---- bad addresses ---- */
+
+Test(cluster, bad_addresses_are_one_line_and_a_sysexits_code)
+{
+    test_redis r;
+    char url[128], dir[] = "/tmp/wharf-test-cli-XXXXXX";
+    const test_cli_run *out;
+
+    cr_assert(mkdtemp(dir));
+    test_redis_start(&r, 0);
+    snprintf(url, sizeof(url), "redis+cluster://127.0.0.1:%d", r.port);
+    out = test_cli(url, dir, (const char *const[]){"stats", NULL});
+    cr_assert_eq(out->status, 78, "%d %s", out->status, out->err);
+    cr_assert(strstr(out->err, "is not in cluster mode"), "%s", out->err);
+    cr_assert_eq(strchr(out->err, '\n'), out->err + strlen(out->err) - 1, "%s",
+                 out->err);
+    out = test_cli("redis+cluster://127.0.0.1:1/2", dir,
+                   (const char *const[]){"stats", NULL});
+    cr_assert_eq(out->status, 64, "%d %s", out->status, out->err);
+    cr_assert(strstr(out->err, "database 0 only"), "%s", out->err);
+    out = test_cli("redis+sentinel://127.0.0.1:1", dir,
+                   (const char *const[]){"stats", NULL});
+    cr_assert_eq(out->status, 64, "%d %s", out->status, out->err);
+    cr_assert(strstr(out->err, "master's name"), "%s", out->err);
+    test_redis_stop(&r);
+}
