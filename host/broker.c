@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "claim.h"
 #include "client_ids.h"
 #include "log.h"
 #include "scripts.h"
@@ -25,13 +25,6 @@
 #define CALL_TASKS 64
 /* Script calls per round trip. */
 #define PIPE_CALLS 16
-/* XREADGROUP's arguments before the streams and their ids. */
-#define CLAIM_ARGS 10
-/* On a cluster no command reads streams of two slots, so claims are one
- * XREADGROUP per type without BLOCK, all nodes at once; while every
- * queue is empty the claim pauses between such sweeps, from 1 ms
- * doubling up to this (docs/cluster.md has the measured cost). */
-#define CLUSTER_SWEEP_PAUSE_MAX_MS 20
 
 /* One call: the jobs [first, end) it was built from, n of them taken. */
 typedef struct batch_call {
@@ -46,8 +39,6 @@ struct broker_scratch {
     char kinds[CALL_TASKS + 1]; /* finish: one letter per task */
     bool resend;                /* finish: broker_finish_resend */
     batch_call calls[PIPE_CALLS];
-    const char **claim_argv; /* XREADGROUP's, sized for every queue */
-    int sweep_pause_ms;      /* cluster claims: the next pause */
 };
 
 static const char *const outcome_names[OUTCOME_COUNT] = {
@@ -81,10 +72,8 @@ int broker_init(broker *b, const config *cfg, const char *const *types,
     snprintf(b->consumer, sizeof(b->consumer), "%s", consumer);
     b->queues = calloc(n ? n : 1, sizeof(*b->queues));
     b->scratch = calloc(1, sizeof(*b->scratch));
-    if (b->scratch)
-        b->scratch->claim_argv =
-            calloc(CLAIM_ARGS + 2 * n, sizeof(*b->scratch->claim_argv));
-    if (!b->queues || !b->scratch || !b->scratch->claim_argv) {
+    b->claims = claim_create(n);
+    if (!b->queues || !b->scratch || !b->claims) {
         snprintf(b->errstr, sizeof(b->errstr), "out of memory");
         return -1;
     }
@@ -112,6 +101,7 @@ int broker_init(broker *b, const config *cfg, const char *const *types,
 
 void broker_disconnect(broker *b)
 {
+    claim_drop(b->claims, b->n_queues);
     nodes_disconnect(&b->nodes);
 }
 
@@ -135,13 +125,13 @@ void broker_destroy(broker *b)
     if (!b)
         return;
     broker_disconnect(b);
+    claim_destroy(b->claims, b->n_queues);
+    b->claims = NULL;
     free(b->queues);
     b->queues = NULL;
     b->n_queues = 0;
-    if (b->scratch) {
-        free(b->scratch->claim_argv);
+    if (b->scratch)
         command_free(&b->scratch->cmd);
-    }
     free(b->scratch);
     b->scratch = NULL;
     pipeline_free(&b->pipe);
@@ -149,7 +139,7 @@ void broker_destroy(broker *b)
 }
 
 /* Records a failed command: the connection's error, or the error reply. */
-static void command_failed(broker *b, const char *what, const redisReply *r)
+void broker_failed(broker *b, const char *what, const redisReply *r)
 {
     char where[400];
 
@@ -189,7 +179,7 @@ static int check_eviction(broker *b)
     if (b->n_queues == 0)
         pipeline_addf(p, NULL, "CONFIG GET maxmemory-policy");
     if (pipeline_run(p) != 0) {
-        command_failed(b, "CONFIG GET", NULL);
+        broker_failed(b, "CONFIG GET", NULL);
         return -1;
     }
     for (size_t i = 0; i < p->n && rc == 0; i++) {
@@ -253,7 +243,7 @@ static int setup_queues(broker *b)
         pipeline_addf(p, types_key, "SADD %s %s", types_key, q->type);
     }
     if (pipeline_run(p) != 0) {
-        command_failed(b, "setting up queues", NULL);
+        broker_failed(b, "setting up queues", NULL);
         pipeline_reset(p);
         return -1;
     }
@@ -261,7 +251,7 @@ static int setup_queues(broker *b)
         const redisReply *r = pipeline_reply(p, i);
         if (r->type == REDIS_REPLY_ERROR &&
             strncmp(r->str, "BUSYGROUP", 9) != 0) {
-            command_failed(b, "setting up queues", r);
+            broker_failed(b, "setting up queues", r);
             rc = -1;
         }
     }
@@ -299,154 +289,11 @@ int broker_connect(broker *b)
     return 0;
 }
 
-/* One XREADGROUP over every stream of a single Redis, blocking up to
- * block_ms once every queue's own pending entries are read. */
-static redisReply *claim_all(broker *b, unsigned count, int block_ms)
-{
-    size_t n = b->n_queues;
-    size_t argc = 0;
-    const char **argv = b->scratch->claim_argv;
-    char count_text[16], block_text[16];
-    bool history = false;
-    redisContext *c = nodes_context(&b->nodes, 0);
-    redisReply *r = NULL;
-
-    if (!c) {
-        snprintf(b->pipe.errstr, sizeof(b->pipe.errstr), "%s", b->nodes.errstr);
-        command_failed(b, "XREADGROUP", NULL);
-        return NULL;
-    }
-    for (size_t i = 0; i < n; i++)
-        history = history || !b->queues[i].history_done;
-    snprintf(count_text, sizeof(count_text), "%u", count ? count : 1);
-    snprintf(block_text, sizeof(block_text), "%d", block_ms);
-    argv[argc++] = "XREADGROUP";
-    argv[argc++] = "GROUP";
-    argv[argc++] = WHARF_GROUP;
-    argv[argc++] = b->consumer;
-    argv[argc++] = "COUNT";
-    argv[argc++] = count_text;
-    if (!history && block_ms > 0) {
-        argv[argc++] = "BLOCK";
-        argv[argc++] = block_text;
-    }
-    argv[argc++] = "STREAMS";
-    for (size_t i = 0; i < n; i++)
-        argv[argc++] = b->queues[i].stream;
-    for (size_t i = 0; i < n; i++)
-        argv[argc++] =
-            b->queues[i].history_done ? ">" : b->queues[i].history_from;
-    r = redisCommandArgv(c, (int)argc, argv, NULL);
-    b->round_trips++;
-    if (!r || r->type == REDIS_REPLY_ERROR) {
-        snprintf(b->pipe.errstr, sizeof(b->pipe.errstr), "%s",
-                 r ? r->str : c->errstr);
-        command_failed(b, "XREADGROUP", r);
-        freeReplyObject(r);
-        return NULL;
-    }
-    return r;
-}
-
-/* One sweep of a cluster: an XREADGROUP without BLOCK per queue, every
- * node at once, their answers gathered into one reply shaped like
- * claim_all's ([[stream, entries], ...]; caller frees), with *got set when
- * any entry came. NULL on a connection error. */
-static redisReply *claim_sweep(broker *b, unsigned count, bool *got)
-{
-    pipeline *p = &b->pipe;
-    redisReply *all = calloc(1, sizeof(*all));
-
-    *got = false;
-    if (all)
-        all->element =
-            calloc(b->n_queues ? b->n_queues : 1, sizeof(*all->element));
-    if (!all || !all->element) {
-        free(all);
-        snprintf(b->errstr, sizeof(b->errstr), "claim: out of memory");
-        return NULL;
-    }
-    all->type = REDIS_REPLY_ARRAY;
-    pipeline_reset(p);
-    for (size_t i = 0; i < b->n_queues; i++) {
-        const broker_queue *q = &b->queues[i];
-        pipeline_addf(p, q->stream,
-                      "XREADGROUP GROUP %s %s COUNT %u STREAMS %s %s",
-                      WHARF_GROUP, b->consumer, count ? count : 1, q->stream,
-                      q->history_done ? ">" : q->history_from);
-    }
-    if (pipeline_run(p) != 0) {
-        command_failed(b, "XREADGROUP", NULL);
-        freeReplyObject(all);
-        pipeline_reset(p);
-        return NULL;
-    }
-    for (size_t i = 0; i < p->n; i++) {
-        redisReply *r = pipeline_reply(p, i);
-        if (r->type == REDIS_REPLY_ERROR) {
-            command_failed(b, "XREADGROUP", r);
-            freeReplyObject(all);
-            pipeline_reset(p);
-            return NULL;
-        }
-        if (r->type != REDIS_REPLY_ARRAY || r->elements != 1)
-            continue; /* nil: nothing new */
-        /* Moved, not copied: the stream's [name, entries] joins all. */
-        all->element[all->elements++] = r->element[0];
-        if (r->element[0]->type == REDIS_REPLY_ARRAY &&
-            r->element[0]->elements == 2 &&
-            r->element[0]->element[1]->type == REDIS_REPLY_ARRAY &&
-            r->element[0]->element[1]->elements > 0)
-            *got = true;
-        r->element[0] = NULL;
-        r->elements = 0;
-    }
-    pipeline_reset(p);
-    return all;
-}
-
-static void pause_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-    nanosleep(&ts, NULL);
-}
-
-/* Sweeps until an entry comes, a queue's own pending entries are being
- * read, or block_ms has passed, pausing between sweeps. */
-static redisReply *claim_cluster(broker *b, unsigned count, int block_ms)
-{
-    broker_scratch *sc = b->scratch;
-    int64_t waited = 0;
-
-    while (true) {
-        bool got, history = false;
-        redisReply *r = claim_sweep(b, count, &got);
-        for (size_t i = 0; i < b->n_queues; i++)
-            history = history || !b->queues[i].history_done;
-        if (!r || got || history || waited >= block_ms) {
-            if (got)
-                sc->sweep_pause_ms = 0;
-            return r;
-        }
-        freeReplyObject(r);
-        sc->sweep_pause_ms =
-            sc->sweep_pause_ms == 0 ? 1
-            : sc->sweep_pause_ms * 2 > CLUSTER_SWEEP_PAUSE_MAX_MS
-                ? CLUSTER_SWEEP_PAUSE_MAX_MS
-                : sc->sweep_pause_ms * 2;
-        pause_ms(sc->sweep_pause_ms);
-        waited += sc->sweep_pause_ms;
-    }
-}
-
 redisReply *broker_claim(broker *b, unsigned count, int block_ms)
 {
     if (!broker_connected(b))
         return NULL;
-    if (b->nodes.cluster)
-        return claim_cluster(b, count, block_ms);
-    return claim_all(b, count, block_ms);
+    return claim_next(b, count, block_ms);
 }
 
 static broker_queue *queue_of_stream(broker *b, const char *stream)
@@ -529,7 +376,7 @@ redisReply *broker_autoclaim(broker *b, broker_queue *q, int64_t min_idle_ms,
         &b->pipe, q->stream, "XAUTOCLAIM %s %s %s %lld 0-0 COUNT %u", q->stream,
         WHARF_GROUP, b->consumer, (long long)min_idle_ms, count);
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
-        command_failed(b, "XAUTOCLAIM", r);
+        broker_failed(b, "XAUTOCLAIM", r);
         freeReplyObject(r);
         return NULL;
     }
@@ -545,7 +392,7 @@ redisReply *broker_entry(broker *b, broker_queue *q, const char *entry_id)
     r = pipeline_command(&b->pipe, q->stream, "XRANGE %s %s %s", q->stream,
                          entry_id, entry_id);
     if (!r || r->type != REDIS_REPLY_ARRAY) {
-        command_failed(b, "XRANGE", r);
+        broker_failed(b, "XRANGE", r);
         freeReplyObject(r);
         return NULL;
     }
@@ -567,7 +414,7 @@ int broker_heartbeat(broker *b, const char *key, const char *value,
     if (r && r->type == REDIS_REPLY_INTEGER)
         rc = r->integer == 1 ? 1 : 0;
     else
-        command_failed(b, "heartbeat", r);
+        broker_failed(b, "heartbeat", r);
     freeReplyObject(r);
     return rc;
 }
@@ -584,7 +431,7 @@ int broker_release_key(broker *b, const char *key, const char *value)
     if (r && r->type == REDIS_REPLY_INTEGER)
         rc = 0;
     else
-        command_failed(b, "release", r);
+        broker_failed(b, "release", r);
     freeReplyObject(r);
     return rc;
 }
@@ -681,7 +528,7 @@ static redisReply *run_call(broker *b, const script *s)
         pipeline_run(p) == 0)
         r = pipeline_take(p, 0);
     if (!r)
-        command_failed(b, s->name, NULL);
+        broker_failed(b, s->name, NULL);
     pipeline_reset(p);
     return r;
 }
@@ -714,7 +561,7 @@ long broker_renew(broker *b, broker_queue *q, const char *consumer,
     if (r && r->type == REDIS_REPLY_INTEGER)
         result = (long)r->integer;
     else if (r)
-        command_failed(b, "renew", r);
+        broker_failed(b, "renew", r);
     freeReplyObject(r);
     return result;
 }
@@ -818,7 +665,7 @@ static int run_batch(broker *b, const batch_ops *ops, broker_job *jobs,
             replicas_acked(b, p->fewest_acks);
     }
     if (rc != 0)
-        command_failed(b, ops->what, NULL);
+        broker_failed(b, ops->what, NULL);
     pipeline_reset(p);
     return rc;
 }
@@ -857,7 +704,7 @@ static void begin_build(broker *b, broker_job *jobs, const batch_call *c)
 /* r: the error (or unexpected) reply, for the call or for j alone. */
 static void begin_failed(broker *b, broker_job *j, const redisReply *r)
 {
-    command_failed(b, "begin", r);
+    broker_failed(b, "begin", r);
     log_fields(WHARF_LOG_ERROR, "begin failed",
                (log_field[]){LOG_STR("task", j->e.task.id),
                              LOG_STR("type", j->queue->type),
@@ -1083,7 +930,7 @@ static task_outcome outcome_done(const broker_job *j)
 static void finish_failed(broker *b, broker_job *j, const redisReply *r)
 {
     j->outcome = OUTCOME_STALE;
-    command_failed(b, "finish", r);
+    broker_failed(b, "finish", r);
     log_fields(WHARF_LOG_ERROR, "finish failed; the task stays pending",
                (log_field[]){LOG_STR("task", j->e.task.id),
                              LOG_STR("type", j->queue->type),
@@ -1180,7 +1027,7 @@ static void release_apply(broker *b, broker_job *jobs, const batch_call *c,
     /* An error reply (a key of the wrong type) cannot be fixed by trying
      * again: the lock expires with its TTL. */
     if (r->type == REDIS_REPLY_ERROR)
-        command_failed(b, "release", r);
+        broker_failed(b, "release", r);
     j->begin = BEGIN_NONE;
     j->owner[0] = '\0';
     j->token[0] = '\0';
@@ -1232,7 +1079,7 @@ static long move_ids(broker *b, const script *s, const broker_queue *q,
     } else {
         /* The connection is fine; the ids stay where they are and the
          * next pass tries them again. */
-        command_failed(b, s->name, r);
+        broker_failed(b, s->name, r);
         log_fields(WHARF_LOG_ERROR, "maintenance script failed",
                    (log_field[]){LOG_STR("type", q->type),
                                  LOG_STR("error", b->errstr)},
@@ -1270,11 +1117,11 @@ long broker_promote(broker *b)
 
             due = pipeline_script(&b->pipe, &script_due, 1, 2, due_args, NULL);
             if (!due) {
-                command_failed(b, "due", NULL);
+                broker_failed(b, "due", NULL);
                 return -1;
             }
             if (due->type != REDIS_REPLY_ARRAY || !all_strings(due)) {
-                command_failed(b, "due", due);
+                broker_failed(b, "due", due);
                 freeReplyObject(due);
                 break;
             }
@@ -1311,7 +1158,7 @@ long broker_trim_dead(broker *b)
             long removed;
 
             if (!r || r->type != REDIS_REPLY_INTEGER) {
-                command_failed(b, "ZCARD", r);
+                broker_failed(b, "ZCARD", r);
                 freeReplyObject(r);
                 return r ? total : -1;
             }
@@ -1325,7 +1172,7 @@ long broker_trim_dead(broker *b)
             r = pipeline_command(&b->pipe, q->dead, "ZRANGE %s 0 %lld", q->dead,
                                  excess - 1);
             if (!r || r->type != REDIS_REPLY_ARRAY || !all_strings(r)) {
-                command_failed(b, "ZRANGE", r);
+                broker_failed(b, "ZRANGE", r);
                 freeReplyObject(r);
                 return r ? total : -1;
             }

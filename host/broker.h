@@ -93,6 +93,9 @@ typedef struct broker_job {
 /* Argument arrays of batched script calls, made once (broker.c). */
 typedef struct broker_scratch broker_scratch;
 
+/* How a worker claims (claim.h). */
+typedef struct claim_state claim_state;
+
 typedef struct broker {
     const config *cfg;
     redis_url url;
@@ -102,6 +105,7 @@ typedef struct broker {
     broker_queue *queues;
     size_t n_queues;
     broker_scratch *scratch;
+    claim_state *claims;
     uint64_t round_trips; /* claims and connects; the pipe counts its own */
     uint64_t redis_errors;
     bool replicas_short; /* the last finish's WAIT came up short */
@@ -132,6 +136,10 @@ uint64_t broker_round_trips(const broker *b);
 
 /* "host:port" of the node that serves q, or "" while disconnected. */
 const char *broker_node_of(const broker *b, const broker_queue *q);
+
+/* Records a failed command about `what` in b->errstr: r's error, or (r
+ * NULL) the pipeline's reason; counts it in redis_errors. */
+void broker_failed(broker *b, const char *what, const redisReply *r);
 
 /* Disconnects and frees. Accepts NULL members. */
 void broker_destroy(broker *b);

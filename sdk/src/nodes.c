@@ -130,6 +130,19 @@ redisContext *nodes_context(nodes *ns, int index)
     return nd->redis;
 }
 
+redisContext *nodes_open(nodes *ns, int index)
+{
+    redis_url url;
+
+    if (index < 0 || (size_t)index >= ns->n) {
+        snprintf(ns->errstr, sizeof(ns->errstr), "no node serves that slot");
+        return NULL;
+    }
+    node_url(ns, index, &url);
+    return redis_url_connect(&url, ns->password, ns->timeout_ms, ns->errstr,
+                             sizeof(ns->errstr));
+}
+
 void nodes_drop(nodes *ns, int index)
 {
     if (index < 0 || (size_t)index >= ns->n)

@@ -86,6 +86,11 @@ int nodes_of_key(const nodes *ns, const char *key, size_t len);
  * made. Owned by ns. */
 redisContext *nodes_context(nodes *ns, int index);
 
+/* A new connection to node index (AUTH and SELECT done, no scripts)
+ * that ns does not keep: for a blocking read that must not hold up the
+ * node's shared connection. Caller frees; NULL with ns->errstr set. */
+redisContext *nodes_open(nodes *ns, int index);
+
 /* Closes the connection of node index after it failed (the node stays
  * known; the next nodes_context connects again). */
 void nodes_drop(nodes *ns, int index);

@@ -329,8 +329,12 @@ static void start_sentinel(test_redis *s, int primary_port)
             "port %d\nbind 127.0.0.1\ndaemonize no\ndir %s\n"
             "logfile %s/sentinel.log\n"
             "sentinel monitor wharf 127.0.0.1 %d 2\n"
-            "sentinel down-after-milliseconds wharf 1000\n"
-            "sentinel failover-timeout wharf 10000\n"
+            /* Not 1 s: on a loaded machine a new master that misses a
+             * second of PINGs would be failed over again, to the old
+             * one just restarted empty. A long failover-timeout keeps
+             * the sentinels from starting another for a while. */
+            "sentinel down-after-milliseconds wharf 2000\n"
+            "sentinel failover-timeout wharf 60000\n"
             "sentinel parallel-syncs wharf 1\n",
             s->port, s->dir, s->dir, primary_port);
     fclose(f);
@@ -412,15 +416,23 @@ void test_sentinels_stop(test_sentinels *s)
     test_redis_stop(&s->primary);
 }
 
+/* The port sentinel i names as the master, or -1. */
+static int master_port_of(const test_sentinels *s, int i)
+{
+    redisReply *r =
+        ask(&s->sentinel[i], "SENTINEL get-master-addr-by-name wharf");
+    int port = -1;
+
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
+        port = atoi(r->element[1]->str);
+    freeReplyObject(r);
+    return port;
+}
+
 int test_sentinels_master_port(const test_sentinels *s)
 {
     for (int i = 0; i < 3; i++) {
-        redisReply *r =
-            ask(&s->sentinel[i], "SENTINEL get-master-addr-by-name wharf");
-        int port = -1;
-        if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
-            port = atoi(r->element[1]->str);
-        freeReplyObject(r);
+        int port = master_port_of(s, i);
         if (port > 0)
             return port;
     }
@@ -435,7 +447,11 @@ void test_sentinels_kill_primary(test_sentinels *s)
     waitpid(s->primary.pid, NULL, 0);
     s->primary.pid = 0;
     for (int tries = 0; tries < 3000; tries++) {
-        if (test_sentinels_master_port(s) == s->replica.port) {
+        /* All three agree, so none fails over again when the old one
+         * comes back. */
+        if (master_port_of(s, 0) == s->replica.port &&
+            master_port_of(s, 1) == s->replica.port &&
+            master_port_of(s, 2) == s->replica.port) {
             redisReply *r = ask(&s->replica, "ROLE");
             bool master = r && r->type == REDIS_REPLY_ARRAY &&
                           strcmp(r->element[0]->str, "master") == 0;

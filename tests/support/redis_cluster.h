@@ -59,7 +59,7 @@ typedef struct test_sentinels {
 } test_sentinels;
 
 /* Starts a primary, its replica and three sentinels watching it as
- * "wharf" (quorum 2, down-after 1 s), and waits until each sentinel knows
+ * "wharf" (quorum 2, down-after 2 s), and waits until each sentinel knows
  * the replica and the other two. */
 void test_sentinels_start(test_sentinels *s);
 
