@@ -10,7 +10,9 @@
 #      from /metrics at the end of the run: workers and supervisor);
 #   4. enqueue-to-start latency at a steady BENCH_RATE tasks/s;
 #   5. peak resident memory (VmHWM) of the supervisor and each worker;
-#   6. the ceiling: redis-benchmark on the same server.
+#   6. the ceiling: redis-benchmark on the same server;
+#   7. the cluster rows (bench/cluster.sh): one node against a 3-primary
+#      Redis Cluster, and the cost of min_replicas_ack = 1.
 # Only processes it started are stopped, and always. Needs bash, awk and
 # the redis-server/redis-cli/redis-benchmark of scripts/bootstrap.
 set -euo pipefail
@@ -23,7 +25,7 @@ PREFETCH=${BENCH_PREFETCH:-16}
 SINGLE=${BENCH_SINGLE:-20000}
 RATE=${BENCH_RATE:-1000}
 STEADY_SECONDS=${BENCH_STEADY_SECONDS:-5}
-PHASES=${BENCH_PHASES:-ceiling,enqueue,process,latency}
+PHASES=${BENCH_PHASES:-ceiling,enqueue,process,latency,cluster}
 # Another wharfd (say, last release's) to run the processing phase with
 # too, against the same server: its rate is shown beside ours.
 BASELINE=${BENCH_BASELINE_WHARFD:-}
@@ -402,3 +404,9 @@ cat >"$OUT" <<EOF
 EOF
 echo
 echo "results: $OUT"
+if has_phase cluster; then
+    # Its own servers, after ours are stopped: the machine is shared.
+    stop_pid "$redis_pid"
+    redis_pid=""
+    BUILD=$BUILD bash bench/cluster.sh
+fi
