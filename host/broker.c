@@ -12,8 +12,6 @@
 #include "log.h"
 #include "scripts.h"
 
-/* Redis command timeout: far above any BLOCK we ask for. */
-#define BROKER_TIMEOUT_MS 10000
 /* Ids per promote or trim script call. */
 #define BROKER_MOVE_BATCH 100
 /* Promote or trim calls per queue per maintenance pass, so one busy queue
@@ -60,6 +58,7 @@ int broker_init(broker *b, const config *cfg, const char *const *types,
 
     memset(b, 0, sizeof(*b));
     b->cfg = cfg;
+    b->timeout_ms = BROKER_TIMEOUT_MS;
     if (strcmp(url, "embedded") == 0) {
         snprintf(url_text, sizeof(url_text), "unix://%s/redis.sock",
                  cfg->data_dir);
@@ -226,9 +225,8 @@ int broker_connect(broker *b)
     int rc;
 
     broker_disconnect(b);
-    b->redis =
-        redis_url_connect(&b->url, b->cfg->redis_password, BROKER_TIMEOUT_MS,
-                          b->errstr, sizeof(b->errstr));
+    b->redis = redis_url_connect(&b->url, b->cfg->redis_password, b->timeout_ms,
+                                 b->errstr, sizeof(b->errstr));
     if (!b->redis) {
         b->redis_errors++;
         /* A refused password does not fix itself by retrying. */

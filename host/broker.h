@@ -98,10 +98,16 @@ typedef struct broker {
     broker_queue *queues;
     size_t n_queues;
     broker_scratch *scratch;
+    int timeout_ms;       /* connect and command timeout: broker_init
+                             sets BROKER_TIMEOUT_MS; a caller may lower
+                             it before broker_connect */
     uint64_t round_trips; /* every command or pipeline flush */
     uint64_t redis_errors;
     char errstr[1024];
 } broker;
+
+/* A broker's Redis command timeout: far above any BLOCK we ask for. */
+#define BROKER_TIMEOUT_MS 10000
 
 /* Prepares b for the n types (with their policies). Connects nothing.
  * 0, or -1 with b->errstr set (bad URL). */

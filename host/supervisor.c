@@ -67,6 +67,11 @@ typedef struct worker_proc {
     bool killed_for_timeout;  /* SIGKILLed after the grace */
     char timed_out_entry[SLOT_ENTRY_MAX];
     int64_t timed_out_after_ms;
+    bool recovering;          /* died while Redis was away: its slot is
+                                 kept, and it is not started again, until
+                                 recover_slot has recorded its tasks */
+    int dead_status;          /* how it ended, for that recovery */
+    unsigned recover_tries;
     bool retiring;            /* asked to stop: reload or shutdown */
     bool replace;             /* reload: stop it, then start it anew */
 } worker_proc;
@@ -185,6 +190,7 @@ static int setup_broker(supervisor *s)
         log_msg(WHARF_LOG_ERROR, "%s", s->b.errstr);
         return -1;
     }
+    s->b.timeout_ms = RUN_SUPERVISOR_REDIS_TIMEOUT_MS;
     free(s->figures);
     s->figures = calloc(s->n_types + 1, sizeof(*s->figures));
     if (!s->figures) {
@@ -385,20 +391,25 @@ static void own_slot_task(broker_job *j, broker_queue *q, const char *consumer,
 
 /* A worker died: records the failure of the task it was running through
  * the normal retry/dead path, and releases the locks of the rest of its
- * batch so its replacement can run them at once. If Redis is not there,
- * the entries stay pending and the replacement reads them again. */
-static void recover_slot(supervisor *s, size_t index, int status)
+ * batch so its replacement can run them at once. True when that is done
+ * (the slot is then unmapped); false if Redis was away, in which case the
+ * slot is kept and recovery is tried again before the worker is started
+ * anew: a replacement would read the same pending entries and run the
+ * failed task again at the same attempt, never spending it. A recovery
+ * tried again finishes in resend mode, so a first try that landed unseen
+ * counts once. */
+static bool recover_slot(supervisor *s, size_t index, int status)
 {
     worker_proc *p = &s->procs[index];
     slot *snap = p->snap;
     broker_job *jobs = NULL;
     redisReply **entries = NULL;
     char reason[256];
-    bool mid_task;
+    bool mid_task, done = false;
     size_t n;
 
     if (!p->sl || !snap)
-        return;
+        return true;
     /* The worker is gone: a write it left half done (it died in it) is
      * read as it stands, which still names every entry it held. */
     if (slot_read(p->sl, snap) == -1)
@@ -411,16 +422,23 @@ static void recover_slot(supervisor *s, size_t index, int status)
     mid_task = snap->state == SLOT_RUNNING && snap->running < snap->batch_n;
 
     n = snap->batch_n;
-    if (n == 0 || ensure_connected(s, slots_now_ms()) != 0)
+    if (n == 0) {
+        done = true;
+        goto out;
+    }
+    if (ensure_connected(s, slots_now_ms()) != 0)
         goto out;
     jobs = calloc(n, sizeof(*jobs));
     entries = calloc(n, sizeof(*entries));
-    if (!jobs || !entries)
+    if (!jobs || !entries) {
+        log_msg(WHARF_LOG_ERROR, "recovering a dead worker: out of memory");
         goto out;
+    }
     for (size_t i = 0; i < n; i++) {
         const slot_task *t = &snap->batch[i];
         broker_job *j = &jobs[i];
         broker_queue *q = broker_queue_of(&s->b, t->type);
+        int rc;
         if (!q)
             continue;
         own_slot_task(j, q, p->consumer, t->token);
@@ -431,39 +449,64 @@ static void recover_slot(supervisor *s, size_t index, int status)
             continue;
         /* The task it was running: its failure goes through retry/dead. */
         entries[i] = broker_entry(&s->b, q, t->entry_id);
-        if (!entries[i] || entries[i]->elements != 1) {
-            if (!entries[i])
-                lost_connection(s, "reading a dead worker's task");
-            continue;
+        if (!entries[i]) {
+            lost_connection(s, "reading a dead worker's task");
+            goto out;
         }
+        if (entries[i]->elements != 1)
+            continue; /* already finished: nothing to fail */
         broker_entries(&s->b, q, entries[i], j, 1); /* resets j */
         own_slot_task(j, q, p->consumer, t->token);
         death_reason(p, status, t->entry_id, reason, sizeof(reason));
         backoff_fail(j, reason);
-        if (broker_finish(&s->b, j, 1) != 0) {
+        rc = p->recover_tries ? broker_finish_resend(&s->b, j, 1)
+                              : broker_finish(&s->b, j, 1);
+        if (rc != 0) {
             lost_connection(s, "recording a dead worker's task");
             goto out;
         }
         metrics_outcome(s->m, metrics_type_find(s->m, q->type), j->outcome);
         log_fields(WHARF_LOG_WARN, "task failed with its worker",
-                   (log_field[]){LOG_STR("task", j->e.task.id),
-                                 LOG_STR("type", q->type),
-                                 LOG_INT("attempt", j->e.task.attempt),
-                                 LOG_STR("outcome",
-                                         task_outcome_name(j->outcome)),
-                                 LOG_STR("error", reason),
-                                 LOG_STR("worker", p->consumer)},
+                   (log_field[]){
+                       LOG_STR("task", j->e.task.id), LOG_STR("type", q->type),
+                       LOG_INT("attempt", j->e.task.attempt),
+                       LOG_STR("outcome", task_outcome_name(j->outcome)),
+                       LOG_STR("error", reason),
+                       LOG_STR("worker", p->consumer)},
                    6);
         j->begin = BEGIN_NONE; /* its lock went with the finish */
     }
-    if (broker_release(&s->b, jobs, n) != 0)
+    if (broker_release(&s->b, jobs, n) != 0) {
         lost_connection(s, "releasing a dead worker's locks");
+        goto out;
+    }
+    done = true;
 out:
     for (size_t i = 0; entries && i < n; i++)
         freeReplyObject(entries[i]);
     free(entries);
     free(jobs);
-    drop_slot(p);
+    if (done)
+        drop_slot(p);
+    return done;
+}
+
+/* Tries again to recover the slot of a worker that died while Redis was
+ * away. True once done (or nothing was left to do). */
+static bool retry_recovery(supervisor *s, size_t index)
+{
+    worker_proc *p = &s->procs[index];
+
+    if (!p->recovering)
+        return true;
+    p->recover_tries++;
+    if (!recover_slot(s, index, p->dead_status))
+        return false;
+    p->recovering = false;
+    p->recover_tries = 0;
+    log_fields(WHARF_LOG_INFO, "a dead worker's tasks are recorded",
+               (log_field[]){LOG_STR("worker", p->consumer)}, 1);
+    return true;
 }
 
 static void worker_exited(supervisor *s, size_t index, int status,
@@ -483,7 +526,14 @@ static void worker_exited(supervisor *s, size_t index, int status,
     if (clean && p->sl && read_slot(p) == 0 &&
         p->snap->state == SLOT_RUNNING)
         clean = false; /* exit() inside a plugin call */
-    recover_slot(s, index, status);
+    p->recover_tries = 0;
+    p->recovering = !recover_slot(s, index, status);
+    p->dead_status = status;
+    if (p->recovering)
+        log_fields(WHARF_LOG_WARN,
+                   "a dead worker's tasks wait for Redis to be recorded; "
+                   "its replacement waits with them",
+                   (log_field[]){LOG_STR("worker", p->consumer)}, 1);
     p->pid = 0;
     if (s->stopping)
         return;
@@ -1127,7 +1177,8 @@ static void start_due_workers(supervisor *s, int64_t now)
 {
     for (size_t i = 0; i < s->n_procs; i++) {
         worker_proc *p = &s->procs[i];
-        if (p->pid <= 0 && p->restart_at_ms && now >= p->restart_at_ms)
+        if (p->pid <= 0 && p->restart_at_ms && now >= p->restart_at_ms &&
+            retry_recovery(s, i))
             start_worker(s, i, now);
     }
 }
@@ -1358,6 +1409,11 @@ int supervisor_run(const char *config_path, config *cfg)
                   cfg->workers);
     status = run_loop(&s);
     reap(&s, slots_now_ms());
+    /* A last try for what a worker that died while Redis was away left:
+     * otherwise its tasks stay pending and run again at the next start. */
+    for (size_t i = 0; i < s.n_procs; i++)
+        if (s.procs[i].recovering && ensure_connected(&s, INT64_MAX) == 0)
+            retry_recovery(&s, i);
     if (ensure_connected(&s, INT64_MAX) == 0)
         broker_release_key(&s.b, s.instance_key, s.instance_value);
     log_fields(WHARF_LOG_INFO, "wharfd stopped",
