@@ -19,11 +19,13 @@
 
 #include "backoff.h"
 #include "broker.h"
+#include "cancel_check.h"
 #include "check.h"
 #include "child.h"
 #include "console.h"
 #include "embedded.h"
 #include "http.h"
+#include "known_types.h"
 #include "loader.h"
 #include "log.h"
 #include "metrics.h"
@@ -55,20 +57,22 @@
 #define FIGURES_EVERY_MS 1000
 
 typedef struct worker_proc {
-    pid_t pid;                /* 0 when not running */
+    pid_t pid; /* 0 when not running */
     char consumer[300];
-    slot *sl;                 /* this generation's slot, while it lives */
-    slot *snap;               /* a copy of sl, for reading it */
+    slot *sl;   /* this generation's slot, while it lives */
+    slot *snap; /* a copy of sl, for reading it */
     int64_t forked_ms;
-    int64_t restart_at_ms;    /* when to fork it again; 0 = not waiting */
-    unsigned crashes;         /* deaths in a row, each before STABLE_AFTER */
-    int64_t cancel_sent_ms;   /* a timeout's cancel request, 0 = none */
-    uint32_t cancel_run;      /* the run it was for */
-    bool killed_for_timeout;  /* SIGKILLed after the grace */
+    int64_t restart_at_ms;   /* when to fork it again; 0 = not waiting */
+    unsigned crashes;        /* deaths in a row, each before STABLE_AFTER */
+    int64_t cancel_sent_ms;  /* a cancel request (timeout or wharf
+                                cancel), 0 = none */
+    uint32_t cancel_run;     /* the run it was for */
+    bool cancel_requested;   /* it came from wharf cancel */
+    bool killed_for_timeout; /* SIGKILLed after the grace */
     char timed_out_entry[SLOT_ENTRY_MAX];
     int64_t timed_out_after_ms;
-    bool retiring;            /* asked to stop: reload or shutdown */
-    bool replace;             /* reload: stop it, then start it anew */
+    bool retiring; /* asked to stop: reload or shutdown */
+    bool replace;  /* reload: stop it, then start it anew */
 } worker_proc;
 
 typedef struct supervisor {
@@ -79,8 +83,8 @@ typedef struct supervisor {
     const policy **policies;
     worker_proc *procs;
     size_t n_procs;
-    broker b;          /* the supervisor's own connection */
-    bool b_ready;      /* broker initialized for the current types */
+    broker b;     /* the supervisor's own connection */
+    bool b_ready; /* broker initialized for the current types */
     int64_t reconnect_at_ms;
     int64_t reconnect_delay_ms;
     bool redis_down_logged;
@@ -90,7 +94,7 @@ typedef struct supervisor {
     embedded_redis embedded;
     bool embedded_on;
     int64_t last_promote_ms, last_trim_ms, last_renew_ms, last_takeover_ms,
-        last_heartbeat_ms;
+        last_heartbeat_ms, last_cancel_check_ms;
     int watch_fd;
     int64_t reload_at_ms; /* a watched change asks for a reload then */
     plugin_check check;   /* a reload's plugin check under way */
@@ -103,6 +107,7 @@ typedef struct supervisor {
     metrics *m;
     http_server *http;
     queue_figures *figures; /* one per broker queue */
+    known_types known;      /* figures of the types it does not serve */
     bool figures_ok;
     int64_t figures_ms;
     uint64_t counted_round_trips, counted_errors;
@@ -195,8 +200,9 @@ static int setup_broker(supervisor *s)
     /* Counters exist before any worker that adds to them is forked. */
     for (size_t i = 0; i < s->n_types; i++)
         if (metrics_type_add(s->m, s->types[i]) < 0)
-            log_fields(WHARF_LOG_WARN, "too many types to count; this one "
-                                       "has no metrics",
+            log_fields(WHARF_LOG_WARN,
+                       "too many types to count; this one "
+                       "has no metrics",
                        (log_field[]){LOG_STR("type", s->types[i])}, 1);
     s->b_ready = true;
     return 0;
@@ -227,9 +233,8 @@ static int ensure_connected(supervisor *s, int64_t now)
                    (log_field[]){LOG_STR("error", s->b.errstr)}, 1);
         s->redis_down_logged = true;
     }
-    s->reconnect_delay_ms = s->reconnect_delay_ms == 0
-                                ? 100
-                                : s->reconnect_delay_ms * 2;
+    s->reconnect_delay_ms =
+        s->reconnect_delay_ms == 0 ? 100 : s->reconnect_delay_ms * 2;
     if (s->reconnect_delay_ms > RECONNECT_MAX_MS)
         s->reconnect_delay_ms = RECONNECT_MAX_MS;
     s->reconnect_at_ms =
@@ -239,10 +244,10 @@ static int ensure_connected(supervisor *s, int64_t now)
 
 static void lost_connection(supervisor *s, const char *what)
 {
-    log_fields(WHARF_LOG_WARN, "supervisor: redis command failed",
-               (log_field[]){LOG_STR("during", what),
-                             LOG_STR("error", s->b.errstr)},
-               2);
+    log_fields(
+        WHARF_LOG_WARN, "supervisor: redis command failed",
+        (log_field[]){LOG_STR("during", what), LOG_STR("error", s->b.errstr)},
+        2);
     broker_disconnect(&s->b);
 }
 
@@ -313,8 +318,8 @@ static void start_worker(supervisor *s, size_t index, int64_t now)
     p->sl = slot_create(slot_capacity(s));
     p->snap = p->sl ? malloc(slot_size(p->sl)) : NULL;
     if (!p->sl || !p->snap) {
-        log_msg(WHARF_LOG_ERROR, "cannot map a slot for worker %zu: %s",
-                index, strerror(errno));
+        log_msg(WHARF_LOG_ERROR, "cannot map a slot for worker %zu: %s", index,
+                strerror(errno));
         drop_slot(p);
         p->restart_at_ms = now + RESTART_MAX_MS;
         return;
@@ -334,13 +339,13 @@ static void start_worker(supervisor *s, size_t index, int64_t now)
     p->restart_at_ms = 0;
     p->cancel_sent_ms = 0;
     p->cancel_run = 0;
+    p->cancel_requested = false;
     p->killed_for_timeout = false;
     p->timed_out_entry[0] = '\0';
     p->retiring = false;
     log_fields(WHARF_LOG_INFO, "worker started",
                (log_field[]){LOG_INT("pid", pid), LOG_INT("slot", index),
-                             LOG_INT("slot_capacity",
-                                     (int64_t)p->sl->capacity),
+                             LOG_INT("slot_capacity", (int64_t)p->sl->capacity),
                              LOG_STR("worker", p->consumer)},
                4);
 }
@@ -359,14 +364,16 @@ static int read_slot(worker_proc *p)
 static void death_reason(const worker_proc *p, int status, const char *entry_id,
                          char *buf, size_t len)
 {
-    if (p->timed_out_entry[0] && strcmp(p->timed_out_entry, entry_id) == 0)
+    if (p->cancel_requested && p->timed_out_entry[0] &&
+        strcmp(p->timed_out_entry, entry_id) == 0)
+        snprintf(buf, len, "cancelled");
+    else if (p->timed_out_entry[0] && strcmp(p->timed_out_entry, entry_id) == 0)
         snprintf(buf, len, "timeout after %" PRId64 " ms",
                  p->timed_out_after_ms);
     else if (WIFSIGNALED(status))
         snprintf(buf, len, "worker crashed: SIG%s",
-                 sigabbrev_np(WTERMSIG(status))
-                     ? sigabbrev_np(WTERMSIG(status))
-                     : "UNKNOWN");
+                 sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status))
+                                                : "UNKNOWN");
     else
         snprintf(buf, len, "worker exited with status %d during the task",
                  WEXITSTATUS(status));
@@ -446,13 +453,12 @@ static void recover_slot(supervisor *s, size_t index, int status)
         }
         metrics_outcome(s->m, metrics_type_find(s->m, q->type), j->outcome);
         log_fields(WHARF_LOG_WARN, "task failed with its worker",
-                   (log_field[]){LOG_STR("task", j->e.task.id),
-                                 LOG_STR("type", q->type),
-                                 LOG_INT("attempt", j->e.task.attempt),
-                                 LOG_STR("outcome",
-                                         task_outcome_name(j->outcome)),
-                                 LOG_STR("error", reason),
-                                 LOG_STR("worker", p->consumer)},
+                   (log_field[]){
+                       LOG_STR("task", j->e.task.id), LOG_STR("type", q->type),
+                       LOG_INT("attempt", j->e.task.attempt),
+                       LOG_STR("outcome", task_outcome_name(j->outcome)),
+                       LOG_STR("error", reason),
+                       LOG_STR("worker", p->consumer)},
                    6);
         j->begin = BEGIN_NONE; /* its lock went with the finish */
     }
@@ -466,8 +472,7 @@ out:
     drop_slot(p);
 }
 
-static void worker_exited(supervisor *s, size_t index, int status,
-                          int64_t now)
+static void worker_exited(supervisor *s, size_t index, int status, int64_t now)
 {
     worker_proc *p = &s->procs[index];
     bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -480,8 +485,7 @@ static void worker_exited(supervisor *s, size_t index, int status,
                                                 : "?");
     else
         snprintf(how, sizeof(how), "exit %d", WEXITSTATUS(status));
-    if (clean && p->sl && read_slot(p) == 0 &&
-        p->snap->state == SLOT_RUNNING)
+    if (clean && p->sl && read_slot(p) == 0 && p->snap->state == SLOT_RUNNING)
         clean = false; /* exit() inside a plugin call */
     recover_slot(s, index, status);
     p->pid = 0;
@@ -494,7 +498,7 @@ static void worker_exited(supervisor *s, size_t index, int status,
         metrics_add(s->m, &s->m->restarts[RESTART_RELOAD], 1);
         console_worker_exited(s->console, index, RESTART_RELOAD, how);
     } else {
-        restart_reason why = p->killed_for_timeout  ? RESTART_TIMEOUT
+        restart_reason why = p->killed_for_timeout ? RESTART_TIMEOUT
                              : WIFSIGNALED(status) ? RESTART_CRASH
                                                    : RESTART_EXIT;
         metrics_add(s->m, &s->m->restarts[why], 1);
@@ -523,8 +527,8 @@ static void reap(supervisor *s, int64_t now)
     char err[256];
 
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-        if (s->embedded_on && embedded_reaped(&s->embedded, pid, status, err,
-                                              sizeof(err))) {
+        if (s->embedded_on &&
+            embedded_reaped(&s->embedded, pid, status, err, sizeof(err))) {
             log_fields(WHARF_LOG_ERROR, "embedded redis-server stopped",
                        (log_field[]){LOG_STR("error", err)}, 1);
             continue;
@@ -568,9 +572,11 @@ static void enforce_timeouts(supervisor *s, int64_t now)
         if (p->cancel_sent_ms) {
             if (snap->state != SLOT_RUNNING || snap->run != p->cancel_run) {
                 p->cancel_sent_ms = 0; /* it ended that run itself */
+                p->cancel_requested = false;
             } else if (now - p->cancel_sent_ms >= RUN_KILL_GRACE_MS) {
-                log_fields(WHARF_LOG_WARN, "task ignored its cancel request; "
-                                           "killing its worker",
+                log_fields(WHARF_LOG_WARN,
+                           "task ignored its cancel request; "
+                           "killing its worker",
                            (log_field[]){LOG_STR("worker", p->consumer)}, 1);
                 kill(p->pid, SIGKILL);
                 p->killed_for_timeout = true;
@@ -587,14 +593,67 @@ static void enforce_timeouts(supervisor *s, int64_t now)
         p->cancel_sent_ms = now;
         p->cancel_run = snap->run;
         atomic_store(&p->sl->cancel, snap->run);
-        log_fields(WHARF_LOG_WARN, "task ran past its timeout; asking it to "
-                                   "end",
+        log_fields(WHARF_LOG_WARN,
+                   "task ran past its timeout; asking it to "
+                   "end",
                    (log_field[]){LOG_STR("task", t->id),
                                  LOG_STR("type", t->type),
                                  LOG_INT("timeout_ms", snap->timeout_ms),
                                  LOG_STR("worker", p->consumer)},
                    4);
     }
+}
+
+/* Asks the running plugin of each worker whose task was cancelled
+ * (cancel:<id> names its entry, see cancel_check.h) to end, through the
+ * slot as a timeout does: the plugin sees wharf_cancelled, the worker
+ * ends the run as cancelled, and one that ignores it is killed after the
+ * same grace (its finish writes nothing either way). */
+static int check_cancels(supervisor *s, int64_t now)
+{
+    const char *types[s->n_procs ? s->n_procs : 1];
+    const char *ids[s->n_procs ? s->n_procs : 1];
+    const char *entry_ids[s->n_procs ? s->n_procs : 1];
+    bool cancelled[s->n_procs ? s->n_procs : 1];
+    size_t which[s->n_procs ? s->n_procs : 1];
+    size_t n = 0;
+
+    for (size_t i = 0; i < s->n_procs; i++) {
+        worker_proc *p = &s->procs[i];
+        const slot_task *t;
+        if (p->pid <= 0 || p->cancel_sent_ms || read_slot(p) != 0 ||
+            p->snap->state != SLOT_RUNNING ||
+            p->snap->running >= p->snap->batch_n)
+            continue;
+        t = &p->snap->batch[p->snap->running];
+        types[n] = t->type;
+        ids[n] = t->id;
+        entry_ids[n] = t->entry_id;
+        which[n++] = i;
+    }
+    if (n == 0)
+        return 0;
+    if (cancel_check(&s->b, types, ids, entry_ids, n, cancelled) != 0)
+        return -1;
+    for (size_t k = 0; k < n; k++) {
+        worker_proc *p = &s->procs[which[k]];
+        uint32_t run = p->snap->run;
+        if (!cancelled[k])
+            continue;
+        snprintf(p->timed_out_entry, sizeof(p->timed_out_entry), "%s",
+                 entry_ids[k]);
+        p->cancel_sent_ms = now;
+        p->cancel_run = run;
+        p->cancel_requested = true;
+        atomic_store(&p->sl->cancel_requested, run);
+        atomic_store(&p->sl->cancel, run);
+        log_fields(WHARF_LOG_INFO, "task cancelled; asking it to end",
+                   (log_field[]){LOG_STR("task", ids[k]),
+                                 LOG_STR("type", types[k]),
+                                 LOG_STR("worker", p->consumer)},
+                   3);
+    }
+    return 0;
 }
 
 /* ---- maintenance ---- */
@@ -654,8 +713,8 @@ static int renew_leases(supervisor *s)
                 tokens[n] = snap->batch[k].token;
                 n++;
             }
-            if (n > 0 && broker_renew(&s->b, queue, p->consumer, entry_ids,
-                                      ids, tokens, n) < 0)
+            if (n > 0 && broker_renew(&s->b, queue, p->consumer, entry_ids, ids,
+                                      tokens, n) < 0)
                 rc = -1;
         }
     }
@@ -674,9 +733,8 @@ static int take_over(supervisor *s)
 
     for (size_t q = 0; q < s->b.n_queues; q++) {
         broker_queue *queue = &s->b.queues[q];
-        redisReply *r = broker_autoclaim(&s->b, queue,
-                                         queue->pol->visibility_timeout_ms,
-                                         100);
+        redisReply *r = broker_autoclaim(
+            &s->b, queue, queue->pol->visibility_timeout_ms, 100);
         size_t n;
         if (!r)
             return -1;
@@ -704,15 +762,14 @@ static int take_over(supervisor *s)
                                 jobs[i].outcome);
         for (size_t i = 0; i < n; i++)
             if (jobs[i].finish != FINISH_NONE)
-                log_fields(WHARF_LOG_WARN, "task taken over from a silent host",
-                           (log_field[]){LOG_STR("task", jobs[i].e.task.id),
-                                         LOG_STR("type", queue->type),
-                                         LOG_INT("attempt",
-                                                 jobs[i].e.task.attempt),
-                                         LOG_STR("outcome",
-                                                 task_outcome_name(
-                                                     jobs[i].outcome))},
-                           4);
+                log_fields(
+                    WHARF_LOG_WARN, "task taken over from a silent host",
+                    (log_field[]){
+                        LOG_STR("task", jobs[i].e.task.id),
+                        LOG_STR("type", queue->type),
+                        LOG_INT("attempt", jobs[i].e.task.attempt),
+                        LOG_STR("outcome", task_outcome_name(jobs[i].outcome))},
+                    4);
         freeReplyObject(r);
     }
     return 0;
@@ -731,7 +788,8 @@ static int64_t takeover_every_ms(const supervisor *s)
 static int refresh_figures(supervisor *s, int64_t now)
 {
     s->figures_ms = now;
-    if (pressure_refresh(&s->b, s->figures) != 0) {
+    if (pressure_refresh(&s->b, s->figures) != 0 ||
+        known_types_refresh(&s->b, &s->known) != 0) {
         s->figures_ok = false;
         lost_connection(s, "reading queue figures");
         return -1;
@@ -763,6 +821,13 @@ static int maintain(supervisor *s, int64_t now)
         s->last_renew_ms = now;
         if (renew_leases(s) != 0) {
             lost_connection(s, "renewing leases");
+            return 0;
+        }
+    }
+    if (now - s->last_cancel_check_ms >= CANCEL_CHECK_EVERY_MS) {
+        s->last_cancel_check_ms = now;
+        if (check_cancels(s, now) != 0) {
+            lost_connection(s, "looking for cancel requests");
             return 0;
         }
     }
@@ -900,13 +965,24 @@ static void on_http(void *arg, const char *method, const char *path,
         return;
     }
     if (strcmp(path, "/metrics") == 0) {
+        /* The served types first, then every other known type. */
+        size_t n = s->b.n_queues + s->known.n;
+        queue_figures *all = malloc((n ? n : 1) * sizeof(*all));
         count_redis(s);
+        if (!all) {
+            text_reply(reply, 503, "out of memory\n");
+            return;
+        }
+        memcpy(all, s->figures, s->b.n_queues * sizeof(*all));
+        if (s->known.n)
+            memcpy(all + s->b.n_queues, s->known.figures,
+                   s->known.n * sizeof(*all));
         reply->status = 200;
         reply->content_type = "text/plain; version=0.0.4; charset=utf-8";
-        reply->body = metrics_render(s->m, s->figures, s->b.n_queues,
-                                     &workers,
-                                     s->b.redis != NULL && s->figures_ok,
-                                     &reply->len);
+        reply->body =
+            metrics_render(s->m, all, n, &workers,
+                           s->b.redis != NULL && s->figures_ok, &reply->len);
+        free(all);
         return;
     }
     text_reply(reply, 404, "not found: try /metrics, /healthz, /readyz\n");
@@ -1021,8 +1097,8 @@ static void start_reload(supervisor *s)
         s->next_cfg = NULL;
     }
     if (config_load(s->config_path, &next, err, sizeof(err)) != 0 ||
-        check_start(&s->check, next, next->init_timeout_ms, err,
-                    sizeof(err)) != 0) {
+        check_start(&s->check, next, next->init_timeout_ms, err, sizeof(err)) !=
+            0) {
         log_fields(WHARF_LOG_ERROR, "reload refused; serving as before",
                    (log_field[]){LOG_STR("error", err)}, 1);
         config_free(next);
@@ -1141,8 +1217,8 @@ static void begin_stop(supervisor *s, int code)
     s->exit_code = code;
     s->stop_deadline_ms = slots_now_ms() + s->cfg->shutdown_timeout_ms;
     log_fields(WHARF_LOG_INFO, "stopping: running tasks may finish",
-               (log_field[]){LOG_INT("shutdown_timeout_ms",
-                                     s->cfg->shutdown_timeout_ms)},
+               (log_field[]){
+                   LOG_INT("shutdown_timeout_ms", s->cfg->shutdown_timeout_ms)},
                1);
     for (size_t i = 0; i < s->n_procs; i++)
         ask_to_stop(&s->procs[i]);
@@ -1231,8 +1307,8 @@ static int run_loop(supervisor *s)
             }
             if (s->check.running && check_step(&s->check, now))
                 finish_reload(s);
-            if (s->embedded_on && embedded_check(&s->embedded, err,
-                                                 sizeof(err)) != 0 &&
+            if (s->embedded_on &&
+                embedded_check(&s->embedded, err, sizeof(err)) != 0 &&
                 embedded_start(&s->embedded, s->cfg->data_dir, err,
                                sizeof(err)) != 0)
                 log_fields(WHARF_LOG_ERROR, "cannot restart embedded redis",
@@ -1306,16 +1382,14 @@ int supervisor_run(const char *config_path, config *cfg)
     }
     s.m = metrics_create();
     if (!s.m) {
-        log_msg(WHARF_LOG_ERROR, "cannot map the metrics: %s",
-                strerror(errno));
+        log_msg(WHARF_LOG_ERROR, "cannot map the metrics: %s", strerror(errno));
         status = EX_OSERR;
         goto out;
     }
     if (setup_broker(&s) != 0)
         goto out;
     if (cfg->metrics_listen) {
-        s.http = http_start(cfg->metrics_listen, on_http, &s, err,
-                            sizeof(err));
+        s.http = http_start(cfg->metrics_listen, on_http, &s, err, sizeof(err));
         if (!s.http) {
             fprintf(stderr, "%s: [metrics] listen: %s\n", cfg->file, err);
             status = EX_CONFIG;
@@ -1339,8 +1413,8 @@ int supervisor_run(const char *config_path, config *cfg)
     }
     setup_watch(&s);
     for (size_t i = 0; i < s.n_procs; i++) {
-        snprintf(s.procs[i].consumer, sizeof(s.procs[i].consumer),
-                 "%s:%s:%zu", host, cfg->instance, i);
+        snprintf(s.procs[i].consumer, sizeof(s.procs[i].consumer), "%s:%s:%zu",
+                 host, cfg->instance, i);
         s.procs[i].restart_at_ms = slots_now_ms();
     }
     snprintf(err, sizeof(err), "%s:%s", host, cfg->instance);
@@ -1354,8 +1428,7 @@ int supervisor_run(const char *config_path, config *cfg)
                3);
     s.watchdog_every_ms = notify_watchdog_interval_ms();
     notify_ready();
-    notify_status("serving %zu types with %u workers", s.n_types,
-                  cfg->workers);
+    notify_status("serving %zu types with %u workers", s.n_types, cfg->workers);
     status = run_loop(&s);
     reap(&s, slots_now_ms());
     if (ensure_connected(&s, INT64_MAX) == 0)
@@ -1368,6 +1441,7 @@ out:
     broker_destroy(&s.b);
     metrics_destroy(s.m);
     free(s.figures);
+    known_types_free(&s.known);
     if (s.embedded_on)
         embedded_stop(&s.embedded);
     if (s.watch_fd >= 0)

@@ -45,9 +45,9 @@ typedef struct worker {
     held_kind held;
     redisReply *held_claim; /* the jobs point into it */
     size_t held_n;
-    int64_t stop_seen_ms;    /* when a stop request was first seen, or 0 */
-    bool signalled;          /* a SIGTERM / SIGINT is pending */
-    int *metric_index;       /* per broker queue: its metrics type index */
+    int64_t stop_seen_ms; /* when a stop request was first seen, or 0 */
+    bool signalled;       /* a SIGTERM / SIGINT is pending */
+    int *metric_index;    /* per broker queue: its metrics type index */
     uint64_t counted_round_trips, counted_errors; /* already in metrics */
 } worker;
 
@@ -206,14 +206,14 @@ static int worker_setup(worker *w)
         size_t room = w->opts->status->capacity;
         if ((size_t)w->count * routes > room) {
             if (room < routes) {
-                log_fields(WHARF_LOG_ERROR,
-                           "worker: its slot holds fewer tasks than it "
-                           "serves types; the plugins changed since the "
-                           "check (a reload follows)",
-                           (log_field[]){LOG_INT("slot_capacity",
-                                                 (int64_t)room),
-                                         LOG_INT("types", (int64_t)routes)},
-                           2);
+                log_fields(
+                    WHARF_LOG_ERROR,
+                    "worker: its slot holds fewer tasks than it "
+                    "serves types; the plugins changed since the "
+                    "check (a reload follows)",
+                    (log_field[]){LOG_INT("slot_capacity", (int64_t)room),
+                                  LOG_INT("types", (int64_t)routes)},
+                    2);
                 goto out;
             }
             w->count = (unsigned)(room / routes);
@@ -232,8 +232,8 @@ static int worker_setup(worker *w)
         goto out;
     for (size_t i = 0; i < w->capacity; i++)
         context_init(&w->ctxs[i], NULL, WORKER_MAX_RESULT);
-    w->metric_index = calloc(w->b.n_queues ? w->b.n_queues : 1,
-                             sizeof(*w->metric_index));
+    w->metric_index =
+        calloc(w->b.n_queues ? w->b.n_queues : 1, sizeof(*w->metric_index));
     if (!w->metric_index)
         goto out;
     for (size_t i = 0; i < w->b.n_queues; i++)
@@ -241,9 +241,9 @@ static int worker_setup(worker *w)
             metrics_type_find(w->opts->metrics, w->b.queues[i].type);
     rc = 0;
 out:
-    if (rc != 0 && (!types || !policies ||
-                    (w->capacity && (!w->jobs || !w->ctxs ||
-                                     !w->metric_index))))
+    if (rc != 0 &&
+        (!types || !policies ||
+         (w->capacity && (!w->jobs || !w->ctxs || !w->metric_index))))
         log_msg(WHARF_LOG_ERROR, "worker: out of memory");
     free(types);
     free(policies);
@@ -265,7 +265,8 @@ static void worker_teardown(worker *w)
  * j finishes. The run owns its deadline: whatever the plugin returns after
  * it, or after the supervisor asked it to end, is thrown away and the
  * attempt fails with "timeout after N ms", the same outcome as when the
- * worker is killed for it. */
+ * worker is killed for it. A run the supervisor asked to end because it
+ * was cancelled (wharf cancel) ends as cancelled instead. */
 static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
 {
     const route *r = loader_route(w->ld, j->queue->type);
@@ -284,10 +285,19 @@ static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
     context_set_deadline(ctx, started + timeout_ms, w->opts->status, run);
     status = r->plugin->desc->process_business(&ctx->base, &j->e.task);
     ended = slots_now_ms();
+    if (w->opts->status && run &&
+        atomic_load(&w->opts->status->cancel_requested) == run) {
+        /* wharf cancel: whatever it returned is dropped, nothing retried
+         * (the finish script writes nothing for a cancelled entry). */
+        context_end(ctx);
+        j->finish = FINISH_CANCEL;
+        j->reason = "cancelled";
+        return;
+    }
     if (ended - started > timeout_ms || context_cancelled(ctx)) {
         context_end(ctx);
-        snprintf(ctx->error, sizeof(ctx->error), "timeout after %" PRId64
-                 " ms", timeout_ms);
+        snprintf(ctx->error, sizeof(ctx->error), "timeout after %" PRId64 " ms",
+                 timeout_ms);
         backoff_fail(j, ctx->error);
         return;
     }
@@ -305,7 +315,7 @@ static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
         break;
     case WHARF_RETRY:
         backoff_fail(j, ctx->error[0] ? ctx->error
-                                        : "plugin returned WHARF_RETRY");
+                                      : "plugin returned WHARF_RETRY");
         break;
     default:
         snprintf(ctx->error, sizeof(ctx->error),
@@ -496,10 +506,14 @@ static int begin_and_run(worker *w, size_t n)
         case BEGIN_CACHED:
             j->finish = FINISH_ACK;
             break;
+        case BEGIN_CANCELLED:
+            j->finish = FINISH_CANCEL;
+            j->reason = "cancelled";
+            break;
         case BEGIN_LOCKED:
             if (w->opts->metrics)
-                metrics_add(w->opts->metrics,
-                            &w->opts->metrics->lock_contended, 1);
+                metrics_add(w->opts->metrics, &w->opts->metrics->lock_contended,
+                            1);
             j->finish = FINISH_RESCHEDULE;
             j->next_attempt = j->e.task.attempt;
             j->delay_ms = j->queue->pol->lock_retry_ms;
