@@ -304,12 +304,22 @@ static pid_t after_attempt(long long calls, const char *cmd, const char *key)
 
 /* ---- enqueue ---- */
 
+/* A host serves type: its policy is published. */
+static void served(const char *type)
+{
+    freeReplyObject(test_redis_command(
+        redis, "HSET wharf:{%s}:policy idempotency payload protocol 1", type));
+    freeReplyObject(test_redis_command(redis, "SADD wharf:types %s", type));
+}
+
 Test(cli, enqueue_prints_the_id_alone)
 {
-    run *r = wharf("enqueue", "echo", "{\"a\":1}");
+    run *r;
     char id[80];
     redisReply *x;
 
+    served("echo");
+    r = wharf("enqueue", "echo", "{\"a\":1}");
     cr_assert_eq(r->status, 0, "%s", r->err);
     cr_assert(matches("^" HEX64 "\n$", r->out), "stdout: %s", r->out);
     cr_assert_eq(r->err_len, 0, "stderr: %s", r->err);
@@ -434,10 +444,10 @@ Test(cli, help_goes_to_stdout)
 Test(cli, every_command_has_a_real_help)
 {
     static const char *const commands[][2] = {
-        {"enqueue", NULL},  {"result", NULL}, {"stats", NULL},
-        {"dead", "list"},   {"dead", "show"}, {"dead", "replay"},
-        {"dead", "purge"},  {"locks", "list"}, {"locks", "release"},
-        {"run", NULL},      {"top", NULL}};
+        {"enqueue", NULL}, {"result", NULL},  {"stats", NULL},
+        {"dead", "list"},  {"dead", "show"},  {"dead", "replay"},
+        {"dead", "purge"}, {"locks", "list"}, {"locks", "release"},
+        {"run", NULL},     {"top", NULL}};
 
     for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++) {
         run *r = commands[i][1]
@@ -447,8 +457,7 @@ Test(cli, every_command_has_a_real_help)
                      commands[i][1] ? commands[i][1] : "");
         cr_assert(strstr(r->out, "usage: wharf "), "%s", r->out);
         cr_assert(strstr(r->out, "\nExit: 0"), "%s %s: no exit codes in\n%s",
-                  commands[i][0], commands[i][1] ? commands[i][1] : "",
-                  r->out);
+                  commands[i][0], commands[i][1] ? commands[i][1] : "", r->out);
         cr_assert_gt(strlen(r->out), 120, "%s", r->out);
     }
 }
@@ -515,6 +524,7 @@ Test(cli, enqueue_file_prints_ids_in_order)
         n += snprintf(text + n, sizeof(text) - (size_t)n, "{\"n\":%d}\n", i);
     n += snprintf(text + n, sizeof(text) - (size_t)n, "\n{\"crlf\":1}\r\n");
     write_file(path, text, (size_t)n);
+    served("jobs");
     r = wharf("enqueue", "jobs", "--file", path);
     cr_assert_eq(r->status, 0, "%s", r->err);
     cr_assert_eq(lines(r->out), 101, "one id a line (blank line skipped)");
@@ -707,6 +717,7 @@ Test(cli, stats_json_exact)
     command("ZADD wharf:{a}:dead 1 z");
     command("SET wharf:{a}:pressure 1");
     command("XADD wharf:{b}:stream * id b0");
+    command("ZADD wharf:{b}:hosts 1 web-1:default");
     command("SADD wharf:types b a c");
     r = wharf("stats", "--json");
     cr_assert_eq(r->status, 0, "%s", r->err);
@@ -714,17 +725,17 @@ Test(cli, stats_json_exact)
         r->out,
         "{\"types\": {"
         "\"a\": {\"ready\": 2, \"running\": 1, \"delayed\": 2, \"dead\": 1, "
-        "\"pressure\": true}, "
+        "\"pressure\": true, \"served\": false}, "
         "\"b\": {\"ready\": 1, \"running\": 0, \"delayed\": 0, \"dead\": 0, "
-        "\"pressure\": false}, "
+        "\"pressure\": false, \"served\": true}, "
         "\"c\": {\"ready\": 0, \"running\": 0, \"delayed\": 0, \"dead\": 0, "
-        "\"pressure\": false}}}\n");
+        "\"pressure\": false, \"served\": false}}}\n");
     r = wharf("stats");
     cr_assert_eq(r->status, 0);
-    cr_assert(matches("^TYPE +READY +RUNNING +DELAYED +DEAD +PRESSURE\n"
-                      "a +2 +1 +2 +1 +yes\n"
-                      "b +1 +0 +0 +0 +no\n"
-                      "c +0 +0 +0 +0 +no\n$",
+    cr_assert(matches("^TYPE +READY +RUNNING +DELAYED +DEAD +PRESSURE +SERVED\n"
+                      "a +2 +1 +2 +1 +yes +NO \\(no live host\\)\n"
+                      "b +1 +0 +0 +0 +no +yes\n"
+                      "c +0 +0 +0 +0 +no +NO \\(no live host\\)\n$",
                       r->out),
               "%s", r->out);
 }
@@ -983,20 +994,18 @@ Test(cli, missing_or_wrong_password_is_78_with_one_clear_line)
                  NULL);
     assert_error(r, 78, expected);
     cr_assert_eq(r->out_len, 0);
-    assert_error(run_with(NULL, 0, NULL, "--redis", locked.url, "stats",
-                          NULL),
+    assert_error(run_with(NULL, 0, NULL, "--redis", locked.url, "stats", NULL),
                  78, "wharf: stats: ");
-    cr_assert(strstr(result.err, "authentication required"), "%s",
-              result.err);
-    assert_error(run_with(NULL, 0, NULL, "--redis", locked.url, "result",
-                          "t", "i", NULL),
+    cr_assert(strstr(result.err, "authentication required"), "%s", result.err);
+    assert_error(run_with(NULL, 0, NULL, "--redis", locked.url, "result", "t",
+                          "i", NULL),
                  78, "wharf: result: ");
     /* A long command before AUTH used to come back as "Protocol error:
      * unauthenticated multibulk length". */
     snprintf(url, sizeof(url), "%s/f.jsonl", dir);
     write_file(url, "1\n2\n3\n", 6);
-    r = run_with(NULL, 0, NULL, "--redis", locked.url, "enqueue", "t",
-                 "--file", url, NULL);
+    r = run_with(NULL, 0, NULL, "--redis", locked.url, "enqueue", "t", "--file",
+                 url, NULL);
     cr_assert_eq(r->status, 78, "%s", r->err);
     cr_assert(strstr(r->err, "authentication required"), "%s", r->err);
     cr_assert_null(strstr(r->err, "Protocol error"), "%s", r->err);
@@ -1007,11 +1016,11 @@ Test(cli, missing_or_wrong_password_is_78_with_one_clear_line)
              "password (WRONGPASS); fix it in the URL or "
              "WHARF_REDIS_PASSWORD\n",
              locked.url);
-    assert_error(run_with(NULL, 0, NULL, "--redis", url, "enqueue", "t", "x",
-                          NULL),
-                 78, expected);
-    assert_error(run_with(NULL, 0, wrong_env, "--redis", locked.url,
-                          "enqueue", "t", "x", NULL),
+    assert_error(
+        run_with(NULL, 0, NULL, "--redis", url, "enqueue", "t", "x", NULL), 78,
+        expected);
+    assert_error(run_with(NULL, 0, wrong_env, "--redis", locked.url, "enqueue",
+                          "t", "x", NULL),
                  78, expected);
     /* Percent-encoded, the right one works. */
     snprintf(url, sizeof(url), "redis://:p%%40ss%%3Aword@127.0.0.1:%d/0",
@@ -1023,9 +1032,8 @@ Test(cli, missing_or_wrong_password_is_78_with_one_clear_line)
 }
 
 /* A server started at maxmemory 1mb with noeviction, and a connection. */
-static const char *const full_args[] = {"--maxmemory", "1mb",
-                                        "--maxmemory-policy", "noeviction",
-                                        NULL};
+static const char *const full_args[] = {
+    "--maxmemory", "1mb", "--maxmemory-policy", "noeviction", NULL};
 
 /* Writes 64 KiB values until Redis refuses one for want of memory. */
 static void fill(redisContext *c)
@@ -1035,8 +1043,8 @@ static void fill(redisContext *c)
 
     memset(value, 'v', sizeof(value));
     for (int i = 0; i < 1000 && !refused; i++) {
-        redisReply *reply = redisCommand(c, "SET fill:%d %b", i, value,
-                                         sizeof(value));
+        redisReply *reply =
+            redisCommand(c, "SET fill:%d %b", i, value, sizeof(value));
         cr_assert_not_null(reply, "redis: %s", c->errstr);
         refused = reply->type == REDIS_REPLY_ERROR &&
                   strncmp(reply->str, "OOM", 3) == 0;
@@ -1071,8 +1079,7 @@ Test(cli, full_redis_is_75_and_says_nothing_was_enqueued)
     assert_error(r, 75, expected);
     /* Room made: the same command goes in. */
     freeReplyObject(test_redis_command(c, "CONFIG SET maxmemory 64mb"));
-    r = run_with(NULL, 0, NULL, "--redis", full.url, "enqueue", "t", "x",
-                 NULL);
+    r = run_with(NULL, 0, NULL, "--redis", full.url, "enqueue", "t", "x", NULL);
     cr_assert_eq(r->status, 0, "%s", r->err);
     redisFree(c);
     test_redis_stop(&full);
@@ -1103,8 +1110,8 @@ Test(cli, enqueue_file_on_a_full_redis_names_the_line_and_what_went_in)
         fputc('\n', f);
     }
     fclose(f);
-    r = run_with(NULL, 0, NULL, "--redis", full.url, "enqueue", "t",
-                 "--file", path, NULL);
+    r = run_with(NULL, 0, NULL, "--redis", full.url, "enqueue", "t", "--file",
+                 path, NULL);
     cr_assert_eq(r->status, 75, "exit %d: %s", r->status, r->err);
     /* One line for the refusal, then the summary. */
     cr_assert_eq(lines(r->err), 2, "%s", r->err);
@@ -1117,16 +1124,185 @@ Test(cli, enqueue_file_on_a_full_redis_names_the_line_and_what_went_in)
              "big.jsonl:%ld: %s: Redis is out of memory (maxmemory "
              "reached); %ld lines enqueued before it\n",
              no, full.url, no - 1);
-    cr_assert(strstr(r->err, expected), "want '%s' in '%s'", expected,
-              r->err);
+    cr_assert(strstr(r->err, expected), "want '%s' in '%s'", expected, r->err);
     /* What it says went in did, and nothing else. */
     before = (size_t)(no - 1);
     cr_assert_eq(lines(r->out), (int)before, "%s", r->out);
-    cr_assert_eq(test_redis_int(c, "XLEN wharf:{t}:stream"),
-                 (long long)before);
-    snprintf(expected, sizeof(expected), "%zu enqueued, 0 duplicate",
-             before);
+    cr_assert_eq(test_redis_int(c, "XLEN wharf:{t}:stream"), (long long)before);
+    snprintf(expected, sizeof(expected), "%zu enqueued, 0 duplicate", before);
     cr_assert(strstr(r->err, expected), "%s", r->err);
     redisFree(c);
     test_redis_stop(&full);
+}
+
+/* ---- no silent queue for a type nobody serves ---- */
+
+Test(cli, enqueue_to_an_unserved_type_warns_and_strict_refuses)
+{
+    char path[300], text[512];
+    int n;
+    run *r;
+
+    served("webhook");
+    served("echo");
+    r = wharf("enqueue", "webhok", "x");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_str_eq(r->err, "wharf: enqueue: no host serves 'webhok'; "
+                             "served types: echo, webhook\n");
+    cr_assert_eq(test_redis_int(redis, "XLEN wharf:{webhok}:stream"), 1);
+    assert_error(wharf("enqueue", "webhok", "y", "--strict"), 65,
+                 "wharf: enqueue: no host serves 'webhok'; served types: "
+                 "echo, webhook; refused (strict)\n");
+    cr_assert_eq(test_redis_int(redis, "XLEN wharf:{webhok}:stream"), 1);
+    /* A served type: no word on stderr, strict or not. */
+    r = wharf("enqueue", "echo", "z", "--strict");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_eq(r->err_len, 0, "%s", r->err);
+    /* The manifest's [producer] strict, for producers that share it. */
+    snprintf(path, sizeof(path), "%s/producer.ini", dir);
+    n = snprintf(text, sizeof(text),
+                 "[redis]\nurl = %s\n[producer]\nstrict = yes\n", server.url);
+    write_file(path, text, (size_t)n);
+    r = run_with(NULL, 0, NULL, "--config", path, "enqueue", "webhok", "w",
+                 NULL);
+    assert_error(r, 65, "wharf: enqueue: no host serves 'webhok'");
+    /* --file says it once, and adds nothing. */
+    snprintf(path, sizeof(path), "%s/lines.txt", dir);
+    write_file(path, "a\nb\nc\n", 6);
+    r = wharf("enqueue", "webhok", "--file", path, "--strict");
+    cr_assert_eq(r->status, 65, "%s", r->err);
+    cr_assert(strstr(r->err, "refused (strict)"), "%s", r->err);
+    cr_assert_eq(test_redis_int(redis, "XLEN wharf:{webhok}:stream"), 1);
+}
+
+/* A host that speaks another protocol: every producer command refuses
+ * with 76 and says which. */
+Test(cli, another_host_protocol_is_76)
+{
+    command("HSET wharf:{p}:policy idempotency payload protocol 99");
+    assert_error(wharf("enqueue", "p", "x"), 76,
+                 "wharf: enqueue: the hosts serving 'p' speak wharf "
+                 "protocol 99; this client speaks 1");
+    cr_assert_eq(test_redis_int(redis, "EXISTS wharf:{p}:stream"), 0);
+    assert_error(wharf("status", "p", "x"), 76, "wharf: status: the hosts");
+    assert_error(wharf("result", "p", "x"), 76, "wharf: result: the hosts");
+    assert_error(wharf("cancel", "p", "x"), 76, "wharf: cancel: the hosts");
+}
+
+/* ---- status, cancel, queue drop (no host: the tasks only wait) ---- */
+
+Test(cli, status_and_cancel_of_waiting_tasks)
+{
+    char id[80];
+    run *r;
+
+    served("s");
+    r = wharf("enqueue", "s", "one", "--id", "q1");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    r = wharf("enqueue", "s", "two", "--id", "d1", "--delay", "1h");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    r = wharf("status", "s", "q1");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(matches("^state: queued\nentry: [0-9]+-[0-9]+\nattempt: 1\n"
+                      "enqueued_at: ",
+                      r->out),
+              "%s", r->out);
+    r = wharf("status", "s", "d1", "--json");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(matches("^\\{\"state\": \"delayed\", \"now_ms\": [0-9]+, "
+                      "\"attempt\": 1, \"enqueued_at_ms\": [0-9]+, "
+                      "\"due_at_ms\": [0-9]+, \"error\": \"\"\\}\n$",
+                      r->out),
+              "%s", r->out);
+    r = wharf("status", "s", "nope");
+    cr_assert_eq(r->status, 1);
+    cr_assert_str_eq(r->out, "state: unknown\n");
+
+    r = wharf("cancel", "s", "q1");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_str_eq(r->out, "removed: s q1 was queued; it will not run\n");
+    r = wharf("cancel", "s", "d1");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_str_eq(r->out, "removed: s d1 was delayed; it will not run\n");
+    cr_assert_eq(test_redis_int(redis, "XLEN wharf:{s}:stream"), 0);
+    cr_assert_eq(test_redis_int(redis, "ZCARD wharf:{s}:delayed"), 0);
+    cr_assert_eq(test_redis_int(redis, "EXISTS wharf:{s}:task:d1"), 0);
+    r = wharf("status", "s", "q1");
+    cr_assert(matches("^state: cancelled\n", r->out), "%s", r->out);
+    r = wharf("cancel", "s", "q1");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_str_eq(r->out, "already cancelled: s q1\n");
+    assert_error(wharf("result", "s", "q1", "--wait", "60s"), 3,
+                 "wharf: result: task 'q1' of type 's' was cancelled\n");
+    /* A cancelled id may be enqueued again at once: a new task. */
+    r = wharf("enqueue", "s", "one", "--id", "q1");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_eq(r->err_len, 0, "not a duplicate: %s", r->err);
+    r = wharf("status", "s", "q1");
+    cr_assert(matches("^state: queued\n", r->out), "%s", r->out);
+
+    /* Finished tasks say so. */
+    command("SET wharf:{s}:result:done1 yes");
+    assert_error(wharf("cancel", "s", "done1"), 1,
+                 "wharf: cancel: task 'done1' of type 's' has finished "
+                 "(done)");
+    command("ZADD wharf:{s}:dead 5 dead1");
+    command("HSET wharf:{s}:dead:dead1 id dead1 attempt 3 error boom");
+    assert_error(wharf("cancel", "s", "dead1"), 1,
+                 "wharf: cancel: task 'dead1' of type 's' has finished "
+                 "(dead)");
+    assert_error(wharf("cancel", "s", "ghost"), 1,
+                 "wharf: cancel: no task 'ghost' of type 's' to cancel\n");
+    /* result --wait on a dead task ends at once, with its error. */
+    assert_error(wharf("result", "s", "dead1", "--wait", "60s"), 2,
+                 "wharf: result: task 'dead1' of type 's' is dead after 3 "
+                 "attempts: boom\n");
+    cr_assert(result.ms < 30000, "at once, not after the wait");
+    r = wharf("status", "s", "dead1");
+    cr_assert(matches("^state: dead\nattempts: 3\ndied_at: .*\nerror: boom\n$",
+                      r->out),
+              "%s", r->out);
+    snprintf(id, sizeof(id), "%s", "a b");
+    assert_error(wharf("cancel", "s", id), 65, "wharf: cancel: task id");
+    assert_usage(wharf("status", "s"), "missing ID");
+}
+
+Test(cli, queue_drop_needs_yes_and_removes_the_waiting_tasks)
+{
+    char path[300];
+    run *r;
+
+    served("dq");
+    snprintf(path, sizeof(path), "%s/many.txt", dir);
+    {
+        char text[8192];
+        int n = 0;
+        for (int i = 0; i < 700; i++)
+            n += snprintf(text + n, sizeof(text) - (size_t)n, "%d\n", i);
+        write_file(path, text, (size_t)n);
+    }
+    r = wharf("enqueue", "dq", "--file", path);
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    r = wharf("enqueue", "dq", "later", "--delay", "1h");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    /* One is claimed by a worker: it is left to end. */
+    command("XGROUP CREATE wharf:{dq}:stream wharf 0");
+    freeReplyObject(test_redis_command(
+        redis,
+        "XREADGROUP GROUP wharf w1 COUNT 1 STREAMS wharf:{dq}:stream >"));
+    r = wharf("queue", "drop", "dq");
+    cr_assert_eq(r->status, 64, "%s", r->err);
+    cr_assert(strstr(r->err, "700 in the stream, 1 delayed): add --yes"), "%s",
+              r->err);
+    cr_assert_eq(test_redis_int(redis, "XLEN wharf:{dq}:stream"), 700);
+    r = wharf("queue", "drop", "dq", "--yes");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_str_eq(r->out, "dropped 700; 1 running left to end\n");
+    cr_assert_eq(test_redis_int(redis, "XLEN wharf:{dq}:stream"), 1);
+    cr_assert_eq(test_redis_int(redis, "ZCARD wharf:{dq}:delayed"), 0);
+    cr_assert_eq(test_redis_int(redis, "HLEN wharf:{dq}:entries"), 1);
+    /* Dedupe markers went too: the same payload is a new task. */
+    r = wharf("enqueue", "dq", "5");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_eq(r->err_len, 0, "%s", r->err);
 }

@@ -34,7 +34,7 @@
  * and reply. */
 
 enum {
-    COMMON_KEYS = 4,
+    COMMON_KEYS = 5,
     /* seen and task keys of both candidate ids: the script checks the
      * envelope of a ready task too (a retrying id is a duplicate). */
     TASK_KEYS = 4,
@@ -95,6 +95,12 @@ void client_enqueue_init(wharf_client *c)
     script_init(&c->enqueue);
 }
 
+void wharf_client_set_strict(wharf_client *client, int strict)
+{
+    if (client)
+        client->strict = strict != 0;
+}
+
 void client_enqueue_free(wharf_client *c)
 {
     if (c->enqueue_buffers) {
@@ -117,8 +123,7 @@ static struct enqueue_buffers *buffers(wharf_client *c)
             c->enqueue_buffers->n_types = 0;
             c->enqueue_buffers->types_cap = 0;
             c->enqueue_buffers->types_conn = NULL;
-        }
-        else
+        } else
             client_error(c, "enqueue: out of memory");
     }
     return c->enqueue_buffers;
@@ -159,10 +164,10 @@ static void type_added(struct enqueue_buffers *b, const char *type)
 }
 
 /* Adds to <prefix>:types, in one pipeline, the types of the tasks
- * tasks[index[0..count)] (index NULL: tasks[0..count)) that were enqueued (reply OK) and that this
- * connection has not added yet: once per type per connection, and never
- * for a type none of whose tasks was added. Call with nothing in flight.
- * OK, or why not (c->errstr set). */
+ * tasks[index[0..count)] (index NULL: tasks[0..count)) that were enqueued
+ * (reply OK) and that this connection has not added yet: once per type per
+ * connection, and never for a type none of whose tasks was added. Call with
+ * nothing in flight. OK, or why not (c->errstr set). */
 static wharf_client_status add_types(wharf_client *c,
                                      const wharf_enqueue_opts *tasks,
                                      const size_t *index, size_t count,
@@ -307,6 +312,7 @@ static wharf_client_status build_call(wharf_client *c, enqueue_call *call,
     key_of_type(call->common_keys[1], KEY_MAX, prefix, type, "stream");
     key_of_type(call->common_keys[2], KEY_MAX, prefix, type, "delayed");
     key_of_type(call->common_keys[3], KEY_MAX, prefix, type, "pressure");
+    key_of_type(call->common_keys[4], KEY_MAX, prefix, type, "entries");
     skip = key_of_type(seen, sizeof(seen), prefix, type, "seen:");
     command_evalsha(cmd, c->enqueue.sha);
     for (int k = 0; k < COMMON_KEYS; k++)
@@ -323,6 +329,8 @@ static wharf_client_status build_call(wharf_client *c, enqueue_call *call,
     command_push_str(cmd, DEFAULT_MAX_BACKLOG);
     command_push_str(cmd, DEFAULT_IDEMPOTENCY);
     command_push_str(cmd, DEFAULT_IDEMPOTENCY_TTL);
+    command_push_str(cmd, CLIENT_PROTOCOLS);
+    command_push_str(cmd, c->strict ? "1" : "0");
     for (size_t i = 0; i < count; i++) {
         const wharf_enqueue_opts *t = &tasks[index[i]];
         task_slot *s = &call->slots[i];
@@ -367,7 +375,8 @@ static wharf_client_status parse_task(wharf_client *c,
     }
     memcpy(out->id, id->str, id->len);
     out->id[id->len] = '\0';
-    out->pressure = r->element[0]->integer != 0;
+    out->pressure = (r->element[0]->integer & 1) != 0;
+    out->unserved = (r->element[0]->integer & 2) != 0;
     out->limit = limit->integer > 0 ? (uint64_t)limit->integer : 0;
     if (strcmp(word->str, "OK") == 0) {
         status = WHARF_CLIENT_OK;
@@ -386,6 +395,16 @@ static wharf_client_status parse_task(wharf_client *c,
                      "): try later",
                      t->type, out->limit);
         status = WHARF_CLIENT_BACKPRESSURE;
+    } else if (strcmp(word->str, "UNSERVED") == 0) {
+        client_error(c,
+                     "no host serves '%s' (none ever published its policy): "
+                     "refused, as strict asks",
+                     t->type);
+        status = WHARF_CLIENT_UNSERVED;
+    } else if (strcmp(word->str, "PROTOCOL") == 0) {
+        char host[24];
+        snprintf(host, sizeof(host), "%" PRIu64, out->limit);
+        status = client_protocol_error(c, t->type, host);
     } else {
         client_error(c, "enqueue: the enqueue script answered '%.40s'",
                      word->str);
@@ -472,9 +491,11 @@ wharf_client_status wharf_enqueue(wharf_client *client,
     status = call_alone(client, &b->call, opts, &only, 1, &answer);
     if (status == WHARF_CLIENT_OK)
         status = answer.status;
-    if (out && (status == WHARF_CLIENT_OK || status == WHARF_CLIENT_DUPLICATE ||
-                status == WHARF_CLIENT_TOO_LARGE ||
-                status == WHARF_CLIENT_BACKPRESSURE))
+    if (out &&
+        (status == WHARF_CLIENT_OK || status == WHARF_CLIENT_DUPLICATE ||
+         status == WHARF_CLIENT_TOO_LARGE ||
+         status == WHARF_CLIENT_BACKPRESSURE ||
+         status == WHARF_CLIENT_UNSERVED || status == WHARF_CLIENT_PROTOCOL))
         *out = answer;
     return status;
 }
