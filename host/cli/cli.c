@@ -322,49 +322,12 @@ int cli_backoff(int64_t *step, int64_t deadline)
     return 0;
 }
 
-static int by_text(const void *a, const void *b)
-{
-    const redisReply *x = *(const redisReply *const *)a;
-    const redisReply *y = *(const redisReply *const *)b;
-
-    return strcmp(x->str, y->str);
-}
-
 void cli_warn_unserved(cli *ctx, const char *type, const char *then)
 {
-    char key[KEY_MAX], list[1024] = "";
-    redisReply *types;
-    size_t used = 0;
-    int code;
+    char message[1200];
 
-    key_global(key, sizeof(key), ctx->prefix, "types");
-    types = cli_run(ctx, &code, "enqueue", "SMEMBERS %s", key);
-    if (types && types->type == REDIS_REPLY_ARRAY)
-        qsort(types->element, types->elements, sizeof(*types->element),
-              by_text);
-    for (size_t i = 0;
-         types && types->type == REDIS_REPLY_ARRAY && i < types->elements;
-         i++) {
-        cli_key(ctx, key, types->element[i]->str, "policy");
-        redisAppendCommand(ctx->client->redis, "EXISTS %s", key);
-    }
-    for (size_t i = 0;
-         types && types->type == REDIS_REPLY_ARRAY && i < types->elements;
-         i++) {
-        redisReply *r = cli_read(ctx, &code, "enqueue");
-        if (!r)
-            break;
-        if (r->type == REDIS_REPLY_INTEGER && r->integer == 1 &&
-            used + types->element[i]->len + 3 < sizeof(list))
-            used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
-                                     used ? ", " : "", types->element[i]->str);
-        freeReplyObject(r);
-    }
-    freeReplyObject(types);
-    if (used)
-        cli_fail(ctx, 0, "no host serves '%s'; served types: %s%s", type, list,
-                 then);
-    else
-        cli_fail(ctx, 0, "no host serves '%s'; no host serves any type yet%s",
-                 type, then);
+    if (cli_connect(ctx) != 0)
+        return;
+    client_unserved_message(ctx->client, type, message, sizeof(message));
+    cli_fail(ctx, 0, "%s%s", message, then);
 }

@@ -74,10 +74,7 @@ static int enqueue_one(cli *ctx, const wharf_enqueue_opts *t, int64_t wait_ms)
         printf("%s\n", reply.id);
     if (status == WHARF_CLIENT_OK && reply.unserved)
         cli_warn_unserved(ctx, t->type, "");
-    if (status == WHARF_CLIENT_UNSERVED) {
-        cli_warn_unserved(ctx, t->type, "; refused (strict)");
-        return EX_DATAERR;
-    }
+
     if (status == WHARF_CLIENT_DUPLICATE)
         return cli_fail(ctx, EX_OK,
                         "duplicate: task '%s' is already "

@@ -225,11 +225,7 @@ static int report_batch(file_run *run, const line_batch *b)
             /* Every task of the type is refused alike: say it once. */
             run->refused += b->n - i;
             clear_progress(run);
-            if (r->status == WHARF_CLIENT_UNSERVED)
-                cli_warn_unserved(run->ctx, run->base->type,
-                                  "; refused (strict)");
-            else
-                cli_fail(run->ctx, EX_PROTOCOL, "%s", why);
+            cli_fail(run->ctx, cli_exit_status(r->status), "%s", why);
             run->code = cli_exit_status(r->status);
             return run->code;
         }

@@ -95,6 +95,8 @@ void client_enqueue_init(wharf_client *c)
     script_init(&c->enqueue);
 }
 
+static void say_unserved(wharf_client *c, const char *type);
+
 void wharf_client_set_strict(wharf_client *client, int strict)
 {
     if (client)
@@ -396,10 +398,7 @@ static wharf_client_status parse_task(wharf_client *c,
                      t->type, out->limit);
         status = WHARF_CLIENT_BACKPRESSURE;
     } else if (strcmp(word->str, "UNSERVED") == 0) {
-        client_error(c,
-                     "no host serves '%s' (none ever published its policy): "
-                     "refused, as strict asks",
-                     t->type);
+        /* Said once the call's replies are all read (it needs Redis). */
         status = WHARF_CLIENT_UNSERVED;
     } else if (strcmp(word->str, "PROTOCOL") == 0) {
         char host[24];
@@ -491,6 +490,8 @@ wharf_client_status wharf_enqueue(wharf_client *client,
     status = call_alone(client, &b->call, opts, &only, 1, &answer);
     if (status == WHARF_CLIENT_OK)
         status = answer.status;
+    if (status == WHARF_CLIENT_UNSERVED)
+        say_unserved(client, opts->type);
     if (out &&
         (status == WHARF_CLIENT_OK || status == WHARF_CLIENT_DUPLICATE ||
          status == WHARF_CLIENT_TOO_LARGE ||
@@ -498,6 +499,15 @@ wharf_client_status wharf_enqueue(wharf_client *client,
          status == WHARF_CLIENT_UNSERVED || status == WHARF_CLIENT_PROTOCOL))
         *out = answer;
     return status;
+}
+
+/* errstr for a task refused as unserved (strict). */
+static void say_unserved(wharf_client *c, const char *type)
+{
+    char message[sizeof(c->errstr) - 32];
+
+    client_unserved_message(c, type, message, sizeof(message));
+    client_error(c, "%s; refused (strict)", message);
 }
 
 /* SCRIPT LOAD the enqueue script once per connection, so a pipeline of
@@ -732,5 +742,10 @@ wharf_client_status wharf_enqueue_batch(wharf_client *client,
     /* Every round is read: nothing is in flight. */
     if (status == WHARF_CLIENT_OK)
         status = add_types(client, tasks, NULL, n, replies);
+    for (size_t i = 0; status == WHARF_CLIENT_OK && i < n; i++)
+        if (replies[i].status == WHARF_CLIENT_UNSERVED) {
+            say_unserved(client, tasks[i].type);
+            break;
+        }
     return status;
 }

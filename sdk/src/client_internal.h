@@ -87,6 +87,12 @@ void client_status_parse(const redisReply *r, wharf_task_info *out);
 /* The result bytes in a "done" reply made with_result, or NULL. */
 const redisReply *client_status_result(const redisReply *r);
 
+/* Writes "no host serves 'T'; served types: a, b" into buf: the types of
+ * <prefix>:types whose policy some host published, sorted (one SMEMBERS,
+ * then one pipelined EXISTS each). On a Redis failure it names none. */
+void client_unserved_message(wharf_client *c, const char *type, char *buf,
+                             size_t len);
+
 /* The message for a PROTOCOL answer: the hosts speak `host`. Sets
  * c->errstr and returns WHARF_CLIENT_PROTOCOL. */
 wharf_client_status client_protocol_error(wharf_client *c, const char *type,
