@@ -780,15 +780,11 @@ static void set_value(parser *p, const key_spec *spec, void *base,
         return;
     case VALUE_TOKEN:
         if (strlen(value) < 16 || strlen(value) > 200)
-            fail(p, p->line,
-                 "bad value for %s: it must be 16 to 200 bytes "
-                 "long (a long random string)",
-                 spec->name);
+            fail(p, p->line, "bad value for %s: it must be 16 to 200 bytes "
+                 "long (a long random string)", spec->name);
         else if (value[strcspn(value, " \t\"'\\")] != '\0')
-            fail(p, p->line,
-                 "bad value for %s: no spaces, quotes or "
-                 "backslashes",
-                 spec->name);
+            fail(p, p->line, "bad value for %s: no spaces, quotes or "
+                 "backslashes", spec->name);
         else
             store_string(field, value);
         return;

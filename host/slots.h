@@ -40,26 +40,26 @@ typedef struct slot_task {
 
 typedef struct slot {
     /* Written by the supervisor, read by the worker at any time. */
-    _Atomic int stop;                  /* 1: stop claiming, finish, exit 0 */
-    _Atomic uint32_t cancel;           /* the `run` that must end (its deadline
-                                          passed, or it was cancelled), or 0 */
+    _Atomic int stop;       /* 1: stop claiming, finish, exit 0 */
+    _Atomic uint32_t cancel; /* the `run` that must end (its deadline
+                                passed, or it was cancelled), or 0 */
     _Atomic uint32_t cancel_requested; /* the `run` a wharf cancel asked to
                                           end (set before `cancel`), or 0 */
-    uint32_t capacity;                 /* batch entries, fixed at slot_create */
+    uint32_t capacity;      /* batch entries, fixed at slot_create */
 
     /* Written by the worker between slot_write_begin and _end. */
-    _Atomic uint32_t seq; /* odd while the worker writes */
-    _Atomic pid_t writer; /* who writes (set at slot_write_begin) */
-    int state;            /* slot_state */
-    uint32_t running;     /* index into batch of the running task, or
-                             SLOT_NONE */
-    uint32_t run;         /* counts plugin calls (from 1): names the one
-                             under way, so a cancel meant for one call
-                             never reaches the next */
-    int64_t started_ms;   /* CLOCK_MONOTONIC, when it started */
-    int64_t timeout_ms;   /* its type's timeout */
+    _Atomic uint32_t seq;   /* odd while the worker writes */
+    _Atomic pid_t writer;   /* who writes (set at slot_write_begin) */
+    int state;              /* slot_state */
+    uint32_t running;       /* index into batch of the running task, or
+                               SLOT_NONE */
+    uint32_t run;           /* counts plugin calls (from 1): names the one
+                               under way, so a cancel meant for one call
+                               never reaches the next */
+    int64_t started_ms;     /* CLOCK_MONOTONIC, when it started */
+    int64_t timeout_ms;     /* its type's timeout */
     uint32_t batch_n;
-    slot_task batch[]; /* capacity entries */
+    slot_task batch[];      /* capacity entries */
 } slot;
 
 /* Maps a zeroed, shared, anonymous slot of capacity batch entries (at

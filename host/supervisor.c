@@ -57,22 +57,22 @@
 #define FIGURES_EVERY_MS 1000
 
 typedef struct worker_proc {
-    pid_t pid; /* 0 when not running */
+    pid_t pid;                /* 0 when not running */
     char consumer[300];
-    slot *sl;   /* this generation's slot, while it lives */
-    slot *snap; /* a copy of sl, for reading it */
+    slot *sl;                 /* this generation's slot, while it lives */
+    slot *snap;               /* a copy of sl, for reading it */
     int64_t forked_ms;
-    int64_t restart_at_ms;   /* when to fork it again; 0 = not waiting */
-    unsigned crashes;        /* deaths in a row, each before STABLE_AFTER */
-    int64_t cancel_sent_ms;  /* a cancel request (timeout or wharf
-                                cancel), 0 = none */
-    uint32_t cancel_run;     /* the run it was for */
-    bool cancel_requested;   /* it came from wharf cancel */
-    bool killed_for_timeout; /* SIGKILLed after the grace */
+    int64_t restart_at_ms;    /* when to fork it again; 0 = not waiting */
+    unsigned crashes;         /* deaths in a row, each before STABLE_AFTER */
+    int64_t cancel_sent_ms;   /* a cancel request (timeout or wharf
+                                 cancel), 0 = none */
+    uint32_t cancel_run;      /* the run it was for */
+    bool cancel_requested;    /* it came from wharf cancel */
+    bool killed_for_timeout;  /* SIGKILLed after the grace */
     char timed_out_entry[SLOT_ENTRY_MAX];
     int64_t timed_out_after_ms;
-    bool retiring; /* asked to stop: reload or shutdown */
-    bool replace;  /* reload: stop it, then start it anew */
+    bool retiring;            /* asked to stop: reload or shutdown */
+    bool replace;             /* reload: stop it, then start it anew */
 } worker_proc;
 
 typedef struct supervisor {
@@ -83,8 +83,8 @@ typedef struct supervisor {
     const policy **policies;
     worker_proc *procs;
     size_t n_procs;
-    broker b;     /* the supervisor's own connection */
-    bool b_ready; /* broker initialized for the current types */
+    broker b;          /* the supervisor's own connection */
+    bool b_ready;      /* broker initialized for the current types */
     int64_t reconnect_at_ms;
     int64_t reconnect_delay_ms;
     bool redis_down_logged;
@@ -200,9 +200,8 @@ static int setup_broker(supervisor *s)
     /* Counters exist before any worker that adds to them is forked. */
     for (size_t i = 0; i < s->n_types; i++)
         if (metrics_type_add(s->m, s->types[i]) < 0)
-            log_fields(WHARF_LOG_WARN,
-                       "too many types to count; this one "
-                       "has no metrics",
+            log_fields(WHARF_LOG_WARN, "too many types to count; this one "
+                                       "has no metrics",
                        (log_field[]){LOG_STR("type", s->types[i])}, 1);
     s->b_ready = true;
     return 0;
@@ -233,8 +232,9 @@ static int ensure_connected(supervisor *s, int64_t now)
                    (log_field[]){LOG_STR("error", s->b.errstr)}, 1);
         s->redis_down_logged = true;
     }
-    s->reconnect_delay_ms =
-        s->reconnect_delay_ms == 0 ? 100 : s->reconnect_delay_ms * 2;
+    s->reconnect_delay_ms = s->reconnect_delay_ms == 0
+                                ? 100
+                                : s->reconnect_delay_ms * 2;
     if (s->reconnect_delay_ms > RECONNECT_MAX_MS)
         s->reconnect_delay_ms = RECONNECT_MAX_MS;
     s->reconnect_at_ms =
@@ -244,10 +244,10 @@ static int ensure_connected(supervisor *s, int64_t now)
 
 static void lost_connection(supervisor *s, const char *what)
 {
-    log_fields(
-        WHARF_LOG_WARN, "supervisor: redis command failed",
-        (log_field[]){LOG_STR("during", what), LOG_STR("error", s->b.errstr)},
-        2);
+    log_fields(WHARF_LOG_WARN, "supervisor: redis command failed",
+               (log_field[]){LOG_STR("during", what),
+                             LOG_STR("error", s->b.errstr)},
+               2);
     broker_disconnect(&s->b);
 }
 
@@ -318,8 +318,8 @@ static void start_worker(supervisor *s, size_t index, int64_t now)
     p->sl = slot_create(slot_capacity(s));
     p->snap = p->sl ? malloc(slot_size(p->sl)) : NULL;
     if (!p->sl || !p->snap) {
-        log_msg(WHARF_LOG_ERROR, "cannot map a slot for worker %zu: %s", index,
-                strerror(errno));
+        log_msg(WHARF_LOG_ERROR, "cannot map a slot for worker %zu: %s",
+                index, strerror(errno));
         drop_slot(p);
         p->restart_at_ms = now + RESTART_MAX_MS;
         return;
@@ -345,7 +345,8 @@ static void start_worker(supervisor *s, size_t index, int64_t now)
     p->retiring = false;
     log_fields(WHARF_LOG_INFO, "worker started",
                (log_field[]){LOG_INT("pid", pid), LOG_INT("slot", index),
-                             LOG_INT("slot_capacity", (int64_t)p->sl->capacity),
+                             LOG_INT("slot_capacity",
+                                     (int64_t)p->sl->capacity),
                              LOG_STR("worker", p->consumer)},
                4);
 }
@@ -372,8 +373,9 @@ static void death_reason(const worker_proc *p, int status, const char *entry_id,
                  p->timed_out_after_ms);
     else if (WIFSIGNALED(status))
         snprintf(buf, len, "worker crashed: SIG%s",
-                 sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status))
-                                                : "UNKNOWN");
+                 sigabbrev_np(WTERMSIG(status))
+                     ? sigabbrev_np(WTERMSIG(status))
+                     : "UNKNOWN");
     else
         snprintf(buf, len, "worker exited with status %d during the task",
                  WEXITSTATUS(status));
@@ -453,12 +455,13 @@ static void recover_slot(supervisor *s, size_t index, int status)
         }
         metrics_outcome(s->m, metrics_type_find(s->m, q->type), j->outcome);
         log_fields(WHARF_LOG_WARN, "task failed with its worker",
-                   (log_field[]){
-                       LOG_STR("task", j->e.task.id), LOG_STR("type", q->type),
-                       LOG_INT("attempt", j->e.task.attempt),
-                       LOG_STR("outcome", task_outcome_name(j->outcome)),
-                       LOG_STR("error", reason),
-                       LOG_STR("worker", p->consumer)},
+                   (log_field[]){LOG_STR("task", j->e.task.id),
+                                 LOG_STR("type", q->type),
+                                 LOG_INT("attempt", j->e.task.attempt),
+                                 LOG_STR("outcome",
+                                         task_outcome_name(j->outcome)),
+                                 LOG_STR("error", reason),
+                                 LOG_STR("worker", p->consumer)},
                    6);
         j->begin = BEGIN_NONE; /* its lock went with the finish */
     }
@@ -472,7 +475,8 @@ out:
     drop_slot(p);
 }
 
-static void worker_exited(supervisor *s, size_t index, int status, int64_t now)
+static void worker_exited(supervisor *s, size_t index, int status,
+                          int64_t now)
 {
     worker_proc *p = &s->procs[index];
     bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -485,7 +489,8 @@ static void worker_exited(supervisor *s, size_t index, int status, int64_t now)
                                                 : "?");
     else
         snprintf(how, sizeof(how), "exit %d", WEXITSTATUS(status));
-    if (clean && p->sl && read_slot(p) == 0 && p->snap->state == SLOT_RUNNING)
+    if (clean && p->sl && read_slot(p) == 0 &&
+        p->snap->state == SLOT_RUNNING)
         clean = false; /* exit() inside a plugin call */
     recover_slot(s, index, status);
     p->pid = 0;
@@ -498,7 +503,7 @@ static void worker_exited(supervisor *s, size_t index, int status, int64_t now)
         metrics_add(s->m, &s->m->restarts[RESTART_RELOAD], 1);
         console_worker_exited(s->console, index, RESTART_RELOAD, how);
     } else {
-        restart_reason why = p->killed_for_timeout ? RESTART_TIMEOUT
+        restart_reason why = p->killed_for_timeout  ? RESTART_TIMEOUT
                              : WIFSIGNALED(status) ? RESTART_CRASH
                                                    : RESTART_EXIT;
         metrics_add(s->m, &s->m->restarts[why], 1);
@@ -527,8 +532,8 @@ static void reap(supervisor *s, int64_t now)
     char err[256];
 
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-        if (s->embedded_on &&
-            embedded_reaped(&s->embedded, pid, status, err, sizeof(err))) {
+        if (s->embedded_on && embedded_reaped(&s->embedded, pid, status, err,
+                                              sizeof(err))) {
             log_fields(WHARF_LOG_ERROR, "embedded redis-server stopped",
                        (log_field[]){LOG_STR("error", err)}, 1);
             continue;
@@ -574,9 +579,8 @@ static void enforce_timeouts(supervisor *s, int64_t now)
                 p->cancel_sent_ms = 0; /* it ended that run itself */
                 p->cancel_requested = false;
             } else if (now - p->cancel_sent_ms >= RUN_KILL_GRACE_MS) {
-                log_fields(WHARF_LOG_WARN,
-                           "task ignored its cancel request; "
-                           "killing its worker",
+                log_fields(WHARF_LOG_WARN, "task ignored its cancel request; "
+                                           "killing its worker",
                            (log_field[]){LOG_STR("worker", p->consumer)}, 1);
                 kill(p->pid, SIGKILL);
                 p->killed_for_timeout = true;
@@ -593,9 +597,8 @@ static void enforce_timeouts(supervisor *s, int64_t now)
         p->cancel_sent_ms = now;
         p->cancel_run = snap->run;
         atomic_store(&p->sl->cancel, snap->run);
-        log_fields(WHARF_LOG_WARN,
-                   "task ran past its timeout; asking it to "
-                   "end",
+        log_fields(WHARF_LOG_WARN, "task ran past its timeout; asking it to "
+                                   "end",
                    (log_field[]){LOG_STR("task", t->id),
                                  LOG_STR("type", t->type),
                                  LOG_INT("timeout_ms", snap->timeout_ms),
@@ -713,8 +716,8 @@ static int renew_leases(supervisor *s)
                 tokens[n] = snap->batch[k].token;
                 n++;
             }
-            if (n > 0 && broker_renew(&s->b, queue, p->consumer, entry_ids, ids,
-                                      tokens, n) < 0)
+            if (n > 0 && broker_renew(&s->b, queue, p->consumer, entry_ids,
+                                      ids, tokens, n) < 0)
                 rc = -1;
         }
     }
@@ -733,8 +736,9 @@ static int take_over(supervisor *s)
 
     for (size_t q = 0; q < s->b.n_queues; q++) {
         broker_queue *queue = &s->b.queues[q];
-        redisReply *r = broker_autoclaim(
-            &s->b, queue, queue->pol->visibility_timeout_ms, 100);
+        redisReply *r = broker_autoclaim(&s->b, queue,
+                                         queue->pol->visibility_timeout_ms,
+                                         100);
         size_t n;
         if (!r)
             return -1;
@@ -762,14 +766,15 @@ static int take_over(supervisor *s)
                                 jobs[i].outcome);
         for (size_t i = 0; i < n; i++)
             if (jobs[i].finish != FINISH_NONE)
-                log_fields(
-                    WHARF_LOG_WARN, "task taken over from a silent host",
-                    (log_field[]){
-                        LOG_STR("task", jobs[i].e.task.id),
-                        LOG_STR("type", queue->type),
-                        LOG_INT("attempt", jobs[i].e.task.attempt),
-                        LOG_STR("outcome", task_outcome_name(jobs[i].outcome))},
-                    4);
+                log_fields(WHARF_LOG_WARN, "task taken over from a silent host",
+                           (log_field[]){LOG_STR("task", jobs[i].e.task.id),
+                                         LOG_STR("type", queue->type),
+                                         LOG_INT("attempt",
+                                                 jobs[i].e.task.attempt),
+                                         LOG_STR("outcome",
+                                                 task_outcome_name(
+                                                     jobs[i].outcome))},
+                           4);
         freeReplyObject(r);
     }
     return 0;
@@ -979,9 +984,9 @@ static void on_http(void *arg, const char *method, const char *path,
                    s->known.n * sizeof(*all));
         reply->status = 200;
         reply->content_type = "text/plain; version=0.0.4; charset=utf-8";
-        reply->body =
-            metrics_render(s->m, all, n, &workers,
-                           s->b.redis != NULL && s->figures_ok, &reply->len);
+        reply->body = metrics_render(s->m, all, n, &workers,
+                                     s->b.redis != NULL && s->figures_ok,
+                                     &reply->len);
         free(all);
         return;
     }
@@ -1097,8 +1102,8 @@ static void start_reload(supervisor *s)
         s->next_cfg = NULL;
     }
     if (config_load(s->config_path, &next, err, sizeof(err)) != 0 ||
-        check_start(&s->check, next, next->init_timeout_ms, err, sizeof(err)) !=
-            0) {
+        check_start(&s->check, next, next->init_timeout_ms, err,
+                    sizeof(err)) != 0) {
         log_fields(WHARF_LOG_ERROR, "reload refused; serving as before",
                    (log_field[]){LOG_STR("error", err)}, 1);
         config_free(next);
@@ -1217,8 +1222,8 @@ static void begin_stop(supervisor *s, int code)
     s->exit_code = code;
     s->stop_deadline_ms = slots_now_ms() + s->cfg->shutdown_timeout_ms;
     log_fields(WHARF_LOG_INFO, "stopping: running tasks may finish",
-               (log_field[]){
-                   LOG_INT("shutdown_timeout_ms", s->cfg->shutdown_timeout_ms)},
+               (log_field[]){LOG_INT("shutdown_timeout_ms",
+                                     s->cfg->shutdown_timeout_ms)},
                1);
     for (size_t i = 0; i < s->n_procs; i++)
         ask_to_stop(&s->procs[i]);
@@ -1307,8 +1312,8 @@ static int run_loop(supervisor *s)
             }
             if (s->check.running && check_step(&s->check, now))
                 finish_reload(s);
-            if (s->embedded_on &&
-                embedded_check(&s->embedded, err, sizeof(err)) != 0 &&
+            if (s->embedded_on && embedded_check(&s->embedded, err,
+                                                 sizeof(err)) != 0 &&
                 embedded_start(&s->embedded, s->cfg->data_dir, err,
                                sizeof(err)) != 0)
                 log_fields(WHARF_LOG_ERROR, "cannot restart embedded redis",
@@ -1382,14 +1387,16 @@ int supervisor_run(const char *config_path, config *cfg)
     }
     s.m = metrics_create();
     if (!s.m) {
-        log_msg(WHARF_LOG_ERROR, "cannot map the metrics: %s", strerror(errno));
+        log_msg(WHARF_LOG_ERROR, "cannot map the metrics: %s",
+                strerror(errno));
         status = EX_OSERR;
         goto out;
     }
     if (setup_broker(&s) != 0)
         goto out;
     if (cfg->metrics_listen) {
-        s.http = http_start(cfg->metrics_listen, on_http, &s, err, sizeof(err));
+        s.http = http_start(cfg->metrics_listen, on_http, &s, err,
+                            sizeof(err));
         if (!s.http) {
             fprintf(stderr, "%s: [metrics] listen: %s\n", cfg->file, err);
             status = EX_CONFIG;
@@ -1413,8 +1420,8 @@ int supervisor_run(const char *config_path, config *cfg)
     }
     setup_watch(&s);
     for (size_t i = 0; i < s.n_procs; i++) {
-        snprintf(s.procs[i].consumer, sizeof(s.procs[i].consumer), "%s:%s:%zu",
-                 host, cfg->instance, i);
+        snprintf(s.procs[i].consumer, sizeof(s.procs[i].consumer),
+                 "%s:%s:%zu", host, cfg->instance, i);
         s.procs[i].restart_at_ms = slots_now_ms();
     }
     snprintf(err, sizeof(err), "%s:%s", host, cfg->instance);
@@ -1428,7 +1435,8 @@ int supervisor_run(const char *config_path, config *cfg)
                3);
     s.watchdog_every_ms = notify_watchdog_interval_ms();
     notify_ready();
-    notify_status("serving %zu types with %u workers", s.n_types, cfg->workers);
+    notify_status("serving %zu types with %u workers", s.n_types,
+                  cfg->workers);
     status = run_loop(&s);
     reap(&s, slots_now_ms());
     if (ensure_connected(&s, INT64_MAX) == 0)

@@ -45,9 +45,9 @@ typedef struct worker {
     held_kind held;
     redisReply *held_claim; /* the jobs point into it */
     size_t held_n;
-    int64_t stop_seen_ms; /* when a stop request was first seen, or 0 */
-    bool signalled;       /* a SIGTERM / SIGINT is pending */
-    int *metric_index;    /* per broker queue: its metrics type index */
+    int64_t stop_seen_ms;    /* when a stop request was first seen, or 0 */
+    bool signalled;          /* a SIGTERM / SIGINT is pending */
+    int *metric_index;       /* per broker queue: its metrics type index */
     uint64_t counted_round_trips, counted_errors; /* already in metrics */
 } worker;
 
@@ -206,14 +206,14 @@ static int worker_setup(worker *w)
         size_t room = w->opts->status->capacity;
         if ((size_t)w->count * routes > room) {
             if (room < routes) {
-                log_fields(
-                    WHARF_LOG_ERROR,
-                    "worker: its slot holds fewer tasks than it "
-                    "serves types; the plugins changed since the "
-                    "check (a reload follows)",
-                    (log_field[]){LOG_INT("slot_capacity", (int64_t)room),
-                                  LOG_INT("types", (int64_t)routes)},
-                    2);
+                log_fields(WHARF_LOG_ERROR,
+                           "worker: its slot holds fewer tasks than it "
+                           "serves types; the plugins changed since the "
+                           "check (a reload follows)",
+                           (log_field[]){LOG_INT("slot_capacity",
+                                                 (int64_t)room),
+                                         LOG_INT("types", (int64_t)routes)},
+                           2);
                 goto out;
             }
             w->count = (unsigned)(room / routes);
@@ -232,8 +232,8 @@ static int worker_setup(worker *w)
         goto out;
     for (size_t i = 0; i < w->capacity; i++)
         context_init(&w->ctxs[i], NULL, WORKER_MAX_RESULT);
-    w->metric_index =
-        calloc(w->b.n_queues ? w->b.n_queues : 1, sizeof(*w->metric_index));
+    w->metric_index = calloc(w->b.n_queues ? w->b.n_queues : 1,
+                             sizeof(*w->metric_index));
     if (!w->metric_index)
         goto out;
     for (size_t i = 0; i < w->b.n_queues; i++)
@@ -241,9 +241,9 @@ static int worker_setup(worker *w)
             metrics_type_find(w->opts->metrics, w->b.queues[i].type);
     rc = 0;
 out:
-    if (rc != 0 &&
-        (!types || !policies ||
-         (w->capacity && (!w->jobs || !w->ctxs || !w->metric_index))))
+    if (rc != 0 && (!types || !policies ||
+                    (w->capacity && (!w->jobs || !w->ctxs ||
+                                     !w->metric_index))))
         log_msg(WHARF_LOG_ERROR, "worker: out of memory");
     free(types);
     free(policies);
@@ -296,8 +296,8 @@ static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
     }
     if (ended - started > timeout_ms || context_cancelled(ctx)) {
         context_end(ctx);
-        snprintf(ctx->error, sizeof(ctx->error), "timeout after %" PRId64 " ms",
-                 timeout_ms);
+        snprintf(ctx->error, sizeof(ctx->error), "timeout after %" PRId64
+                 " ms", timeout_ms);
         backoff_fail(j, ctx->error);
         return;
     }
@@ -315,7 +315,7 @@ static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
         break;
     case WHARF_RETRY:
         backoff_fail(j, ctx->error[0] ? ctx->error
-                                      : "plugin returned WHARF_RETRY");
+                                        : "plugin returned WHARF_RETRY");
         break;
     default:
         snprintf(ctx->error, sizeof(ctx->error),
@@ -512,8 +512,8 @@ static int begin_and_run(worker *w, size_t n)
             break;
         case BEGIN_LOCKED:
             if (w->opts->metrics)
-                metrics_add(w->opts->metrics, &w->opts->metrics->lock_contended,
-                            1);
+                metrics_add(w->opts->metrics,
+                            &w->opts->metrics->lock_contended, 1);
             j->finish = FINISH_RESCHEDULE;
             j->next_attempt = j->e.task.attempt;
             j->delay_ms = j->queue->pol->lock_retry_ms;

@@ -444,10 +444,10 @@ Test(cli, help_goes_to_stdout)
 Test(cli, every_command_has_a_real_help)
 {
     static const char *const commands[][2] = {
-        {"enqueue", NULL}, {"result", NULL},  {"stats", NULL},
-        {"dead", "list"},  {"dead", "show"},  {"dead", "replay"},
-        {"dead", "purge"}, {"locks", "list"}, {"locks", "release"},
-        {"run", NULL},     {"top", NULL}};
+        {"enqueue", NULL},  {"result", NULL}, {"stats", NULL},
+        {"dead", "list"},   {"dead", "show"}, {"dead", "replay"},
+        {"dead", "purge"},  {"locks", "list"}, {"locks", "release"},
+        {"run", NULL},      {"top", NULL}};
 
     for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++) {
         run *r = commands[i][1]
@@ -457,7 +457,8 @@ Test(cli, every_command_has_a_real_help)
                      commands[i][1] ? commands[i][1] : "");
         cr_assert(strstr(r->out, "usage: wharf "), "%s", r->out);
         cr_assert(strstr(r->out, "\nExit: 0"), "%s %s: no exit codes in\n%s",
-                  commands[i][0], commands[i][1] ? commands[i][1] : "", r->out);
+                  commands[i][0], commands[i][1] ? commands[i][1] : "",
+                  r->out);
         cr_assert_gt(strlen(r->out), 120, "%s", r->out);
     }
 }
@@ -994,18 +995,20 @@ Test(cli, missing_or_wrong_password_is_78_with_one_clear_line)
                  NULL);
     assert_error(r, 78, expected);
     cr_assert_eq(r->out_len, 0);
-    assert_error(run_with(NULL, 0, NULL, "--redis", locked.url, "stats", NULL),
+    assert_error(run_with(NULL, 0, NULL, "--redis", locked.url, "stats",
+                          NULL),
                  78, "wharf: stats: ");
-    cr_assert(strstr(result.err, "authentication required"), "%s", result.err);
-    assert_error(run_with(NULL, 0, NULL, "--redis", locked.url, "result", "t",
-                          "i", NULL),
+    cr_assert(strstr(result.err, "authentication required"), "%s",
+              result.err);
+    assert_error(run_with(NULL, 0, NULL, "--redis", locked.url, "result",
+                          "t", "i", NULL),
                  78, "wharf: result: ");
     /* A long command before AUTH used to come back as "Protocol error:
      * unauthenticated multibulk length". */
     snprintf(url, sizeof(url), "%s/f.jsonl", dir);
     write_file(url, "1\n2\n3\n", 6);
-    r = run_with(NULL, 0, NULL, "--redis", locked.url, "enqueue", "t", "--file",
-                 url, NULL);
+    r = run_with(NULL, 0, NULL, "--redis", locked.url, "enqueue", "t",
+                 "--file", url, NULL);
     cr_assert_eq(r->status, 78, "%s", r->err);
     cr_assert(strstr(r->err, "authentication required"), "%s", r->err);
     cr_assert_null(strstr(r->err, "Protocol error"), "%s", r->err);
@@ -1016,11 +1019,11 @@ Test(cli, missing_or_wrong_password_is_78_with_one_clear_line)
              "password (WRONGPASS); fix it in the URL or "
              "WHARF_REDIS_PASSWORD\n",
              locked.url);
-    assert_error(
-        run_with(NULL, 0, NULL, "--redis", url, "enqueue", "t", "x", NULL), 78,
-        expected);
-    assert_error(run_with(NULL, 0, wrong_env, "--redis", locked.url, "enqueue",
-                          "t", "x", NULL),
+    assert_error(run_with(NULL, 0, NULL, "--redis", url, "enqueue", "t", "x",
+                          NULL),
+                 78, expected);
+    assert_error(run_with(NULL, 0, wrong_env, "--redis", locked.url,
+                          "enqueue", "t", "x", NULL),
                  78, expected);
     /* Percent-encoded, the right one works. */
     snprintf(url, sizeof(url), "redis://:p%%40ss%%3Aword@127.0.0.1:%d/0",
@@ -1032,8 +1035,9 @@ Test(cli, missing_or_wrong_password_is_78_with_one_clear_line)
 }
 
 /* A server started at maxmemory 1mb with noeviction, and a connection. */
-static const char *const full_args[] = {
-    "--maxmemory", "1mb", "--maxmemory-policy", "noeviction", NULL};
+static const char *const full_args[] = {"--maxmemory", "1mb",
+                                        "--maxmemory-policy", "noeviction",
+                                        NULL};
 
 /* Writes 64 KiB values until Redis refuses one for want of memory. */
 static void fill(redisContext *c)
@@ -1043,8 +1047,8 @@ static void fill(redisContext *c)
 
     memset(value, 'v', sizeof(value));
     for (int i = 0; i < 1000 && !refused; i++) {
-        redisReply *reply =
-            redisCommand(c, "SET fill:%d %b", i, value, sizeof(value));
+        redisReply *reply = redisCommand(c, "SET fill:%d %b", i, value,
+                                         sizeof(value));
         cr_assert_not_null(reply, "redis: %s", c->errstr);
         refused = reply->type == REDIS_REPLY_ERROR &&
                   strncmp(reply->str, "OOM", 3) == 0;
@@ -1079,7 +1083,8 @@ Test(cli, full_redis_is_75_and_says_nothing_was_enqueued)
     assert_error(r, 75, expected);
     /* Room made: the same command goes in. */
     freeReplyObject(test_redis_command(c, "CONFIG SET maxmemory 64mb"));
-    r = run_with(NULL, 0, NULL, "--redis", full.url, "enqueue", "t", "x", NULL);
+    r = run_with(NULL, 0, NULL, "--redis", full.url, "enqueue", "t", "x",
+                 NULL);
     cr_assert_eq(r->status, 0, "%s", r->err);
     redisFree(c);
     test_redis_stop(&full);
@@ -1110,8 +1115,8 @@ Test(cli, enqueue_file_on_a_full_redis_names_the_line_and_what_went_in)
         fputc('\n', f);
     }
     fclose(f);
-    r = run_with(NULL, 0, NULL, "--redis", full.url, "enqueue", "t", "--file",
-                 path, NULL);
+    r = run_with(NULL, 0, NULL, "--redis", full.url, "enqueue", "t",
+                 "--file", path, NULL);
     cr_assert_eq(r->status, 75, "exit %d: %s", r->status, r->err);
     /* One line for the refusal, then the summary. */
     cr_assert_eq(lines(r->err), 2, "%s", r->err);
@@ -1124,12 +1129,15 @@ Test(cli, enqueue_file_on_a_full_redis_names_the_line_and_what_went_in)
              "big.jsonl:%ld: %s: Redis is out of memory (maxmemory "
              "reached); %ld lines enqueued before it\n",
              no, full.url, no - 1);
-    cr_assert(strstr(r->err, expected), "want '%s' in '%s'", expected, r->err);
+    cr_assert(strstr(r->err, expected), "want '%s' in '%s'", expected,
+              r->err);
     /* What it says went in did, and nothing else. */
     before = (size_t)(no - 1);
     cr_assert_eq(lines(r->out), (int)before, "%s", r->out);
-    cr_assert_eq(test_redis_int(c, "XLEN wharf:{t}:stream"), (long long)before);
-    snprintf(expected, sizeof(expected), "%zu enqueued, 0 duplicate", before);
+    cr_assert_eq(test_redis_int(c, "XLEN wharf:{t}:stream"),
+                 (long long)before);
+    snprintf(expected, sizeof(expected), "%zu enqueued, 0 duplicate",
+             before);
     cr_assert(strstr(r->err, expected), "%s", r->err);
     redisFree(c);
     test_redis_stop(&full);

@@ -735,26 +735,26 @@ Test(client, url_userinfo_is_percent_decoded)
     cr_assert_str_eq(u.host, "h");
     cr_assert_eq(u.port, 1);
     cr_assert_eq(u.db, 2);
-    cr_assert_eq(
-        redis_url_parse("redis://us%65r:a%2fb@h", &u, err, sizeof(err)), 0,
-        "%s", err);
+    cr_assert_eq(redis_url_parse("redis://us%65r:a%2fb@h", &u, err,
+                                 sizeof(err)),
+                 0, "%s", err);
     cr_assert_str_eq(u.user, "user");
     cr_assert_str_eq(u.password, "a/b");
     /* A password alone, as redis-cli takes it, decoded too. */
-    cr_assert_eq(redis_url_parse("redis://s%3Acret@h", &u, err, sizeof(err)), 0,
-                 "%s", err);
+    cr_assert_eq(redis_url_parse("redis://s%3Acret@h", &u, err, sizeof(err)),
+                 0, "%s", err);
     cr_assert_str_eq(u.password, "s:cret");
     /* Plain characters are kept as they are. */
-    cr_assert_eq(redis_url_parse("redis://:a+b~c!@h", &u, err, sizeof(err)), 0,
-                 "%s", err);
+    cr_assert_eq(redis_url_parse("redis://:a+b~c!@h", &u, err, sizeof(err)),
+                 0, "%s", err);
     cr_assert_str_eq(u.password, "a+b~c!");
 }
 
 Test(client, url_with_a_bad_escape_is_refused)
 {
-    static const char *const bad[] = {"redis://:abc%@h", "redis://:abc%4@h",
-                                      "redis://:a%zzb@h", "redis://us%g1:pw@h",
-                                      "redis://:a%00b@h"};
+    static const char *const bad[] = {
+        "redis://:abc%@h", "redis://:abc%4@h", "redis://:a%zzb@h",
+        "redis://us%g1:pw@h", "redis://:a%00b@h"};
     redis_url u;
     char err[256];
     wharf_client *c = NULL;
@@ -767,8 +767,8 @@ Test(client, url_with_a_bad_escape_is_refused)
                   "%s: '%s' does not name the part", bad[i], err);
         cr_assert(strstr(err, "%") != NULL, "%s: '%s'", bad[i], err);
     }
-    cr_assert_eq(wharf_client_open(&c, "redis://:a%zz@127.0.0.1:1", NULL, NULL,
-                                   err, sizeof(err)),
+    cr_assert_eq(wharf_client_open(&c, "redis://:a%zz@127.0.0.1:1", NULL,
+                                   NULL, err, sizeof(err)),
                  WHARF_CLIENT_BAD_INPUT);
     cr_assert(strstr(err, "bad percent-encoding in the password"), "%s", err);
     cr_assert_null(c);
@@ -781,8 +781,8 @@ Test(client, percent_encoded_password_authenticates)
     wharf_enqueue_reply reply;
     char url[128], err[512];
 
-    freeReplyObject(
-        test_redis_command(redis, "CONFIG SET requirepass %s", secret));
+    freeReplyObject(test_redis_command(redis, "CONFIG SET requirepass %s",
+                                       secret));
     snprintf(url, sizeof(url), "redis://:p%%40ss%%3Aw%%2Frd%%25@127.0.0.1:%d/0",
              server.port);
     cr_assert_eq(wharf_client_open(&c, url, NULL, NULL, err, sizeof(err)),
@@ -814,9 +814,9 @@ Test(client, missing_or_wrong_password_says_so)
     char err[512], url[128];
 
     test_redis_start_with(&locked, "s3cret", args);
-    cr_assert_eq(
-        wharf_client_open(&c, locked.url, NULL, NULL, err, sizeof(err)),
-        WHARF_CLIENT_AUTH, "%s", err);
+    cr_assert_eq(wharf_client_open(&c, locked.url, NULL, NULL, err,
+                                   sizeof(err)),
+                 WHARF_CLIENT_AUTH, "%s", err);
     cr_assert_null(c);
     cr_assert(strstr(err, locked.url), "names the address: %s", err);
     cr_assert(strstr(err, "authentication required: set a password in the "
@@ -826,9 +826,9 @@ Test(client, missing_or_wrong_password_says_so)
     cr_assert_null(strstr(err, "Protocol error"), "%s", err);
     cr_assert(redis_url_auth_refused(err));
 
-    cr_assert_eq(
-        wharf_client_open(&c, locked.url, "wrong", NULL, err, sizeof(err)),
-        WHARF_CLIENT_AUTH, "%s", err);
+    cr_assert_eq(wharf_client_open(&c, locked.url, "wrong", NULL, err,
+                                   sizeof(err)),
+                 WHARF_CLIENT_AUTH, "%s", err);
     cr_assert(strstr(err, "authentication failed: wrong user or password "
                           "(WRONGPASS)"),
               "%s", err);
@@ -842,28 +842,29 @@ Test(client, missing_or_wrong_password_says_so)
     cr_assert_eq(wharf_client_open(&c, url, NULL, NULL, err, sizeof(err)),
                  WHARF_CLIENT_AUTH, "%s", err);
     cr_assert(strstr(err, "authentication required"), "%s", err);
-    cr_assert_eq(
-        wharf_client_open(&c, locked.url, "s3cret", NULL, err, sizeof(err)),
-        WHARF_CLIENT_OK, "%s", err);
+    cr_assert_eq(wharf_client_open(&c, locked.url, "s3cret", NULL, err,
+                                   sizeof(err)),
+                 WHARF_CLIENT_OK, "%s", err);
     wharf_client_close(c);
     test_redis_stop(&locked);
 
     /* A password for a Redis that has none is a mistake too. */
-    cr_assert_eq(
-        wharf_client_open(&c, server.url, "s3cret", NULL, err, sizeof(err)),
-        WHARF_CLIENT_AUTH, "%s", err);
+    cr_assert_eq(wharf_client_open(&c, server.url, "s3cret", NULL, err,
+                                   sizeof(err)),
+                 WHARF_CLIENT_AUTH, "%s", err);
     cr_assert(strstr(err, "this Redis has none"), "%s", err);
     /* And an unreachable one is not an authentication failure. */
-    cr_assert_not(
-        redis_url_auth_refused("redis://127.0.0.1:1/0: Connection refused"));
+    cr_assert_not(redis_url_auth_refused(
+        "redis://127.0.0.1:1/0: Connection refused"));
 }
 
 /* ---- a Redis at maxmemory ---- */
 
 Test(client, full_redis_is_full_and_nothing_is_written)
 {
-    static const char *const args[] = {
-        "--maxmemory", "1mb", "--maxmemory-policy", "noeviction", NULL};
+    static const char *const args[] = {"--maxmemory", "1mb",
+                                       "--maxmemory-policy", "noeviction",
+                                       NULL};
     static char payload[64 * 1024];
     test_redis full;
     redisContext *rc;
@@ -884,13 +885,13 @@ Test(client, full_redis_is_full_and_nothing_is_written)
     /* Fill it with tasks until Redis refuses one. */
     for (i = 0; i < 1000 && status == WHARF_CLIENT_OK; i++) {
         snprintf(id, sizeof(id), "fill-%d", i);
-        status =
-            wharf_enqueue(c,
-                          &(wharf_enqueue_opts){.type = "full",
-                                                .payload = payload,
-                                                .payload_len = sizeof(payload),
-                                                .id = id},
-                          &reply);
+        status = wharf_enqueue(c,
+                               &(wharf_enqueue_opts){.type = "full",
+                                                     .payload = payload,
+                                                     .payload_len =
+                                                         sizeof(payload),
+                                                     .id = id},
+                               &reply);
     }
     cr_assert_eq(status, WHARF_CLIENT_FULL, "after %d tasks: %s (%s)", i,
                  wharf_client_status_name(status), wharf_client_errstr(c));
@@ -907,8 +908,9 @@ Test(client, full_redis_is_full_and_nothing_is_written)
     cr_assert_eq(before, i - 1);
     /* A batch hears it per task, and writes nothing either. */
     for (int k = 0; k < 3; k++) {
-        batch[k] = (wharf_enqueue_opts){
-            .type = "full", .payload = payload, .payload_len = 100 + (size_t)k};
+        batch[k] = (wharf_enqueue_opts){.type = "full",
+                                        .payload = payload,
+                                        .payload_len = 100 + (size_t)k};
     }
     cr_assert_eq(wharf_enqueue_batch(c, batch, 3, replies), WHARF_CLIENT_OK,
                  "%s", wharf_client_errstr(c));
@@ -920,6 +922,7 @@ Test(client, full_redis_is_full_and_nothing_is_written)
     redisFree(rc);
     test_redis_stop(&full);
 }
+
 
 Test(client, shared_library_exports_only_the_api)
 {

@@ -41,17 +41,12 @@ static int run(cli *ctx, int argc, char **argv)
 const cli_command cmd_cancel_entry = {
     .name = "cancel",
     .usage = "TYPE ID",
-    .help =
-        "Cancels task ID of TYPE. A queued or delayed task is removed and "
-        "never\n"
-        "runs. A running one is asked to end (its plugin sees wharf_cancelled, "
-        "on\n"
-        "whichever host runs it) and its run ends as cancelled: no result, no\n"
-        "retry. The id may be enqueued again at once, as a new task.\n"
-        "Exit: 0 removed, cancelling or already cancelled; 1 finished (done "
-        "or\n"
-        "dead) or unknown; 69 Redis unavailable; 76 the hosts speak another "
-        "wharf\n"
-        "protocol.\n",
+    .help = "Cancels task ID of TYPE. A queued or delayed task is removed and never\n"
+"runs. A running one is asked to end (its plugin sees wharf_cancelled, on\n"
+"whichever host runs it) and its run ends as cancelled: no result, no\n"
+"retry. The id may be enqueued again at once, as a new task.\n"
+"Exit: 0 removed, cancelling or already cancelled; 1 finished (done or\n"
+"dead) or unknown; 69 Redis unavailable; 76 the hosts speak another wharf\n"
+"protocol.\n",
     .run = run,
 };

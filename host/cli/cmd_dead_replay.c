@@ -160,9 +160,8 @@ static int run(cli *ctx, int argc, char **argv)
 const cli_command cmd_dead_replay_entry = {
     .name = "dead replay",
     .usage = "TYPE (ID|--all)",
-    .help = "Moves dead task ID (or every dead task, --all) of TYPE back to "
-            "the queue\n"
-            "at attempt 1, and prints how many.\n"
-            "Exit: 0; 1 not dead; 69 Redis unavailable.\n",
+    .help = "Moves dead task ID (or every dead task, --all) of TYPE back to the queue\n"
+"at attempt 1, and prints how many.\n"
+"Exit: 0; 1 not dead; 69 Redis unavailable.\n",
     .run = run,
 };

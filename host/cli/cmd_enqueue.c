@@ -177,28 +177,19 @@ const cli_command cmd_enqueue_entry = {
     .name = "enqueue",
     .usage = "TYPE [PAYLOAD|-] [--id ID] [--delay DUR] [--trace TP] "
              "[--wait DUR] [--strict] | TYPE --file FILE [--strict]",
-    .help =
-        "Adds a task of TYPE with PAYLOAD (or stdin with -, or nothing: an "
-        "empty\n"
-        "payload) and prints its id. The id is --id, else the SHA-256 of type "
-        "and\n"
-        "payload (the type's idempotency = payload), else a random one.\n"
-        "  --id ID       the task's id (its idempotency key)\n"
-        "  --delay DUR   run it no sooner than DUR from now (500ms, 10s, 5m, "
-        "1h, 1d)\n"
-        "  --trace TP    a W3C traceparent to carry (one is made otherwise)\n"
-        "  --wait DUR    on backpressure, keep trying with backoff up to DUR\n"
-        "  --file FILE   one payload a line (- for stdin); prints one id a "
-        "line\n"
-        "  --strict      refuse a type no host has ever served (else: a "
-        "warning)\n"
-        "                ([producer] strict = yes in the --config manifest "
-        "too)\n"
-        "Exit: 0 added, or a duplicate (said on stderr); 65 bad input, too "
-        "large,\n"
-        "or a type no host serves with --strict; 69 Redis unavailable; 75\n"
-        "backpressure or Redis full; 76 the hosts speak another wharf "
-        "protocol;\n"
-        "78 bad configuration or refused password.\n",
+    .help = "Adds a task of TYPE with PAYLOAD (or stdin with -, or nothing: an empty\n"
+"payload) and prints its id. The id is --id, else the SHA-256 of type and\n"
+"payload (the type's idempotency = payload), else a random one.\n"
+"  --id ID       the task's id (its idempotency key)\n"
+"  --delay DUR   run it no sooner than DUR from now (500ms, 10s, 5m, 1h, 1d)\n"
+"  --trace TP    a W3C traceparent to carry (one is made otherwise)\n"
+"  --wait DUR    on backpressure, keep trying with backoff up to DUR\n"
+"  --file FILE   one payload a line (- for stdin); prints one id a line\n"
+"  --strict      refuse a type no host has ever served (else: a warning)\n"
+"                ([producer] strict = yes in the --config manifest too)\n"
+"Exit: 0 added, or a duplicate (said on stderr); 65 bad input, too large,\n"
+"or a type no host serves with --strict; 69 Redis unavailable; 75\n"
+"backpressure or Redis full; 76 the hosts speak another wharf protocol;\n"
+"78 bad configuration or refused password.\n",
     .run = run,
 };

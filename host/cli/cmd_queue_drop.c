@@ -199,13 +199,10 @@ static int run(cli *ctx, int argc, char **argv)
 const cli_command cmd_queue_drop_entry = {
     .name = "queue drop",
     .usage = "TYPE --yes",
-    .help = "Removes every waiting task of TYPE: the ready ones in its stream "
-            "and the\n"
-            "delayed ones (scheduled or waiting for a retry), with their "
-            "dedupe markers.\n"
-            "Running tasks end as they would. Prints how many went.\n"
-            "  --yes         do it (without it: says how many it would remove, "
-            "exit 64)\n"
-            "Exit: 0; 64 without --yes; 69 Redis unavailable.\n",
+    .help = "Removes every waiting task of TYPE: the ready ones in its stream and the\n"
+"delayed ones (scheduled or waiting for a retry), with their dedupe markers.\n"
+"Running tasks end as they would. Prints how many went.\n"
+"  --yes         do it (without it: says how many it would remove, exit 64)\n"
+"Exit: 0; 64 without --yes; 69 Redis unavailable.\n",
     .run = run,
 };

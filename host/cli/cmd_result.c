@@ -41,14 +41,11 @@ static int run(cli *ctx, int argc, char **argv)
 const cli_command cmd_result_entry = {
     .name = "result",
     .usage = "TYPE ID [--wait DUR]",
-    .help =
-        "Prints the stored result of task ID of TYPE, byte for byte.\n"
-        "  --wait DUR    wait up to DUR for it; a dead or cancelled task ends "
-        "the\n"
-        "                wait at once\n"
-        "Exit: 0 printed; 1 no result (yet); 2 the task is dead (its error on\n"
-        "stderr); 3 it was cancelled; 69 Redis unavailable; 76 the hosts "
-        "speak\n"
-        "another wharf protocol.\n",
+    .help = "Prints the stored result of task ID of TYPE, byte for byte.\n"
+"  --wait DUR    wait up to DUR for it; a dead or cancelled task ends the\n"
+"                wait at once\n"
+"Exit: 0 printed; 1 no result (yet); 2 the task is dead (its error on\n"
+"stderr); 3 it was cancelled; 69 Redis unavailable; 76 the hosts speak\n"
+"another wharf protocol.\n",
     .run = run,
 };

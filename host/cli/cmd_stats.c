@@ -203,11 +203,9 @@ out:
 const cli_command cmd_stats_entry = {
     .name = "stats",
     .usage = "[--json]",
-    .help =
-        "Per type: ready, running, delayed and dead tasks, pressure, and "
-        "whether\n"
-        "a live host serves it (SERVED \"NO\": its tasks wait for nobody).\n"
-        "  --json        one JSON object: {\"types\": {\"T\": {...}}}\n"
-        "Exit: 0; 69 Redis unavailable.\n",
+    .help = "Per type: ready, running, delayed and dead tasks, pressure, and whether\n"
+"a live host serves it (SERVED \"NO\": its tasks wait for nobody).\n"
+"  --json        one JSON object: {\"types\": {\"T\": {...}}}\n"
+"Exit: 0; 69 Redis unavailable.\n",
     .run = run,
 };

@@ -113,15 +113,11 @@ static int run(cli *ctx, int argc, char **argv)
 const cli_command cmd_status_entry = {
     .name = "status",
     .usage = "TYPE ID [--json]",
-    .help =
-        "Says where task ID of TYPE is: queued, running (on which worker, "
-        "since\n"
-        "when), delayed (due when, next attempt), done (result size, expires "
-        "in),\n"
-        "dead (error, attempts), cancelled, or unknown; one \"name: value\" a "
-        "line.\n"
-        "  --json        one JSON object (fields as in docs/protocol.md)\n"
-        "Exit: 0; 1 unknown; 69 Redis unavailable; 76 the hosts speak another\n"
-        "wharf protocol.\n",
+    .help = "Says where task ID of TYPE is: queued, running (on which worker, since\n"
+"when), delayed (due when, next attempt), done (result size, expires in),\n"
+"dead (error, attempts), cancelled, or unknown; one \"name: value\" a line.\n"
+"  --json        one JSON object (fields as in docs/protocol.md)\n"
+"Exit: 0; 1 unknown; 69 Redis unavailable; 76 the hosts speak another\n"
+"wharf protocol.\n",
     .run = run,
 };

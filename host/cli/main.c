@@ -10,11 +10,13 @@
 #include "cli.h"
 
 static const cli_command *const commands[] = {
-    &cmd_enqueue_entry,    &cmd_result_entry,     &cmd_stats_entry,
-    &cmd_dead_list_entry,  &cmd_dead_show_entry,  &cmd_dead_replay_entry,
-    &cmd_dead_purge_entry, &cmd_locks_list_entry, &cmd_locks_release_entry,
-    &cmd_run_entry,        &cmd_top_entry,        &cmd_status_entry,
-    &cmd_cancel_entry,     &cmd_queue_drop_entry, NULL};
+    &cmd_enqueue_entry,       &cmd_result_entry,
+    &cmd_stats_entry,         &cmd_dead_list_entry,
+    &cmd_dead_show_entry,     &cmd_dead_replay_entry,
+    &cmd_dead_purge_entry,    &cmd_locks_list_entry,
+    &cmd_locks_release_entry, &cmd_run_entry, &cmd_top_entry,
+    &cmd_status_entry,        &cmd_cancel_entry,
+    &cmd_queue_drop_entry,    NULL};
 
 /* Usage lines of every command whose name starts with `family` (all when
  * NULL). */

@@ -125,7 +125,8 @@ static struct enqueue_buffers *buffers(wharf_client *c)
             c->enqueue_buffers->n_types = 0;
             c->enqueue_buffers->types_cap = 0;
             c->enqueue_buffers->types_conn = NULL;
-        } else
+        }
+        else
             client_error(c, "enqueue: out of memory");
     }
     return c->enqueue_buffers;
@@ -166,10 +167,10 @@ static void type_added(struct enqueue_buffers *b, const char *type)
 }
 
 /* Adds to <prefix>:types, in one pipeline, the types of the tasks
- * tasks[index[0..count)] (index NULL: tasks[0..count)) that were enqueued
- * (reply OK) and that this connection has not added yet: once per type per
- * connection, and never for a type none of whose tasks was added. Call with
- * nothing in flight. OK, or why not (c->errstr set). */
+ * tasks[index[0..count)] (index NULL: tasks[0..count)) that were enqueued (reply OK) and that this
+ * connection has not added yet: once per type per connection, and never
+ * for a type none of whose tasks was added. Call with nothing in flight.
+ * OK, or why not (c->errstr set). */
 static wharf_client_status add_types(wharf_client *c,
                                      const wharf_enqueue_opts *tasks,
                                      const size_t *index, size_t count,

@@ -131,8 +131,8 @@ wharf_enqueue(wharf_client *client, const wharf_enqueue_opts *opts,
 
 /* Enqueues n tasks, pipelined: one script call per run of up to 100 tasks
  * of one type and one round trip per up to 500 tasks, each task judged by
- * the script exactly as if enqueued alone. replies (n of them, caller-owned)
- * get each task's own answer in .status (a task with a bad type, id or trace
+ * the script exactly as if enqueued alone. replies (n of them, caller-owned) get
+ * each task's own answer in .status (a task with a bad type, id or trace
  * gets BAD_INPUT and is not sent). Returns OK when every task has its
  * answer; UNAVAILABLE or ERROR if the batch stopped part way, in which case
  * the tasks without an answer have that status too (some of them may have
