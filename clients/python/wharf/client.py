@@ -101,20 +101,21 @@ def _quote(text: Union[str, bytes], n: int = 100) -> str:
     return text if len(text) < n else text[: n - 4] + "..."
 
 
-def _check_type(type_: str) -> bytes:
-    raw = type_.encode("utf-8") if isinstance(type_, str) else b""
-    if not _TYPE.match(raw):
+def _checked(value: str, pattern, what: str, rule: str) -> bytes:
+    """value's bytes when they match pattern, else BadInput saying why."""
+    raw = value.encode("utf-8") if isinstance(value, str) else b""
+    if not pattern.match(raw):
         raise errors.BadInput(
-            f"type '{_quote(str(type_))}' is not valid: {TYPE_RULE}")
+            f"{what} '{_quote(str(value))}' is not valid: {rule}")
     return raw
+
+
+def _check_type(type_: str) -> bytes:
+    return _checked(type_, _TYPE, "type", TYPE_RULE)
 
 
 def _check_id(id_: str) -> bytes:
-    raw = id_.encode("utf-8") if isinstance(id_, str) else b""
-    if not _ID.match(raw):
-        raise errors.BadInput(
-            f"task id '{_quote(str(id_))}' is not valid: {ID_RULE}")
-    return raw
+    return _checked(id_, _ID, "task id", ID_RULE)
 
 
 def _check_trace(trace: str) -> bytes:
