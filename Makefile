@@ -6,7 +6,7 @@ WERROR ?= ON
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap build build-sanitize demo bench test test-plain test-sanitize clean \
+.PHONY: all bootstrap build build-sanitize clients demo bench test test-plain test-sanitize clean \
         install uninstall deb
 
 all: build
@@ -24,13 +24,20 @@ build-sanitize: bootstrap
 	    -DWHARF_WERROR=$(WERROR) -DWHARF_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD_SANITIZE) -j $(JOBS) -- --no-print-directory
 
+# What the Python and Node clients need beyond bootstrap's packages: the
+# Node client's dependencies, exactly as its package-lock.json pins them.
+clients: bootstrap
+	@if [ ! -f clients/node/node_modules/.package-lock.json ] || \
+	    [ clients/node/package-lock.json -nt clients/node/node_modules/.package-lock.json ]; then \
+	    cd clients/node && npm ci --no-audit --no-fund --silent; fi
+
 # A private redis-server, wharfd and a few thousand tasks; see scripts/demo.
 demo: build
 	@BUILD=$(BUILD) bash scripts/demo
 
 # Throughput, Redis cost, latency and memory against a private
 # redis-server, beside redis-benchmark; see bench/run.sh and docs/tuning.md.
-bench: build
+bench: build clients
 	@BUILD=$(BUILD) bash bench/run.sh
 
 # The whole suite, then the whole suite again under ASan + UBSan. Both
@@ -48,14 +55,14 @@ test:
 	    $(BUILD_SANITIZE)/test-sanitize.log; \
 	test $$plain -eq 0 && test $$sanitize -eq 0
 
-test-plain: build
+test-plain: build clients
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) \
 	    --output-log $(abspath $(BUILD))/test-plain.log
 
 # Criterion passes a test even when LeakSanitizer reports at its exit, so
 # every sanitizer report goes to a file and any report fails the run.
 REPORTS = $(abspath $(BUILD_SANITIZE))/sanitizer-reports
-test-sanitize: build-sanitize
+test-sanitize: build-sanitize clients
 	@rm -rf $(REPORTS) && mkdir -p $(REPORTS)
 	@ASAN_OPTIONS=detect_leaks=1:log_path=$(REPORTS)/asan \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(REPORTS)/ubsan \

@@ -27,6 +27,7 @@ typedef enum task_outcome {
     OUTCOME_CACHED,
     OUTCOME_LOCKED,
     OUTCOME_STALE,
+    OUTCOME_CANCELLED, /* wharf cancel: nothing written, not retried */
     OUTCOME_COUNT
 } task_outcome;
 
@@ -39,7 +40,8 @@ typedef enum finish_kind {
     FINISH_OK,         /* store the result */
     FINISH_RETRY,      /* to the delayed set, attempt + 1 */
     FINISH_RESCHEDULE, /* locked elsewhere: delayed, same attempt */
-    FINISH_DEAD        /* to the dead set */
+    FINISH_DEAD,       /* to the dead set */
+    FINISH_CANCEL      /* cancelled (wharf cancel): ack, write nothing */
 } finish_kind;
 
 /* What begin found. */
@@ -47,7 +49,8 @@ typedef enum begin_kind {
     BEGIN_NONE = 0, /* not begun (bad or deleted entry) */
     BEGIN_CACHED,   /* a result is cached: do not run */
     BEGIN_RUN,      /* lock taken with token */
-    BEGIN_LOCKED    /* another run holds the lock */
+    BEGIN_LOCKED,   /* another run holds the lock */
+    BEGIN_CANCELLED /* its entry was cancelled: do not run */
 } begin_kind;
 
 typedef struct broker_queue {
@@ -58,6 +61,7 @@ typedef struct broker_queue {
     char dead[KEY_MAX];
     char fence[KEY_MAX];
     char policy_key[KEY_MAX];
+    char entries[KEY_MAX];     /* the id -> stream entry index */
     char task_prefix[KEY_MAX]; /* "<prefix>:{<type>}:", for task keys */
     size_t task_prefix_len;
     bool history_done;     /* this consumer's own pending entries were read */

@@ -19,11 +19,13 @@
 
 #include "backoff.h"
 #include "broker.h"
+#include "cancel_check.h"
 #include "check.h"
 #include "child.h"
 #include "console.h"
 #include "embedded.h"
 #include "http.h"
+#include "known_types.h"
 #include "loader.h"
 #include "log.h"
 #include "metrics.h"
@@ -62,8 +64,10 @@ typedef struct worker_proc {
     int64_t forked_ms;
     int64_t restart_at_ms;    /* when to fork it again; 0 = not waiting */
     unsigned crashes;         /* deaths in a row, each before STABLE_AFTER */
-    int64_t cancel_sent_ms;   /* a timeout's cancel request, 0 = none */
+    int64_t cancel_sent_ms;   /* a cancel request (timeout or wharf
+                                 cancel), 0 = none */
     uint32_t cancel_run;      /* the run it was for */
+    bool cancel_requested;    /* it came from wharf cancel */
     bool killed_for_timeout;  /* SIGKILLed after the grace */
     char timed_out_entry[SLOT_ENTRY_MAX];
     int64_t timed_out_after_ms;
@@ -95,7 +99,7 @@ typedef struct supervisor {
     embedded_redis embedded;
     bool embedded_on;
     int64_t last_promote_ms, last_trim_ms, last_renew_ms, last_takeover_ms,
-        last_heartbeat_ms;
+        last_heartbeat_ms, last_cancel_check_ms;
     int watch_fd;
     int64_t reload_at_ms; /* a watched change asks for a reload then */
     plugin_check check;   /* a reload's plugin check under way */
@@ -108,6 +112,7 @@ typedef struct supervisor {
     metrics *m;
     http_server *http;
     queue_figures *figures; /* one per broker queue */
+    known_types known;      /* figures of the types it does not serve */
     bool figures_ok;
     int64_t figures_ms;
     uint64_t counted_round_trips, counted_errors;
@@ -340,6 +345,7 @@ static void start_worker(supervisor *s, size_t index, int64_t now)
     p->restart_at_ms = 0;
     p->cancel_sent_ms = 0;
     p->cancel_run = 0;
+    p->cancel_requested = false;
     p->killed_for_timeout = false;
     p->timed_out_entry[0] = '\0';
     p->retiring = false;
@@ -365,7 +371,10 @@ static int read_slot(worker_proc *p)
 static void death_reason(const worker_proc *p, int status, const char *entry_id,
                          char *buf, size_t len)
 {
-    if (p->timed_out_entry[0] && strcmp(p->timed_out_entry, entry_id) == 0)
+    if (p->cancel_requested && p->timed_out_entry[0] &&
+        strcmp(p->timed_out_entry, entry_id) == 0)
+        snprintf(buf, len, "cancelled");
+    else if (p->timed_out_entry[0] && strcmp(p->timed_out_entry, entry_id) == 0)
         snprintf(buf, len, "timeout after %" PRId64 " ms",
                  p->timed_out_after_ms);
     else if (WIFSIGNALED(status))
@@ -618,6 +627,7 @@ static void enforce_timeouts(supervisor *s, int64_t now)
         if (p->cancel_sent_ms) {
             if (snap->state != SLOT_RUNNING || snap->run != p->cancel_run) {
                 p->cancel_sent_ms = 0; /* it ended that run itself */
+                p->cancel_requested = false;
             } else if (now - p->cancel_sent_ms >= RUN_KILL_GRACE_MS) {
                 log_fields(WHARF_LOG_WARN, "task ignored its cancel request; "
                                            "killing its worker",
@@ -645,6 +655,58 @@ static void enforce_timeouts(supervisor *s, int64_t now)
                                  LOG_STR("worker", p->consumer)},
                    4);
     }
+}
+
+/* Asks the running plugin of each worker whose task was cancelled
+ * (cancel:<id> names its entry, see cancel_check.h) to end, through the
+ * slot as a timeout does: the plugin sees wharf_cancelled, the worker
+ * ends the run as cancelled, and one that ignores it is killed after the
+ * same grace (its finish writes nothing either way). */
+static int check_cancels(supervisor *s, int64_t now)
+{
+    const char *types[s->n_procs ? s->n_procs : 1];
+    const char *ids[s->n_procs ? s->n_procs : 1];
+    const char *entry_ids[s->n_procs ? s->n_procs : 1];
+    bool cancelled[s->n_procs ? s->n_procs : 1];
+    size_t which[s->n_procs ? s->n_procs : 1];
+    size_t n = 0;
+
+    for (size_t i = 0; i < s->n_procs; i++) {
+        worker_proc *p = &s->procs[i];
+        const slot_task *t;
+        if (p->pid <= 0 || p->cancel_sent_ms || read_slot(p) != 0 ||
+            p->snap->state != SLOT_RUNNING ||
+            p->snap->running >= p->snap->batch_n)
+            continue;
+        t = &p->snap->batch[p->snap->running];
+        types[n] = t->type;
+        ids[n] = t->id;
+        entry_ids[n] = t->entry_id;
+        which[n++] = i;
+    }
+    if (n == 0)
+        return 0;
+    if (cancel_check(&s->b, types, ids, entry_ids, n, cancelled) != 0)
+        return -1;
+    for (size_t k = 0; k < n; k++) {
+        worker_proc *p = &s->procs[which[k]];
+        uint32_t run = p->snap->run;
+        if (!cancelled[k])
+            continue;
+        snprintf(p->timed_out_entry, sizeof(p->timed_out_entry), "%s",
+                 entry_ids[k]);
+        p->cancel_sent_ms = now;
+        p->cancel_run = run;
+        p->cancel_requested = true;
+        atomic_store(&p->sl->cancel_requested, run);
+        atomic_store(&p->sl->cancel, run);
+        log_fields(WHARF_LOG_INFO, "task cancelled; asking it to end",
+                   (log_field[]){LOG_STR("task", ids[k]),
+                                 LOG_STR("type", types[k]),
+                                 LOG_STR("worker", p->consumer)},
+                   3);
+    }
+    return 0;
 }
 
 /* ---- maintenance ---- */
@@ -781,7 +843,8 @@ static int64_t takeover_every_ms(const supervisor *s)
 static int refresh_figures(supervisor *s, int64_t now)
 {
     s->figures_ms = now;
-    if (pressure_refresh(&s->b, s->figures) != 0) {
+    if (pressure_refresh(&s->b, s->figures) != 0 ||
+        known_types_refresh(&s->b, &s->known) != 0) {
         s->figures_ok = false;
         lost_connection(s, "reading queue figures");
         return -1;
@@ -813,6 +876,13 @@ static int maintain(supervisor *s, int64_t now)
         s->last_renew_ms = now;
         if (renew_leases(s) != 0) {
             lost_connection(s, "renewing leases");
+            return 0;
+        }
+    }
+    if (now - s->last_cancel_check_ms >= CANCEL_CHECK_EVERY_MS) {
+        s->last_cancel_check_ms = now;
+        if (check_cancels(s, now) != 0) {
+            lost_connection(s, "looking for cancel requests");
             return 0;
         }
     }
@@ -950,13 +1020,24 @@ static void on_http(void *arg, const char *method, const char *path,
         return;
     }
     if (strcmp(path, "/metrics") == 0) {
+        /* The served types first, then every other known type. */
+        size_t n = s->b.n_queues + s->known.n;
+        queue_figures *all = malloc((n ? n : 1) * sizeof(*all));
         count_redis(s);
+        if (!all) {
+            text_reply(reply, 503, "out of memory\n");
+            return;
+        }
+        memcpy(all, s->figures, s->b.n_queues * sizeof(*all));
+        if (s->known.n)
+            memcpy(all + s->b.n_queues, s->known.figures,
+                   s->known.n * sizeof(*all));
         reply->status = 200;
         reply->content_type = "text/plain; version=0.0.4; charset=utf-8";
-        reply->body = metrics_render(s->m, s->figures, s->b.n_queues,
-                                     &workers,
+        reply->body = metrics_render(s->m, all, n, &workers,
                                      s->b.redis != NULL && s->figures_ok,
                                      &reply->len);
+        free(all);
         return;
     }
     text_reply(reply, 404, "not found: try /metrics, /healthz, /readyz\n");
@@ -1424,6 +1505,7 @@ out:
     broker_destroy(&s.b);
     metrics_destroy(s.m);
     free(s.figures);
+    known_types_free(&s.known);
     if (s.embedded_on)
         embedded_stop(&s.embedded);
     if (s.watch_fd >= 0)

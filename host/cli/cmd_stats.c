@@ -1,6 +1,8 @@
 /* wharf stats [--json]: per type of the types set, ready (stream length
- * less pending), running (pending), delayed, dead and pressure. O(1)
- * commands per type, all types in one pipelined round trip. */
+ * less pending), running (pending), delayed, dead, pressure, and whether a
+ * live host serves it (its presence key <prefix>:{T}:hosts, which every
+ * live host serving T refreshes). O(1) commands per type, all types in
+ * one pipelined round trip. */
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
@@ -8,12 +10,13 @@
 #include "cli.h"
 
 /* Commands sent per type, in this order. */
-enum { Q_XLEN, Q_PENDING, Q_DELAYED, Q_DEAD, Q_PRESSURE, Q_COUNT };
+enum { Q_XLEN, Q_PENDING, Q_DELAYED, Q_DEAD, Q_PRESSURE, Q_SERVED, Q_COUNT };
 
 typedef struct type_stats {
     const char *name; /* points into the SMEMBERS reply */
     long long ready, running, delayed, dead;
     int pressure;
+    int served; /* a live host serves it */
 } type_stats;
 
 static int by_name(const void *a, const void *b)
@@ -25,17 +28,20 @@ static int by_name(const void *a, const void *b)
 static int append_queries(cli *ctx, redisContext *redis, const char *type)
 {
     char stream[KEY_MAX], delayed[KEY_MAX], dead[KEY_MAX], pressure[KEY_MAX];
+    char hosts[KEY_MAX];
 
     cli_key(ctx, stream, type, "stream");
     cli_key(ctx, delayed, type, "delayed");
     cli_key(ctx, dead, type, "dead");
     cli_key(ctx, pressure, type, "pressure");
+    cli_key(ctx, hosts, type, "hosts");
     if (redisAppendCommand(redis, "XLEN %s", stream) != REDIS_OK ||
         redisAppendCommand(redis, "XPENDING %s %s", stream, WHARF_GROUP) !=
             REDIS_OK ||
         redisAppendCommand(redis, "ZCARD %s", delayed) != REDIS_OK ||
         redisAppendCommand(redis, "ZCARD %s", dead) != REDIS_OK ||
-        redisAppendCommand(redis, "EXISTS %s", pressure) != REDIS_OK)
+        redisAppendCommand(redis, "EXISTS %s", pressure) != REDIS_OK ||
+        redisAppendCommand(redis, "EXISTS %s", hosts) != REDIS_OK)
         return -1;
     return 0;
 }
@@ -73,25 +79,11 @@ static int take(cli *ctx, int q, const redisReply *r, type_stats *s)
         s->delayed = r->integer;
     else if (q == Q_DEAD)
         s->dead = r->integer;
-    else
+    else if (q == Q_PRESSURE)
         s->pressure = r->integer != 0;
+    else
+        s->served = r->integer != 0;
     return 0;
-}
-
-/* Type names come from Redis: escape what JSON requires. */
-static void print_json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            printf("\\%c", ch);
-        else if (ch < 0x20)
-            printf("\\u%04x", ch);
-        else
-            putchar(ch);
-    }
-    putchar('"');
 }
 
 static void print_json(const type_stats *stats, size_t n)
@@ -100,11 +92,11 @@ static void print_json(const type_stats *stats, size_t n)
     for (size_t i = 0; i < n; i++) {
         const type_stats *s = &stats[i];
         printf("%s", i ? ", " : "");
-        print_json_string(s->name);
+        cli_print_json_string(stdout, s->name);
         printf(": {\"ready\": %lld, \"running\": %lld, \"delayed\": %lld, "
-               "\"dead\": %lld, \"pressure\": %s}",
+               "\"dead\": %lld, \"pressure\": %s, \"served\": %s}",
                s->ready, s->running, s->delayed, s->dead,
-               s->pressure ? "true" : "false");
+               s->pressure ? "true" : "false", s->served ? "true" : "false");
     }
     printf("}}\n");
 }
@@ -116,12 +108,14 @@ static void print_table(const type_stats *stats, size_t n)
     for (size_t i = 0; i < n; i++)
         if ((int)strlen(stats[i].name) > width)
             width = (int)strlen(stats[i].name);
-    printf("%-*s %10s %10s %10s %10s  %s\n", width, "TYPE", "READY", "RUNNING",
-           "DELAYED", "DEAD", "PRESSURE");
+    printf("%-*s %10s %10s %10s %10s  %-8s  %s\n", width, "TYPE", "READY",
+           "RUNNING", "DELAYED", "DEAD", "PRESSURE", "SERVED");
     for (size_t i = 0; i < n; i++)
-        printf("%-*s %10lld %10lld %10lld %10lld  %s\n", width, stats[i].name,
-               stats[i].ready, stats[i].running, stats[i].delayed,
-               stats[i].dead, stats[i].pressure ? "yes" : "no");
+        printf("%-*s %10lld %10lld %10lld %10lld  %-8s  %s\n", width,
+               stats[i].name, stats[i].ready, stats[i].running,
+               stats[i].delayed, stats[i].dead,
+               stats[i].pressure ? "yes" : "no",
+               stats[i].served ? "yes" : "NO (no live host)");
 }
 
 /* Reads every type's replies into stats. 0 or an exit code. */
@@ -209,7 +203,8 @@ out:
 const cli_command cmd_stats_entry = {
     .name = "stats",
     .usage = "[--json]",
-    .help = "Per type: ready, running, delayed and dead tasks, and pressure.\n"
+    .help = "Per type: ready, running, delayed and dead tasks, pressure, and whether\n"
+"a live host serves it (SERVED \"NO\": its tasks wait for nobody).\n"
 "  --json        one JSON object: {\"types\": {\"T\": {...}}}\n"
 "Exit: 0; 69 Redis unavailable.\n",
     .run = run,
