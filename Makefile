@@ -82,6 +82,10 @@ install: bootstrap
 	    $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
 	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD)
+	@# Into this very system as root: refresh the loader's cache, so
+	@# programs linked with libwharf-client.so find it at once.
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && \
+	    command -v ldconfig >/dev/null 2>&1; then ldconfig; fi
 
 # Removes the files of the last install (under the same DESTDIR: the list
 # holds the paths without it), then wharf's own folders if they are empty.
