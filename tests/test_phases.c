@@ -1,8 +1,10 @@
 /* What runs when (plugin.h, "What runs when"): init and fini in the check
  * process (phase CHECK) at --check and at start, in each worker (phase
- * WORKER), and in `wharf run` (phase RUN); fini gets a ctx it can log
- * with; the host names a plugin by its manifest section; a plugin built
- * against a newer header never calls past an older host's table. */
+ * WORKER), again at each reload (a check, then each worker replaced), and
+ * in `wharf run` (phase RUN); fini gets a ctx it can log with; the host
+ * names a plugin by its manifest section; a plugin built against a newer
+ * header never calls past an older host's table. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +135,45 @@ Test(phases, workers_run_init_in_the_worker_phase_and_log_by_section)
               "fini did not log under its section name; see %s", host.log);
     cr_assert(test_host_log_has(&host, "\"plugin\":\"phases-b\"",
                                 "phases: fini in phase 0", NULL));
+}
+
+/* Polls until path has `want` lines that are exactly `line`, up to
+ * timeout_ms; returns the last count. */
+static int wait_count(const char *path, const char *line, int want,
+                      int timeout_ms)
+{
+    int64_t deadline = test_now_ms() + timeout_ms;
+    int n;
+
+    while ((n = count(path, line)) != want && test_now_ms() < deadline)
+        test_sleep_ms(10);
+    return n;
+}
+
+Test(phases, a_reload_checks_in_the_check_phase_then_replaces_each_worker)
+{
+    char manifest[300];
+
+    test_redis_start(&redis, 0);
+    rc = test_redis_connect(&redis);
+    test_host_manifest_opts(&host, &redis,
+                            &(test_host_opts){.plugins_dir = plugins});
+    snprintf(manifest, sizeof(manifest), "%s", host.manifest);
+    write_manifest(manifest, redis.url);
+    test_host_start(&host);
+    cr_assert_eq(wait_count(phases_file, "init 0", 4, 20000), 4);
+    cr_assert_eq(kill(host.pid, SIGHUP), 0);
+    /* The reload's check: init then fini of both sections, in the check
+     * phase, in a child of its own. */
+    cr_assert_eq(wait_count(phases_file, "fini 1", 4, 20000), 4,
+                 "no check at the reload; see %s", host.log);
+    cr_assert_eq(count(phases_file, "init 1"), 4);
+    /* Then each worker stops gracefully (fini) and a new one inits. */
+    cr_assert_eq(wait_count(phases_file, "init 0", 8, 30000), 8,
+                 "the workers were not replaced; see %s", host.log);
+    cr_assert_eq(wait_count(phases_file, "fini 0", 4, 10000), 4);
+    cr_assert_eq(test_host_stop(&host), 0);
+    cr_assert_eq(count(phases_file, "fini 0"), 8);
 }
 
 Test(phases, wharf_run_is_the_run_phase)
