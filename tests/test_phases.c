@@ -103,21 +103,43 @@ Test(phases, check_runs_init_and_fini_in_the_check_phase)
     cr_assert_eq(count(phases_file, "task 1"), 0);
 }
 
-Test(phases, workers_run_init_in_the_worker_phase_and_log_by_section)
+/* Polls until path has `want` lines that are exactly `line`, up to
+ * timeout_ms; returns the last count. */
+static int wait_count(const char *path, const char *line, int want,
+                      int timeout_ms)
 {
-    char manifest[300], id[16];
+    int64_t deadline = test_now_ms() + timeout_ms;
+    int n;
+
+    while ((n = count(path, line)) != want && test_now_ms() < deadline)
+        test_sleep_ms(10);
+    return n;
+}
+
+/* Starts wharfd on a test redis-server with write_manifest's two sections
+ * of phases.so (host_process writes its own manifest; these tests need
+ * two sections of one .so and no chaos, so it points the host at its
+ * own), and waits for both workers to init both. */
+static void start_two_sections(void)
+{
+    char manifest[300];
 
     test_redis_start(&redis, 0);
     rc = test_redis_connect(&redis);
-    /* host_process writes its own manifest; this test needs two sections
-     * of one .so and no chaos, so it points the host at its own. */
     test_host_manifest_opts(&host, &redis,
                             &(test_host_opts){.plugins_dir = plugins});
     snprintf(manifest, sizeof(manifest), "%s", host.manifest);
     write_manifest(manifest, redis.url);
     test_host_start(&host);
-    for (int i = 0; i < 2000 && count(phases_file, "init 0") < 4; i++)
-        test_sleep_ms(10);
+    cr_assert_eq(wait_count(phases_file, "init 0", 4, 20000), 4,
+                 "the workers did not init; see %s", host.log);
+}
+
+Test(phases, workers_run_init_in_the_worker_phase_and_log_by_section)
+{
+    char id[16];
+
+    start_two_sections();
     /* At start: the check process (both sections), then each of the two
      * workers (both sections). */
     cr_assert_eq(count(phases_file, "init 1"), 2);
@@ -137,31 +159,9 @@ Test(phases, workers_run_init_in_the_worker_phase_and_log_by_section)
                                 "phases: fini in phase 0", NULL));
 }
 
-/* Polls until path has `want` lines that are exactly `line`, up to
- * timeout_ms; returns the last count. */
-static int wait_count(const char *path, const char *line, int want,
-                      int timeout_ms)
-{
-    int64_t deadline = test_now_ms() + timeout_ms;
-    int n;
-
-    while ((n = count(path, line)) != want && test_now_ms() < deadline)
-        test_sleep_ms(10);
-    return n;
-}
-
 Test(phases, a_reload_checks_in_the_check_phase_then_replaces_each_worker)
 {
-    char manifest[300];
-
-    test_redis_start(&redis, 0);
-    rc = test_redis_connect(&redis);
-    test_host_manifest_opts(&host, &redis,
-                            &(test_host_opts){.plugins_dir = plugins});
-    snprintf(manifest, sizeof(manifest), "%s", host.manifest);
-    write_manifest(manifest, redis.url);
-    test_host_start(&host);
-    cr_assert_eq(wait_count(phases_file, "init 0", 4, 20000), 4);
+    start_two_sections();
     cr_assert_eq(kill(host.pid, SIGHUP), 0);
     /* The reload's check: init then fini of both sections, in the check
      * phase, in a child of its own. */
