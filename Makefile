@@ -89,6 +89,10 @@ install: bootstrap
 	    $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
 	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD)
+	@# Into this very system as root: refresh the loader's cache, so
+	@# programs linked with libwharf-client.so find it at once.
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && \
+	    command -v ldconfig >/dev/null 2>&1; then ldconfig; fi
 
 # Removes the files of the last install (under the same DESTDIR: the list
 # holds the paths without it), then wharf's own folders if they are empty.
@@ -116,17 +120,24 @@ uninstall:
 	done
 	@echo "uninstall: removed the files listed in $(BUILD)/install_manifest.txt"
 
-# make deb: build/wharf_VERSION_ARCH.deb, installing to /usr (CPack, see
-# cmake/package.cmake), then lintian on it when lintian is installed.
+# make deb: $(BUILD_DEB)/wharf_VERSION_ARCH.deb (CPack, see
+# cmake/package.cmake), from a build of its own configured for /usr (so
+# the libraries go to the multiarch folder whatever `make install` was
+# last given), then lintian on it: any error or warning fails.
+BUILD_DEB ?= build-deb
 deb: bootstrap
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	@cmake -S . -B $(BUILD_DEB) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DCMAKE_INSTALL_PREFIX=/usr -DWHARF_TESTS=OFF \
 	    -DWHARF_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
-	@cd $(BUILD) && cpack -G DEB >/dev/null
-	@ls $(BUILD)/wharf_*.deb
-	@if command -v lintian >/dev/null 2>&1; then \
-	    lintian --fail-on error $(BUILD)/wharf_*.deb; \
-	else echo "deb: lintian not installed: not checked" >&2; fi
+	@cmake --build $(BUILD_DEB) -j $(JOBS) -- --no-print-directory
+	@rm -f $(BUILD_DEB)/wharf_*.deb
+	@cd $(BUILD_DEB) && cpack -G DEB >cpack.log 2>&1 || \
+	    { cat cpack.log; echo "deb: cpack failed" >&2; exit 1; }
+	@ls $(BUILD_DEB)/wharf_*.deb
+	@lintian --fail-on error,warning $(BUILD_DEB)/wharf_*.deb \
+	    2>$(BUILD_DEB)/lintian.stderr; status=$$?; \
+	    grep -v '^running with root privileges' $(BUILD_DEB)/lintian.stderr >&2; \
+	    exit $$status
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SANITIZE)
+	rm -rf $(BUILD) $(BUILD_SANITIZE) $(BUILD_DEB)

@@ -50,6 +50,10 @@
 #define WORKER_BLOCK_MS 500
 #define TRIM_EVERY_MS 1000
 #define RECONNECT_MAX_MS 5000
+/* What a stop may take past shutdown_timeout (reaping the workers, the
+ * embedded Redis's own shutdown, up to 10 s): told to systemd at the
+ * start of a stop, so its TimeoutStopSec follows the manifest. */
+#define STOP_MARGIN_MS 15000
 /* Changes in plugins_dir are gathered this long before a reload. */
 #define WATCH_SETTLE_MS 300
 /* Queue figures (and pressure) are refreshed this often; a scrape older
@@ -1269,7 +1273,7 @@ static void begin_stop(supervisor *s, int code)
     if (s->stopping)
         return;
     s->stopping = true;
-    notify_stopping();
+    notify_stopping(s->cfg->shutdown_timeout_ms + STOP_MARGIN_MS);
     s->exit_code = code;
     s->stop_deadline_ms = slots_now_ms() + s->cfg->shutdown_timeout_ms;
     log_fields(WHARF_LOG_INFO, "stopping: running tasks may finish",
