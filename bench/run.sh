@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: wharf against a private redis-server, in one run on one
-# machine (DESIGN section 9). Prints a table and writes a JSON file:
+# machine (docs/tuning.md). Prints a table and writes a JSON file:
 #   1. enqueue rate through libwharf-client, one task a call and in bulk;
 #   2. processing throughput of BENCH_TASKS pre-enqueued no-op tasks with
 #      wharfd (BENCH_WORKERS workers, prefetch BENCH_PREFETCH), from the

@@ -1,5 +1,5 @@
-/* wharf, the producer's and operator's command-line tool (DESIGN section
- * 7). Each command is one cmd_*.c file defining one cli_command entry (as
+/* wharf, the producer's and operator's command-line tool (wharf(1)).
+ * Each command is one cmd_*.c file defining one cli_command entry (as
  * tmux's cmd-*.c); main.c holds the table. What the commands share lives
  * here: messages and exit codes, option parsing, the Redis connection. */
 #ifndef WHARF_CLI_H

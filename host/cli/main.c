@@ -1,6 +1,6 @@
 /* wharf: parses the global options, finds the command in the table,
  * decides the Redis address and runs the command. Exit codes are
- * sysexits (DESIGN section 7). */
+ * sysexits (wharf(1), README "Exit codes"). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

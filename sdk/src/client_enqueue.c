@@ -1,4 +1,4 @@
-/* Enqueue (DESIGN section 3, step 1): one atomic Lua script enforces the
+/* Enqueue (docs/protocol.md, enqueue.lua): one atomic Lua script enforces the
  * type's policy in Redis, deduplicates by id and adds the task to the
  * stream, or to the delayed set when it has a delay. One call of the
  * script takes a run of tasks of one type, each handled exactly as if it
