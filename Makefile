@@ -6,7 +6,7 @@ WERROR ?= ON
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap build build-sanitize demo bench test test-plain test-sanitize clean \
+.PHONY: all bootstrap build build-sanitize clients demo bench test test-plain test-sanitize clean \
         install uninstall deb
 
 all: build
@@ -24,13 +24,20 @@ build-sanitize: bootstrap
 	    -DWHARF_WERROR=$(WERROR) -DWHARF_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD_SANITIZE) -j $(JOBS) -- --no-print-directory
 
+# What the Python and Node clients need beyond bootstrap's packages: the
+# Node client's dependencies, exactly as its package-lock.json pins them.
+clients: bootstrap
+	@if [ ! -f clients/node/node_modules/.package-lock.json ] || \
+	    [ clients/node/package-lock.json -nt clients/node/node_modules/.package-lock.json ]; then \
+	    cd clients/node && npm ci --no-audit --no-fund --silent; fi
+
 # A private redis-server, wharfd and a few thousand tasks; see scripts/demo.
 demo: build
 	@BUILD=$(BUILD) bash scripts/demo
 
 # Throughput, Redis cost, latency and memory against a private
 # redis-server, beside redis-benchmark; see bench/run.sh and docs/tuning.md.
-bench: build
+bench: build clients
 	@BUILD=$(BUILD) bash bench/run.sh
 
 # The whole suite, then the whole suite again under ASan + UBSan. Both
@@ -48,14 +55,14 @@ test:
 	    $(BUILD_SANITIZE)/test-sanitize.log; \
 	test $$plain -eq 0 && test $$sanitize -eq 0
 
-test-plain: build
+test-plain: build clients
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) \
 	    --output-log $(abspath $(BUILD))/test-plain.log
 
 # Criterion passes a test even when LeakSanitizer reports at its exit, so
 # every sanitizer report goes to a file and any report fails the run.
 REPORTS = $(abspath $(BUILD_SANITIZE))/sanitizer-reports
-test-sanitize: build-sanitize
+test-sanitize: build-sanitize clients
 	@rm -rf $(REPORTS) && mkdir -p $(REPORTS)
 	@ASAN_OPTIONS=detect_leaks=1:log_path=$(REPORTS)/asan \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(REPORTS)/ubsan \
@@ -82,6 +89,10 @@ install: bootstrap
 	    $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
 	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD)
+	@# Into this very system as root: refresh the loader's cache, so
+	@# programs linked with libwharf-client.so find it at once.
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && \
+	    command -v ldconfig >/dev/null 2>&1; then ldconfig; fi
 
 # Removes the files of the last install (under the same DESTDIR: the list
 # holds the paths without it), then wharf's own folders if they are empty.
@@ -109,17 +120,24 @@ uninstall:
 	done
 	@echo "uninstall: removed the files listed in $(BUILD)/install_manifest.txt"
 
-# make deb: build/wharf_VERSION_ARCH.deb, installing to /usr (CPack, see
-# cmake/package.cmake), then lintian on it when lintian is installed.
+# make deb: $(BUILD_DEB)/wharf_VERSION_ARCH.deb (CPack, see
+# cmake/package.cmake), from a build of its own configured for /usr (so
+# the libraries go to the multiarch folder whatever `make install` was
+# last given), then lintian on it: any error or warning fails.
+BUILD_DEB ?= build-deb
 deb: bootstrap
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	@cmake -S . -B $(BUILD_DEB) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DCMAKE_INSTALL_PREFIX=/usr -DWHARF_TESTS=OFF \
 	    -DWHARF_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
-	@cd $(BUILD) && cpack -G DEB >/dev/null
-	@ls $(BUILD)/wharf_*.deb
-	@if command -v lintian >/dev/null 2>&1; then \
-	    lintian --fail-on error $(BUILD)/wharf_*.deb; \
-	else echo "deb: lintian not installed: not checked" >&2; fi
+	@cmake --build $(BUILD_DEB) -j $(JOBS) -- --no-print-directory
+	@rm -f $(BUILD_DEB)/wharf_*.deb
+	@cd $(BUILD_DEB) && cpack -G DEB >cpack.log 2>&1 || \
+	    { cat cpack.log; echo "deb: cpack failed" >&2; exit 1; }
+	@ls $(BUILD_DEB)/wharf_*.deb
+	@lintian --fail-on error,warning $(BUILD_DEB)/wharf_*.deb \
+	    2>$(BUILD_DEB)/lintian.stderr; status=$$?; \
+	    grep -v '^running with root privileges' $(BUILD_DEB)/lintian.stderr >&2; \
+	    exit $$status
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SANITIZE)
+	rm -rf $(BUILD) $(BUILD_SANITIZE) $(BUILD_DEB)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: wharf against a private redis-server, in one run on one
-# machine (DESIGN section 9). Prints a table and writes a JSON file:
+# machine (docs/tuning.md). Prints a table and writes a JSON file:
 #   1. enqueue rate through libwharf-client, one task a call and in bulk;
 #   2. processing throughput of BENCH_TASKS pre-enqueued no-op tasks with
 #      wharfd (BENCH_WORKERS workers, prefetch BENCH_PREFETCH), from the
@@ -11,7 +11,10 @@
 #   4. enqueue-to-start latency at a steady BENCH_RATE tasks/s;
 #   5. peak resident memory (VmHWM) of the supervisor and each worker;
 #   6. the ceiling: redis-benchmark on the same server;
-#   7. the cluster rows (bench/cluster.sh): one node against a 3-primary
+#   7. bulk enqueue from the C, Python and Node clients in turn, with the
+#      Redis commands each costs per task (they run the same script the
+#      same way, so the figures must be equal).
+#   8. the cluster rows (bench/cluster.sh): one node against a 3-primary
 #      Redis Cluster, and the cost of min_replicas_ack = 1.
 # Only processes it started are stopped, and always. Needs bash, awk and
 # the redis-server/redis-cli/redis-benchmark of scripts/bootstrap.
@@ -25,7 +28,8 @@ PREFETCH=${BENCH_PREFETCH:-16}
 SINGLE=${BENCH_SINGLE:-20000}
 RATE=${BENCH_RATE:-1000}
 STEADY_SECONDS=${BENCH_STEADY_SECONDS:-5}
-PHASES=${BENCH_PHASES:-ceiling,enqueue,process,latency,cluster}
+PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,latency,cluster}
+CLIENT_TASKS=${BENCH_CLIENT_TASKS:-50000}
 # Another wharfd (say, last release's) to run the processing phase with
 # too, against the same server: its rate is shown beside ours.
 BASELINE=${BENCH_BASELINE_WHARFD:-}
@@ -132,6 +136,35 @@ enqueue() {
         fail "single enqueue failed"
     single_rate=$(value_of "$WORK/single.txt" rate)
     single_redis_us=$(value_of "$WORK/single.txt" redis_cpu_us_per_task)
+    rcli FLUSHALL >/dev/null
+}
+
+# ---- 7. bulk enqueue from each client ----
+# Redis commands since CONFIG RESETSTAT, script-internal ones included,
+# less the bench's own (CONFIG, INFO).
+commands_since_reset() {
+    rcli INFO commandstats | tr -d '\r' | awk -F'[:=,]' '
+        /^cmdstat_/ && $1 != "cmdstat_config" && $1 != "cmdstat_info" {
+            s += $3 } END { print s + 0 }'
+}
+c_client_rate=0 py_client_rate=0 node_client_rate=0
+c_client_cmds=0 py_client_cmds=0 node_client_cmds=0
+client_bulk() { # client_bulk NAME COMMAND...: sets NAME_client_rate, _cmds
+    local name=$1
+    shift
+    rcli FLUSHALL >/dev/null
+    rcli CONFIG RESETSTAT >/dev/null
+    "$@" >"$WORK/client-$name.txt" || fail "$name bulk enqueue failed"
+    printf -v "${name}_client_rate" %s "$(value_of "$WORK/client-$name.txt" rate)"
+    printf -v "${name}_client_cmds" %s "$(awk -v c="$(commands_since_reset)" \
+        -v n="$CLIENT_TASKS" 'BEGIN { printf "%.3f", c / n }')"
+}
+clients() {
+    echo "bench: bulk enqueue of $CLIENT_TASKS from C, Python and Node" >&2
+    client_bulk c "$TOOL" enqueue "$port" bench.c "$CLIENT_TASKS" bulk
+    client_bulk py /usr/bin/python3 bench/enqueue.py "$port" bench.py \
+        "$CLIENT_TASKS"
+    client_bulk node node bench/enqueue.js "$port" bench.node "$CLIENT_TASKS"
     rcli FLUSHALL >/dev/null
 }
 
@@ -261,6 +294,7 @@ latency() {
 start_redis
 has_phase ceiling && ceiling
 has_phase enqueue && enqueue
+has_phase clients && clients
 if has_phase process; then
     process wharf "$WHARFD"
     [ -n "$BASELINE" ] && process baseline "$BASELINE"
@@ -361,6 +395,15 @@ if has_phase process; then
     row "worker peak RSS, largest (MiB)" "$(mib "$worker_hwm_max")" "< 8" \
         "$(verdict "$(mib "$worker_hwm_max")" "<=" 7.99)"
 fi
+if has_phase clients; then
+    same=$(awk -v a="$c_client_cmds" -v b="$py_client_cmds" \
+        -v c="$node_client_cmds" 'BEGIN { print (a == b && b == c) ? "yes" : "NO" }')
+    row "bulk enqueue, C client (tasks/s)" "$c_client_rate" "" ""
+    row "bulk enqueue, Python client (tasks/s)" "$py_client_rate" "" ""
+    row "bulk enqueue, Node client (tasks/s)" "$node_client_rate" "" ""
+    row "  redis commands per task, C / Py / Node" \
+        "$c_client_cmds / $py_client_cmds / $node_client_cmds" "equal" "$same"
+fi
 if has_phase latency; then
     row "enqueue->start p50 at $RATE/s (ms)" "$(ms "$p50")" "" ""
     row "enqueue->start p99 (ms)" "$(ms "$p99")" "< 5" \
@@ -386,6 +429,10 @@ cat >"$OUT" <<EOF
               "single_redis_cpu_us": $(num "$single_redis_us"),
               "bulk_per_s": $(num "$bulk_rate"),
               "bulk_redis_cpu_us": $(num "$bulk_redis_us")},
+  "clients": {"tasks": $CLIENT_TASKS,
+              "c": {"per_s": $(num "$c_client_rate"), "commands_per_task": $(num "$c_client_cmds")},
+              "python": {"per_s": $(num "$py_client_rate"), "commands_per_task": $(num "$py_client_cmds")},
+              "node": {"per_s": $(num "$node_client_rate"), "commands_per_task": $(num "$node_client_cmds")}},
   "processing": {"tasks_per_s": $(num "$rate"), "seconds": $(num "$seconds"),
                  "share_of_set": $(num "$of_set"),
                  "baseline_tasks_per_s": $(num "$base_rate")},

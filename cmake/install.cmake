@@ -37,6 +37,10 @@ add_custom_target(changelog ALL DEPENDS ${PROJECT_BINARY_DIR}/changelog.gz)
 install(FILES README.md docs/manifest.md docs/tuning.md
               etc/debian/copyright ${PROJECT_BINARY_DIR}/changelog.gz
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The out-of-tree plugin template (hello.c, a Makefile on pkg-config, a
+# CMakeLists.txt on find_package), for authors who have the package but
+# not the source.
+install(DIRECTORY sdk/template/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples/template)
 
 set(WHARF_SYSTEMD_UNIT_DIR lib/systemd/system CACHE STRING
     "Where wharfd.service goes, relative to the install prefix")

@@ -54,5 +54,9 @@ endif()
 
 configure_file("${WHARF_SOURCE_DIR}/etc/systemd/wharfd.service.in"
                "${stage}/wharfd.service" @ONLY)
+# wharf.service, a link beside it: a link in the unit folder is an alias
+# systemd always knows (no `systemctl enable` needed), so `systemctl start
+# wharf`, the package's name, works as well as wharfd.
+file(CREATE_LINK wharfd.service "${stage}/wharf.service" SYMBOLIC)
 file(INSTALL DESTINATION "${prefix}/${WHARF_SYSTEMD_UNIT_DIR}" TYPE FILE
-     FILES "${stage}/wharfd.service")
+     FILES "${stage}/wharfd.service" "${stage}/wharf.service")

@@ -40,4 +40,8 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${PROJECT_SOURCE_DIR}/etc/debian/conffiles
     ${PROJECT_SOURCE_DIR}/etc/debian/triggers)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# The package's lintian overrides, each with its reason (the Debian
+# package alone carries them: make install does not).
+set(CPACK_INSTALLED_DIRECTORIES
+    "${PROJECT_SOURCE_DIR}/etc/debian/lintian;usr/share/lintian/overrides")
 include(CPack)

@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <wharf/client.h>
+
 #include "claim.h"
 #include "client_ids.h"
 #include "log.h"
 #include "scripts.h"
 
-/* Redis command timeout: far above any BLOCK we ask for. */
-#define BROKER_TIMEOUT_MS 10000
 /* Ids per promote or trim script call. */
 #define BROKER_MOVE_BATCH 100
 /* Promote or trim calls per queue per maintenance pass, so one busy queue
@@ -42,7 +42,7 @@ struct broker_scratch {
 };
 
 static const char *const outcome_names[OUTCOME_COUNT] = {
-    "ok", "retry", "dead", "cached", "locked", "stale"};
+    "ok", "retry", "dead", "cached", "locked", "stale", "cancelled"};
 
 const char *task_outcome_name(task_outcome outcome)
 {
@@ -57,6 +57,7 @@ int broker_init(broker *b, const config *cfg, const char *const *types,
 
     memset(b, 0, sizeof(*b));
     b->cfg = cfg;
+    b->timeout_ms = BROKER_TIMEOUT_MS;
     if (strcmp(url, "embedded") == 0) {
         snprintf(url_text, sizeof(url_text), "unix://%s/redis.sock",
                  cfg->data_dir);
@@ -88,6 +89,7 @@ int broker_init(broker *b, const config *cfg, const char *const *types,
             key_of_type(q->dead, KEY_MAX, p, t, "dead") < 0 ||
             key_of_type(q->fence, KEY_MAX, p, t, "fence") < 0 ||
             key_of_type(q->policy_key, KEY_MAX, p, t, "policy") < 0 ||
+            key_of_type(q->entries, KEY_MAX, p, t, "entries") < 0 ||
             key_of_type(q->task_prefix, KEY_MAX, p, t, "") < 0) {
             snprintf(b->errstr, sizeof(b->errstr), "type '%s': key too long",
                      q->type);
@@ -234,11 +236,11 @@ static int setup_queues(broker *b)
                       WHARF_GROUP);
         pipeline_addf(p, q->policy_key,
                       "HSET %s max_payload %s max_backlog %s idempotency %s "
-                      "idempotency_ttl %s visibility_timeout %s",
+                      "idempotency_ttl %s visibility_timeout %s protocol %d",
                       q->policy_key, max_payload, max_backlog,
                       q->pol->idempotency == IDEMPOTENCY_NONE ? "none"
                                                               : "payload",
-                      ttl, visibility);
+                      ttl, visibility, WHARF_PROTOCOL);
         /* Its own command: the set is in no type's slot. */
         pipeline_addf(p, types_key, "SADD %s %s", types_key, q->type);
     }
@@ -264,6 +266,7 @@ int broker_connect(broker *b)
     int rc;
 
     broker_disconnect(b);
+    b->nodes.timeout_ms = b->timeout_ms;
     rc = nodes_connect(&b->nodes);
     b->round_trips++;
     if (rc != 0) {
@@ -684,21 +687,34 @@ static bool same_queue(const broker *b, const broker_job *a,
     return a->queue == c->queue;
 }
 
-/* KEYS fence, result:<id>..., lock:<id>...; ARGV lock_ttl_ms, owner. */
+/* Pushes the key <what>:<id> of every job of c that begins. */
+static void push_keys_of(broker *b, broker_job *jobs, const batch_call *c,
+                         const char *what)
+{
+    for (size_t i = c->first; i < c->end; i++)
+        if (job_begins(&jobs[i]))
+            push_key(b, &jobs[i], what);
+}
+
+/* KEYS fence, entries, result:<id>..., cancel:<id>..., lock:<id>...;
+ * ARGV lock_ttl_ms, owner, the length of "<prefix>:{<type>}:result:",
+ * entry ids. */
 static void begin_build(broker *b, broker_job *jobs, const batch_call *c)
 {
     const broker_queue *q = jobs[c->first].queue;
 
     begin_call(b, &script_begin);
     push_queue_key(b, q->fence);
-    for (size_t i = c->first; i < c->end; i++)
-        if (job_begins(&jobs[i]))
-            push_key(b, &jobs[i], "result");
-    for (size_t i = c->first; i < c->end; i++)
-        if (job_begins(&jobs[i]))
-            push_key(b, &jobs[i], "lock");
+    push_queue_key(b, q->entries);
+    push_keys_of(b, jobs, c, "result");
+    push_keys_of(b, jobs, c, "cancel");
+    push_keys_of(b, jobs, c, "lock");
     push_int(b, q->pol->lock_ttl_ms);
     push_str(b, jobs[c->first].owner);
+    push_int(b, (long long)(q->task_prefix_len + strlen("result:")));
+    for (size_t i = c->first; i < c->end; i++)
+        if (job_begins(&jobs[i]))
+            push_str(b, jobs[i].e.entry_id);
 }
 
 /* r: the error (or unexpected) reply, for the call or for j alone. */
@@ -736,7 +752,8 @@ static bool lock_value_fence(const char *text, size_t len, const char *owner,
     return true;
 }
 
-/* One element per task: 0 (cached), -1 (locked) or the lock value. */
+/* One element per task: 0 (cached), -1 (locked), -2 (cancelled) or the
+ * lock value. */
 static void begin_apply(broker *b, broker_job *jobs, const batch_call *c,
                         const redisReply *r)
 {
@@ -754,7 +771,9 @@ static void begin_apply(broker *b, broker_job *jobs, const batch_call *c,
         }
         v = r->element[k++];
         if (v->type == REDIS_REPLY_INTEGER) {
-            j->begin = v->integer == 0 ? BEGIN_CACHED : BEGIN_LOCKED;
+            j->begin = v->integer == 0    ? BEGIN_CACHED
+                       : v->integer == -2 ? BEGIN_CANCELLED
+                                          : BEGIN_LOCKED;
         } else if (v->type == REDIS_REPLY_STRING &&
                    lock_value_fence(v->str, v->len, j->owner,
                                     &j->e.task.fence)) {
@@ -841,6 +860,8 @@ static const char *record_of(finish_kind kind)
         return "result";
     case FINISH_DEAD:
         return "dead";
+    case FINISH_CANCEL:
+        return "cancel";
     default:
         return "task";
     }
@@ -856,6 +877,8 @@ static char finish_letter(finish_kind kind)
         return 'o';
     case FINISH_DEAD:
         return 'd';
+    case FINISH_CANCEL:
+        return 'c';
     default:
         return 'r';
     }
@@ -873,12 +896,16 @@ static void finish_build(broker *b, broker_job *jobs, const batch_call *c)
     push_queue_key(b, q->stream);
     push_queue_key(b, q->delayed);
     push_queue_key(b, q->dead);
+    push_queue_key(b, q->entries);
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]) && jobs[i].finish != FINISH_ACK)
             push_key(b, &jobs[i], "lock");
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]) && jobs[i].finish != FINISH_ACK)
             push_key(b, &jobs[i], record_of(jobs[i].finish));
+    for (size_t i = c->first; i < c->end; i++)
+        if (job_finishes(&jobs[i]))
+            push_key(b, &jobs[i], "cancel");
     push_str(b, WHARF_GROUP);
     push_str(b, consumer_of(b, lead));
     push_int(b, q->pol->result_ttl_ms);
@@ -889,6 +916,7 @@ static void finish_build(broker *b, broker_job *jobs, const batch_call *c)
         if (job_finishes(&jobs[i]))
             sc->kinds[t++] = finish_letter(jobs[i].finish);
     command_push_copy(&sc->cmd, sc->kinds, t);
+    push_int(b, (long long)(q->task_prefix_len + strlen("cancel:")));
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]))
             push_str(b, jobs[i].e.entry_id);
@@ -898,7 +926,8 @@ static void finish_build(broker *b, broker_job *jobs, const batch_call *c)
             push_str(b, jobs[i].begin == BEGIN_RUN ? jobs[i].token : "");
     for (size_t i = c->first; i < c->end; i++) {
         const broker_job *j = &jobs[i];
-        if (!job_finishes(j) || j->finish == FINISH_ACK)
+        if (!job_finishes(j) || j->finish == FINISH_ACK ||
+            j->finish == FINISH_CANCEL)
             continue;
         if (j->finish == FINISH_OK) {
             push(b, j->result ? (const void *)j->result : "", j->result_len);
@@ -922,6 +951,8 @@ static task_outcome outcome_done(const broker_job *j)
         return OUTCOME_LOCKED;
     case FINISH_DEAD:
         return OUTCOME_DEAD;
+    case FINISH_CANCEL:
+        return OUTCOME_CANCELLED;
     default:
         return OUTCOME_CACHED;
     }
@@ -938,7 +969,8 @@ static void finish_failed(broker *b, broker_job *j, const redisReply *r)
                3);
 }
 
-/* {codes, errors...}: per task k (done), s (stale) or e (failed, with
+/* {codes, errors...}: per task k (done), c (cancelled), s (stale) or e
+ * (failed, with
  * the next error). A reply of another shape fails every job. */
 static void finish_apply(broker *b, broker_job *jobs, const batch_call *c,
                          const redisReply *r)
@@ -957,6 +989,8 @@ static void finish_apply(broker *b, broker_job *jobs, const batch_call *c,
         code = codes ? codes->str[k++] : '?';
         if (code == 'k') {
             j->outcome = outcome_done(j);
+        } else if (code == 'c') {
+            j->outcome = OUTCOME_CANCELLED;
         } else if (code == 's') {
             j->outcome = OUTCOME_STALE;
         } else if (code == 'e' && next_error < r->elements) {
@@ -1111,7 +1145,7 @@ long broker_promote(broker *b)
         broker_queue *q = &b->queues[i];
         for (int round = 0; round < BROKER_MOVE_ROUNDS; round++) {
             const char *due_args[2] = {q->delayed, limit};
-            const char *keys[2] = {q->delayed, q->stream};
+            const char *keys[3] = {q->delayed, q->stream, q->entries};
             redisReply *due;
             long moved;
 
@@ -1129,7 +1163,7 @@ long broker_promote(broker *b)
                 freeReplyObject(due);
                 break;
             }
-            moved = move_ids(b, &script_promote, q, keys, 2, "task", NULL, due);
+            moved = move_ids(b, &script_promote, q, keys, 3, "task", NULL, due);
             freeReplyObject(due);
             if (moved < 0)
                 return -1;

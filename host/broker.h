@@ -29,6 +29,7 @@ typedef enum task_outcome {
     OUTCOME_CACHED,
     OUTCOME_LOCKED,
     OUTCOME_STALE,
+    OUTCOME_CANCELLED, /* wharf cancel: nothing written, not retried */
     OUTCOME_COUNT
 } task_outcome;
 
@@ -41,7 +42,8 @@ typedef enum finish_kind {
     FINISH_OK,         /* store the result */
     FINISH_RETRY,      /* to the delayed set, attempt + 1 */
     FINISH_RESCHEDULE, /* locked elsewhere: delayed, same attempt */
-    FINISH_DEAD        /* to the dead set */
+    FINISH_DEAD,       /* to the dead set */
+    FINISH_CANCEL      /* cancelled (wharf cancel): ack, write nothing */
 } finish_kind;
 
 /* What begin found. */
@@ -49,7 +51,8 @@ typedef enum begin_kind {
     BEGIN_NONE = 0, /* not begun (bad or deleted entry) */
     BEGIN_CACHED,   /* a result is cached: do not run */
     BEGIN_RUN,      /* lock taken with token */
-    BEGIN_LOCKED    /* another run holds the lock */
+    BEGIN_LOCKED,   /* another run holds the lock */
+    BEGIN_CANCELLED /* its entry was cancelled: do not run */
 } begin_kind;
 
 typedef struct broker_queue {
@@ -60,6 +63,7 @@ typedef struct broker_queue {
     char dead[KEY_MAX];
     char fence[KEY_MAX];
     char policy_key[KEY_MAX];
+    char entries[KEY_MAX];     /* the id -> stream entry index */
     unsigned slot; /* the Redis Cluster slot of every key of the type */
     char task_prefix[KEY_MAX]; /* "<prefix>:{<type>}:", for task keys */
     size_t task_prefix_len;
@@ -106,11 +110,17 @@ typedef struct broker {
     size_t n_queues;
     broker_scratch *scratch;
     claim_state *claims;
+    int timeout_ms;       /* connect and command timeout: broker_init
+                             sets BROKER_TIMEOUT_MS; a caller may lower
+                             it before broker_connect */
     uint64_t round_trips; /* claims and connects; the pipe counts its own */
     uint64_t redis_errors;
     bool replicas_short; /* the last finish's WAIT came up short */
     char errstr[1024];
 } broker;
+
+/* A broker's Redis command timeout: far above any BLOCK we ask for. */
+#define BROKER_TIMEOUT_MS 10000
 
 /* Prepares b for the n types (with their policies). Connects nothing.
  * 0, or -1 with b->errstr set (bad URL). */

@@ -413,6 +413,11 @@ static const key_spec console_keys[] = {
     {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL},
 };
 
+static const key_spec producer_keys[] = {
+    HOST("strict", VALUE_BOOL, producer_strict, 0, 1, NULL),
+    {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL},
+};
+
 static const key_spec log_keys[] = {
     HOST("level", VALUE_ENUM, log_level, 0, 0, level_names),
     HOST("format", VALUE_ENUM, log_format, 0, 0, format_names),
@@ -457,6 +462,7 @@ typedef enum section_kind {
     SECTION_METRICS,
     SECTION_LOG,
     SECTION_CONSOLE,
+    SECTION_PRODUCER,
     SECTION_DEFAULTS,
     SECTION_PLUGIN,
     SECTION_TYPE,
@@ -475,6 +481,7 @@ static const fixed_section fixed_sections[] = {
     {"metrics", SECTION_METRICS, metrics_keys},
     {"log", SECTION_LOG, log_keys},
     {"console", SECTION_CONSOLE, console_keys},
+    {"producer", SECTION_PRODUCER, producer_keys},
     {"defaults", SECTION_DEFAULTS, policy_keys},
     {NULL, SECTION_NONE, NULL},
 };

@@ -101,6 +101,8 @@ typedef struct config {
     /* [console] (docs/console.md) */
     bool console_actions; /* replay / purge / cancel allowed */
     char *console_token;  /* what actions must present, or NULL */
+    bool producer_strict; /* [producer] strict: wharf enqueue refuses a
+                             type no host ever served */
     int console_line;     /* the [console] header, for messages; 0 if none */
 
     /* [log] */

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "nodes.h"
 #include "pipeline.h"
+#include "lua_sources.h"
 #include "redis_url.h"
 #include "script.h"
 
@@ -1262,19 +1263,13 @@ static const char purge_lua[] =
     "redis.call('DEL', KEYS[2], KEYS[3])\n"
     "return 'OK'\n";
 
-/* KEYS: 1 delayed zset, 2 task:<id>. ARGV: 1 id. Only a task waiting in
- * the delayed set can be cancelled: a queued one sits in a stream entry
- * whose id only a scan could find, and a running one is its worker's. */
-static const char cancel_lua[] =
-    "if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then\n"
-    "  return 'NOT_FOUND'\n"
-    "end\n"
-    "redis.call('DEL', KEYS[2])\n"
-    "return 'OK'\n";
+/* The one cancel of every producer, sdk/lua/cancel.lua (KEYS and ARGV:
+ * its header): a queued or delayed task is removed, a running one's host
+ * asks it to end. Its reply {word, detail} becomes OK or NOT_FOUND. */
 
 static script replay_script = {.name = "console replay", .source = replay_lua};
 static script purge_script = {.name = "console purge", .source = purge_lua};
-static script cancel_script = {.name = "console cancel", .source = cancel_lua};
+static script cancel_script = {.name = "cancel", .source = wharf_lua_cancel};
 
 /* "host[:port]" of an Origin or Referer URL ("scheme://host[:port]/..."),
  * into out; false if it has none. */
@@ -1351,8 +1346,8 @@ static void action(console *c, const char *what, http_reply *reply)
 {
     const char *type;
     const char *id = http_query("id");
-    char keys[4][KEY_MAX];
-    const char *argv[6];
+    char keys[9][KEY_MAX];
+    const char *argv[12], *word = NULL;
     script *s;
     int numkeys, argc;
     pipeline *redis;
@@ -1371,10 +1366,21 @@ static void action(console *c, const char *what, http_reply *reply)
         return;
     }
     if (strcmp(what, "cancel") == 0) {
+        static const char *const whats[9] = {
+            "policy", "entries", "stream", "delayed", "task:", "seen:",
+            "cancel:", "result:", "dead"};
         s = &cancel_script;
-        key_of_type(keys[0], KEY_MAX, prefix_of(c), type, "delayed");
-        key_of_task(keys[1], KEY_MAX, prefix_of(c), type, "task", id);
-        numkeys = 2;
+        for (int i = 0; i < 9; i++) {
+            size_t n = strlen(whats[i]);
+            if (whats[i][n - 1] == ':') {
+                char w[16];
+                snprintf(w, sizeof(w), "%.*s", (int)(n - 1), whats[i]);
+                key_of_task(keys[i], KEY_MAX, prefix_of(c), type, w, id);
+            } else {
+                key_of_type(keys[i], KEY_MAX, prefix_of(c), type, whats[i]);
+            }
+        }
+        numkeys = 9;
     } else {
         char env[2][KEY_MAX];
         s = strcmp(what, "replay") == 0 ? &replay_script : &purge_script;
@@ -1388,8 +1394,9 @@ static void action(console *c, const char *what, http_reply *reply)
     for (int i = 0; i < numkeys; i++)
         argv[i] = keys[i];
     argv[numkeys] = id;
-    argv[numkeys + 1] = type;
-    argc = numkeys + (s == &replay_script ? 2 : 1);
+    argv[numkeys + 1] = s == &cancel_script ? WHARF_GROUP : type;
+    argv[numkeys + 2] = "1"; /* the protocol versions this host speaks */
+    argc = numkeys + (s == &cancel_script ? 3 : s == &replay_script ? 2 : 1);
     if (!(redis = connection(c))) {
         json_error(reply, 503, "redis unreachable");
         return;
@@ -1402,10 +1409,19 @@ static void action(console *c, const char *what, http_reply *reply)
         json_error(reply, 503, "redis: the %s did not go through", what);
         return;
     }
-    if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS) {
+    /* cancel.lua answers {word, detail}: REMOVED or CANCELLING did it. */
+    if (s == &cancel_script && r->type == REDIS_REPLY_ARRAY &&
+        r->elements == 2 && r->element[0]->type == REDIS_REPLY_STRING)
+        word = strcmp(r->element[0]->str, "REMOVED") == 0 ||
+                       strcmp(r->element[0]->str, "CANCELLING") == 0
+                   ? "OK"
+                   : "NOT_FOUND";
+    else if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
+        word = r->str;
+    if (!word) {
         json_error(reply, 502, "redis: %s",
                    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-    } else if (strcmp(r->str, "OK") == 0) {
+    } else if (strcmp(word, "OK") == 0) {
         log_fields(WHARF_LOG_INFO, "console action",
                    (log_field[]){LOG_STR("action", what), LOG_STR("type", type),
                                  LOG_STR("task", id)},
@@ -1416,7 +1432,7 @@ static void action(console *c, const char *what, http_reply *reply)
         jb_str(&b, id);
         jb_put(&b, "}", 1);
         json_reply(reply, 200, &b);
-    } else if (strcmp(r->str, "MISSING") == 0) {
+    } else if (strcmp(word, "MISSING") == 0) {
         json_error(reply, 410,
                    "dead task '%s' had no envelope: dropped it "
                    "from the dead set",

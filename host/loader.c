@@ -250,6 +250,14 @@ static int loader_check_desc(const config *cfg, int line, const char *path,
     return 0;
 }
 
+/* How the host names a plugin: its manifest section ([plugin.NAME]), so
+ * two sections that load one file are told apart; the descriptor's name
+ * for an autoloaded plugin, which has no section. */
+static const char *loader_plugin_label(const loaded_plugin *plugin)
+{
+    return plugin->section ? plugin->section->name : plugin->name;
+}
+
 /* Adds a route for `type` to `plugin`, refusing a type that an earlier
  * plugin (or this one) already serves. */
 static int loader_add_route(loader *ld, loaded_plugin *plugin, const char *type,
@@ -270,13 +278,15 @@ static int loader_add_route(loader *ld, loaded_plugin *plugin, const char *type,
             loader_fail(err, errlen, cfg, line, plugin->path,
                         "type \"%s\" is listed twice", type);
         else
-            loader_fail(
-                err, errlen, cfg, line, plugin->path,
-                "type \"%s\" of plugin \"%s\" is already served by "
-                "plugin \"%s\" (%s)",
-                type, loader_quote(quoted, sizeof quoted, plugin->name),
-                loader_quote(other_quoted, sizeof other_quoted, other->name),
-                other->path);
+            loader_fail(err, errlen, cfg, line, plugin->path,
+                        "type \"%s\" of plugin \"%s\" is already served by "
+                        "plugin \"%s\" (%s)",
+                        type,
+                        loader_quote(quoted, sizeof quoted,
+                                     loader_plugin_label(plugin)),
+                        loader_quote(other_quoted, sizeof other_quoted,
+                                     loader_plugin_label(other)),
+                        other->path);
         return -1;
     }
     if (ld->n_routes == *cap) {

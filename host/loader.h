@@ -41,7 +41,7 @@ typedef struct loader {
  * constructors dlopen runs. On failure returns -1, closes what it opened,
  * leaves *out untouched and writes one line naming the manifest line, the
  * plugin file and the reason into err:
- *   "FILE:LINE: PATH: ABI 2 instead of 1". */
+ *   "FILE:LINE: PATH: ABI 1 instead of 2: built against another ...". */
 int loader_open(const config *cfg, loader **out, char *err, size_t errlen);
 
 /* Runs each plugin's init (in this process). On failure returns -1, runs

@@ -80,9 +80,18 @@ int notify_reloading(void)
     return notify_send(state);
 }
 
-int notify_stopping(void)
+int notify_stopping(int64_t within_ms)
 {
-    return notify_send("STOPPING=1\n");
+    char state[96];
+
+    if (within_ms <= 0)
+        return notify_send("STOPPING=1\n");
+    /* systemd (>= 236) then waits that long past TimeoutStopSec, never
+     * less than TimeoutStopSec itself. */
+    snprintf(state, sizeof(state),
+             "STOPPING=1\nEXTEND_TIMEOUT_USEC=%" PRIu64 "\n",
+             (uint64_t)within_ms * 1000u);
+    return notify_send(state);
 }
 
 int notify_watchdog(void)

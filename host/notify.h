@@ -15,8 +15,11 @@ int notify_ready(void);
  * notify_ready() again when it is over, whether it applied or not. */
 int notify_reloading(void);
 
-/* STOPPING=1: shutdown began. */
-int notify_stopping(void);
+/* STOPPING=1: shutdown began. With within_ms > 0 also
+ * EXTEND_TIMEOUT_USEC: the stop may take that long, so a unit whose
+ * TimeoutStopSec is shorter than the manifest's shutdown_timeout does not
+ * SIGKILL the host while its tasks may still finish. */
+int notify_stopping(int64_t within_ms);
 
 /* WATCHDOG=1: the main loop is alive. */
 int notify_watchdog(void);

@@ -36,7 +36,10 @@
  * plugin call (a signal, exit() called by the plugin) fails that run's
  * attempt ("worker crashed: SIGSEGV", "worker exited with status 0 during
  * the task"); the locks of the rest of its batch are released and its
- * replacement reads the slot's pending entries again.
+ * replacement reads the slot's pending entries again. If Redis is away
+ * at that moment the dead worker's slot is kept and the replacement is
+ * not started until the failure is recorded: it would run the failed
+ * task again at the same attempt.
  *
  * Signals. Workers block SIGTERM, SIGINT and SIGHUP for life, so none
  * interrupts plugin code; a stop is the slot's `stop` flag (or one of
@@ -46,6 +49,9 @@
  * shutdown_timeout); SIGHUP reloads (a plugin check in a child bounded by
  * init_timeout, then workers replaced one at a time through `stop`);
  * SIGCHLD reaps. The only signal the host sends a worker is SIGKILL.
+ * Nothing holds the supervisor's loop for long: the check is a child with
+ * a deadline, HTTP answers from figures the loop already has, and each of
+ * its own Redis commands waits at most RUN_SUPERVISOR_REDIS_TIMEOUT_MS.
  *
  * Outages. A batch whose begin reply was lost is held and, once Redis is
  * back, its locks are released by their owner nonce; a batch whose finish
@@ -64,6 +70,12 @@
 /* After a timeout's cancel request, this long before SIGKILL: time for a
  * plugin that checks wharf_cancelled to return. */
 #define RUN_KILL_GRACE_MS 1000
+
+/* The supervisor's loop enforces the deadlines and answers /healthz, so
+ * it waits on Redis at most this long a command (and a connect): a Redis
+ * that stops answering, rather than refusing, delays a timeout's cancel
+ * by about this much, not by a worker's 10 s. */
+#define RUN_SUPERVISOR_REDIS_TIMEOUT_MS 2000
 
 /* Leases and locks are renewed this many times per lock_ttl (or
  * visibility_timeout, the shorter), so two renewals can be missed before

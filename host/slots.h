@@ -42,7 +42,9 @@ typedef struct slot {
     /* Written by the supervisor, read by the worker at any time. */
     _Atomic int stop;       /* 1: stop claiming, finish, exit 0 */
     _Atomic uint32_t cancel; /* the `run` that must end (its deadline
-                                passed), or 0 */
+                                passed, or it was cancelled), or 0 */
+    _Atomic uint32_t cancel_requested; /* the `run` a wharf cancel asked to
+                                          end (set before `cancel`), or 0 */
     uint32_t capacity;      /* batch entries, fixed at slot_create */
 
     /* Written by the worker between slot_write_begin and _end. */

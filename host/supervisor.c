@@ -19,11 +19,13 @@
 
 #include "backoff.h"
 #include "broker.h"
+#include "cancel_check.h"
 #include "check.h"
 #include "child.h"
 #include "console.h"
 #include "embedded.h"
 #include "http.h"
+#include "known_types.h"
 #include "loader.h"
 #include "log.h"
 #include "metrics.h"
@@ -48,6 +50,10 @@
 #define WORKER_BLOCK_MS 500
 #define TRIM_EVERY_MS 1000
 #define RECONNECT_MAX_MS 5000
+/* What a stop may take past shutdown_timeout (reaping the workers, the
+ * embedded Redis's own shutdown, up to 10 s): told to systemd at the
+ * start of a stop, so its TimeoutStopSec follows the manifest. */
+#define STOP_MARGIN_MS 15000
 /* Changes in plugins_dir are gathered this long before a reload. */
 #define WATCH_SETTLE_MS 300
 /* Queue figures (and pressure) are refreshed this often; a scrape older
@@ -62,11 +68,18 @@ typedef struct worker_proc {
     int64_t forked_ms;
     int64_t restart_at_ms;    /* when to fork it again; 0 = not waiting */
     unsigned crashes;         /* deaths in a row, each before STABLE_AFTER */
-    int64_t cancel_sent_ms;   /* a timeout's cancel request, 0 = none */
+    int64_t cancel_sent_ms;   /* a cancel request (timeout or wharf
+                                 cancel), 0 = none */
     uint32_t cancel_run;      /* the run it was for */
+    bool cancel_requested;    /* it came from wharf cancel */
     bool killed_for_timeout;  /* SIGKILLed after the grace */
     char timed_out_entry[SLOT_ENTRY_MAX];
     int64_t timed_out_after_ms;
+    bool recovering;          /* died while Redis was away: its slot is
+                                 kept, and it is not started again, until
+                                 recover_slot has recorded its tasks */
+    int dead_status;          /* how it ended, for that recovery */
+    unsigned recover_tries;
     bool retiring;            /* asked to stop: reload or shutdown */
     bool replace;             /* reload: stop it, then start it anew */
 } worker_proc;
@@ -90,7 +103,7 @@ typedef struct supervisor {
     embedded_redis embedded;
     bool embedded_on;
     int64_t last_promote_ms, last_trim_ms, last_renew_ms, last_takeover_ms,
-        last_heartbeat_ms;
+        last_heartbeat_ms, last_cancel_check_ms;
     int watch_fd;
     int64_t reload_at_ms; /* a watched change asks for a reload then */
     plugin_check check;   /* a reload's plugin check under way */
@@ -103,6 +116,7 @@ typedef struct supervisor {
     metrics *m;
     http_server *http;
     queue_figures *figures; /* one per broker queue */
+    known_types known;      /* figures of the types it does not serve */
     bool figures_ok;
     int64_t figures_ms;
     uint64_t counted_round_trips, counted_errors;
@@ -185,6 +199,7 @@ static int setup_broker(supervisor *s)
         log_msg(WHARF_LOG_ERROR, "%s", s->b.errstr);
         return -1;
     }
+    s->b.timeout_ms = RUN_SUPERVISOR_REDIS_TIMEOUT_MS;
     free(s->figures);
     s->figures = calloc(s->n_types + 1, sizeof(*s->figures));
     if (!s->figures) {
@@ -334,6 +349,7 @@ static void start_worker(supervisor *s, size_t index, int64_t now)
     p->restart_at_ms = 0;
     p->cancel_sent_ms = 0;
     p->cancel_run = 0;
+    p->cancel_requested = false;
     p->killed_for_timeout = false;
     p->timed_out_entry[0] = '\0';
     p->retiring = false;
@@ -359,7 +375,10 @@ static int read_slot(worker_proc *p)
 static void death_reason(const worker_proc *p, int status, const char *entry_id,
                          char *buf, size_t len)
 {
-    if (p->timed_out_entry[0] && strcmp(p->timed_out_entry, entry_id) == 0)
+    if (p->cancel_requested && p->timed_out_entry[0] &&
+        strcmp(p->timed_out_entry, entry_id) == 0)
+        snprintf(buf, len, "cancelled");
+    else if (p->timed_out_entry[0] && strcmp(p->timed_out_entry, entry_id) == 0)
         snprintf(buf, len, "timeout after %" PRId64 " ms",
                  p->timed_out_after_ms);
     else if (WIFSIGNALED(status))
@@ -385,20 +404,25 @@ static void own_slot_task(broker_job *j, broker_queue *q, const char *consumer,
 
 /* A worker died: records the failure of the task it was running through
  * the normal retry/dead path, and releases the locks of the rest of its
- * batch so its replacement can run them at once. If Redis is not there,
- * the entries stay pending and the replacement reads them again. */
-static void recover_slot(supervisor *s, size_t index, int status)
+ * batch so its replacement can run them at once. True when that is done
+ * (the slot is then unmapped); false if Redis was away, in which case the
+ * slot is kept and recovery is tried again before the worker is started
+ * anew: a replacement would read the same pending entries and run the
+ * failed task again at the same attempt, never spending it. A recovery
+ * tried again finishes in resend mode, so a first try that landed unseen
+ * counts once. */
+static bool recover_slot(supervisor *s, size_t index, int status)
 {
     worker_proc *p = &s->procs[index];
     slot *snap = p->snap;
     broker_job *jobs = NULL;
     redisReply **entries = NULL;
     char reason[256];
-    bool mid_task;
+    bool mid_task, done = false;
     size_t n;
 
     if (!p->sl || !snap)
-        return;
+        return true;
     /* The worker is gone: a write it left half done (it died in it) is
      * read as it stands, which still names every entry it held. */
     if (slot_read(p->sl, snap) == -1)
@@ -411,16 +435,23 @@ static void recover_slot(supervisor *s, size_t index, int status)
     mid_task = snap->state == SLOT_RUNNING && snap->running < snap->batch_n;
 
     n = snap->batch_n;
-    if (n == 0 || ensure_connected(s, slots_now_ms()) != 0)
+    if (n == 0) {
+        done = true;
+        goto out;
+    }
+    if (ensure_connected(s, slots_now_ms()) != 0)
         goto out;
     jobs = calloc(n, sizeof(*jobs));
     entries = calloc(n, sizeof(*entries));
-    if (!jobs || !entries)
+    if (!jobs || !entries) {
+        log_msg(WHARF_LOG_ERROR, "recovering a dead worker: out of memory");
         goto out;
+    }
     for (size_t i = 0; i < n; i++) {
         const slot_task *t = &snap->batch[i];
         broker_job *j = &jobs[i];
         broker_queue *q = broker_queue_of(&s->b, t->type);
+        int rc;
         if (!q)
             continue;
         own_slot_task(j, q, p->consumer, t->token);
@@ -431,39 +462,64 @@ static void recover_slot(supervisor *s, size_t index, int status)
             continue;
         /* The task it was running: its failure goes through retry/dead. */
         entries[i] = broker_entry(&s->b, q, t->entry_id);
-        if (!entries[i] || entries[i]->elements != 1) {
-            if (!entries[i])
-                lost_connection(s, "reading a dead worker's task");
-            continue;
+        if (!entries[i]) {
+            lost_connection(s, "reading a dead worker's task");
+            goto out;
         }
+        if (entries[i]->elements != 1)
+            continue; /* already finished: nothing to fail */
         broker_entries(&s->b, q, entries[i], j, 1); /* resets j */
         own_slot_task(j, q, p->consumer, t->token);
         death_reason(p, status, t->entry_id, reason, sizeof(reason));
         backoff_fail(j, reason);
-        if (broker_finish(&s->b, j, 1) != 0) {
+        rc = p->recover_tries ? broker_finish_resend(&s->b, j, 1)
+                              : broker_finish(&s->b, j, 1);
+        if (rc != 0) {
             lost_connection(s, "recording a dead worker's task");
             goto out;
         }
         metrics_outcome(s->m, metrics_type_find(s->m, q->type), j->outcome);
         log_fields(WHARF_LOG_WARN, "task failed with its worker",
-                   (log_field[]){LOG_STR("task", j->e.task.id),
-                                 LOG_STR("type", q->type),
-                                 LOG_INT("attempt", j->e.task.attempt),
-                                 LOG_STR("outcome",
-                                         task_outcome_name(j->outcome)),
-                                 LOG_STR("error", reason),
-                                 LOG_STR("worker", p->consumer)},
+                   (log_field[]){
+                       LOG_STR("task", j->e.task.id), LOG_STR("type", q->type),
+                       LOG_INT("attempt", j->e.task.attempt),
+                       LOG_STR("outcome", task_outcome_name(j->outcome)),
+                       LOG_STR("error", reason),
+                       LOG_STR("worker", p->consumer)},
                    6);
         j->begin = BEGIN_NONE; /* its lock went with the finish */
     }
-    if (broker_release(&s->b, jobs, n) != 0)
+    if (broker_release(&s->b, jobs, n) != 0) {
         lost_connection(s, "releasing a dead worker's locks");
+        goto out;
+    }
+    done = true;
 out:
     for (size_t i = 0; entries && i < n; i++)
         freeReplyObject(entries[i]);
     free(entries);
     free(jobs);
-    drop_slot(p);
+    if (done)
+        drop_slot(p);
+    return done;
+}
+
+/* Tries again to recover the slot of a worker that died while Redis was
+ * away. True once done (or nothing was left to do). */
+static bool retry_recovery(supervisor *s, size_t index)
+{
+    worker_proc *p = &s->procs[index];
+
+    if (!p->recovering)
+        return true;
+    p->recover_tries++;
+    if (!recover_slot(s, index, p->dead_status))
+        return false;
+    p->recovering = false;
+    p->recover_tries = 0;
+    log_fields(WHARF_LOG_INFO, "a dead worker's tasks are recorded",
+               (log_field[]){LOG_STR("worker", p->consumer)}, 1);
+    return true;
 }
 
 static void worker_exited(supervisor *s, size_t index, int status,
@@ -483,7 +539,14 @@ static void worker_exited(supervisor *s, size_t index, int status,
     if (clean && p->sl && read_slot(p) == 0 &&
         p->snap->state == SLOT_RUNNING)
         clean = false; /* exit() inside a plugin call */
-    recover_slot(s, index, status);
+    p->recover_tries = 0;
+    p->recovering = !recover_slot(s, index, status);
+    p->dead_status = status;
+    if (p->recovering)
+        log_fields(WHARF_LOG_WARN,
+                   "a dead worker's tasks wait for Redis to be recorded; "
+                   "its replacement waits with them",
+                   (log_field[]){LOG_STR("worker", p->consumer)}, 1);
     p->pid = 0;
     if (s->stopping)
         return;
@@ -568,6 +631,7 @@ static void enforce_timeouts(supervisor *s, int64_t now)
         if (p->cancel_sent_ms) {
             if (snap->state != SLOT_RUNNING || snap->run != p->cancel_run) {
                 p->cancel_sent_ms = 0; /* it ended that run itself */
+                p->cancel_requested = false;
             } else if (now - p->cancel_sent_ms >= RUN_KILL_GRACE_MS) {
                 log_fields(WHARF_LOG_WARN, "task ignored its cancel request; "
                                            "killing its worker",
@@ -595,6 +659,58 @@ static void enforce_timeouts(supervisor *s, int64_t now)
                                  LOG_STR("worker", p->consumer)},
                    4);
     }
+}
+
+/* Asks the running plugin of each worker whose task was cancelled
+ * (cancel:<id> names its entry, see cancel_check.h) to end, through the
+ * slot as a timeout does: the plugin sees wharf_cancelled, the worker
+ * ends the run as cancelled, and one that ignores it is killed after the
+ * same grace (its finish writes nothing either way). */
+static int check_cancels(supervisor *s, int64_t now)
+{
+    const char *types[s->n_procs ? s->n_procs : 1];
+    const char *ids[s->n_procs ? s->n_procs : 1];
+    const char *entry_ids[s->n_procs ? s->n_procs : 1];
+    bool cancelled[s->n_procs ? s->n_procs : 1];
+    size_t which[s->n_procs ? s->n_procs : 1];
+    size_t n = 0;
+
+    for (size_t i = 0; i < s->n_procs; i++) {
+        worker_proc *p = &s->procs[i];
+        const slot_task *t;
+        if (p->pid <= 0 || p->cancel_sent_ms || read_slot(p) != 0 ||
+            p->snap->state != SLOT_RUNNING ||
+            p->snap->running >= p->snap->batch_n)
+            continue;
+        t = &p->snap->batch[p->snap->running];
+        types[n] = t->type;
+        ids[n] = t->id;
+        entry_ids[n] = t->entry_id;
+        which[n++] = i;
+    }
+    if (n == 0)
+        return 0;
+    if (cancel_check(&s->b, types, ids, entry_ids, n, cancelled) != 0)
+        return -1;
+    for (size_t k = 0; k < n; k++) {
+        worker_proc *p = &s->procs[which[k]];
+        uint32_t run = p->snap->run;
+        if (!cancelled[k])
+            continue;
+        snprintf(p->timed_out_entry, sizeof(p->timed_out_entry), "%s",
+                 entry_ids[k]);
+        p->cancel_sent_ms = now;
+        p->cancel_run = run;
+        p->cancel_requested = true;
+        atomic_store(&p->sl->cancel_requested, run);
+        atomic_store(&p->sl->cancel, run);
+        log_fields(WHARF_LOG_INFO, "task cancelled; asking it to end",
+                   (log_field[]){LOG_STR("task", ids[k]),
+                                 LOG_STR("type", types[k]),
+                                 LOG_STR("worker", p->consumer)},
+                   3);
+    }
+    return 0;
 }
 
 /* ---- maintenance ---- */
@@ -731,7 +847,8 @@ static int64_t takeover_every_ms(const supervisor *s)
 static int refresh_figures(supervisor *s, int64_t now)
 {
     s->figures_ms = now;
-    if (pressure_refresh(&s->b, s->figures) != 0) {
+    if (pressure_refresh(&s->b, s->figures) != 0 ||
+        known_types_refresh(&s->b, &s->known) != 0) {
         s->figures_ok = false;
         lost_connection(s, "reading queue figures");
         return -1;
@@ -763,6 +880,13 @@ static int maintain(supervisor *s, int64_t now)
         s->last_renew_ms = now;
         if (renew_leases(s) != 0) {
             lost_connection(s, "renewing leases");
+            return 0;
+        }
+    }
+    if (now - s->last_cancel_check_ms >= CANCEL_CHECK_EVERY_MS) {
+        s->last_cancel_check_ms = now;
+        if (check_cancels(s, now) != 0) {
+            lost_connection(s, "looking for cancel requests");
             return 0;
         }
     }
@@ -900,13 +1024,24 @@ static void on_http(void *arg, const char *method, const char *path,
         return;
     }
     if (strcmp(path, "/metrics") == 0) {
+        /* The served types first, then every other known type. */
+        size_t n = s->b.n_queues + s->known.n;
+        queue_figures *all = malloc((n ? n : 1) * sizeof(*all));
         count_redis(s);
+        if (!all) {
+            text_reply(reply, 503, "out of memory\n");
+            return;
+        }
+        memcpy(all, s->figures, s->b.n_queues * sizeof(*all));
+        if (s->known.n)
+            memcpy(all + s->b.n_queues, s->known.figures,
+                   s->known.n * sizeof(*all));
         reply->status = 200;
         reply->content_type = "text/plain; version=0.0.4; charset=utf-8";
-        reply->body = metrics_render(s->m, s->figures, s->b.n_queues,
-                                     &workers,
+        reply->body = metrics_render(s->m, all, n, &workers,
                                      broker_connected(&s->b) && s->figures_ok,
                                      &reply->len);
+        free(all);
         return;
     }
     text_reply(reply, 404, "not found: try /metrics, /healthz, /readyz\n");
@@ -1127,7 +1262,8 @@ static void start_due_workers(supervisor *s, int64_t now)
 {
     for (size_t i = 0; i < s->n_procs; i++) {
         worker_proc *p = &s->procs[i];
-        if (p->pid <= 0 && p->restart_at_ms && now >= p->restart_at_ms)
+        if (p->pid <= 0 && p->restart_at_ms && now >= p->restart_at_ms &&
+            retry_recovery(s, i))
             start_worker(s, i, now);
     }
 }
@@ -1137,7 +1273,7 @@ static void begin_stop(supervisor *s, int code)
     if (s->stopping)
         return;
     s->stopping = true;
-    notify_stopping();
+    notify_stopping(s->cfg->shutdown_timeout_ms + STOP_MARGIN_MS);
     s->exit_code = code;
     s->stop_deadline_ms = slots_now_ms() + s->cfg->shutdown_timeout_ms;
     log_fields(WHARF_LOG_INFO, "stopping: running tasks may finish",
@@ -1358,6 +1494,11 @@ int supervisor_run(const char *config_path, config *cfg)
                   cfg->workers);
     status = run_loop(&s);
     reap(&s, slots_now_ms());
+    /* A last try for what a worker that died while Redis was away left:
+     * otherwise its tasks stay pending and run again at the next start. */
+    for (size_t i = 0; i < s.n_procs; i++)
+        if (s.procs[i].recovering && ensure_connected(&s, INT64_MAX) == 0)
+            retry_recovery(&s, i);
     if (ensure_connected(&s, INT64_MAX) == 0)
         broker_release_key(&s.b, s.instance_key, s.instance_value);
     log_fields(WHARF_LOG_INFO, "wharfd stopped",
@@ -1368,6 +1509,7 @@ out:
     broker_destroy(&s.b);
     metrics_destroy(s.m);
     free(s.figures);
+    known_types_free(&s.known);
     if (s.embedded_on)
         embedded_stop(&s.embedded);
     if (s.watch_fd >= 0)

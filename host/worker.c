@@ -265,7 +265,8 @@ static void worker_teardown(worker *w)
  * j finishes. The run owns its deadline: whatever the plugin returns after
  * it, or after the supervisor asked it to end, is thrown away and the
  * attempt fails with "timeout after N ms", the same outcome as when the
- * worker is killed for it. */
+ * worker is killed for it. A run the supervisor asked to end because it
+ * was cancelled (wharf cancel) ends as cancelled instead. */
 static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
 {
     const route *r = loader_route(w->ld, j->queue->type);
@@ -284,6 +285,15 @@ static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
     context_set_deadline(ctx, started + timeout_ms, w->opts->status, run);
     status = r->plugin->desc->process_business(&ctx->base, &j->e.task);
     ended = slots_now_ms();
+    if (w->opts->status && run &&
+        atomic_load(&w->opts->status->cancel_requested) == run) {
+        /* wharf cancel: whatever it returned is dropped, nothing retried
+         * (the finish script writes nothing for a cancelled entry). */
+        context_end(ctx);
+        j->finish = FINISH_CANCEL;
+        j->reason = "cancelled";
+        return;
+    }
     if (ended - started > timeout_ms || context_cancelled(ctx)) {
         context_end(ctx);
         snprintf(ctx->error, sizeof(ctx->error), "timeout after %" PRId64
@@ -496,6 +506,10 @@ static int begin_and_run(worker *w, size_t n)
         switch (j->begin) {
         case BEGIN_CACHED:
             j->finish = FINISH_ACK;
+            break;
+        case BEGIN_CANCELLED:
+            j->finish = FINISH_CANCEL;
+            j->reason = "cancelled";
             break;
         case BEGIN_LOCKED:
             if (w->opts->metrics)

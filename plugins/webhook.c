@@ -588,6 +588,10 @@ static wharf_status webhook_process(wharf_ctx *ctx, const wharf_task *task)
         status = by_http_status(ctx, w, code, &r, url);
     } else if (rc == CURLE_OPERATION_TIMEDOUT) {
         wharf_error(ctx, "POST %s: timeout after %ld ms", url, timeout_ms);
+    } else if (rc == CURLE_ABORTED_BY_CALLBACK && wharf_deadline_ms(ctx) == 0) {
+        /* on_progress saw the deadline pass a moment before curl's own
+         * timeout (set to what was left) did: the same outcome. */
+        wharf_error(ctx, "POST %s: timeout after %ld ms", url, timeout_ms);
     } else if (rc == CURLE_ABORTED_BY_CALLBACK) {
         wharf_error(ctx, "POST %s: cancelled by the host", url);
     } else {

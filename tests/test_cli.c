@@ -304,12 +304,22 @@ static pid_t after_attempt(long long calls, const char *cmd, const char *key)
 
 /* ---- enqueue ---- */
 
+/* A host serves type: its policy is published. */
+static void served(const char *type)
+{
+    freeReplyObject(test_redis_command(
+        redis, "HSET wharf:{%s}:policy idempotency payload protocol 1", type));
+    freeReplyObject(test_redis_command(redis, "SADD wharf:types %s", type));
+}
+
 Test(cli, enqueue_prints_the_id_alone)
 {
-    run *r = wharf("enqueue", "echo", "{\"a\":1}");
+    run *r;
     char id[80];
     redisReply *x;
 
+    served("echo");
+    r = wharf("enqueue", "echo", "{\"a\":1}");
     cr_assert_eq(r->status, 0, "%s", r->err);
     cr_assert(matches("^" HEX64 "\n$", r->out), "stdout: %s", r->out);
     cr_assert_eq(r->err_len, 0, "stderr: %s", r->err);
@@ -515,6 +525,7 @@ Test(cli, enqueue_file_prints_ids_in_order)
         n += snprintf(text + n, sizeof(text) - (size_t)n, "{\"n\":%d}\n", i);
     n += snprintf(text + n, sizeof(text) - (size_t)n, "\n{\"crlf\":1}\r\n");
     write_file(path, text, (size_t)n);
+    served("jobs");
     r = wharf("enqueue", "jobs", "--file", path);
     cr_assert_eq(r->status, 0, "%s", r->err);
     cr_assert_eq(lines(r->out), 101, "one id a line (blank line skipped)");
@@ -708,6 +719,7 @@ Test(cli, stats_json_exact)
     command("ZADD wharf:{a}:dead 1 z");
     command("SET wharf:{a}:pressure 1");
     command("XADD wharf:{b}:stream * id b0");
+    command("ZADD wharf:{b}:hosts 1 web-1:default");
     command("SADD wharf:types b a c");
     r = wharf("stats", "--json");
     cr_assert_eq(r->status, 0, "%s", r->err);
@@ -716,19 +728,22 @@ Test(cli, stats_json_exact)
         want, sizeof(want),
         "{\"types\": {"
         "\"a\": {\"ready\": 2, \"running\": 1, \"delayed\": 2, \"dead\": 1, "
-        "\"pressure\": true, \"node\": \"%s\"}, "
+        "\"pressure\": true, \"served\": false, \"node\": \"%s\"}, "
         "\"b\": {\"ready\": 1, \"running\": 0, \"delayed\": 0, \"dead\": 0, "
-        "\"pressure\": false, \"node\": \"%s\"}, "
+        "\"pressure\": false, \"served\": true, \"node\": \"%s\"}, "
         "\"c\": {\"ready\": 0, \"running\": 0, \"delayed\": 0, \"dead\": 0, "
-        "\"pressure\": false, \"node\": \"%s\"}}}\n",
+        "\"pressure\": false, \"served\": false, \"node\": \"%s\"}}}\n",
         node, node, node);
     cr_assert_str_eq(r->out, want);
     r = wharf("stats");
     cr_assert_eq(r->status, 0);
-    cr_assert(matches("^TYPE +READY +RUNNING +DELAYED +DEAD +PRESSURE +NODE\n"
-                      "a +2 +1 +2 +1 +yes +127\\.0\\.0\\.1:[0-9]+\n"
-                      "b +1 +0 +0 +0 +no +127\\.0\\.0\\.1:[0-9]+\n"
-                      "c +0 +0 +0 +0 +no +127\\.0\\.0\\.1:[0-9]+\n$",
+    cr_assert(matches("^TYPE +READY +RUNNING +DELAYED +DEAD +PRESSURE +NODE "
+                      "+SERVED\n"
+                      "a +2 +1 +2 +1 +yes +127\\.0\\.0\\.1:[0-9]+ +NO "
+                      "\\(no live host\\)\n"
+                      "b +1 +0 +0 +0 +no +127\\.0\\.0\\.1:[0-9]+ +yes\n"
+                      "c +0 +0 +0 +0 +no +127\\.0\\.0\\.1:[0-9]+ +NO "
+                      "\\(no live host\\)\n$",
                       r->out),
               "%s", r->out);
 }
@@ -1133,4 +1148,176 @@ Test(cli, enqueue_file_on_a_full_redis_names_the_line_and_what_went_in)
     cr_assert(strstr(r->err, expected), "%s", r->err);
     redisFree(c);
     test_redis_stop(&full);
+}
+
+/* ---- no silent queue for a type nobody serves ---- */
+
+Test(cli, enqueue_to_an_unserved_type_warns_and_strict_refuses)
+{
+    char path[300], text[512];
+    int n;
+    run *r;
+
+    served("webhook");
+    served("echo");
+    r = wharf("enqueue", "webhok", "x");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_str_eq(r->err, "wharf: enqueue: no host serves 'webhok'; "
+                             "served types: echo, webhook\n");
+    cr_assert_eq(test_redis_int(redis, "XLEN wharf:{webhok}:stream"), 1);
+    assert_error(wharf("enqueue", "webhok", "y", "--strict"), 65,
+                 "wharf: enqueue: no host serves 'webhok'; served types: "
+                 "echo, webhook; refused (strict)\n");
+    cr_assert_eq(test_redis_int(redis, "XLEN wharf:{webhok}:stream"), 1);
+    /* A served type: no word on stderr, strict or not. */
+    r = wharf("enqueue", "echo", "z", "--strict");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_eq(r->err_len, 0, "%s", r->err);
+    /* The manifest's [producer] strict, for producers that share it. */
+    snprintf(path, sizeof(path), "%s/producer.ini", dir);
+    n = snprintf(text, sizeof(text),
+                 "[redis]\nurl = %s\n[producer]\nstrict = yes\n", server.url);
+    write_file(path, text, (size_t)n);
+    r = run_with(NULL, 0, NULL, "--config", path, "enqueue", "webhok", "w",
+                 NULL);
+    assert_error(r, 65, "wharf: enqueue: no host serves 'webhok'");
+    /* --file says it once, and adds nothing. */
+    snprintf(path, sizeof(path), "%s/lines.txt", dir);
+    write_file(path, "a\nb\nc\n", 6);
+    r = wharf("enqueue", "webhok", "--file", path, "--strict");
+    cr_assert_eq(r->status, 65, "%s", r->err);
+    cr_assert(strstr(r->err, "refused (strict)"), "%s", r->err);
+    cr_assert_eq(test_redis_int(redis, "XLEN wharf:{webhok}:stream"), 1);
+}
+
+/* A host that speaks another protocol: every producer command refuses
+ * with 76 and says which. */
+Test(cli, another_host_protocol_is_76)
+{
+    command("HSET wharf:{p}:policy idempotency payload protocol 99");
+    assert_error(wharf("enqueue", "p", "x"), 76,
+                 "wharf: enqueue: the hosts serving 'p' speak wharf "
+                 "protocol 99; this client speaks 1");
+    cr_assert_eq(test_redis_int(redis, "EXISTS wharf:{p}:stream"), 0);
+    assert_error(wharf("status", "p", "x"), 76, "wharf: status: the hosts");
+    assert_error(wharf("result", "p", "x"), 76, "wharf: result: the hosts");
+    assert_error(wharf("cancel", "p", "x"), 76, "wharf: cancel: the hosts");
+}
+
+/* ---- status, cancel, queue drop (no host: the tasks only wait) ---- */
+
+Test(cli, status_and_cancel_of_waiting_tasks)
+{
+    char id[80];
+    run *r;
+
+    served("s");
+    r = wharf("enqueue", "s", "one", "--id", "q1");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    r = wharf("enqueue", "s", "two", "--id", "d1", "--delay", "1h");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    r = wharf("status", "s", "q1");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(matches("^state: queued\nentry: [0-9]+-[0-9]+\nattempt: 1\n"
+                      "enqueued_at: ",
+                      r->out),
+              "%s", r->out);
+    r = wharf("status", "s", "d1", "--json");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(matches("^\\{\"state\": \"delayed\", \"now_ms\": [0-9]+, "
+                      "\"attempt\": 1, \"enqueued_at_ms\": [0-9]+, "
+                      "\"due_at_ms\": [0-9]+, \"error\": \"\"\\}\n$",
+                      r->out),
+              "%s", r->out);
+    r = wharf("status", "s", "nope");
+    cr_assert_eq(r->status, 1);
+    cr_assert_str_eq(r->out, "state: unknown\n");
+
+    r = wharf("cancel", "s", "q1");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_str_eq(r->out, "removed: s q1 was queued; it will not run\n");
+    r = wharf("cancel", "s", "d1");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_str_eq(r->out, "removed: s d1 was delayed; it will not run\n");
+    cr_assert_eq(test_redis_int(redis, "XLEN wharf:{s}:stream"), 0);
+    cr_assert_eq(test_redis_int(redis, "ZCARD wharf:{s}:delayed"), 0);
+    cr_assert_eq(test_redis_int(redis, "EXISTS wharf:{s}:task:d1"), 0);
+    r = wharf("status", "s", "q1");
+    cr_assert(matches("^state: cancelled\n", r->out), "%s", r->out);
+    r = wharf("cancel", "s", "q1");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_str_eq(r->out, "already cancelled: s q1\n");
+    assert_error(wharf("result", "s", "q1", "--wait", "60s"), 3,
+                 "wharf: result: task 'q1' of type 's' was cancelled\n");
+    /* A cancelled id may be enqueued again at once: a new task. */
+    r = wharf("enqueue", "s", "one", "--id", "q1");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_eq(r->err_len, 0, "not a duplicate: %s", r->err);
+    r = wharf("status", "s", "q1");
+    cr_assert(matches("^state: queued\n", r->out), "%s", r->out);
+
+    /* Finished tasks say so. */
+    command("SET wharf:{s}:result:done1 yes");
+    assert_error(wharf("cancel", "s", "done1"), 1,
+                 "wharf: cancel: task 'done1' of type 's' has finished "
+                 "(done)");
+    command("ZADD wharf:{s}:dead 5 dead1");
+    command("HSET wharf:{s}:dead:dead1 id dead1 attempt 3 error boom");
+    assert_error(wharf("cancel", "s", "dead1"), 1,
+                 "wharf: cancel: task 'dead1' of type 's' has finished "
+                 "(dead)");
+    assert_error(wharf("cancel", "s", "ghost"), 1,
+                 "wharf: cancel: no task 'ghost' of type 's' to cancel\n");
+    /* result --wait on a dead task ends at once, with its error. */
+    assert_error(wharf("result", "s", "dead1", "--wait", "60s"), 2,
+                 "wharf: result: task 'dead1' of type 's' is dead after 3 "
+                 "attempts: boom\n");
+    cr_assert(result.ms < 30000, "at once, not after the wait");
+    r = wharf("status", "s", "dead1");
+    cr_assert(matches("^state: dead\nattempts: 3\ndied_at: .*\nerror: boom\n$",
+                      r->out),
+              "%s", r->out);
+    snprintf(id, sizeof(id), "%s", "a b");
+    assert_error(wharf("cancel", "s", id), 65, "wharf: cancel: task id");
+    assert_usage(wharf("status", "s"), "missing ID");
+}
+
+Test(cli, queue_drop_needs_yes_and_removes_the_waiting_tasks)
+{
+    char path[300];
+    run *r;
+
+    served("dq");
+    snprintf(path, sizeof(path), "%s/many.txt", dir);
+    {
+        char text[8192];
+        int n = 0;
+        for (int i = 0; i < 700; i++)
+            n += snprintf(text + n, sizeof(text) - (size_t)n, "%d\n", i);
+        write_file(path, text, (size_t)n);
+    }
+    r = wharf("enqueue", "dq", "--file", path);
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    r = wharf("enqueue", "dq", "later", "--delay", "1h");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    /* One is claimed by a worker: it is left to end. */
+    command("XGROUP CREATE wharf:{dq}:stream wharf 0");
+    freeReplyObject(test_redis_command(
+        redis,
+        "XREADGROUP GROUP wharf w1 COUNT 1 STREAMS wharf:{dq}:stream >"));
+    r = wharf("queue", "drop", "dq");
+    cr_assert_eq(r->status, 64, "%s", r->err);
+    cr_assert(strstr(r->err, "700 in the stream, 1 delayed): add --yes"), "%s",
+              r->err);
+    cr_assert_eq(test_redis_int(redis, "XLEN wharf:{dq}:stream"), 700);
+    r = wharf("queue", "drop", "dq", "--yes");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_str_eq(r->out, "dropped 700; 1 running left to end\n");
+    cr_assert_eq(test_redis_int(redis, "XLEN wharf:{dq}:stream"), 1);
+    cr_assert_eq(test_redis_int(redis, "ZCARD wharf:{dq}:delayed"), 0);
+    cr_assert_eq(test_redis_int(redis, "HLEN wharf:{dq}:entries"), 1);
+    /* Dedupe markers went too: the same payload is a new task. */
+    r = wharf("enqueue", "dq", "5");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_eq(r->err_len, 0, "%s", r->err);
 }

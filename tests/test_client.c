@@ -276,8 +276,9 @@ Test(client, backpressure_at_max_backlog_writes_nothing)
     cr_assert_eq(reply.limit, 3);
     cr_assert_str_eq(reply.id, "");
     cr_assert_eq(test_redis_int(redis, "XLEN wharf:{bp}:stream"), 2);
-    cr_assert_eq(test_redis_int(redis, "DBSIZE"), 8,
-                 "policy, types, stream, delayed, task and 3 markers");
+    cr_assert_eq(test_redis_int(redis, "DBSIZE"), 9,
+                 "policy, types, stream, entries, delayed, task and 3 "
+                 "markers");
 }
 
 Test(client, pressure_is_reported)

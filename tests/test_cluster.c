@@ -437,3 +437,104 @@ Test(cluster, bad_addresses_are_one_line_and_a_sysexits_code)
     cr_assert(strstr(out->err, "master's name"), "%s", out->err);
     test_redis_stop(&r);
 }
+
+/* ---- the Python and Node clients ---- */
+
+/* Runs a client driver (tests/clients/driver.{py,js}); its exit code,
+ * stdout in out. */
+static int driver(const char *lang, const char *url, const char *op,
+                  const char *type, const char *arg, const char *more,
+                  const char *value, char *out, size_t len)
+{
+    FILE *f = tmpfile();
+    int status;
+    size_t n;
+    pid_t pid;
+
+    cr_assert(f);
+    pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        dup2(fileno(f), STDOUT_FILENO);
+        setenv("PYTHONPATH", WHARF_SOURCE_DIR "/clients/python", 1);
+        setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
+        if (strcmp(lang, "python") == 0)
+            execl("/usr/bin/python3", "python3",
+                  WHARF_SOURCE_DIR "/tests/clients/driver.py", url, op, type,
+                  arg, more, value, (char *)NULL);
+        else
+            execlp("node", "node", WHARF_SOURCE_DIR "/tests/clients/driver.js",
+                   url, op, type, arg, more, value, (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, &status, 0);
+    rewind(f);
+    n = fread(out, 1, len - 1, f);
+    out[n] = '\0';
+    fclose(f);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* Each client enqueues a task of each type through url and reads its
+ * result, which wharfd (serving the types) wrote. */
+static void clients_round_trip(const char *url, const char *const *types,
+                               int n_types)
+{
+    static const char *const langs[2] = {"python", "node"};
+    char out[4096], id[64];
+
+    for (int l = 0; l < 2; l++) {
+        for (int t = 0; t < n_types; t++) {
+            snprintf(id, sizeof(id), "%s-%s", langs[l], types[t]);
+            cr_assert_eq(driver(langs[l], url, "enqueue", types[t], "ok",
+                                "--id", id, out, sizeof(out)),
+                         0, "%s enqueue through %s: %s", langs[l], url, out);
+            out[strcspn(out, "\n")] = '\0';
+            cr_assert_str_eq(out, id);
+            cr_assert_eq(driver(langs[l], url, "result", types[t], id, "--wait",
+                                "20000", out, sizeof(out)),
+                         0, "%s result through %s: %s", langs[l], url, out);
+            cr_assert_str_eq(out, "ok attempt=1");
+        }
+    }
+}
+
+Test(cluster, python_and_node_clients_on_a_cluster_and_on_sentinel,
+     .timeout = 200)
+{
+    static const char *const types[3] = {"ca", "cb", "cc"};
+    char extra[256], bad[600], out[4096];
+    test_cluster c;
+    test_sentinels s;
+    test_host h, hs;
+    bool nodes_seen[3] = {false};
+
+    test_cluster_start(&c, 3, 0);
+    plugin_keys(extra, sizeof(extra), types, 3, NULL);
+    start_host(&h, c.url, extra, NULL, NULL);
+    clients_round_trip(c.url, types, 3);
+    for (int t = 0; t < 3; t++) {
+        char key[64];
+        snprintf(key, sizeof(key), "wharf:{%s}:stream", types[t]);
+        nodes_seen[test_cluster_owner(&c, test_cluster_slot(&c, key))] = true;
+    }
+    cr_log_info("cluster clients: types on %d/%d/%d", nodes_seen[0],
+                nodes_seen[1], nodes_seen[2]);
+    /* A node not in cluster mode is a configuration error (78). */
+    snprintf(bad, sizeof(bad), "redis+cluster://127.0.0.1:%d/2",
+             c.node[0].port);
+    cr_assert_eq(driver("python", bad, "enqueue", "ca", "ok", "--id", "x", out,
+                        sizeof(out)),
+                 78);
+    cr_assert_eq(driver("node", bad, "enqueue", "ca", "ok", "--id", "x", out,
+                        sizeof(out)),
+                 78);
+    cr_assert_eq(test_host_stop(&h), 0);
+    test_cluster_stop(&c);
+
+    test_sentinels_start(&s);
+    start_host(&hs, s.url, extra, NULL, NULL);
+    clients_round_trip(s.url, types, 1);
+    cr_assert_eq(test_host_stop(&hs), 0);
+    test_sentinels_stop(&s);
+}

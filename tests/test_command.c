@@ -80,18 +80,24 @@ Test(command, a_script_call_of_three_hundred_tasks)
     command_init(&cmd);
     command_evalsha(&cmd, script_begin.sha);
     command_push_key(&cmd, "w:{t}:fence", strlen("w:{t}:fence"));
-    for (int i = 0; i < 300; i++) {
-        int n = snprintf(key, sizeof(key), "w:{t}:result:%d", i);
-        command_push_key_copy(&cmd, key, (size_t)n);
-    }
-    for (int i = 0; i < 300; i++) {
-        int n = snprintf(key, sizeof(key), "w:{t}:lock:%d", i);
-        command_push_key_copy(&cmd, key, (size_t)n);
-    }
+    command_push_key(&cmd, "w:{t}:entries", strlen("w:{t}:entries"));
+    for (const char *what = "result"; what;
+         what = strcmp(what, "result") == 0   ? "cancel"
+                : strcmp(what, "cancel") == 0 ? "lock"
+                                              : NULL)
+        for (int i = 0; i < 300; i++) {
+            int n = snprintf(key, sizeof(key), "w:{t}:%s:%d", what, i);
+            command_push_key_copy(&cmd, key, (size_t)n);
+        }
     command_push_int(&cmd, 60000);
     command_push_str(&cmd, "0123456789abcdef");
+    command_push_int(&cmd, (long long)strlen("w:{t}:result:"));
+    for (int i = 0; i < 300; i++) {
+        int n = snprintf(key, sizeof(key), "1-%d", i);
+        command_push_copy(&cmd, key, (size_t)n);
+    }
     cr_assert_eq(cmd.err, 0);
-    cr_assert_eq(cmd.keys, 601);
+    cr_assert_eq(cmd.keys, 902);
     r = script_run_command(rc, &script_begin, &cmd);
     cr_assert(r != NULL, "%s", rc->errstr);
     cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s",

@@ -672,6 +672,17 @@ Test(loader, refuses_a_type_served_twice)
     assert_contains(err, "good.so");
 }
 
+Test(loader, a_clash_between_two_sections_of_one_file_names_the_sections)
+{
+    const char *good = fixture("good", "good.so");
+
+    add_section("orders", good, (char *[]){"a", NULL}, 7);
+    add_section("billing", good, (char *[]){"b", "a", NULL}, 11);
+    assert_refused(refusal(), 11, good, "type \"a\"");
+    assert_contains(err, "of plugin \"billing\" is already served by "
+                         "plugin \"orders\"");
+}
+
 Test(loader, refuses_a_type_listed_twice)
 {
     const char *good = fixture("good", "good.so");

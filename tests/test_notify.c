@@ -1,10 +1,14 @@
 /* Tests of host/notify.c: a unix datagram socket stands in for systemd,
  * NOTIFY_SOCKET names it (a path, or @name in the abstract namespace),
- * and each test reads the datagrams wharfd would send. */
+ * and each test reads the datagrams wharfd would send; the last one reads
+ * what a real wharfd sends through its start, watchdog, reload and
+ * stop. */
 #include <criterion/criterion.h>
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "host_process.h"
 #include "notify.h"
+#include "redis_server.h"
 
 static char socket_dir[64];
 static char socket_path[128];
@@ -82,7 +88,7 @@ Test(notify, every_call_is_a_noop_without_notify_socket)
 {
     cr_assert_eq(notify_ready(), 0);
     cr_assert_eq(notify_reloading(), 0);
-    cr_assert_eq(notify_stopping(), 0);
+    cr_assert_eq(notify_stopping(0), 0);
     cr_assert_eq(notify_watchdog(), 0);
     cr_assert_eq(notify_status("serving %d types", 3), 0);
     cr_assert_eq(notify_watchdog_interval_ms(), 0);
@@ -105,9 +111,12 @@ Test(notify, stopping_and_watchdog)
     char buf[256];
     int fd = listen_on_path();
 
-    cr_assert_eq(notify_stopping(), 0);
+    cr_assert_eq(notify_stopping(0), 0);
     receive(fd, buf, sizeof(buf));
     cr_assert_str_eq(buf, "STOPPING=1\n");
+    cr_assert_eq(notify_stopping(45000), 0);
+    receive(fd, buf, sizeof(buf));
+    cr_assert_str_eq(buf, "STOPPING=1\nEXTEND_TIMEOUT_USEC=45000000\n");
     cr_assert_eq(notify_watchdog(), 0);
     receive(fd, buf, sizeof(buf));
     cr_assert_str_eq(buf, "WATCHDOG=1\n");
@@ -127,11 +136,12 @@ Test(notify, reloading_carries_the_monotonic_time)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     after = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
     receive(fd, buf, sizeof(buf));
-    cr_assert_eq(sscanf(buf, "RELOADING=1\nMONOTONIC_USEC=%" SCNu64 "\n",
-                        &sent),
-                 1, "got '%s'", buf);
-    cr_assert(sent >= before && sent <= after, "%" PRIu64 " not in [%" PRIu64
-              ", %" PRIu64 "]", sent, before, after);
+    cr_assert_eq(
+        sscanf(buf, "RELOADING=1\nMONOTONIC_USEC=%" SCNu64 "\n", &sent), 1,
+        "got '%s'", buf);
+    cr_assert(sent >= before && sent <= after,
+              "%" PRIu64 " not in [%" PRIu64 ", %" PRIu64 "]", sent, before,
+              after);
     cr_assert_eq(buf[strlen(buf) - 1], '\n');
     close(fd);
 }
@@ -163,7 +173,7 @@ Test(notify, abstract_namespace_socket)
 
     snprintf(name, sizeof(name), "@wharf-notify-test-%ld", (long)getpid());
     fd = listen_at(name);
-    cr_assert_eq(notify_stopping(), 0);
+    cr_assert_eq(notify_stopping(0), 0);
     receive(fd, buf, sizeof(buf));
     cr_assert_str_eq(buf, "STOPPING=1\n");
     close(fd);
@@ -195,4 +205,71 @@ Test(notify, watchdog_interval_is_half_the_period)
     cr_assert_eq(notify_watchdog_interval_ms(), 0);
     cr_assert_eq(setenv("WATCHDOG_USEC", "1500", 1), 0);
     cr_assert_eq(notify_watchdog_interval_ms(), 1);
+}
+
+/* The next datagram that starts with `prefix`, within timeout_ms (others,
+ * such as watchdog pings, are skipped); false if none came. */
+static bool receive_starting(int fd, const char *prefix, char *buf, size_t size,
+                             int timeout_ms)
+{
+    int64_t deadline = test_now_ms() + timeout_ms;
+
+    while (test_now_ms() < deadline) {
+        ssize_t n = recv(fd, buf, size - 1, 0);
+
+        if (n < 0)
+            continue; /* SO_RCVTIMEO: look at the deadline again */
+        buf[n] = '\0';
+        if (strncmp(buf, prefix, strlen(prefix)) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* What the unit's Type=notify and WatchdogSec rely on, from a real
+ * wharfd: READY=1 with its pid once serving, WATCHDOG=1 at half the
+ * period, RELOADING=1 then READY=1 on SIGHUP, and on SIGTERM STOPPING=1
+ * with EXTEND_TIMEOUT_USEC = shutdown_timeout + 15 s. */
+Test(notify, wharfd_tells_systemd_ready_watchdog_reloading_and_stopping,
+     .timeout = 120)
+{
+    char buf[1024], want[128];
+    test_redis redis;
+    test_host host;
+    int fd = listen_on_path();
+
+    /* 200 ms: a ping every 100 ms. */
+    cr_assert_eq(setenv("WATCHDOG_USEC", "200000", 1), 0);
+    test_redis_start(&redis, 0);
+    test_host_manifest(&host, &redis, NULL);
+    test_host_start(&host);
+
+    snprintf(want, sizeof(want), "READY=1\nMAINPID=%ld\n", (long)host.pid);
+    cr_assert(receive_starting(fd, "READY=1", buf, sizeof(buf), 60000),
+              "no READY=1; see %s", host.log);
+    cr_assert_str_eq(buf, want);
+    cr_assert(receive_starting(fd, "STATUS=serving ", buf, sizeof(buf), 10000));
+    cr_assert(receive_starting(fd, "WATCHDOG=1", buf, sizeof(buf), 10000),
+              "no watchdog ping");
+    cr_assert_str_eq(buf, "WATCHDOG=1\n");
+
+    cr_assert_eq(kill(host.pid, SIGHUP), 0);
+    cr_assert(receive_starting(fd, "RELOADING=1\nMONOTONIC_USEC=", buf,
+                               sizeof(buf), 30000),
+              "no RELOADING=1");
+    cr_assert(receive_starting(fd, "READY=1", buf, sizeof(buf), 60000),
+              "no READY=1 after the reload; see %s", host.log);
+    cr_assert(test_host_log_has(&host, "reload checked", NULL));
+
+    cr_assert_eq(kill(host.pid, SIGTERM), 0);
+    cr_assert(receive_starting(fd, "STOPPING=1", buf, sizeof(buf), 30000),
+              "no STOPPING=1");
+    /* host_process's manifest: shutdown_timeout = 10s. */
+    cr_assert_str_eq(buf, "STOPPING=1\nEXTEND_TIMEOUT_USEC=25000000\n");
+    cr_assert_eq(test_host_wait_exit(&host, 60000), 0);
+    close(fd);
+    test_redis_stop(&redis);
+    snprintf(buf, sizeof(buf), "rm -rf %s", host.dir);
+    if (system(buf) != 0)
+        cr_log_warn("cannot remove %s", host.dir);
 }

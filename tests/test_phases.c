@@ -1,8 +1,10 @@
 /* What runs when (plugin.h, "What runs when"): init and fini in the check
  * process (phase CHECK) at --check and at start, in each worker (phase
- * WORKER), and in `wharf run` (phase RUN); fini gets a ctx it can log
- * with; the host names a plugin by its manifest section; a plugin built
- * against a newer header never calls past an older host's table. */
+ * WORKER), again at each reload (a check, then each worker replaced), and
+ * in `wharf run` (phase RUN); fini gets a ctx it can log with; the host
+ * names a plugin by its manifest section; a plugin built against a newer
+ * header never calls past an older host's table. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,21 +103,43 @@ Test(phases, check_runs_init_and_fini_in_the_check_phase)
     cr_assert_eq(count(phases_file, "task 1"), 0);
 }
 
-Test(phases, workers_run_init_in_the_worker_phase_and_log_by_section)
+/* Polls until path has `want` lines that are exactly `line`, up to
+ * timeout_ms; returns the last count. */
+static int wait_count(const char *path, const char *line, int want,
+                      int timeout_ms)
 {
-    char manifest[300], id[16];
+    int64_t deadline = test_now_ms() + timeout_ms;
+    int n;
+
+    while ((n = count(path, line)) != want && test_now_ms() < deadline)
+        test_sleep_ms(10);
+    return n;
+}
+
+/* Starts wharfd on a test redis-server with write_manifest's two sections
+ * of phases.so (host_process writes its own manifest; these tests need
+ * two sections of one .so and no chaos, so it points the host at its
+ * own), and waits for both workers to init both. */
+static void start_two_sections(void)
+{
+    char manifest[300];
 
     test_redis_start(&redis, 0);
     rc = test_redis_connect(&redis);
-    /* host_process writes its own manifest; this test needs two sections
-     * of one .so and no chaos, so it points the host at its own. */
     test_host_manifest_opts(&host, &redis,
                             &(test_host_opts){.plugins_dir = plugins});
     snprintf(manifest, sizeof(manifest), "%s", host.manifest);
     write_manifest(manifest, redis.url);
     test_host_start(&host);
-    for (int i = 0; i < 2000 && count(phases_file, "init 0") < 4; i++)
-        test_sleep_ms(10);
+    cr_assert_eq(wait_count(phases_file, "init 0", 4, 20000), 4,
+                 "the workers did not init; see %s", host.log);
+}
+
+Test(phases, workers_run_init_in_the_worker_phase_and_log_by_section)
+{
+    char id[16];
+
+    start_two_sections();
     /* At start: the check process (both sections), then each of the two
      * workers (both sections). */
     cr_assert_eq(count(phases_file, "init 1"), 2);
@@ -133,6 +157,23 @@ Test(phases, workers_run_init_in_the_worker_phase_and_log_by_section)
               "fini did not log under its section name; see %s", host.log);
     cr_assert(test_host_log_has(&host, "\"plugin\":\"phases-b\"",
                                 "phases: fini in phase 0", NULL));
+}
+
+Test(phases, a_reload_checks_in_the_check_phase_then_replaces_each_worker)
+{
+    start_two_sections();
+    cr_assert_eq(kill(host.pid, SIGHUP), 0);
+    /* The reload's check: init then fini of both sections, in the check
+     * phase, in a child of its own. */
+    cr_assert_eq(wait_count(phases_file, "fini 1", 4, 20000), 4,
+                 "no check at the reload; see %s", host.log);
+    cr_assert_eq(count(phases_file, "init 1"), 4);
+    /* Then each worker stops gracefully (fini) and a new one inits. */
+    cr_assert_eq(wait_count(phases_file, "init 0", 8, 30000), 8,
+                 "the workers were not replaced; see %s", host.log);
+    cr_assert_eq(wait_count(phases_file, "fini 0", 4, 10000), 4);
+    cr_assert_eq(test_host_stop(&host), 0);
+    cr_assert_eq(count(phases_file, "fini 0"), 8);
 }
 
 Test(phases, wharf_run_is_the_run_phase)

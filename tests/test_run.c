@@ -165,7 +165,9 @@ Test(run, blocked_read_survives_sighup_and_sigterm)
         test_sleep_ms(10);
     cr_assert_eq(test_host_runs(&host, "r2", 0), 1, "r2 never started");
     kill(host.pid, SIGTERM);
-    test_sleep_ms(300);
+    cr_assert(
+        wait_log(&host, 20000, "stopping: running tasks may finish", NULL));
+    test_sleep_ms(300); /* time for any signal a stop sent to land */
     feed_fifo(fifo2);
     cr_assert_eq(test_host_wait_exit(&host, 20000), 0);
     host.pid = 0;
@@ -176,7 +178,10 @@ Test(run, blocked_read_survives_sighup_and_sigterm)
 }
 
 /* One worker holds a batch of 200 tasks whose run outlasts lock_ttl many
- * times: every lease and lock must be renewed in one call of any size. */
+ * times, the first and the last of them each running longer than
+ * lock_ttl and visibility_timeout on their own: every lease and lock
+ * must be renewed, in one call of any size, both of the task in hand and
+ * of those waiting behind it. */
 Test(run, leases_hold_for_a_batch_of_200)
 {
     char id[32];
@@ -189,10 +194,10 @@ Test(run, leases_hold_for_a_batch_of_200)
         snprintf(id, sizeof(id), "l%d", i);
         redisAppendCommand(rc,
                            "XADD wharf:{chaos}:stream * id %s type chaos "
-                           "payload sleep:25 attempt 1 enqueued_at 1 trace "
+                           "payload %s attempt 1 enqueued_at 1 trace "
                            "00-0af7651916cd43dd8448eb211c80319c-"
                            "b7ad6b7169203331-01",
-                           id);
+                           id, i == 0 || i == 199 ? "sleep:2500" : "sleep:25");
     }
     redisAppendCommand(rc, "EXEC");
     for (int i = 0; i < 202; i++) {

@@ -141,9 +141,11 @@ Test(scripts, begin_answers_cached_locked_or_a_fresh_token)
     freeReplyObject(test_redis_command(rc, "SET w:{t}:result:a done"));
     freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:b 99"));
     freeReplyObject(test_redis_command(rc, "SET w:{t}:fence 41"));
-    r = run(&script_begin, 7, "w:{t}:fence", "w:{t}:result:a", "w:{t}:result:b",
-            "w:{t}:result:c", "w:{t}:lock:a", "w:{t}:lock:b", "w:{t}:lock:c",
-            "60000", "00112233aabbccdd", NULL);
+    r = run(&script_begin, 11, "w:{t}:fence", "w:{t}:entries", "w:{t}:result:a",
+            "w:{t}:result:b", "w:{t}:result:c", "w:{t}:cancel:a",
+            "w:{t}:cancel:b", "w:{t}:cancel:c", "w:{t}:lock:a", "w:{t}:lock:b",
+            "w:{t}:lock:c", "60000", "00112233aabbccdd", "13", "1-1", "1-2",
+            "1-3", NULL);
     cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
     cr_assert_eq(r->elements, 3);
     cr_assert_eq(r->element[0]->type, REDIS_REPLY_INTEGER);
@@ -160,6 +162,31 @@ Test(scripts, begin_answers_cached_locked_or_a_fresh_token)
     cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:a"), 0);
     long long ttl = test_redis_int(rc, "PTTL w:{t}:lock:c");
     cr_assert(ttl > 0 && ttl <= 60000, "%lld", ttl);
+    /* c is marked begun in the index: "<entry> <ms>". */
+    char *begun = hget("w:{t}:entries", "c");
+    cr_assert(begun && strncmp(begun, "1-3 ", 4) == 0, "%s", begun);
+    free(begun);
+    cr_assert_eq(test_redis_int(rc, "HEXISTS w:{t}:entries b"), 0);
+}
+
+Test(scripts, begin_skips_a_cancelled_entry_only)
+{
+    redisReply *r;
+
+    /* a's cancel names its entry; b's names an older entry of the id. */
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:cancel:a 1-1"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:cancel:b 0-9"));
+    r = run(&script_begin, 8, "w:{t}:fence", "w:{t}:entries", "w:{t}:result:a",
+            "w:{t}:result:b", "w:{t}:cancel:a", "w:{t}:cancel:b",
+            "w:{t}:lock:a", "w:{t}:lock:b", "60000", "00112233aabbccdd", "13",
+            "1-1", "1-2", NULL);
+    cr_assert_eq(r->elements, 2);
+    cr_assert_eq(r->element[0]->type, REDIS_REPLY_INTEGER);
+    cr_assert_eq(r->element[0]->integer, -2);
+    cr_assert_eq(r->element[1]->type, REDIS_REPLY_STRING);
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:a"), 0);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:b"), 1);
 }
 
 Test(scripts, finish_writes_each_kind_and_nothing_of_a_stale_run)
@@ -181,13 +208,17 @@ Test(scripts, finish_writes_each_kind_and_nothing_of_a_stale_run)
     freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:de1 7"));
     /* st1's lock went to another run: its finish is stale. */
     freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:st1 999"));
-    r = run(&script_finish, 11, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
-            "w:{t}:lock:ok1", "w:{t}:lock:re1", "w:{t}:lock:de1",
-            "w:{t}:lock:st1", "w:{t}:result:ok1", "w:{t}:task:re1",
-            "w:{t}:dead:de1", "w:{t}:result:st1",
+    freeReplyObject(test_redis_command(rc, "HSET w:{t}:entries ok1 %s re1 %s",
+                                       entries[0], "0-1"));
+    r = run(&script_finish, 16, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
+            "w:{t}:entries", "w:{t}:lock:ok1", "w:{t}:lock:re1",
+            "w:{t}:lock:de1", "w:{t}:lock:st1", "w:{t}:result:ok1",
+            "w:{t}:task:re1", "w:{t}:dead:de1", "w:{t}:result:st1",
+            "w:{t}:cancel:ok1", "w:{t}:cancel:re1", "w:{t}:cancel:de1",
+            "w:{t}:cancel:st1",
             /* ARGV */
-            "wharf", "c1", "300000", "86400000", "t", "", "ordo", entries[0],
-            entries[1], entries[2], entries[3], "5", "6", "7", "8",
+            "wharf", "c1", "300000", "86400000", "t", "", "ordo", "13",
+            entries[0], entries[1], entries[2], entries[3], "5", "6", "7", "8",
             /* ok1 */ "the result",
             /* re1 */ "re1", "p", "2", "1700000000000", TRACE, "boom", "5000",
             /* de1 */ "de1", "p", "5", "1700000000000", TRACE, "gave up",
@@ -216,6 +247,42 @@ Test(scripts, finish_writes_each_kind_and_nothing_of_a_stale_run)
                                     "w:{t}:lock:de1"),
                  0);
     assert_str(get("w:{t}:lock:st1"), "999");
+    /* ok1 left the index; re1's index names another entry: kept. */
+    cr_assert_eq(test_redis_int(rc, "HEXISTS w:{t}:entries ok1"), 0);
+    cr_assert_eq(test_redis_int(rc, "HEXISTS w:{t}:entries re1"), 1);
+}
+
+Test(scripts, finish_of_a_cancelled_entry_writes_nothing)
+{
+    char entries[2][64];
+    redisReply *r;
+
+    snprintf(entries[0], 64, "%s", pending_entry("ok1", "c1"));
+    snprintf(entries[1], 64, "%s", pending_entry("re1", "c1"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:ok1 5"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:re1 6"));
+    freeReplyObject(
+        test_redis_command(rc, "SET w:{t}:cancel:ok1 %s", entries[0]));
+    freeReplyObject(
+        test_redis_command(rc, "SET w:{t}:cancel:re1 %s", entries[1]));
+    r = run(&script_finish, 10, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
+            "w:{t}:entries", "w:{t}:lock:ok1", "w:{t}:lock:re1",
+            "w:{t}:result:ok1", "w:{t}:task:re1", "w:{t}:cancel:ok1",
+            "w:{t}:cancel:re1",
+            /* ARGV */
+            "wharf", "c1", "300000", "86400000", "t", "", "or", "13",
+            entries[0], entries[1], "5", "6",
+            /* ok1 */ "the result",
+            /* re1 */ "re1", "p", "2", "1700000000000", TRACE, "boom", "5000",
+            NULL);
+    cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+    cr_assert_str_eq(r->element[0]->str, "cc");
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:result:ok1 w:{t}:task:re1 "
+                                    "w:{t}:delayed w:{t}:lock:ok1 "
+                                    "w:{t}:lock:re1"),
+                 0);
+    cr_assert_eq(test_redis_int(rc, "XLEN w:{t}:stream"), 0);
 }
 
 Test(scripts, release_deletes_only_our_value)
@@ -312,8 +379,9 @@ Test(scripts, promote_moves_due_envelopes_into_the_stream)
         "HSET w:{t}:task:a id a type t payload p attempt 2 enqueued_at 5 "
         "trace %s error boom failed_at 6 worker c1 extra kept",
         TRACE));
-    r = run(&script_promote, 5, "w:{t}:delayed", "w:{t}:stream", "w:{t}:task:a",
-            "w:{t}:task:gone", "w:{t}:task:later", "a", "gone", "later", NULL);
+    r = run(&script_promote, 6, "w:{t}:delayed", "w:{t}:stream",
+            "w:{t}:entries", "w:{t}:task:a", "w:{t}:task:gone",
+            "w:{t}:task:later", "a", "gone", "later", NULL);
     cr_assert_eq(r->integer, 1);
     freeReplyObject(r);
     /* gone had no envelope: dropped; later is not due: kept. */
@@ -358,8 +426,8 @@ static redisReply *replay(const char *id)
 
     snprintf(record, sizeof(record), "w:{t}:dead:%s", id);
     snprintf(task, sizeof(task), "w:{t}:task:%s", id);
-    return run(&script_dead_replay, 5, "w:{t}:dead", record, "w:{t}:stream",
-               task, "w:{t}:delayed", id, "t", NULL);
+    return run(&script_dead_replay, 6, "w:{t}:dead", record, "w:{t}:stream",
+               task, "w:{t}:delayed", "w:{t}:entries", id, "t", NULL);
 }
 
 static redisReply *purge(const char *id)
@@ -426,12 +494,13 @@ static void enqueue_one(const char *id, const char *want)
 
     snprintf(seen, sizeof(seen), "w:{t}:seen:%s", id);
     snprintf(task, sizeof(task), "w:{t}:task:%s", id);
-    r = run(&script_enqueue, 8, "w:{t}:policy", "w:{t}:stream", "w:{t}:delayed",
-            "w:{t}:pressure", seen, seen, task, task, "t", "11", "0", "1048576",
-            "0", "payload", "300000", "the payload", TRACE, NULL);
+    r = run(&script_enqueue, 9, "w:{t}:policy", "w:{t}:stream", "w:{t}:delayed",
+            "w:{t}:pressure", "w:{t}:entries", seen, seen, task, task, "t",
+            "11", "0", "1048576", "0", "payload", "300000", "1", "0",
+            "the payload", TRACE, NULL);
     cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
     cr_assert_eq(r->elements, 4);
-    cr_assert_eq(r->element[0]->integer, 0); /* no pressure */
+    cr_assert_eq(r->element[0]->integer, 2); /* no pressure; no policy */
     cr_assert_str_eq(r->element[1]->str, want);
     cr_assert_str_eq(r->element[2]->str, id);
     freeReplyObject(r);

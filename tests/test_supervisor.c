@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 
 #include "host_process.h"
+#include "http_get.h"
 #include "redis_server.h"
 
 static test_redis redis;
@@ -497,4 +498,55 @@ Test(supervisor, smallest_prefetch_bounds_what_a_worker_holds)
         test_sleep_ms(20);
     }
     cr_assert_eq(wait_result("one-4", 10000), 1);
+}
+
+/* Redis stops answering (SIGSTOP: connections hang instead of failing)
+ * while a task hangs past its timeout. The supervisor's loop, which
+ * enforces timeouts and answers /healthz, waits on Redis at most
+ * RUN_SUPERVISOR_REDIS_TIMEOUT_MS a command, so the task is still stopped
+ * at its timeout and the host still answers, long before Redis is back;
+ * and the failure is recorded once Redis is, not lost with the worker. */
+Test(supervisor, a_silent_redis_holds_neither_timeouts_nor_health)
+{
+    char listen[64], body[256];
+    int port = test_free_port();
+    int64_t stopped_at, asked_at = 0;
+
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+    start(&host, &(test_host_opts){.host_keys = "workers = 1\n",
+                                   .metrics_listen = listen,
+                                   .extra = "[type.chaos]\ntimeout = 1s\n"
+                                            "max_attempts = 1\n"});
+    test_add_entry(rc, "chaos", "hang", "snooze:60");
+    wait_running(&host, "hang");
+    cr_assert_eq(kill(redis.pid, SIGSTOP), 0);
+    stopped_at = test_now_ms();
+    /* Redis stays silent until the host has acted, or 60 s. */
+    for (int i = 0; i < 6000 && !asked_at; i++) {
+        if (test_host_log_has(&host, "task ran past its timeout", NULL))
+            asked_at = test_now_ms();
+        else
+            test_sleep_ms(10);
+    }
+    cr_assert(asked_at, "no timeout in 60 s of a silent Redis; see %s",
+              host.log);
+    cr_assert(test_host_wait_log(&host, 30000,
+                                 (const char *const[]){"ignored its cancel "
+                                                       "request; killing",
+                                                       NULL}),
+              "the hung task was not killed; see %s", host.log);
+    cr_assert_eq(test_http_get_within(port, "/healthz", body, sizeof(body), 10),
+                 200, "/healthz did not answer while Redis was silent");
+    kill(redis.pid, SIGCONT);
+    /* A loop held by each Redis command for the old 10 s timeout would
+     * have asked no sooner than that; 2 s a command leaves room to spare
+     * on a loaded machine. */
+    cr_assert_lt(asked_at - stopped_at, 9000,
+                 "the timeout waited %lld ms for a silent Redis",
+                 (long long)(asked_at - stopped_at));
+    cr_assert_eq(test_wait_int(rc, 1, 30000, "ZCARD wharf:{chaos}:dead"), 1,
+                 "the task never died; see %s", host.log);
+    cr_assert(test_host_log_has(&host, "\"task\":\"hang\"",
+                                "timeout after 1000 ms", NULL));
+    cr_assert_eq(test_host_runs(&host, "hang", 0), 1, "it ran again");
 }

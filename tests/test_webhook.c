@@ -81,8 +81,9 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status,
 }
 
 /* /ok echoes "accepted:" and the body; /busy is 503 with Retry-After;
- * /missing is 404 with a body; /throttle is 429; /big is 2000 bytes of
- * 'y'; /slow answers after 1.5 s. */
+ * /missing is 404 with a body, /bad 400, /request-timeout 408, /moved
+ * 301; /throttle is 429; /big is 2000 bytes of 'y'; /slow answers after
+ * 1.5 s; any other path is 500. */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                                   const char *url, const char *method,
                                   const char *version, const char *data,
@@ -139,6 +140,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         return reply(conn, 429, "slow down", NULL);
     if (strcmp(url, "/missing") == 0)
         return reply(conn, 404, "no such hook: check the url", NULL);
+    if (strcmp(url, "/bad") == 0)
+        return reply(conn, 400, "bad request: no order id", NULL);
+    if (strcmp(url, "/request-timeout") == 0)
+        return reply(conn, 408, "took too long to send", NULL);
+    if (strcmp(url, "/moved") == 0)
+        return reply(conn, 301, "moved", NULL);
     if (strcmp(url, "/big") == 0) {
         memset(big, 'y', sizeof(big) - 1);
         return reply(conn, 201, big, NULL);
@@ -360,6 +367,44 @@ Test(webhook, too_many_requests_is_a_retry)
     cr_assert(strstr(ctx.error, "HTTP 429"), "%s", ctx.error);
 }
 
+/* Every answer the plugin sorts, as the issue lists them: 2xx OK; 408,
+ * 429 and 5xx RETRY; any other status FAIL, with the status in the
+ * reason. */
+Test(webhook, each_status_is_sorted_into_ok_retry_or_fail)
+{
+    static const struct {
+        const char *path;
+        wharf_status want;
+        const char *reason;
+    } cases[] = {
+        {"/ok", WHARF_OK, NULL},
+        {"/big", WHARF_OK, NULL},
+        {"/request-timeout", WHARF_RETRY, "HTTP 408"},
+        {"/throttle", WHARF_RETRY, "HTTP 429"},
+        {"/busy", WHARF_RETRY, "HTTP 503"},
+        {"/anything-else", WHARF_RETRY, "HTTP 500"},
+        {"/bad", WHARF_FAIL, "HTTP 400"},
+        {"/missing", WHARF_FAIL, "HTTP 404"},
+        {"/moved", WHARF_FAIL, "HTTP 301"},
+    };
+
+    cr_assert_eq(load("30s", "allow_task_url = yes\n"), 0, "%s", last_error);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char payload[256];
+
+        snprintf(payload, sizeof(payload),
+                 "{\"url\": \"http://127.0.0.1:%u%s\", \"body\": \"x\"}", port,
+                 cases[i].path);
+        cr_assert_eq(call(payload), cases[i].want, "%s: %s", cases[i].path,
+                     ctx.error);
+        if (cases[i].reason)
+            cr_assert(strstr(ctx.error, cases[i].reason), "%s: %s",
+                      cases[i].path, ctx.error);
+        else
+            cr_assert(ctx.has_result, "%s: no result", cases[i].path);
+    }
+}
+
 Test(webhook, client_error_fails_with_status_and_capped_body)
 {
     cr_assert_eq(load("30s",
@@ -431,6 +476,21 @@ Test(webhook, task_url_from_an_envelope_when_allowed)
     cr_assert_eq(call(payload), WHARF_OK, "%s", ctx.error);
     cr_assert_str_eq(result_text(), "accepted:a\nb");
     cr_assert_eq(seen.body_len, 3);
+    /* The signature is of the body sent, not of the envelope. */
+    {
+        unsigned char mac[EVP_MAX_MD_SIZE];
+        unsigned mac_len = 0;
+        char want[200];
+        size_t o;
+
+        cr_assert_not_null(HMAC(EVP_sha256(), "k", 1,
+                                (const unsigned char *)"a\nb", 3, mac,
+                                &mac_len));
+        o = (size_t)snprintf(want, sizeof(want), "sha256=");
+        for (unsigned i = 0; i < mac_len; i++)
+            o += (size_t)snprintf(want + o, sizeof(want) - o, "%02x", mac[i]);
+        cr_assert_str_eq(seen.signature, want);
+    }
 
     snprintf(payload, sizeof(payload),
              "{\"url\": \"http://127.0.0.1:%u/ok\", \"body\": {\"n\": [1, 2]}}",

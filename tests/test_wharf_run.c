@@ -192,6 +192,40 @@ Test(wharf_run, manifest_section_configures_the_plugin)
                  65, "%s", err);
 }
 
+/* Two sections load one file: the one that lists the type configures
+ * the run, for that file and for a fresh build of it elsewhere. */
+Test(wharf_run, of_two_sections_of_one_file_the_one_serving_the_type)
+{
+    char runs_a[160], runs_b[160], copy[160], cmd[512], line[256];
+    const char *ini;
+
+    snprintf(runs_a, sizeof(runs_a), "%s/runs-a", dir);
+    snprintf(runs_b, sizeof(runs_b), "%s/runs-b", dir);
+    ini = write_manifest("[host]\nplugins_dir = %s\nautoload = no\n"
+                         "[plugin.chaos-a]\npath = chaos.so\ntypes = a\n"
+                         "runs_file = %s\n"
+                         "[plugin.chaos-b]\npath = chaos.so\ntypes = b\n"
+                         "runs_file = %s\n",
+                         WHARF_PLUGIN_DIR, runs_a, runs_b);
+    cr_assert_eq(wharf(NULL, "run", CHAOS, "b", "ok", "--config", ini, "--id",
+                       "t-1", NULL),
+                 0, "%s", err);
+    slurp(runs_b, line, sizeof(line));
+    cr_assert_str_eq(line, "t-1 1\n");
+    cr_assert_eq(access(runs_a, F_OK), -1, "chaos-a's runs_file was written");
+    cr_assert(strstr(err, "plugin=chaos-b") || !strstr(err, "plugin="),
+              "logged under another name: %s", err);
+
+    snprintf(copy, sizeof(copy), "%s/chaos.so", dir);
+    snprintf(cmd, sizeof(cmd), "cp %s %s && chmod 0644 %s", CHAOS, copy, copy);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(wharf(NULL, "run", copy, "a", "ok", "--config", ini, "--id",
+                       "t-2", NULL),
+                 0, "%s", err);
+    slurp(runs_a, line, sizeof(line));
+    cr_assert_str_eq(line, "t-2 1\n");
+}
+
 Test(wharf_run, deadline_is_the_types_timeout)
 {
     const char *ini = write_manifest("[host]\nautoload = no\n"

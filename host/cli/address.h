@@ -1,5 +1,5 @@
 /* Where the wharf CLI finds Redis: --redis, else the manifest of --config,
- * else WHARF_REDIS_URL, else redis://127.0.0.1:6379 (DESIGN section 7). */
+ * else WHARF_REDIS_URL, else redis://127.0.0.1:6379 (wharf(1)). */
 #ifndef WHARF_CLI_ADDRESS_H
 #define WHARF_CLI_ADDRESS_H
 

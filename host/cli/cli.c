@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 #include <time.h>
@@ -79,9 +80,16 @@ int cli_exit_status(wharf_client_status status)
     case WHARF_CLIENT_NOT_FOUND:
     case WHARF_CLIENT_TIMEOUT:
         return CLI_NOT_FOUND;
+    case WHARF_CLIENT_DEAD:
+        return CLI_DEAD;
+    case WHARF_CLIENT_CANCELLED:
+        return CLI_CANCELLED;
     case WHARF_CLIENT_BAD_INPUT:
     case WHARF_CLIENT_TOO_LARGE:
+    case WHARF_CLIENT_UNSERVED:
         return EX_DATAERR;
+    case WHARF_CLIENT_PROTOCOL:
+        return EX_PROTOCOL;
     case WHARF_CLIENT_BACKPRESSURE:
     case WHARF_CLIENT_FULL:
         return EX_TEMPFAIL;
@@ -289,6 +297,21 @@ void cli_print_escaped(FILE *out, const char *s, size_t len)
     }
 }
 
+void cli_print_json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(out, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(out, "\\u%04x", ch);
+        else
+            fputc(ch, out);
+    }
+    fputc('"', out);
+}
+
 int cli_printable(const char *s, size_t len)
 {
     for (size_t i = 0; i < len; i++)
@@ -322,4 +345,14 @@ int cli_backoff(int64_t *step, int64_t deadline)
         *step = 1000;
     client_sleep_ms(*step < left ? *step : left);
     return 0;
+}
+
+void cli_warn_unserved(cli *ctx, const char *type, const char *then)
+{
+    char message[1200];
+
+    if (cli_connect(ctx) != 0)
+        return;
+    client_unserved_message(ctx->client, type, message, sizeof(message));
+    cli_fail(ctx, 0, "%s%s", message, then);
 }

@@ -1,5 +1,5 @@
-/* wharf, the producer's and operator's command-line tool (DESIGN section
- * 7). Each command is one cmd_*.c file defining one cli_command entry (as
+/* wharf, the producer's and operator's command-line tool (wharf(1)).
+ * Each command is one cmd_*.c file defining one cli_command entry (as
  * tmux's cmd-*.c); main.c holds the table. What the commands share lives
  * here: messages and exit codes, option parsing, the Redis connection. */
 #ifndef WHARF_CLI_H
@@ -52,9 +52,15 @@ extern const cli_command cmd_locks_list_entry;
 extern const cli_command cmd_locks_release_entry;
 extern const cli_command cmd_run_entry;
 extern const cli_command cmd_top_entry;
+extern const cli_command cmd_status_entry;
+extern const cli_command cmd_cancel_entry;
+extern const cli_command cmd_queue_drop_entry;
 
-/* Exit codes beyond <sysexits.h>: a missing thing is 1. */
+/* Exit codes beyond <sysexits.h>: a missing thing is 1; a task that will
+ * never have a result is 2 (dead) or 3 (cancelled). */
 #define CLI_NOT_FOUND 1
+#define CLI_DEAD 2
+#define CLI_CANCELLED 3
 
 /* Prints "wharf: NAME: message" on stderr and returns code. */
 int cli_fail(cli *ctx, int code, const char *fmt, ...)
@@ -78,9 +84,10 @@ int cli_option(cli *ctx, int argc, char **argv, const struct option *opts);
 /* The exit code for a cli_option result below zero. */
 int cli_option_exit(int result);
 
-/* The exit code for a client status: 0, 1 (not found, timeout), 65 (bad
- * input, too large), 69 (unavailable), 75 (backpressure, Redis full), 78
- * (authentication), 70 (error). */
+/* The exit code for a client status: 0, 1 (not found, timeout), 2 (dead),
+ * 3 (cancelled), 65 (bad input, too large, unserved with strict), 69
+ * (unavailable), 75 (backpressure, Redis full), 76 (the hosts speak
+ * another protocol), 78 (authentication), 70 (error). */
 int cli_exit_status(wharf_client_status status);
 
 /* Checks a type name or a task id from the command line: 0, or 65 after
@@ -137,11 +144,20 @@ void cli_task_key(const cli *ctx, char *buf, const char *type, const char *what,
  * \xNN for every other byte outside 0x20..0x7e. */
 void cli_print_escaped(FILE *out, const char *s, size_t len);
 
+/* Writes s as a JSON string (quoted; '"', '\\' and control bytes
+ * escaped). */
+void cli_print_json_string(FILE *out, const char *s);
+
 /* True if every byte of s is printable ASCII (0x20..0x7e). */
 int cli_printable(const char *s, size_t len);
 
 /* Writes ms since the epoch as "2024-01-31T12:00:00.000Z" into buf. */
 void cli_iso_time(int64_t ms, char *buf, size_t len);
+
+/* Says on stderr that no host has ever served type, naming the types
+ * that some host serves (their policy is published): "no host serves
+ * 'webhok'; served types: echo, webhook", then `then` ("" or more). */
+void cli_warn_unserved(cli *ctx, const char *type, const char *then);
 
 /* enqueue --file: enqueues one task per line of path ("-" = stdin) with
  * the options of base (type, trace, delay), pipelined; see

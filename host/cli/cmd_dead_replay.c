@@ -18,7 +18,7 @@ static script replay_script = {.name = "dead_replay",
                                .source = wharf_lua_dead_replay};
 
 /* The script's keys and arguments. */
-#define REPLAY_KEYS 5
+#define REPLAY_KEYS 6
 #define REPLAY_ARGS (REPLAY_KEYS + 2)
 
 /* Fills the arguments of the script for id. */
@@ -31,6 +31,7 @@ static void call_args(cli *ctx, const char *type, const char *id,
     cli_key(ctx, keys[2], type, "stream");
     cli_task_key(ctx, keys[3], type, "task", id);
     cli_key(ctx, keys[4], type, "delayed");
+    cli_key(ctx, keys[5], type, "entries");
     for (int i = 0; i < REPLAY_KEYS; i++)
         argv[i] = keys[i];
     argv[REPLAY_KEYS] = id;

@@ -17,7 +17,8 @@ enum {
     OPT_DELAY = 'd',
     OPT_TRACE = 't',
     OPT_WAIT = 'w',
-    OPT_FILE = 'f'
+    OPT_FILE = 'f',
+    OPT_STRICT = 's'
 };
 
 /* The whole of stdin, binary-safe. 0 with *data malloc'd (caller frees),
@@ -71,6 +72,9 @@ static int enqueue_one(cli *ctx, const wharf_enqueue_opts *t, int64_t wait_ms)
     }
     if (status == WHARF_CLIENT_OK || status == WHARF_CLIENT_DUPLICATE)
         printf("%s\n", reply.id);
+    if (status == WHARF_CLIENT_OK && reply.unserved)
+        cli_warn_unserved(ctx, t->type, "");
+
     if (status == WHARF_CLIENT_DUPLICATE)
         return cli_fail(ctx, EX_OK,
                         "duplicate: task '%s' is already "
@@ -93,13 +97,14 @@ static int run(cli *ctx, int argc, char **argv)
         {"trace", required_argument, NULL, OPT_TRACE},
         {"wait", required_argument, NULL, OPT_WAIT},
         {"file", required_argument, NULL, OPT_FILE},
+        {"strict", no_argument, NULL, OPT_STRICT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     wharf_enqueue_opts task;
     const char *file = NULL, *wait_text = NULL, *delay_text = NULL;
     char *input = NULL;
     int64_t wait_ms = 0;
-    int opt, code;
+    int opt, code, strict = ctx->config && ctx->config->producer_strict;
 
     memset(&task, 0, sizeof(task));
     while ((opt = cli_option(ctx, argc, argv, options)) > 0) {
@@ -111,6 +116,8 @@ static int run(cli *ctx, int argc, char **argv)
             task.trace = optarg;
         else if (opt == OPT_WAIT)
             wait_text = optarg;
+        else if (opt == OPT_STRICT)
+            strict = 1;
         else
             file = optarg;
     }
@@ -140,8 +147,12 @@ static int run(cli *ctx, int argc, char **argv)
             ctx, EX_DATAERR,
             "trace '%s' is not a W3C traceparent: " CLIENT_TRACE_RULE, quoted);
     }
-    if (file)
+    if (file) {
+        if ((code = cli_connect(ctx)) != 0)
+            return code;
+        wharf_client_set_strict(ctx->client, strict);
         return cli_enqueue_file(ctx, file, &task, wait_ms);
+    }
     if (optind < argc && strcmp(argv[optind], "-") != 0) {
         task.payload = argv[optind];
         task.payload_len = strlen(argv[optind]);
@@ -154,8 +165,10 @@ static int run(cli *ctx, int argc, char **argv)
         task.payload = input;
     }
     code = cli_connect(ctx);
-    if (code == 0)
+    if (code == 0) {
+        wharf_client_set_strict(ctx->client, strict);
         code = enqueue_one(ctx, &task, wait_ms);
+    }
     free(input);
     return code;
 }
@@ -163,7 +176,7 @@ static int run(cli *ctx, int argc, char **argv)
 const cli_command cmd_enqueue_entry = {
     .name = "enqueue",
     .usage = "TYPE [PAYLOAD|-] [--id ID] [--delay DUR] [--trace TP] "
-             "[--wait DUR] | TYPE --file FILE",
+             "[--wait DUR] [--strict] | TYPE --file FILE [--strict]",
     .help = "Adds a task of TYPE with PAYLOAD (or stdin with -, or nothing: an empty\n"
 "payload) and prints its id. The id is --id, else the SHA-256 of type and\n"
 "payload (the type's idempotency = payload), else a random one.\n"
@@ -172,8 +185,11 @@ const cli_command cmd_enqueue_entry = {
 "  --trace TP    a W3C traceparent to carry (one is made otherwise)\n"
 "  --wait DUR    on backpressure, keep trying with backoff up to DUR\n"
 "  --file FILE   one payload a line (- for stdin); prints one id a line\n"
-"Exit: 0 added, or a duplicate (said on stderr); 65 bad input or too large;\n"
-"69 Redis unavailable; 75 backpressure or Redis full; 78 bad configuration\n"
-"or refused password.\n",
+"  --strict      refuse a type no host has ever served (else: a warning)\n"
+"                ([producer] strict = yes in the --config manifest too)\n"
+"Exit: 0 added, or a duplicate (said on stderr); 65 bad input, too large,\n"
+"or a type no host serves with --strict; 69 Redis unavailable; 75\n"
+"backpressure or Redis full; 76 the hosts speak another wharf protocol;\n"
+"78 bad configuration or refused password.\n",
     .run = run,
 };

@@ -45,6 +45,7 @@ typedef struct file_run {
     int64_t wait_ms;
     long line_no;
     size_t enqueued, duplicate, refused;
+    int warned;   /* said that no host serves the type */
     int code;     /* exit code of the first refusal, 0 if none */
     int progress; /* stderr is a terminal: draw the bar */
     int drawn;    /* a bar is on the screen */
@@ -215,6 +216,19 @@ static int report_batch(file_run *run, const line_batch *b)
     for (size_t i = 0; i < b->n; i++) {
         const wharf_enqueue_reply *r = &b->replies[i];
         pressure |= r->pressure;
+        if (r->unserved && !run->warned && r->status == WHARF_CLIENT_OK) {
+            run->warned = 1;
+            cli_warn_unserved(run->ctx, run->base->type, "");
+        }
+        if (r->status == WHARF_CLIENT_UNSERVED ||
+            r->status == WHARF_CLIENT_PROTOCOL) {
+            /* Every task of the type is refused alike: say it once. */
+            run->refused += b->n - i;
+            clear_progress(run);
+            cli_fail(run->ctx, cli_exit_status(r->status), "%s", why);
+            run->code = cli_exit_status(r->status);
+            return run->code;
+        }
         if (r->status == WHARF_CLIENT_OK ||
             r->status == WHARF_CLIENT_DUPLICATE) {
             printf("%s\n", r->id);

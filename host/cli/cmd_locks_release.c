@@ -15,7 +15,7 @@
 /* Pending entries of the type looked at before giving up (each page of
  * XPENDING is cheap; a host holds at most workers x prefetch). */
 #define SCAN_MOST "10000"
-/* DESIGN's default visibility_timeout, when no host published one and no
+/* The manifest's default visibility_timeout (5m), when no host published one and no
  * manifest names one. */
 #define DEFAULT_VISIBILITY_MS 300000
 

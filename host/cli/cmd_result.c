@@ -1,5 +1,6 @@
 /* wharf result TYPE ID [--wait DUR]: the result bytes on stdout, exactly;
- * exit 1 when there is none (yet). */
+ * exit 1 when there is none (yet), 2 when the task is dead and 3 when it
+ * was cancelled (a wait ends at once then). */
 #include <stdlib.h>
 #include <sysexits.h>
 
@@ -41,7 +42,10 @@ const cli_command cmd_result_entry = {
     .name = "result",
     .usage = "TYPE ID [--wait DUR]",
     .help = "Prints the stored result of task ID of TYPE, byte for byte.\n"
-"  --wait DUR    wait up to DUR for it\n"
-"Exit: 0 printed; 1 no result (yet); 69 Redis unavailable.\n",
+"  --wait DUR    wait up to DUR for it; a dead or cancelled task ends the\n"
+"                wait at once\n"
+"Exit: 0 printed; 1 no result (yet); 2 the task is dead (its error on\n"
+"stderr); 3 it was cancelled; 69 Redis unavailable; 76 the hosts speak\n"
+"another wharf protocol.\n",
     .run = run,
 };

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -93,24 +94,62 @@ static int run_read_stdin(char **data, size_t *len)
     return 0;
 }
 
-/* The manifest section that configures the plugin at `real` (a realpath):
- * the one whose path is that file, else the one named like the file
- * ("webhook" for .../webhook.so), so a freshly built .so runs with the
- * section of the installed one. NULL if none. */
-static const plugin_section *run_find_section(const config *cfg,
-                                              const char *real,
-                                              const char *stem)
+/* True if the section lists `type` in its types (a section without
+ * types serves the descriptor's, unknown before the load). */
+static bool run_section_lists(const plugin_section *section, const char *type)
+{
+    for (char **t = section->types; t && *t; t++)
+        if (strcmp(*t, type) == 0)
+            return true;
+    return false;
+}
+
+/* The file name of a path ("webhook.so" for .../webhook.so). */
+static const char *run_base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+
+    return slash ? slash + 1 : path;
+}
+
+/* How well `section` fits the plugin at `real` (a realpath) run for
+ * `type`, best first: 1 its path is that file and it lists the type (two
+ * sections may load one file); 2 its path is that file; 3 its path has
+ * the same file name and it lists the type, then 4 it is named like the
+ * file ("webhook" for .../webhook.so), so a freshly built .so runs with
+ * the section of the installed one; 0 it is another plugin's. */
+static int run_section_rank(const plugin_section *section, const char *real,
+                            const char *stem, const char *type)
 {
     char other[PATH_MAX];
+    bool lists = run_section_lists(section, type);
 
-    for (size_t i = 0; i < cfg->n_plugins; i++)
-        if (realpath(cfg->plugins[i].path, other) &&
-            strcmp(other, real) == 0)
-            return &cfg->plugins[i];
-    for (size_t i = 0; i < cfg->n_plugins; i++)
-        if (strcmp(cfg->plugins[i].name, stem) == 0)
-            return &cfg->plugins[i];
-    return NULL;
+    if (realpath(section->path, other) && strcmp(other, real) == 0)
+        return lists ? 1 : 2;
+    if (lists && strcmp(run_base_name(section->path), run_base_name(real)) == 0)
+        return 3;
+    return strcmp(section->name, stem) == 0 ? 4 : 0;
+}
+
+/* The section that configures the plugin: the best by run_section_rank
+ * (the first of equals), or NULL if none fits. */
+static const plugin_section *run_find_section(const config *cfg,
+                                              const char *real,
+                                              const char *stem,
+                                              const char *type)
+{
+    const plugin_section *best = NULL;
+    int best_rank = 0;
+
+    for (size_t i = 0; i < cfg->n_plugins; i++) {
+        int rank = run_section_rank(&cfg->plugins[i], real, stem, type);
+
+        if (rank > 0 && (best_rank == 0 || rank < best_rank)) {
+            best = &cfg->plugins[i];
+            best_rank = rank;
+        }
+    }
+    return best;
 }
 
 /* Wall-clock ms since the epoch, for the task's enqueued_at_ms. */
@@ -254,7 +293,8 @@ static int run(cli *ctx, int argc, char **argv)
      * (its own keys and its types), else as if the manifest said
      * [plugin.STEM] types = TYPE. */
     {
-        const plugin_section *found = run_find_section(manifest, real, stem);
+        const plugin_section *found =
+            run_find_section(manifest, real, stem, type);
 
         if (found) {
             section = *found;
@@ -390,16 +430,18 @@ const cli_command cmd_run_entry = {
     .name = "run",
     .usage = "PLUGIN.so TYPE [PAYLOAD|-] [--config FILE] [--attempt N] "
              "[--id ID] [--trace TP] [--result]",
-    .help = "Runs one task through a plugin in this process, without Redis: a\n"
-            "plugin author's inner loop. The plugin is loaded as a worker\n"
-            "loads it (same checks, its [plugin.NAME] section), then init,\n"
-            "process_business and fini run; the status, result, error and\n"
-            "log lines are printed.\n"
-            "  --config FILE  the manifest whose section configures it\n"
-            "  --attempt N    the attempt the plugin sees (1)\n"
-            "  --id ID        the task id (run-1); --trace TP its traceparent\n"
-            "  --result       print only the result bytes on stdout\n"
-            "Exit: 0 ok; 75 retry; 65 fail; 78 not loadable or init failed;\n"
-            "64 usage.\n",
+    .help =
+        "Runs one task through a plugin in this process, without Redis: a\n"
+        "plugin author's inner loop. The plugin is loaded as a worker\n"
+        "loads it (same checks, its [plugin.NAME] section), then init,\n"
+        "process_business and fini run; the status, result, error and\n"
+        "log lines are printed.\n"
+        "  --config FILE  the manifest whose section configures it\n"
+        "  --attempt N    the attempt the plugin sees (1)\n"
+        "  --id ID        the task id (else the SHA-256 of type and payload,\n"
+        "                 as enqueue makes it); --trace TP its traceparent\n"
+        "  --result       print only the result bytes on stdout\n"
+        "Exit: 0 ok; 75 retry; 65 fail; 78 not loadable or init failed;\n"
+        "64 usage.\n",
     .run = run,
 };

@@ -1,7 +1,9 @@
 /* wharf stats [--json]: per type of the types set, ready (stream length
- * less pending), running (pending), delayed, dead, pressure, and the Redis
- * node that serves it. O(1) commands per type, all types in one pipelined
- * round trip (to every node at once on a cluster). */
+ * less pending), running (pending), delayed, dead, pressure, whether a
+ * live host serves it (its presence key <prefix>:{T}:hosts, which every
+ * live host serving T refreshes), and the Redis node that serves it. O(1)
+ * commands per type, all types in one pipelined round trip (to every node
+ * at once on a cluster). */
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
@@ -10,13 +12,14 @@
 #include "client_internal.h"
 
 /* Commands sent per type, in this order. */
-enum { Q_XLEN, Q_PENDING, Q_DELAYED, Q_DEAD, Q_PRESSURE, Q_COUNT };
+enum { Q_XLEN, Q_PENDING, Q_DELAYED, Q_DEAD, Q_PRESSURE, Q_SERVED, Q_COUNT };
 
 typedef struct type_stats {
     const char *name; /* points into the SMEMBERS reply */
     long long ready, running, delayed, dead;
     int pressure;
-    char node[300]; /* "host:port" serving the type */
+    int served;     /* a live host serves it */
+    char node[300]; /* "host:port" of the Redis node serving the type */
 } type_stats;
 
 static int by_name(const void *a, const void *b)
@@ -29,16 +32,19 @@ static int by_name(const void *a, const void *b)
 static int append_queries(cli *ctx, pipeline *p, const char *type)
 {
     char stream[KEY_MAX], delayed[KEY_MAX], dead[KEY_MAX], pressure[KEY_MAX];
+    char hosts[KEY_MAX];
 
     cli_key(ctx, stream, type, "stream");
     cli_key(ctx, delayed, type, "delayed");
     cli_key(ctx, dead, type, "dead");
     cli_key(ctx, pressure, type, "pressure");
+    cli_key(ctx, hosts, type, "hosts");
     if (pipeline_addf(p, stream, "XLEN %s", stream) != 0 ||
         pipeline_addf(p, stream, "XPENDING %s %s", stream, WHARF_GROUP) != 0 ||
         pipeline_addf(p, delayed, "ZCARD %s", delayed) != 0 ||
         pipeline_addf(p, dead, "ZCARD %s", dead) != 0 ||
-        pipeline_addf(p, pressure, "EXISTS %s", pressure) != 0)
+        pipeline_addf(p, pressure, "EXISTS %s", pressure) != 0 ||
+        pipeline_addf(p, hosts, "EXISTS %s", hosts) != 0)
         return -1;
     return 0;
 }
@@ -76,25 +82,11 @@ static int take(cli *ctx, int q, const redisReply *r, type_stats *s)
         s->delayed = r->integer;
     else if (q == Q_DEAD)
         s->dead = r->integer;
-    else
+    else if (q == Q_PRESSURE)
         s->pressure = r->integer != 0;
+    else
+        s->served = r->integer != 0;
     return 0;
-}
-
-/* Type names come from Redis: escape what JSON requires. */
-static void print_json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            printf("\\%c", ch);
-        else if (ch < 0x20)
-            printf("\\u%04x", ch);
-        else
-            putchar(ch);
-    }
-    putchar('"');
 }
 
 static void print_json(const type_stats *stats, size_t n)
@@ -103,12 +95,13 @@ static void print_json(const type_stats *stats, size_t n)
     for (size_t i = 0; i < n; i++) {
         const type_stats *s = &stats[i];
         printf("%s", i ? ", " : "");
-        print_json_string(s->name);
+        cli_print_json_string(stdout, s->name);
         printf(": {\"ready\": %lld, \"running\": %lld, \"delayed\": %lld, "
-               "\"dead\": %lld, \"pressure\": %s, \"node\": ",
+               "\"dead\": %lld, \"pressure\": %s, \"served\": %s, "
+               "\"node\": ",
                s->ready, s->running, s->delayed, s->dead,
-               s->pressure ? "true" : "false");
-        print_json_string(s->node);
+               s->pressure ? "true" : "false", s->served ? "true" : "false");
+        cli_print_json_string(stdout, s->node);
         putchar('}');
     }
     printf("}}\n");
@@ -121,13 +114,14 @@ static void print_table(const type_stats *stats, size_t n)
     for (size_t i = 0; i < n; i++)
         if ((int)strlen(stats[i].name) > width)
             width = (int)strlen(stats[i].name);
-    printf("%-*s %10s %10s %10s %10s  %-8s  %s\n", width, "TYPE", "READY",
-           "RUNNING", "DELAYED", "DEAD", "PRESSURE", "NODE");
+    printf("%-*s %10s %10s %10s %10s  %-8s  %-21s  %s\n", width, "TYPE",
+           "READY", "RUNNING", "DELAYED", "DEAD", "PRESSURE", "NODE", "SERVED");
     for (size_t i = 0; i < n; i++)
-        printf("%-*s %10lld %10lld %10lld %10lld  %-8s  %s\n", width,
+        printf("%-*s %10lld %10lld %10lld %10lld  %-8s  %-21s  %s\n", width,
                stats[i].name, stats[i].ready, stats[i].running,
                stats[i].delayed, stats[i].dead,
-               stats[i].pressure ? "yes" : "no", stats[i].node);
+               stats[i].pressure ? "yes" : "no", stats[i].node,
+               stats[i].served ? "yes" : "NO (no live host)");
 }
 
 /* Reads every type's figures into stats. 0 or an exit code. */
@@ -216,9 +210,10 @@ const cli_command cmd_stats_entry = {
     .name = "stats",
     .usage = "[--json]",
     .help =
-        "Per type: ready, running, delayed and dead tasks, pressure, and the\n"
-        "Redis node that serves it (on a cluster, the primary owning its "
-        "slot).\n"
+        "Per type: ready, running, delayed and dead tasks, pressure, whether\n"
+        "a live host serves it (SERVED \"NO\": its tasks wait for nobody),\n"
+        "and the Redis node that serves it (on a cluster, the primary owning\n"
+        "its slot).\n"
         "  --json        one JSON object: {\"types\": {\"T\": {...}}}\n"
         "Exit: 0; 69 Redis unavailable.\n",
     .run = run,

@@ -1,6 +1,6 @@
 /* wharf: parses the global options, finds the command in the table,
  * decides the Redis address and runs the command. Exit codes are
- * sysexits (DESIGN section 7). */
+ * sysexits (wharf(1), README "Exit codes"). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +15,8 @@ static const cli_command *const commands[] = {
     &cmd_dead_show_entry,     &cmd_dead_replay_entry,
     &cmd_dead_purge_entry,    &cmd_locks_list_entry,
     &cmd_locks_release_entry, &cmd_run_entry, &cmd_top_entry,
-    NULL};
+    &cmd_status_entry,        &cmd_cancel_entry,
+    &cmd_queue_drop_entry,    NULL};
 
 /* Usage lines of every command whose name starts with `family` (all when
  * NULL). */

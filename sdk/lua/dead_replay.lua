@@ -1,6 +1,7 @@
 -- dead_replay: puts one dead task back into the stream (wharf dead
 -- replay): attempt 1, no error; unknown fields are kept.
--- KEYS: 1 dead, 2 dead:<id>, 3 stream, 4 task:<id>, 5 delayed.
+-- KEYS: 1 dead, 2 dead:<id>, 3 stream, 4 task:<id>, 5 delayed, 6 entries
+--       (the new entry is indexed there).
 -- ARGV: 1 id, 2 type.
 -- Reply: OK; NOT_FOUND (not in the dead set); or MISSING (in the dead set
 --       without a record: dropped from it).
@@ -35,6 +36,7 @@ add('trace', v.trace)
 for i = 1, #h, 2 do
   if not drop[h[i]] then add(h[i], h[i + 1]) end
 end
-redis.call('XADD', KEYS[3], '*', unpack(f))
+local entry = redis.call('XADD', KEYS[3], '*', unpack(f))
+redis.call('HSET', KEYS[6], ARGV[1], entry)
 redis.call('DEL', record)
 return 'OK'

@@ -1,23 +1,33 @@
 -- enqueue: adds a run of tasks of one type, each handled exactly as if it
 -- were alone, enforcing the policy the hosts published for the type.
--- KEYS: 1 policy, 2 stream, 3 delayed, 4 pressure; then per task
---       seen:<id1>, seen:<id2>, task:<id1>, task:<id2>. id1 is the payload
---       hash or the explicit id, id2 a random id or the explicit id again
---       (equal keys: an explicit id).
+-- KEYS: 1 policy, 2 stream, 3 delayed, 4 pressure, 5 entries; then per
+--       task seen:<id1>, seen:<id2>, task:<id1>, task:<id2>. id1 is the
+--       payload hash or the explicit id, id2 a random id or the explicit
+--       id again (equal keys: an explicit id).
 -- ARGV: 1 type, 2 the length of "<prefix>:{<type>}:seen:" (an id is the
 --       rest of its seen key), 3 "1" for a delayed call, 4-7 the default
 --       max_payload, max_backlog, idempotency, idempotency_ttl (used while
---       no host has published a policy); then per task: payload, trace,
---       and for a delayed call the delay in ms.
--- Reply: {pressure (0/1), then per task: word, id, limit}; word is OK,
---       DUPLICATE, TOO_LARGE (limit = max_payload) or BACKPRESSURE
---       (limit = max_backlog).
+--       no host has published a policy), 8 the protocol versions the
+--       client speaks (comma-separated, e.g. "1"), 9 "1" to refuse the
+--       tasks when no host ever published a policy for the type (strict);
+--       then per task: payload, trace, and for a delayed call the delay in
+--       ms.
+-- Reply: {flags, then per task: word, id, limit}; flags is 1 while the
+--       type's pressure is on, plus 2 when no host ever published a policy
+--       for the type (nobody serves it); word is OK, DUPLICATE, TOO_LARGE
+--       (limit = max_payload), BACKPRESSURE (limit = max_backlog),
+--       UNSERVED (strict, and no policy: nothing added) or PROTOCOL (the
+--       hosts publish a protocol the client does not speak, limit = that
+--       version: nothing added).
 -- An id is a duplicate while its seen marker lives, and also while it
 -- waits in the delayed set with its envelope task:<id> (a retry, or a
 -- scheduled run): once the marker has expired, adding it again would
 -- reset a retrying task's attempt to 1 and overwrite its envelope. A dead
 -- id (its record is dead:<id>, which this script never touches) is added
 -- anew.
+-- Every task added to the stream is indexed in entries (id -> stream
+-- entry id, one HSET per call), so status and cancel find it without a
+-- scan.
 -- The backlog is ready + delayed, as the hosts count it (running tasks are
 -- not waiting); it counts the tasks added before, so a run is judged as
 -- the same tasks one by one. Times come from Redis TIME, so producers with
@@ -29,15 +39,25 @@
 -- and a ready task sends no delay; numbers handed to
 -- redis.call are strings, as Lua would format them with printf.
 local p = redis.call('HMGET', KEYS[1], 'max_payload', 'max_backlog',
-                     'idempotency', 'idempotency_ttl')
+                     'idempotency', 'idempotency_ttl', 'protocol')
+local served = p[1] or p[2] or p[3] or p[4]
+local refuse, refused_limit = nil, 0
+if p[5] and not string.find(',' .. ARGV[8] .. ',', ',' .. p[5] .. ',', 1,
+                            true) then
+  refuse, refused_limit = 'PROTOCOL', tonumber(p[5]) or 0
+elseif not served and ARGV[9] == '1' then
+  refuse = 'UNSERVED'
+end
 local max_payload = tonumber(p[1]) or tonumber(ARGV[4])
 local max_backlog = tonumber(p[2]) or tonumber(ARGV[5])
 local idempotency = p[3] or ARGV[6]
 local ttl = p[4]
 if not (tonumber(ttl) and tonumber(ttl) >= 1) then ttl = ARGV[7] end
-local out = {redis.call('EXISTS', KEYS[4])}
+local flags = redis.call('EXISTS', KEYS[4])
+if not served then flags = flags + 2 end
+local out = {flags}
 local backlog = -1
-if max_backlog > 0 then
+if max_backlog > 0 and not refuse then
   backlog = redis.call('XLEN', KEYS[2]) + redis.call('ZCARD', KEYS[3])
   local pending = redis.pcall('XPENDING', KEYS[2], 'wharf')
   if type(pending) == 'table' and pending.err == nil then
@@ -51,11 +71,14 @@ local task_type, skip = ARGV[1], tonumber(ARGV[2]) + 1
 local delayed = ARGV[3] == '1'
 local nkeys, nargs = 4, 2
 if delayed then nargs = 3 end
-for i = 0, (#ARGV - 7) / nargs - 1 do
-  local k, a = 5 + nkeys * i, 8 + nargs * i
+local index = {}
+for i = 0, (#ARGV - 9) / nargs - 1 do
+  local k, a = 6 + nkeys * i, 10 + nargs * i
   local word, id, limit = 'OK', '', 0
   local payload = ARGV[a]
-  if #payload > max_payload then
+  if refuse then
+    word, limit = refuse, refused_limit
+  elseif #payload > max_payload then
     word, limit = 'TOO_LARGE', max_payload
   elseif backlog >= max_backlog then
     word, limit = 'BACKPRESSURE', max_backlog
@@ -71,9 +94,11 @@ for i = 0, (#ARGV - 7) / nargs - 1 do
            redis.call('EXISTS', task) == 1 then
       word = 'DUPLICATE'
     elseif not delayed then
-      redis.call('XADD', KEYS[2], '*', 'id', id, 'type', task_type,
-                 'payload', payload, 'attempt', '1',
-                 'enqueued_at', now_text, 'trace', ARGV[a + 1])
+      index[#index + 1] = id
+      index[#index + 1] = redis.call('XADD', KEYS[2], '*', 'id', id,
+                                     'type', task_type, 'payload', payload,
+                                     'attempt', '1', 'enqueued_at', now_text,
+                                     'trace', ARGV[a + 1])
     else
       redis.call('DEL', task)
       redis.call('HSET', task, 'id', id, 'type', task_type,
@@ -88,4 +113,5 @@ for i = 0, (#ARGV - 7) / nargs - 1 do
   out[#out + 1] = id
   out[#out + 1] = limit
 end
+if #index > 0 then redis.call('HSET', KEYS[5], unpack(index)) end
 return out

@@ -1,46 +1,59 @@
 -- finish: ends the runs of a batch of one queue and one consumer, each
 -- task as if it were alone.
--- KEYS: 1 stream, 2 delayed, 3 dead, then for each task but an ack its
---       lock:<id>, then (same order) its result:<id> (ok), task:<id>
---       (retry) or dead:<id> (dead).
+-- KEYS: 1 stream, 2 delayed, 3 dead, 4 entries, then for each task but an
+--       ack its lock:<id>, then (same order) its result:<id> (ok),
+--       task:<id> (retry), dead:<id> (dead) or cancel:<id> (cancelled),
+--       then the cancel:<id> of every task.
 -- ARGV: 1 group, 2 consumer (also the envelope's worker), 3 result_ttl_ms,
 --       4 dead_ttl_ms, 5 type, 6 mode ("" or "resend"), 7 the tasks' kinds
---       (one letter each: a ack, o ok, r retry or reschedule, d dead),
---       then the entry id of every
---       task, then the token of each task but an ack ("" when the run
---       holds no lock), then per task but an ack: o its result; r the
---       envelope (id, payload, attempt of the next run, enqueued_at,
---       trace, error) and delay_ms; d the envelope.
+--       (one letter each: a ack, o ok, r retry or reschedule, d dead,
+--       c cancelled), 8 the length of "<prefix>:{<type>}:cancel:" (an id
+--       is the rest of its cancel key), then the entry id of every task,
+--       then the token of each task but an ack ("" when the run holds no
+--       lock), then per task but an ack: o its result; r the envelope
+--       (id, payload, attempt of the next run, enqueued_at, trace, error)
+--       and delay_ms; d the envelope; c nothing.
 -- Reply: {codes, errors...}: codes has one letter per task, k (done as
---       asked), s (stale) or e (failed: its message is the next of
---       errors).
+--       asked), c (cancelled), s (stale) or e (failed: its message is the
+--       next of errors).
 -- A run still owns its task only if the entry is pending under this
 -- consumer and, when it took the lock, the lock still holds its token; a
 -- task it no longer owns is stale and nothing of it is written.
+-- A task whose entry was cancelled (cancel:<id> holds its entry id, see
+-- cancel.lua), or that the worker says was (c), writes nothing: no
+-- result, no retry, no dead record; its entry is acked and deleted, its
+-- lock released (code c). Redis orders a cancel and a finish: a cancel
+-- that came first wins, one that came after finds the task finished.
 -- A resend (the same finish sent again after the connection broke before
 -- its reply came) counts a task it no longer owns as done, not stale, when
 -- an earlier send of it plainly landed: its entry is gone from the stream
 -- and its effect is there (ok: result:<id> exists; retry: the id is in the
--- delayed set; dead: the id is in the dead set; ack: nothing more).
+-- delayed set; dead: the id is in the dead set; ack: nothing more; a
+-- cancelled one: its cancel:<id> still names the entry).
 -- An owned task: ok stores its result (an empty one too, TTL result_ttl);
 -- retry writes the envelope task:<id> and puts the id in the delayed set
 -- at now + delay; dead writes the dead record dead:<id> (the same fields,
 -- TTL dead_ttl; a later run of the same id never touches it), puts the id
 -- in the dead set at now, and ids older than dead_ttl leave that set
 -- (dead_max is kept by trim_dead); an ack writes nothing. Then its entry
--- is acked and deleted and its lock released. A retry or dead write that
--- fails (a key of the wrong type) leaves that task pending and locked, and
--- the others go on; a result SET can only fail as the call's first write
--- (out of memory), failing the call.
+-- is acked and deleted, its lock released, and its id leaves entries
+-- when entries still names that entry. A retry or dead write that fails
+-- (a key of the wrong type) leaves that task pending and locked, and the
+-- others go on; a result SET can only fail as the call's first write (out
+-- of memory), failing the call.
 -- The checks and the acks take one command per call, not per task:
 -- XPENDING over the consumer's oldest entries (one XPENDING per entry only
--- for those it did not reach), one MGET of the locks, one XACK, XDEL and
--- DEL. A call of nothing but owned ok tasks (the common case) takes a
--- short path with no per-task tables.
+-- for those it did not reach), one MGET of the locks, one EXISTS of the
+-- cancel keys, one XACK, XDEL and DEL, one HMGET and HDEL of entries. A
+-- call of nothing but owned, uncancelled ok tasks (the common case) takes
+-- a short path with no per-task tables.
 local call, keys, argv = redis.call, KEYS, ARGV
 local group, consumer, kinds = argv[1], argv[2], argv[7]
+local skip = tonumber(argv[8]) + 1
 local resend = argv[6] == 'resend'
-local n, m = #kinds, (#keys - 3) / 2
+local n = #kinds
+local m = (#keys - 4 - n) / 2
+local cancels = 5 + 2 * m -- the first cancel key
 local p = call('XPENDING', keys[1], group, '-', '+', n, consumer)
 local pending = {}
 for j = 1, #p do pending[p[j][1]] = true end
@@ -49,101 +62,136 @@ local function owns(entry)
   return #p >= n and #call('XPENDING', keys[1], group, entry, entry, 1,
                            consumer) > 0
 end
-if m == n and not string.find(kinds, '[^o]') then
-  local v = call('MGET', unpack(keys, 4, 3 + n))
+-- Removes from entries the ids of tasks[] (indices) still indexed under
+-- the entry this call finished.
+local function unindex(tasks)
+  if #tasks == 0 then return end
+  local ids = {}
+  for j, i in ipairs(tasks) do
+    ids[j] = string.sub(keys[cancels + i - 1], skip)
+  end
+  local v = call('HMGET', keys[4], unpack(ids))
+  local gone = {}
+  for j, i in ipairs(tasks) do
+    local entry = argv[8 + i]
+    if v[j] and (v[j] == entry or
+                 string.sub(v[j], 1, #entry + 1) == entry .. ' ') then
+      gone[#gone + 1] = ids[j]
+    end
+  end
+  if #gone > 0 then call('HDEL', keys[4], unpack(gone)) end
+end
+if m == n and not string.find(kinds, '[^o]') and
+   call('EXISTS', unpack(keys, cancels, cancels + n - 1)) == 0 then
+  local v = call('MGET', unpack(keys, 5, 4 + n))
   local all = true
   for i = 1, n do
-    local token = argv[7 + n + i]
+    local token = argv[8 + n + i]
     if token == '' or v[i] ~= token or
-       not (pending[argv[7 + i]] or owns(argv[7 + i])) then
+       not (pending[argv[8 + i]] or owns(argv[8 + i])) then
       all = false
       break
     end
   end
   if all then
-    local ttl = argv[3]
+    local ttl, done = argv[3], {}
     for i = 1, n do
-      call('SET', keys[3 + n + i], argv[7 + 2 * n + i], 'PX', ttl)
+      call('SET', keys[4 + n + i], argv[8 + 2 * n + i], 'PX', ttl)
+      done[i] = i
     end
-    call('XACK', keys[1], group, unpack(argv, 8, 7 + n))
-    call('XDEL', keys[1], unpack(argv, 8, 7 + n))
-    call('DEL', unpack(keys, 4, 3 + n))
+    call('XACK', keys[1], group, unpack(argv, 9, 8 + n))
+    call('XDEL', keys[1], unpack(argv, 9, 8 + n))
+    call('DEL', unpack(keys, 5, 4 + n))
+    unindex(done)
     return {string.rep('k', n)}
   end
 end
 local function failed(r) return type(r) == 'table' and r.err end
+-- Entries whose cancel:<id> names them.
+local cancelled = {}
+if call('EXISTS', unpack(keys, cancels, cancels + n - 1)) > 0 then
+  local v = call('MGET', unpack(keys, cancels, cancels + n - 1))
+  for i = 1, n do cancelled[i] = v[i] == argv[8 + i] end
+end
 -- A resent task's earlier send landed: entry gone, effect visible.
-local function landed(entry, kind, at, key)
-  if #call('XRANGE', keys[1], entry, entry) > 0 then return false end
-  if kind == 'a' then return true end
+local function landed(i, kind, at, key)
+  if #call('XRANGE', keys[1], argv[8 + i], argv[8 + i]) > 0 then
+    return false
+  end
+  if cancelled[i] or kind == 'a' then return true end
   if kind == 'o' then return call('EXISTS', key) == 1 end
   if kind == 'r' then return call('ZSCORE', keys[2], argv[at]) ~= false end
+  if kind == 'c' then return false end
   return call('ZSCORE', keys[3], argv[at]) ~= false
 end
 local owned, locks, holders, slots = {}, {}, {}, {}
 local t = 0
 for i = 1, n do
-  owned[i] = owns(ARGV[7 + i])
+  owned[i] = owns(argv[8 + i])
   if string.sub(kinds, i, i) ~= 'a' then
     t = t + 1
-    if owned[i] and ARGV[7 + n + t] ~= '' then
-      locks[#locks + 1] = KEYS[3 + t]
+    if owned[i] and argv[8 + n + t] ~= '' then
+      locks[#locks + 1] = keys[4 + t]
       holders[#locks], slots[#locks] = i, t
     end
   end
 end
 if #locks > 0 then
-  local v = redis.call('MGET', unpack(locks))
+  local v = call('MGET', unpack(locks))
   for j = 1, #locks do
-    if v[j] ~= ARGV[7 + n + slots[j]] then owned[holders[j]] = false end
+    if v[j] ~= argv[8 + n + slots[j]] then owned[holders[j]] = false end
   end
 end
-local now, dead_ttl, died = nil, tonumber(ARGV[4]), false
-local codes, out, acks, releases = {}, {''}, {}, {}
-local a = 8 + n + m
+local now, dead_ttl, died = nil, tonumber(argv[4]), false
+local codes, out, acks, releases, done = {}, {''}, {}, {}, {}
+local a = 9 + n + m
 t = 0
 for i = 1, n do
   local kind, r, at, lock, key, token = string.sub(kinds, i, i)
   if kind ~= 'a' then
     t = t + 1
-    at, lock, key, token = a, KEYS[3 + t], KEYS[3 + m + t], ARGV[7 + n + t]
+    at, lock, key, token = a, keys[4 + t], keys[4 + m + t], argv[8 + n + t]
     if kind == 'o' then a = a + 1
     elseif kind == 'r' then a = a + 7
-    else a = a + 6 end
+    elseif kind == 'd' then a = a + 6 end
   end
   if not owned[i] then
-    if resend and landed(ARGV[7 + i], kind, at, key) then
-      codes[i] = 'k'
+    if resend and landed(i, kind, at, key) then
+      codes[i] = (cancelled[i] or kind == 'c') and 'c' or 'k'
     else
       codes[i] = 's'
     end
   else
-    if kind == 'o' then
-      redis.call('SET', key, ARGV[at], 'PX', ARGV[3])
-    elseif kind ~= 'a' then
+    local cancel = cancelled[i] or kind == 'c'
+    if cancel or kind == 'a' then
+      -- nothing written
+    elseif kind == 'o' then
+      call('SET', key, argv[at], 'PX', argv[3])
+    else
       if not now then
-        local time = redis.call('TIME')
+        local time = call('TIME')
         now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
       end
-      redis.call('DEL', key)
-      r = redis.pcall('HSET', key, 'id', ARGV[at], 'type', ARGV[5],
-                      'payload', ARGV[at + 1], 'attempt', ARGV[at + 2],
-                      'enqueued_at', ARGV[at + 3], 'trace', ARGV[at + 4],
-                      'error', ARGV[at + 5], 'worker', consumer,
+      call('DEL', key)
+      r = redis.pcall('HSET', key, 'id', argv[at], 'type', argv[5],
+                      'payload', argv[at + 1], 'attempt', argv[at + 2],
+                      'enqueued_at', argv[at + 3], 'trace', argv[at + 4],
+                      'error', argv[at + 5], 'worker', consumer,
                       'failed_at', now)
       if kind == 'r' and not failed(r) then
-        r = redis.pcall('ZADD', KEYS[2], now + tonumber(ARGV[at + 6]),
-                        ARGV[at])
+        r = redis.pcall('ZADD', keys[2], now + tonumber(argv[at + 6]),
+                        argv[at])
       elseif not failed(r) then
-        redis.call('PEXPIRE', key, dead_ttl)
-        r = redis.pcall('ZADD', KEYS[3], now, ARGV[at])
+        call('PEXPIRE', key, dead_ttl)
+        r = redis.pcall('ZADD', keys[3], now, argv[at])
         died = died or not failed(r)
       end
     end
     if failed(r) then
       codes[i], out[#out + 1] = 'e', r.err
     else
-      codes[i], acks[#acks + 1] = 'k', ARGV[7 + i]
+      codes[i], acks[#acks + 1] = cancel and 'c' or 'k', argv[8 + i]
+      done[#done + 1] = i
       if kind ~= 'a' and token ~= '' then
         releases[#releases + 1] = lock
       end
@@ -151,12 +199,13 @@ for i = 1, n do
   end
 end
 if died then
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. (now - dead_ttl))
+  call('ZREMRANGEBYSCORE', keys[3], '-inf', '(' .. (now - dead_ttl))
 end
 if #acks > 0 then
-  redis.call('XACK', KEYS[1], group, unpack(acks))
-  redis.call('XDEL', KEYS[1], unpack(acks))
+  call('XACK', keys[1], group, unpack(acks))
+  call('XDEL', keys[1], unpack(acks))
 end
-if #releases > 0 then redis.call('DEL', unpack(releases)) end
+if #releases > 0 then call('DEL', unpack(releases)) end
+unindex(done)
 out[1] = table.concat(codes)
 return out

@@ -186,6 +186,7 @@ wharf_client_status wharf_client_open(wharf_client **out, const char *url,
         goto fail;
     }
     client_enqueue_init(c);
+    client_status_init(c);
     c->scripts[0] = &c->enqueue;
     c->scripts[1] = NULL;
     nodes_init(&c->nodes, &c->url, c->password, CLIENT_TIMEOUT_MS);
@@ -251,6 +252,14 @@ const char *wharf_client_status_name(wharf_client_status s)
         return "auth";
     case WHARF_CLIENT_FULL:
         return "full";
+    case WHARF_CLIENT_DEAD:
+        return "dead";
+    case WHARF_CLIENT_CANCELLED:
+        return "cancelled";
+    case WHARF_CLIENT_PROTOCOL:
+        return "protocol";
+    case WHARF_CLIENT_UNSERVED:
+        return "unserved";
     }
     return "unknown";
 }

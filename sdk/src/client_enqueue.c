@@ -1,4 +1,4 @@
-/* Enqueue (DESIGN section 3, step 1): one atomic Lua script enforces the
+/* Enqueue (docs/protocol.md, enqueue.lua): one atomic Lua script enforces the
  * type's policy in Redis, deduplicates by id and adds the task to the
  * stream, or to the delayed set when it has a delay. One call of the
  * script takes a run of tasks of one type, each handled exactly as if it
@@ -34,7 +34,7 @@
  * and reply. */
 
 enum {
-    COMMON_KEYS = 4,
+    COMMON_KEYS = 5,
     /* seen and task keys of both candidate ids: the script checks the
      * envelope of a ready task too (a retrying id is a duplicate). */
     TASK_KEYS = 4,
@@ -98,6 +98,14 @@ void client_enqueue_init(wharf_client *c)
     c->enqueue.name = "enqueue";
     c->enqueue.source = wharf_lua_enqueue;
     script_init(&c->enqueue);
+}
+
+static void say_unserved(wharf_client *c, const char *type);
+
+void wharf_client_set_strict(wharf_client *client, int strict)
+{
+    if (client)
+        client->strict = strict != 0;
 }
 
 void client_enqueue_free(wharf_client *c)
@@ -337,6 +345,7 @@ static wharf_client_status build_call(wharf_client *c, enqueue_call *call,
     key_of_type(call->common_keys[1], KEY_MAX, prefix, type, "stream");
     key_of_type(call->common_keys[2], KEY_MAX, prefix, type, "delayed");
     key_of_type(call->common_keys[3], KEY_MAX, prefix, type, "pressure");
+    key_of_type(call->common_keys[4], KEY_MAX, prefix, type, "entries");
     skip = key_of_type(seen, sizeof(seen), prefix, type, "seen:");
     command_evalsha(cmd, c->enqueue.sha);
     for (int k = 0; k < COMMON_KEYS; k++)
@@ -353,6 +362,8 @@ static wharf_client_status build_call(wharf_client *c, enqueue_call *call,
     command_push_str(cmd, DEFAULT_MAX_BACKLOG);
     command_push_str(cmd, DEFAULT_IDEMPOTENCY);
     command_push_str(cmd, DEFAULT_IDEMPOTENCY_TTL);
+    command_push_str(cmd, CLIENT_PROTOCOLS);
+    command_push_str(cmd, c->strict ? "1" : "0");
     for (size_t i = 0; i < count; i++) {
         const wharf_enqueue_opts *t = &tasks[index[i]];
         task_slot *s = &call->slots[i];
@@ -397,7 +408,8 @@ static wharf_client_status parse_task(wharf_client *c,
     }
     memcpy(out->id, id->str, id->len);
     out->id[id->len] = '\0';
-    out->pressure = r->element[0]->integer != 0;
+    out->pressure = (r->element[0]->integer & 1) != 0;
+    out->unserved = (r->element[0]->integer & 2) != 0;
     out->limit = limit->integer > 0 ? (uint64_t)limit->integer : 0;
     if (strcmp(word->str, "OK") == 0) {
         status = WHARF_CLIENT_OK;
@@ -416,6 +428,13 @@ static wharf_client_status parse_task(wharf_client *c,
                      "): try later",
                      t->type, out->limit);
         status = WHARF_CLIENT_BACKPRESSURE;
+    } else if (strcmp(word->str, "UNSERVED") == 0) {
+        /* Said once the call's replies are all read (it needs Redis). */
+        status = WHARF_CLIENT_UNSERVED;
+    } else if (strcmp(word->str, "PROTOCOL") == 0) {
+        char host[24];
+        snprintf(host, sizeof(host), "%" PRIu64, out->limit);
+        status = client_protocol_error(c, t->type, host);
     } else {
         client_error(c, "enqueue: the enqueue script answered '%.40s'",
                      word->str);
@@ -508,11 +527,24 @@ wharf_client_status wharf_enqueue(wharf_client *client,
     status = call_alone(client, &b->call, opts, &only, 1, &answer);
     if (status == WHARF_CLIENT_OK)
         status = answer.status;
-    if (out && (status == WHARF_CLIENT_OK || status == WHARF_CLIENT_DUPLICATE ||
-                status == WHARF_CLIENT_TOO_LARGE ||
-                status == WHARF_CLIENT_BACKPRESSURE))
+    if (status == WHARF_CLIENT_UNSERVED)
+        say_unserved(client, opts->type);
+    if (out &&
+        (status == WHARF_CLIENT_OK || status == WHARF_CLIENT_DUPLICATE ||
+         status == WHARF_CLIENT_TOO_LARGE ||
+         status == WHARF_CLIENT_BACKPRESSURE ||
+         status == WHARF_CLIENT_UNSERVED || status == WHARF_CLIENT_PROTOCOL))
         *out = answer;
     return status;
+}
+
+/* errstr for a task refused as unserved (strict). */
+static void say_unserved(wharf_client *c, const char *type)
+{
+    char message[sizeof(c->errstr) - 32];
+
+    client_unserved_message(c, type, message, sizeof(message));
+    client_error(c, "%s; refused (strict)", message);
 }
 
 /* True if b may join the call a is in: same type, both ready or both
@@ -792,5 +824,10 @@ wharf_client_status wharf_enqueue_batch(wharf_client *client,
     /* Every round is read: nothing is in flight. */
     if (status == WHARF_CLIENT_OK)
         status = add_types(client, tasks, NULL, n, replies);
+    for (size_t i = 0; status == WHARF_CLIENT_OK && i < n; i++)
+        if (replies[i].status == WHARF_CLIENT_UNSERVED) {
+            say_unserved(client, tasks[i].type);
+            break;
+        }
     return status;
 }

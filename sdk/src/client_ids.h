@@ -1,5 +1,5 @@
 /* The names a producer hands to Redis and the ones it makes up: checks of
- * type, id, prefix and trace (DESIGN section 2), task ids from the payload
+ * type, id, prefix and trace (docs/protocol.md, "Names"), task ids from the payload
  * or at random, and new W3C traceparents. */
 #ifndef WHARF_CLIENT_IDS_H
 #define WHARF_CLIENT_IDS_H

@@ -28,7 +28,11 @@ struct wharf_client {
     char prefix[WHARF_PREFIX_MAX + 1];
     script enqueue; /* the enqueue script (client_enqueue.c), loaded on
                        each connection a node gets (nodes_set_scripts) */
-    const script *scripts[2]; /* {&enqueue, NULL} */
+    script status;  /* sdk/lua/status.lua (client_status.c) */
+    script cancel;  /* sdk/lua/cancel.lua (client_cancel.c) */
+    int strict;     /* wharf_client_set_strict */
+    const script *scripts[2]; /* {&enqueue, NULL}: the others load on
+                                 their first NOSCRIPT (pipeline.h) */
     int min_replicas;         /* wharf_client_require_replicas */
     int replicas_timeout_ms;
     struct enqueue_buffers *enqueue_buffers; /* client_enqueue.c's, made
@@ -71,8 +75,44 @@ void client_drop(wharf_client *c);
 wharf_client_status
 client_reply_status(wharf_client *c, const redisReply *reply, const char *what);
 
+/* The protocol versions this library speaks, as the scripts take them. */
+#define CLIENT_PROTOCOLS "1"
+
 /* Fills c->enqueue; called once by wharf_client_open. */
 void client_enqueue_init(wharf_client *c);
+
+/* Fills c->status and c->cancel; called once by wharf_client_open. */
+void client_status_init(wharf_client *c);
+
+/* Checks a type and an id given to a call: OK, or BAD_INPUT with
+ * c->errstr set. */
+wharf_client_status client_check_names(wharf_client *c, const char *type,
+                                       const char *id);
+
+/* Runs sdk/lua/status.lua for task id of type (with its result bytes when
+ * with_result): the reply (caller frees), whose first element is the
+ * state word; or NULL with *status saying why (BAD_INPUT, PROTOCOL,
+ * UNAVAILABLE, AUTH, ERROR) and c->errstr set. */
+redisReply *client_status_call(wharf_client *c, const char *type,
+                               const char *id, int with_result,
+                               wharf_client_status *status);
+
+/* Fills *out from a reply of client_status_call. */
+void client_status_parse(const redisReply *r, wharf_task_info *out);
+
+/* The result bytes in a "done" reply made with_result, or NULL. */
+const redisReply *client_status_result(const redisReply *r);
+
+/* Writes "no host serves 'T'; served types: a, b" into buf: the types of
+ * <prefix>:types whose policy some host published, sorted (one SMEMBERS,
+ * then one pipelined EXISTS each). On a Redis failure it names none. */
+void client_unserved_message(wharf_client *c, const char *type, char *buf,
+                             size_t len);
+
+/* The message for a PROTOCOL answer: the hosts speak `host`. Sets
+ * c->errstr and returns WHARF_CLIENT_PROTOCOL. */
+wharf_client_status client_protocol_error(wharf_client *c, const char *type,
+                                          const char *host);
 
 /* Frees c->enqueue_buffers; called by wharf_client_close. */
 void client_enqueue_free(wharf_client *c);

@@ -1,4 +1,4 @@
-/* Redis key names (DESIGN section 2). Every key of a type carries the hash
+/* Redis key names (docs/protocol.md, "Keys"). Every key of a type carries the hash
  * tag {T}, so a script's keys share one Redis Cluster slot. Shared by the
  * client library and the host so both spell every key the same way. */
 #ifndef WHARF_KEYS_H

@@ -34,14 +34,29 @@ typedef enum wharf_client_status {
                                       Redis error); see the errstr */
     WHARF_CLIENT_AUTH = 9,         /* Redis wants a password, or refused
                                       ours: retrying will not help */
-    WHARF_CLIENT_FULL = 10         /* Redis is at maxmemory (noeviction):
+    WHARF_CLIENT_FULL = 10,        /* Redis is at maxmemory (noeviction):
                                       nothing was written; try later */
+    WHARF_CLIENT_DEAD = 11,        /* result: the task is dead (the errstr
+                                      holds its last error); no result
+                                      will come */
+    WHARF_CLIENT_CANCELLED = 12,   /* result: the task was cancelled; no
+                                      result will come */
+    WHARF_CLIENT_PROTOCOL = 13,    /* the hosts speak a Redis protocol
+                                      this library does not: nothing was
+                                      done; upgrade the library */
+    WHARF_CLIENT_UNSERVED = 14     /* strict enqueue: no host ever served
+                                      the type; nothing was added */
 } wharf_client_status;
 
 #define WHARF_TYPE_MAX 100   /* a type is 1-100 of [A-Za-z0-9._-] */
 #define WHARF_ID_MAX 200     /* an id is 1-200 bytes of 0x21..0x7e */
 #define WHARF_PREFIX_MAX 100 /* a key prefix: 1-100 of 0x21..0x7e, no {} */
 #define WHARF_TRACE_LEN 55   /* 00-<32 hex>-<16 hex>-<2 hex> */
+
+/* The Redis protocol (docs/protocol.md) this library speaks. Hosts
+ * publish theirs in each type's policy; a client refuses a host that
+ * speaks another with WHARF_CLIENT_PROTOCOL. */
+#define WHARF_PROTOCOL 1
 
 /* A connection to one Redis and one key prefix. Not thread-safe: use one
  * client per thread. A broken connection is made again on the next call. */
@@ -62,6 +77,12 @@ wharf_client_open(wharf_client **out, const char *url, const char *password,
 
 /* Closes the connection and frees the client. Accepts NULL. */
 WHARF_CLIENT_API void wharf_client_close(wharf_client *client);
+
+/* strict != 0: enqueue refuses (UNSERVED, nothing added) a task of a type
+ * that no host has ever published a policy for, so a misspelt type never
+ * queues silently. Off by default: such a task is added, and its reply
+ * says unserved. */
+WHARF_CLIENT_API void wharf_client_set_strict(wharf_client *client, int strict);
 
 /* One line saying what the last failed call did wrong and why ("" if none
  * failed). Owned by the client; valid until its next call. */
@@ -90,16 +111,20 @@ typedef struct wharf_enqueue_reply {
     int duplicate;              /* 1 when status is DUPLICATE */
     int pressure;               /* 1 while the type's backlog is high: slow
                                    down before max_backlog refuses tasks */
-    uint64_t limit; /* TOO_LARGE: max_payload; BACKPRESSURE: max_backlog */
+    uint64_t limit; /* TOO_LARGE: max_payload; BACKPRESSURE: max_backlog;
+                       PROTOCOL: the hosts' protocol */
+    int unserved;   /* 1 when no host has ever published a policy for the
+                       type: nobody may ever run it (see strict) */
 } wharf_enqueue_reply;
 
 /* Enqueues one task with one atomic script in Redis. Returns OK or
  * DUPLICATE (the task was already enqueued within idempotency_ttl; nothing
  * was added and out->id is the existing id), or why not: BAD_INPUT
- * (checked before Redis is asked), TOO_LARGE, BACKPRESSURE, FULL (Redis at
- * maxmemory: nothing was written), UNAVAILABLE, AUTH, ERROR. *out is
- * written whenever Redis answered (OK, DUPLICATE, TOO_LARGE,
- * BACKPRESSURE); out may be NULL. */
+ * (checked before Redis is asked), TOO_LARGE, BACKPRESSURE, UNSERVED
+ * (strict), PROTOCOL, FULL (Redis at maxmemory: nothing was written),
+ * UNAVAILABLE, AUTH, ERROR. *out is written whenever Redis answered (OK,
+ * DUPLICATE, TOO_LARGE, BACKPRESSURE, UNSERVED, PROTOCOL); out may be
+ * NULL. */
 WHARF_CLIENT_API wharf_client_status
 wharf_enqueue(wharf_client *client, const wharf_enqueue_opts *opts,
               wharf_enqueue_reply *out);
@@ -127,10 +152,82 @@ WHARF_CLIENT_API wharf_client_status wharf_result_get(wharf_client *client,
                                                       void **data, size_t *len);
 
 /* wharf_result_get, polling (5 ms, growing to 100 ms between tries) until
- * the result exists or timeout_ms has passed: then TIMEOUT. */
+ * the result exists or timeout_ms has passed: then TIMEOUT. Both return
+ * at once DEAD (the errstr holds the task's last error) or CANCELLED when
+ * the task will never have a result. */
 WHARF_CLIENT_API wharf_client_status
 wharf_result_wait(wharf_client *client, const char *type, const char *id,
                   int64_t timeout_ms, void **data, size_t *len);
+
+/* Where a task is now (wharf status). */
+typedef enum wharf_task_state {
+    WHARF_TASK_UNKNOWN = 0, /* never enqueued, or forgotten */
+    WHARF_TASK_QUEUED,      /* in its stream, waiting for a worker */
+    WHARF_TASK_RUNNING,     /* claimed by a worker */
+    WHARF_TASK_DELAYED,     /* waiting for its time (a delay or a retry) */
+    WHARF_TASK_DONE,        /* finished; its result is cached */
+    WHARF_TASK_DEAD,        /* failed for good */
+    WHARF_TASK_CANCELLED    /* cancelled (remembered for a day) */
+} wharf_task_state;
+
+/* The state as a word ("queued", "running", ...); static storage. */
+WHARF_CLIENT_API const char *wharf_task_state_name(wharf_task_state s);
+
+/* What wharf_task_status found. Times are ms since the epoch (Redis TIME);
+ * a field that does not apply to the state is 0 or "". */
+typedef struct wharf_task_info {
+    wharf_task_state state;
+    int64_t now_ms;         /* Redis time of the answer */
+    unsigned attempt;       /* queued, running: this run's attempt;
+                               delayed: the next run's; dead: attempts */
+    int64_t enqueued_at_ms; /* queued, running, delayed */
+    int64_t since_ms;       /* running: when its run began (0: not yet) */
+    int cancel_requested;   /* running: a cancel is on its way to it */
+    int64_t due_at_ms;      /* delayed */
+    int64_t died_at_ms;     /* dead */
+    int64_t expires_in_ms;  /* done: the result's; cancelled: how long
+                               the cancel is remembered */
+    uint64_t result_bytes;  /* done */
+    char worker[256];       /* running: the consumer that holds it */
+    char entry[48];         /* queued, running: its stream entry id */
+    char error[512];        /* delayed: the last error ("" if none); dead:
+                               the error it died of (cut to fit) */
+} wharf_task_info;
+
+/* Reads where task id of type is, in one script call. OK with *out set
+ * (state UNKNOWN too), or BAD_INPUT, PROTOCOL, UNAVAILABLE, AUTH, ERROR. */
+WHARF_CLIENT_API wharf_client_status wharf_task_status(wharf_client *client,
+                                                       const char *type,
+                                                       const char *id,
+                                                       wharf_task_info *out);
+
+/* What wharf_cancel did. */
+typedef enum wharf_cancel_outcome {
+    WHARF_CANCEL_REMOVED = 0, /* it was waiting (queued or delayed): gone,
+                                 it never runs */
+    WHARF_CANCEL_REQUESTED,   /* a worker holds it: its run is asked to end
+                                 (its plugin sees wharf_cancelled) and ends
+                                 as cancelled, writing no result */
+    WHARF_CANCEL_ALREADY,     /* it was cancelled before */
+    WHARF_CANCEL_FINISHED,    /* too late: it is done or dead */
+    WHARF_CANCEL_UNKNOWN      /* no such task */
+} wharf_cancel_outcome;
+
+typedef struct wharf_cancel_reply {
+    wharf_cancel_outcome outcome;
+    char detail[256]; /* REMOVED: "queued" or "delayed"; REQUESTED: the
+                         consumer running it; FINISHED: "done" or "dead" */
+} wharf_cancel_reply;
+
+/* Cancels task id of type, in one atomic script call: the outcome says
+ * what became of it. OK for REMOVED, REQUESTED and ALREADY; NOT_FOUND
+ * (errstr says why) for FINISHED and UNKNOWN; or BAD_INPUT, PROTOCOL,
+ * UNAVAILABLE, AUTH, ERROR (then *out is untouched). A cancelled id may be
+ * enqueued again at once: that is a new task. */
+WHARF_CLIENT_API wharf_client_status wharf_cancel(wharf_client *client,
+                                                  const char *type,
+                                                  const char *id,
+                                                  wharf_cancel_reply *out);
 
 /* Makes every enqueue of client wait, after Redis took it, until at least
  * min_replicas replicas have it too (Redis WAIT, up to timeout_ms), so an

@@ -1,4 +1,4 @@
-/* wharf plugin ABI, version 1.
+/* The wharf plugin ABI (WHARF_PLUGIN_ABI below); wharf-plugin(3).
  *
  * A plugin is one C file compiled against this header alone. It defines one
  * descriptor with WHARF_PLUGIN(...) and reaches the host only through the
@@ -85,9 +85,11 @@ enum {
     WHARF_PHASE_RUN = 2     /* `wharf run`: one task, no Redis */
 };
 
-/* True if the host that filled the table has the service `member`: a
- * plugin built against a newer header must not call past an older host's
- * table. */
+/* True if the host that filled the table has the service `member`: how a
+ * plugin asks what the host supports, since one built against a newer
+ * header must not call past an older host's table. The first five
+ * services (result to state) are in every host; the wrappers of the later
+ * ones check this themselves and answer a documented default. */
 #define WHARF_HAS_SERVICE(ctx, member)                                        \
     ((ctx)->services->size >= offsetof(wharf_services, member) +              \
                                   sizeof((ctx)->services->member) &&          \
@@ -213,7 +215,9 @@ typedef struct wharf_plugin {
 
 /* Defines and exports the plugin's descriptor:
  *   WHARF_PLUGIN(.name = "echo", .version = "1.0.0",
- *                .process_business = process_business);  */
+ *                .process_business = process_business);
+ * Its symbol keeps the name wharf_plugin_v1 whatever the ABI: .abi, read
+ * first, tells the ABIs apart. */
 #define WHARF_PLUGIN(...)                                                     \
     extern WHARF_EXPORT const wharf_plugin wharf_plugin_v1;                   \
     WHARF_EXPORT const wharf_plugin wharf_plugin_v1 = {                       \

@@ -1,0 +1,573 @@
+'use strict';
+// The wharf producer client for Node: enqueue, results, status and cancel,
+// with the same scripts, keys and rules as the C client
+// (docs/protocol.md). Every call returns a promise. Times are in ms.
+const crypto = require('crypto');
+const Redis = require('ioredis');
+const errors = require('./errors');
+const scripts = require('./scripts');
+
+// The wharf protocol versions this client speaks (docs/protocol.md).
+const PROTOCOLS = ['1'];
+const GROUP = 'wharf';
+const DEFAULT_URL = 'redis://127.0.0.1:6379';
+const DEFAULT_PREFIX = 'wharf';
+// The policy used while no host has published one for a type.
+const DEFAULT_POLICY = ['1048576', '0', 'payload', '300000'];
+// As the C client: tasks and payload bytes per script call, tasks per
+// pipelined round trip, so every client costs Redis the same per task.
+const CALL_TASKS = 100;
+const CALL_BYTES = 1024 * 1024;
+const ROUND_TASKS = 500;
+const MAX_DELAY_MS = 100 * 365 * 24 * 3600 * 1000;
+const POLL_FIRST_MS = 5;
+const POLL_MAX_MS = 100;
+
+const TYPE_RE = /^[A-Za-z0-9._-]{1,100}$/;
+const ID_RE = /^[\x21-\x7e]{1,200}$/;
+const PREFIX_RE = /^[\x21-\x7a\x7c\x7e]{1,100}$/; // no { or }
+const TRACE_RE = /^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/;
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function quote(text, n = 100) {
+  const s = String(text).replace(/[^\x20-\x7e]/g, '?');
+  return s.length < n ? s : `${s.slice(0, n - 4)}...`;
+}
+
+function toBuffer(payload) {
+  if (Buffer.isBuffer(payload)) return payload;
+  if (typeof payload === 'string') return Buffer.from(payload, 'utf8');
+  if (payload instanceof Uint8Array) return Buffer.from(payload);
+  throw new errors.BadInput('payload must be a Buffer or a string');
+}
+
+function checkType(type) {
+  if (typeof type !== 'string' || !TYPE_RE.test(type)) {
+    throw new errors.BadInput(`type '${quote(type ?? '')}' is not valid: use 1-100 of A-Z a-z 0-9 . _ -`);
+  }
+  return type;
+}
+
+function checkId(id) {
+  if (typeof id !== 'string' || !ID_RE.test(id)) {
+    throw new errors.BadInput(`task id '${quote(id ?? '')}' is not valid: use 1-200 printable ASCII characters, no spaces`);
+  }
+  return id;
+}
+
+function checkTrace(trace) {
+  const m = typeof trace === 'string' && TRACE_RE.exec(trace);
+  if (!m || /^0+$/.test(m[1]) || /^0+$/.test(m[2])) {
+    throw new errors.BadInput(`trace '${quote(trace ?? '')}' is not a W3C traceparent: expected 00-<32 hex>-<16 hex>-<2 hex>`);
+  }
+  return trace;
+}
+
+function checkMs(value, what) {
+  if (value === undefined || value === null) return 0;
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw new errors.BadInput(`${what} must be a number of milliseconds`);
+  }
+  const ms = Math.round(value);
+  if (ms < 0 || ms > MAX_DELAY_MS) {
+    throw new errors.BadInput(`${what} of ${ms} ms is out of range: use 0 up to 100 years`);
+  }
+  return ms;
+}
+
+// A new W3C traceparent "00-<trace id>-<parent id>-01".
+function newTrace() {
+  const b = crypto.randomBytes(24);
+  b[15] |= 1; // an all-zero id is invalid
+  b[23] |= 1;
+  return `00-${b.subarray(0, 16).toString('hex')}-${b.subarray(16).toString('hex')}-01`;
+}
+
+// The id of a task with no id given: hex SHA-256 of type "\n" payload.
+function hashId(type, payload) {
+  return crypto.createHash('sha256').update(checkType(type)).update('\n')
+    .update(toBuffer(payload)).digest('hex');
+}
+
+// The wharf error for an ioredis error.
+function errorOf(e, where, what) {
+  const text = String(e && e.message);
+  if (e instanceof errors.WharfError) return e;
+  if (e && e.name === 'ReplyError') {
+    if (text.startsWith('OOM')) return new errors.RedisFull(`${where}: Redis is out of memory (maxmemory reached)`);
+    if (/^(NOAUTH|WRONGPASS)/.test(text)) return new errors.ConfigError(`${what}: ${where}: ${text}`);
+    if (/^(LOADING|BUSY|MASTERDOWN|TRYAGAIN|READONLY|CLUSTERDOWN)\b/.test(text)) {
+      return new errors.Unavailable(`${what}: redis answered: ${text}`);
+    }
+    return new errors.WharfError(`${what}: redis answered: ${text}`);
+  }
+  return new errors.Unavailable(`${what}: ${where}: ${text}`);
+}
+
+// [{host, port}] of "h1:p1,h2,[::1]:p3", each port defaultPort unless
+// given; null when a part is not an address.
+function seedsOf(text, defaultPort) {
+  const out = [];
+  for (const part of text.split(',')) {
+    const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9._-]+))(?::([0-9]{1,5}))?$/.exec(part);
+    const port = m && m[3] ? Number(m[3]) : defaultPort;
+    if (!m || port < 1 || port > 65535) return null;
+    out.push({ host: m[1] || m[2], port });
+  }
+  return out;
+}
+
+// redis+cluster://[user:pw@]h1:p1,h2:p2[/0] and
+// redis+sentinel://[user:pw@]s1:p1,s2:p2/MASTER[/db], as the C client
+// reads them: {kind, seeds, username, password, name, db}, or null for
+// another scheme. Throws ConfigError on a malformed one.
+function parseDistributed(url) {
+  const m = /^redis\+(cluster|sentinel):\/\/(.*)$/.exec(url);
+  if (!m) return null;
+  const kind = m[1];
+  let rest = m[2];
+  let username;
+  let password;
+  const head = rest.split('/')[0];
+  const at = head.lastIndexOf('@');
+  if (at >= 0) {
+    const auth = rest.slice(0, at);
+    rest = rest.slice(at + 1);
+    const colon = auth.indexOf(':');
+    if (colon >= 0) {
+      username = decodeURIComponent(auth.slice(0, colon)) || undefined;
+      password = decodeURIComponent(auth.slice(colon + 1)) || undefined;
+    } else {
+      password = decodeURIComponent(auth) || undefined;
+    }
+  }
+  const slash = rest.indexOf('/');
+  const hosts = slash >= 0 ? rest.slice(0, slash) : rest;
+  const path = slash >= 0 ? rest.slice(slash + 1) : '';
+  const seeds = seedsOf(hosts, kind === 'cluster' ? 6379 : 26379);
+  if (!seeds) throw new errors.ConfigError(`bad Redis URL '${quote(url)}': expected host:port[,host:port...]`);
+  if (kind === 'cluster') {
+    if (path !== '' && path !== '0') throw new errors.ConfigError(`bad Redis URL '${quote(url)}': a Redis Cluster has database 0 only`);
+    return { kind, seeds, username, password };
+  }
+  const [name, db = '0', ...more] = path.split('/');
+  if (!/^[A-Za-z0-9._-]+$/.test(name) || !/^[0-9]+$/.test(db) || more.length) {
+    throw new errors.ConfigError(`bad Redis URL '${quote(url)}': expected redis+sentinel://host:port[,host:port...]/MASTER[/db]`);
+  }
+  return { kind, seeds, username, password, name, db: Number(db) };
+}
+
+const str = (b) => (Buffer.isBuffer(b) ? b.toString('utf8') : String(b));
+
+class Client {
+  // url: redis://[user:password@]host[:port][/db], unix:///path[?db=N],
+  // a Redis Cluster redis+cluster://host:port[,host:port...] (ioredis
+  // follows MOVED and ASK; every key of a type is in one slot) or a master
+  // Redis Sentinel watches, redis+sentinel://host:port[,...]/MASTER[/db].
+  // options: prefix, password, strict (refuse a type no host has ever
+  // served, else only warn), timeout (ms), luaDir.
+  constructor(url = DEFAULT_URL, options = {}) {
+    this.prefix = options.prefix ?? DEFAULT_PREFIX;
+    if (!PREFIX_RE.test(this.prefix)) {
+      throw new errors.BadInput(`key prefix '${quote(this.prefix)}' is not valid: use 1-100 printable ASCII characters, no spaces or braces`);
+    }
+    this.strict = Boolean(options.strict);
+    this._url = url;
+    this._options = options;
+    this._where = String(url).replace(/\/\/[^@/]*@/, '//');
+    this._scripts = scripts.load(options.luaDir);
+    this._typesAdded = new Set();
+    this._warned = new Set();
+    this._redis = null;
+    this._loaded = false;
+  }
+
+  // Closes the connection.
+  async close() {
+    if (this._redis) this._redis.disconnect();
+    this._redis = null;
+  }
+
+  _connect() {
+    if (this._redis && this._redis.status !== 'end') return this._redis;
+    const timeout = this._options.timeout ?? 5000;
+    let opts = {
+      lazyConnect: false,
+      connectTimeout: timeout,
+      commandTimeout: timeout,
+      maxRetriesPerRequest: 1,
+      // A broken connection is made again by the next call, not retried
+      // for ever behind the caller's back.
+      retryStrategy: (times) => (times > 2 ? null : 50),
+    };
+    if (this._options.password) opts.password = this._options.password;
+    let r;
+    const url = String(this._url);
+    const dist = parseDistributed(url);
+    if (dist) {
+      const auth = {};
+      if (dist.username) auth.username = dist.username;
+      if (dist.password) auth.password = dist.password;
+      if (this._options.password) auth.password = this._options.password;
+      if (dist.kind === 'cluster') {
+        r = new Redis.Cluster(dist.seeds, {
+          redisOptions: { ...opts, ...auth },
+          clusterRetryStrategy: (times) => (times > 2 ? null : 50),
+        });
+      } else {
+        r = new Redis({
+          ...opts, ...auth, sentinels: dist.seeds, name: dist.name, db: dist.db,
+        });
+      }
+    } else if (url.startsWith('unix://')) {
+      const u = new URL(url);
+      opts = { ...opts, path: decodeURIComponent(u.pathname), db: Number(u.searchParams.get('db') || 0) };
+      r = new Redis(opts);
+    } else if (/^rediss?:\/\//.test(url)) {
+      r = new Redis(url, opts);
+    } else {
+      throw new errors.ConfigError(`bad Redis URL '${quote(url)}': use redis://, unix://, redis+cluster:// or redis+sentinel://`);
+    }
+    r.on('error', () => {}); // every call reports its own failure
+    this._redis = r;
+    this._loaded = false;
+    return r;
+  }
+
+  // The connection that serves type's keys (all of a type's keys share
+  // one hash tag, {type}): on a Redis Cluster ioredis's cluster client,
+  // which sends each command (and a pipeline of one type) to its slot's
+  // node.
+  _redisFor(type) { // eslint-disable-line no-unused-vars
+    return this._connect();
+  }
+
+  // The connection for keys of no type (<prefix>:types).
+  _redisGlobal() {
+    return this._connect();
+  }
+
+  _key(type, what, id) {
+    const key = `${this.prefix}:{${type}}:${what}`;
+    return id === undefined ? key : `${key}:${id}`;
+  }
+
+  // EVALSHA of script name; on NOSCRIPT, SCRIPT LOAD and again.
+  async _call(type, name, keys, args) {
+    const r = this._redisFor(type);
+    const s = this._scripts[name];
+    try {
+      try {
+        return await r.evalshaBuffer(s.sha, keys.length, ...keys, ...args);
+      } catch (e) {
+        if (!String(e.message).startsWith('NOSCRIPT')) throw e;
+        // EVAL runs it and leaves it cached on the node that ran it (on a
+        // cluster, the one owning the keys' slot).
+        return await r.evalBuffer(s.source, keys.length, ...keys, ...args);
+      }
+    } catch (e) {
+      throw errorOf(e, this._where, name);
+    }
+  }
+
+  _protocolError(type, host) {
+    return new errors.ProtocolMismatch(
+      `the hosts serving '${type}' speak wharf protocol ${host}; this client speaks ${PROTOCOLS.join(',')}: upgrade it`,
+      { hostProtocol: String(host) },
+    );
+  }
+
+  // ---- enqueue ----
+
+  _task(type, payload, opts = {}) {
+    return {
+      type: checkType(type),
+      payload: toBuffer(payload ?? ''),
+      id: opts.id !== undefined && opts.id !== null ? checkId(opts.id) : null,
+      trace: opts.trace !== undefined && opts.trace !== null ? checkTrace(opts.trace) : newTrace(),
+      delayMs: checkMs(opts.delay, 'delay'),
+    };
+  }
+
+  // KEYS and ARGV of one enqueue.lua call (sdk/lua/enqueue.lua).
+  _build(tasks) {
+    const t0 = tasks[0];
+    const delayed = t0.delayMs > 0;
+    const keys = ['policy', 'stream', 'delayed', 'pressure', 'entries'].map((w) => this._key(t0.type, w));
+    for (const t of tasks) {
+      let id1; let id2;
+      if (t.id !== null) {
+        id1 = t.id; id2 = t.id;
+      } else {
+        id1 = crypto.createHash('sha256').update(t.type).update('\n').update(t.payload).digest('hex');
+        id2 = crypto.randomBytes(16).toString('hex');
+      }
+      keys.push(this._key(t.type, 'seen', id1), this._key(t.type, 'seen', id2),
+        this._key(t.type, 'task', id1), this._key(t.type, 'task', id2));
+    }
+    const skip = Buffer.byteLength(this._key(t0.type, 'seen:'));
+    const args = [t0.type, String(skip), delayed ? '1' : '0', ...DEFAULT_POLICY,
+      PROTOCOLS.join(','), this.strict ? '1' : '0'];
+    for (const t of tasks) {
+      args.push(t.payload, t.trace);
+      if (delayed) args.push(String(t.delayMs));
+    }
+    return [keys, args];
+  }
+
+  // Each task's result, or the error it was refused with.
+  async _parse(tasks, reply) {
+    if (!Array.isArray(reply) || reply.length !== 1 + 3 * tasks.length) {
+      throw new errors.WharfError('enqueue: the enqueue script gave an unexpected reply');
+    }
+    const flags = Number(reply[0]);
+    const out = [];
+    for (let i = 0; i < tasks.length; i++) {
+      const t = tasks[i];
+      const word = str(reply[1 + 3 * i]);
+      const id = str(reply[2 + 3 * i]);
+      const limit = Number(reply[3 + 3 * i]);
+      if (word === 'OK' || word === 'DUPLICATE') {
+        out.push({ id, duplicate: word === 'DUPLICATE', pressure: Boolean(flags & 1), unserved: Boolean(flags & 2) });
+      } else if (word === 'TOO_LARGE') {
+        out.push(new errors.TooLarge(`payload of ${t.payload.length} bytes is over max_payload ${limit} of type '${t.type}'`, { limit }));
+      } else if (word === 'BACKPRESSURE') {
+        out.push(new errors.Backpressure(`type '${t.type}' is at its backlog limit (max_backlog ${limit}): try later`, { limit }));
+      } else if (word === 'UNSERVED') {
+        out.push(new errors.UnservedType(`${await this._unservedMessage(t.type)}; refused (strict)`));
+      } else if (word === 'PROTOCOL') {
+        out.push(this._protocolError(t.type, limit));
+      } else {
+        out.push(new errors.WharfError(`enqueue: the enqueue script answered '${word.slice(0, 40)}'`));
+      }
+    }
+    return out;
+  }
+
+  // "no host serves 'T'; served types: a, b" (as the CLI says it).
+  async _unservedMessage(type) {
+    let served = [];
+    try {
+      const names = (await this._redisGlobal().smembers(`${this.prefix}:types`)).sort();
+      for (const n of names) {
+        if (await this._redisFor(n).exists(this._key(n, 'policy'))) served.push(n);
+      }
+    } catch (e) {
+      served = [];
+    }
+    return served.length
+      ? `no host serves '${type}'; served types: ${served.join(', ')}`
+      : `no host serves '${type}'; no host serves any type yet`;
+  }
+
+  // Adds to <prefix>:types, once per type per client, the types of tasks
+  // that were added; warns once per type no host serves.
+  async _after(tasks, results) {
+    const fresh = [];
+    for (let i = 0; i < tasks.length; i++) {
+      const t = tasks[i];
+      const r = results[i];
+      if (r instanceof Error) continue;
+      if (!r.duplicate && !this._typesAdded.has(t.type) && !fresh.includes(t.type)) fresh.push(t.type);
+      if (r.unserved && !this._warned.has(t.type)) {
+        this._warned.add(t.type);
+        process.emitWarning(await this._unservedMessage(t.type), 'UnservedTypeWarning');
+      }
+    }
+    if (!fresh.length) return;
+    try {
+      const p = this._redisGlobal().pipeline();
+      for (const type of fresh) p.sadd(`${this.prefix}:types`, type);
+      for (const [err] of await p.exec()) if (err) throw err;
+    } catch (e) {
+      throw errorOf(e, this._where, 'enqueue: adding the type');
+    }
+    for (const type of fresh) this._typesAdded.add(type);
+  }
+
+  // Enqueues one task with one atomic script in Redis. Resolves to
+  // {id, duplicate, pressure, unserved}. opts: id (the idempotency key),
+  // delay (ms), trace (a W3C traceparent), wait (ms to keep trying while
+  // the type refuses tasks with backpressure or Redis is full).
+  async enqueue(type, payload = '', opts = {}) {
+    const task = this._task(type, payload, opts);
+    const deadline = Date.now() + checkMs(opts.wait, 'wait');
+    let step = 0;
+    let result;
+    for (;;) {
+      const [keys, args] = this._build([task]);
+      [result] = await this._parse([task], await this._call(type, 'enqueue', keys, args));
+      if (!(result instanceof errors.Backpressure)) break;
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      step = Math.min(1000, step ? step * 2 : 10);
+      await sleep(Math.min(step, left));
+    }
+    if (result instanceof Error) throw result;
+    await this._after([task], [result]);
+    return result;
+  }
+
+  // Enqueues many tasks of one type, pipelined: one script call per run of
+  // up to 100 tasks (1 MiB of payloads), one round trip per 500 tasks,
+  // each judged exactly as if enqueued alone. Resolves to one entry per
+  // payload: its result, or the error it was refused with (not thrown).
+  // Rejects only when the batch as a whole failed (some tasks may have
+  // been added: enqueueing them again is safe).
+  async enqueueMany(type, payloads, opts = {}) {
+    const tasks = Array.from(payloads, (p) => this._task(type, p, { delay: opts.delay }));
+    const results = [];
+    const r = this._redisFor(type);
+    const s = this._scripts.enqueue;
+    try {
+      if (!this._loaded) {
+        if (r instanceof Redis.Cluster) {
+          await Promise.all(r.nodes('master').map((n) => n.script('LOAD', s.source)));
+        } else {
+          await r.script('LOAD', s.source);
+        }
+        this._loaded = true;
+      }
+      for (let start = 0; start < tasks.length; start += ROUND_TASKS) {
+        const round = tasks.slice(start, start + ROUND_TASKS);
+        const calls = [];
+        let call = [];
+        let size = 0;
+        for (const t of round) {
+          if (call.length && (call.length === CALL_TASKS || size + t.payload.length > CALL_BYTES)) {
+            calls.push(call);
+            call = [];
+            size = 0;
+          }
+          call.push(t);
+          size += t.payload.length;
+        }
+        calls.push(call);
+        const p = r.pipeline();
+        for (const c of calls) {
+          const [keys, args] = this._build(c);
+          p.evalshaBuffer(s.sha, keys.length, ...keys, ...args);
+        }
+        const replies = await p.exec();
+        for (let i = 0; i < calls.length; i++) {
+          let [err, reply] = replies[i];
+          if (err && String(err.message).startsWith('NOSCRIPT')) {
+            const [keys, args] = this._build(calls[i]);
+            reply = await this._call(type, 'enqueue', keys, args);
+          } else if (err) {
+            throw err;
+          }
+          results.push(...await this._parse(calls[i], reply));
+        }
+      }
+    } catch (e) {
+      throw errorOf(e, this._where, 'enqueue');
+    }
+    await this._after(tasks, results);
+    return results;
+  }
+
+  // ---- status, results, cancel ----
+
+  async _statusReply(type, id, withResult) {
+    checkType(type);
+    checkId(id);
+    const keys = [this._key(type, 'policy'), this._key(type, 'entries'),
+      this._key(type, 'stream'), this._key(type, 'delayed'),
+      this._key(type, 'task', id), this._key(type, 'dead'),
+      this._key(type, 'dead', id), this._key(type, 'result', id),
+      this._key(type, 'cancel', id)];
+    const reply = await this._call(type, 'status', keys,
+      [id, GROUP, PROTOCOLS.join(','), withResult ? 'result' : '']);
+    if (!Array.isArray(reply) || !reply.length) {
+      throw new errors.WharfError('status: the status script gave an unexpected reply');
+    }
+    const f = { state: str(reply[0]) };
+    for (let i = 1; i + 1 < reply.length; i += 2) f[str(reply[i])] = reply[i + 1];
+    if (f.state === 'PROTOCOL') throw this._protocolError(type, str(f.protocol ?? '?'));
+    return f;
+  }
+
+  // Where task id of type is now, in one script call. Resolves to
+  // {state, nowMs, ...} (see index.d.ts for the fields of each state).
+  async status(type, id) {
+    const f = await this._statusReply(type, id, false);
+    const num = (name) => (f[name] !== undefined && str(f[name]) !== '' ? Number(str(f[name])) : undefined);
+    const text = (name) => (f[name] !== undefined ? str(f[name]) : undefined);
+    const out = { state: f.state, nowMs: num('now') };
+    const set = (name, value) => { if (value !== undefined) out[name] = value; };
+    set('entry', text('entry'));
+    set('attempt', num(f.state === 'dead' ? 'attempts' : 'attempt'));
+    set('enqueuedAtMs', num('enqueued_at'));
+    set('worker', text('worker'));
+    if (f.state === 'running') {
+      out.sinceMs = num('since') ?? 0;
+      out.cancelRequested = text('cancel_requested') === '1';
+    }
+    set('dueAtMs', num('due_at'));
+    set('diedAtMs', num('died_at'));
+    set('error', text('error'));
+    set('resultBytes', num('result_bytes'));
+    set('expiresInMs', num('expires_in_ms'));
+    return out;
+  }
+
+  // The result bytes (a Buffer) of a finished task. Without opts.wait,
+  // NotFound when there is none (yet); with it (ms), polls up to that
+  // long, then WaitTimeout. TaskDead or TaskCancelled at once when no
+  // result will ever come.
+  async result(type, id, opts = {}) {
+    const waitMs = checkMs(opts.wait, 'wait');
+    const deadline = Date.now() + waitMs;
+    let step = POLL_FIRST_MS;
+    for (;;) {
+      const f = await this._statusReply(type, id, true);
+      if (f.state === 'done' && f.result !== undefined) return f.result;
+      if (f.state === 'dead') {
+        const error = str(f.error ?? '');
+        const attempts = Number(str(f.attempts ?? '0'));
+        throw new errors.TaskDead(`task '${id}' of type '${type}' is dead after ${attempts} attempts: ${error}`, { error, attempts });
+      }
+      if (f.state === 'cancelled') throw new errors.TaskCancelled(`task '${id}' of type '${type}' was cancelled`);
+      const left = deadline - Date.now();
+      if (opts.wait === undefined || opts.wait === null) {
+        const suffix = f.state === 'unknown' ? '' : ` yet (it is ${f.state})`;
+        throw new errors.NotFound(`no result for task '${id}' of type '${type}'${suffix}`);
+      }
+      if (left <= 0) throw new errors.WaitTimeout(`no result for task '${id}' of type '${type}' after ${waitMs} ms`);
+      await sleep(Math.min(step, left));
+      step = Math.min(step * 2, POLL_MAX_MS);
+    }
+  }
+
+  // Cancels a task in one atomic script call. Resolves to {outcome,
+  // detail}: "removed" (it was waiting: detail "queued" or "delayed"),
+  // "cancelling" (a worker holds it: detail is that consumer; its run is
+  // asked to end and writes no result) or "already". NotFound when it has
+  // finished (done or dead) or is unknown.
+  async cancel(type, id) {
+    checkType(type);
+    checkId(id);
+    const keys = [this._key(type, 'policy'), this._key(type, 'entries'),
+      this._key(type, 'stream'), this._key(type, 'delayed'),
+      this._key(type, 'task', id), this._key(type, 'seen', id),
+      this._key(type, 'cancel', id), this._key(type, 'result', id),
+      this._key(type, 'dead')];
+    const reply = await this._call(type, 'cancel', keys, [id, GROUP, PROTOCOLS.join(',')]);
+    if (!Array.isArray(reply) || reply.length !== 2) {
+      throw new errors.WharfError('cancel: the cancel script gave an unexpected reply');
+    }
+    const word = str(reply[0]);
+    const detail = str(reply[1]);
+    if (word === 'PROTOCOL') throw this._protocolError(type, detail);
+    if (word === 'REMOVED') return { outcome: 'removed', detail };
+    if (word === 'CANCELLING') return { outcome: 'cancelling', detail };
+    if (word === 'CANCELLED') return { outcome: 'already', detail: '' };
+    if (word === 'FINISHED') throw new errors.NotFound(`task '${id}' of type '${type}' has finished (${detail}): nothing to cancel`);
+    if (word === 'UNKNOWN') throw new errors.NotFound(`no task '${id}' of type '${type}' to cancel`);
+    throw new errors.WharfError(`cancel: the cancel script answered '${word.slice(0, 40)}'`);
+  }
+}
+
+module.exports = { Client, PROTOCOLS, hashId, newTrace, ...errors };

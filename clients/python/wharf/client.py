@@ -1,0 +1,670 @@
+"""The wharf producer client: enqueue, results, status and cancel, with the
+same scripts, keys and rules as the C client (docs/protocol.md)."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import re
+import urllib.parse
+import secrets
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Union
+
+import redis
+import redis.cluster
+import redis.sentinel
+
+from . import errors
+from . import scripts as lua
+
+#: The wharf protocol versions this client speaks (docs/protocol.md).
+PROTOCOLS = ("1",)
+
+Payload = Union[bytes, str]
+Seconds = Union[float, int, datetime.timedelta]
+
+GROUP = "wharf"
+DEFAULT_URL = "redis://127.0.0.1:6379"
+DEFAULT_PREFIX = "wharf"
+# The policy used while no host has published one for a type.
+DEFAULT_POLICY = ("1048576", "0", "payload", "300000")
+# As the C client: tasks and payload bytes per script call, tasks per
+# pipelined round trip, so every client costs Redis the same per task.
+CALL_TASKS = 100
+CALL_BYTES = 1024 * 1024
+ROUND_TASKS = 500
+MAX_DELAY_MS = 100 * 365 * 24 * 3600 * 1000
+POLL_FIRST_S, POLL_MAX_S = 0.005, 0.1
+
+_TYPE = re.compile(rb"^[A-Za-z0-9._-]{1,100}\Z")
+_ID = re.compile(rb"^[\x21-\x7e]{1,200}\Z")
+_PREFIX = re.compile(rb"^[\x21-\x7a\x7c\x7e]{1,100}\Z")  # no { or }
+_TRACE = re.compile(rb"^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}\Z")
+
+TYPE_RULE = "use 1-100 of A-Z a-z 0-9 . _ -"
+ID_RULE = "use 1-200 printable ASCII characters, no spaces"
+TRACE_RULE = "expected 00-<32 hex>-<16 hex>-<2 hex>"
+
+
+class EnqueueResult(NamedTuple):
+    """What Redis answered for one task."""
+
+    id: str
+    duplicate: bool  #: already enqueued: nothing was added
+    pressure: bool  #: the type's backlog is high: slow down
+    unserved: bool  #: no host has ever served the type
+
+
+@dataclass
+class TaskStatus:
+    """Where a task is (``Client.status``). Times are ms since the epoch
+    (Redis time); a field that does not apply to the state is None."""
+
+    state: str  #: queued, running, delayed, done, dead, cancelled, unknown
+    now_ms: int
+    entry: Optional[str] = None
+    attempt: Optional[int] = None  #: dead: the attempts it used
+    enqueued_at_ms: Optional[int] = None
+    worker: Optional[str] = None  #: running: the consumer holding it
+    since_ms: Optional[int] = None  #: running: when its run began
+    cancel_requested: Optional[bool] = None
+    due_at_ms: Optional[int] = None
+    died_at_ms: Optional[int] = None
+    error: Optional[str] = None  #: delayed: the last error; dead: its error
+    result_bytes: Optional[int] = None
+    expires_in_ms: Optional[int] = None
+
+
+class CancelResult(NamedTuple):
+    """What ``Client.cancel`` did: outcome is "removed" (it was waiting:
+    detail "queued" or "delayed"), "cancelling" (a worker holds it: detail
+    is that consumer; its run is asked to end and writes no result) or
+    "already" (cancelled before)."""
+
+    outcome: str
+    detail: str
+
+
+def _bytes(payload: Payload) -> bytes:
+    if isinstance(payload, bytes):
+        return payload
+    if isinstance(payload, str):
+        return payload.encode("utf-8")
+    raise errors.BadInput(
+        f"payload must be bytes or str, not {type(payload).__name__}")
+
+
+def _quote(text: Union[str, bytes], n: int = 100) -> str:
+    if isinstance(text, bytes):
+        text = text.decode("latin-1")
+    text = "".join(c if " " <= c <= "~" else "?" for c in text)
+    return text if len(text) < n else text[: n - 4] + "..."
+
+
+def _checked(value: str, pattern, what: str, rule: str) -> bytes:
+    """value's bytes when they match pattern, else BadInput saying why."""
+    raw = value.encode("utf-8") if isinstance(value, str) else b""
+    if not pattern.match(raw):
+        raise errors.BadInput(
+            f"{what} '{_quote(str(value))}' is not valid: {rule}")
+    return raw
+
+
+def _check_type(type_: str) -> bytes:
+    return _checked(type_, _TYPE, "type", TYPE_RULE)
+
+
+def _check_id(id_: str) -> bytes:
+    return _checked(id_, _ID, "task id", ID_RULE)
+
+
+def _check_trace(trace: str) -> bytes:
+    raw = trace.encode("utf-8") if isinstance(trace, str) else b""
+    m = _TRACE.match(raw)
+    if not m or set(m.group(1)) == {ord("0")} or set(m.group(2)) == {ord("0")}:
+        raise errors.BadInput(
+            f"trace '{_quote(str(trace))}' is not a W3C traceparent: "
+            f"{TRACE_RULE}")
+    return raw
+
+
+def _ms(value: Optional[Seconds], what: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, datetime.timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise errors.BadInput(f"{what} must be seconds (a number) or a "
+                              f"timedelta")
+    ms = int(round(value * 1000))
+    if ms < 0 or ms > MAX_DELAY_MS:
+        raise errors.BadInput(
+            f"{what} of {ms} ms is out of range: use 0 up to 100 years")
+    return ms
+
+
+def new_trace() -> str:
+    """A new W3C traceparent "00-<trace id>-<parent id>-01"."""
+    b = bytearray(secrets.token_bytes(24))
+    b[15] |= 1  # an all-zero id is invalid
+    b[23] |= 1
+    return f"00-{b[:16].hex()}-{b[16:].hex()}-01"
+
+
+def hash_id(type_: str, payload: Payload) -> str:
+    """The id of a task with no id given: hex SHA-256 of type "\\n"
+    payload."""
+    return hashlib.sha256(_check_type(type_) + b"\n" +
+                          _bytes(payload)).hexdigest()
+
+
+def _error_of(e: Exception, where: str, what: str) -> errors.WharfError:
+    """The wharf error for a redis-py exception."""
+    if isinstance(e, redis.exceptions.AuthenticationError):
+        return errors.ConfigError(f"{what}: {where}: {e}")
+    if isinstance(e, (redis.exceptions.ConnectionError,
+                      redis.exceptions.TimeoutError)):
+        return errors.Unavailable(f"{what}: {where}: {e}")
+    text = str(e)
+    if text.startswith("OOM"):
+        return errors.RedisFull(
+            f"{where}: Redis is out of memory (maxmemory reached)")
+    if text.startswith(("NOAUTH", "WRONGPASS")):
+        return errors.ConfigError(f"{what}: {where}: {text}")
+    if re.match(r"^(LOADING|BUSY|MASTERDOWN|TRYAGAIN|READONLY|CLUSTERDOWN)\b",
+                text):
+        return errors.Unavailable(f"{what}: redis answered: {text}")
+    return errors.WharfError(f"{what}: redis answered: {text}")
+
+
+def _seeds(text: str, default_port: int, url: str):
+    """[(host, port)] of "h1:p1,h2,[::1]:p3", each port default_port
+    unless given."""
+    out = []
+    for part in text.split(","):
+        m = re.match(r"^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9._-]+))"
+                     r"(?::([0-9]{1,5}))?$", part)
+        port = int(m.group(3)) if m and m.group(3) else default_port
+        if not m or not 1 <= port <= 65535:
+            raise errors.ConfigError(
+                f"bad Redis URL '{_quote(url)}': expected host:port"
+                f"[,host:port...]")
+        out.append((m.group(1) or m.group(2), port))
+    return out
+
+
+def _open(url: str, password: Optional[str], timeout: float):
+    """The redis-py client for url: redis:// and unix:// as redis-py reads
+    them; redis+cluster://[user:pw@]h1:p1,h2:p2 (a Redis Cluster: redis-py
+    follows MOVED and ASK, every key of a type is in one slot) and
+    redis+sentinel://[user:pw@]s1:p1,s2:p2/MASTER[/db] (the master the
+    sentinels name, found again after a failover), as the C client."""
+    for scheme, default_port in (("redis+cluster://", 6379),
+                                 ("redis+sentinel://", 26379)):
+        if not url.startswith(scheme):
+            continue
+        rest = url[len(scheme):]
+        user = pw = None
+        head = rest.split("/", 1)[0]
+        if "@" in head:
+            auth, rest = rest.split("@", 1)
+            if ":" in auth:
+                user, pw = auth.split(":", 1)
+            else:
+                pw = auth
+            user = urllib.parse.unquote(user) if user else None
+            pw = urllib.parse.unquote(pw) if pw else None
+        if password is not None:
+            pw = password
+        hosts, _, path = rest.partition("/")
+        seeds = _seeds(hosts, default_port, url)
+        common = dict(username=user, password=pw, socket_timeout=timeout,
+                      socket_connect_timeout=timeout)
+        if scheme == "redis+cluster://":
+            if path not in ("", "0"):
+                raise errors.ConfigError(
+                    f"bad Redis URL '{_quote(url)}': a Redis Cluster has "
+                    f"database 0 only")
+            try:
+                return redis.cluster.RedisCluster(
+                    startup_nodes=[redis.cluster.ClusterNode(h, p)
+                                   for h, p in seeds], **common)
+            except redis.exceptions.RedisClusterException as e:
+                text = str(e)
+                if "cluster support disabled" in text or \
+                        "Cluster mode is not enabled" in text:
+                    raise errors.ConfigError(
+                        f"{hosts} is not in cluster mode (cluster-enabled "
+                        f"no): use redis:// for a single Redis") from None
+                raise errors.Unavailable(f"{hosts}: {text}") from None
+            except redis.exceptions.RedisError as e:
+                raise _error_of(e, hosts, "connect") from None
+        name, _, db = path.partition("/")
+        if not re.match(r"^[A-Za-z0-9._-]+$", name) or \
+                (db and not db.isdigit()):
+            raise errors.ConfigError(
+                f"bad Redis URL '{_quote(url)}': expected redis+sentinel://"
+                f"host:port[,host:port...]/MASTER[/db]")
+        return redis.sentinel.Sentinel(
+            seeds, socket_timeout=timeout).master_for(
+                name, db=int(db or 0), **common)
+    return redis.Redis.from_url(url, password=password,
+                                socket_timeout=timeout,
+                                socket_connect_timeout=timeout)
+
+
+class _Task(NamedTuple):
+    type: str
+    type_raw: bytes
+    payload: bytes
+    id: Optional[bytes]
+    trace: bytes
+    delay_ms: int
+
+
+class Client:
+    """A connection to one Redis and one key prefix. Not thread-safe: use
+    one client per thread (redis-py's connection pool is shared safely).
+
+    ``url`` is ``redis://[user:password@]host[:port][/db]``,
+    ``unix:///path[?db=N]``, a Redis Cluster
+    ``redis+cluster://host:port[,host:port...]`` or a master Redis Sentinel
+    watches, ``redis+sentinel://host:port[,host:port...]/MASTER[/db]``; ``strict=True`` refuses (``UnservedType``)
+    tasks of a type no host has ever published a policy for, where the
+    default only warns (``UnservedTypeWarning``). ``lua_dir`` names the
+    folder of the .lua scripts (default: ``WHARF_LUA_DIR``, the source
+    tree's sdk/lua, then ``share/wharf`` under the usual prefixes)."""
+
+    def __init__(self, url: str = DEFAULT_URL, *, prefix: str = DEFAULT_PREFIX,
+                 password: Optional[str] = None, strict: bool = False,
+                 timeout: float = 5.0, lua_dir: Optional[str] = None):
+        if not _PREFIX.match(prefix.encode("utf-8")):
+            raise errors.BadInput(
+                f"key prefix '{_quote(prefix)}' is not valid: use 1-100 "
+                f"printable ASCII characters, no spaces or braces")
+        try:
+            self._redis = _open(url, password, timeout)
+        except ValueError as e:
+            raise errors.ConfigError(f"bad Redis URL '{url}': {e}") from None
+        self._where = re.sub(r"//[^@/]*@", "//", url)
+        self.prefix = prefix
+        self.strict = strict
+        self._scripts = lua.load(lua_dir)
+        self._loaded = set()  # scripts SCRIPT LOADed on this connection
+        self._types_added = set()  # types this client SADDed to P:types
+        self._warned = set()
+
+    def close(self) -> None:
+        """Closes the connections."""
+        self._redis.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ---- where commands go ----
+
+    def _redis_for(self, type_: str) -> redis.Redis:
+        """The connection that serves type_'s keys (all of a type's keys
+        share one hash tag, {type}): on a Redis Cluster redis-py's cluster
+        client, which sends each command to the node owning its slot."""
+        return self._redis
+
+    def _redis_global(self) -> redis.Redis:
+        """The connection for keys of no type (<prefix>:types)."""
+        return self._redis
+
+    def _key(self, type_: str, what: str, id_: Optional[str] = None) -> str:
+        key = f"{self.prefix}:{{{type_}}}:{what}"
+        return key if id_ is None else f"{key}:{id_}"
+
+    def _call(self, type_: str, name: str, keys: Sequence, args: Sequence):
+        """EVALSHA of script name; on NOSCRIPT, SCRIPT LOAD and again."""
+        r = self._redis_for(type_)
+        s = self._scripts[name]
+        try:
+            if isinstance(r, redis.cluster.RedisCluster) and \
+                    name not in self._loaded:
+                # On every primary first: redis-py logs each NOSCRIPT a
+                # cluster answers as an error.
+                r.script_load(s.source)
+                self._loaded.add(name)
+            try:
+                return r.evalsha(s.sha, len(keys), *keys, *args)
+            except redis.exceptions.NoScriptError:
+                r.script_load(s.source)
+                return r.evalsha(s.sha, len(keys), *keys, *args)
+        except redis.exceptions.RedisError as e:
+            raise _error_of(e, self._where, name) from None
+
+    def _protocol_error(self, type_: str, host) -> errors.ProtocolMismatch:
+        host = host.decode() if isinstance(host, bytes) else str(host)
+        return errors.ProtocolMismatch(
+            f"the hosts serving '{type_}' speak wharf protocol {host}; this "
+            f"client speaks {','.join(PROTOCOLS)}: upgrade it", host)
+
+    # ---- enqueue ----
+
+    def _task(self, type_: str, payload: Payload, id: Optional[str],
+              delay: Optional[Seconds], trace: Optional[str]) -> _Task:
+        raw = _check_type(type_)
+        return _Task(type_, raw, _bytes(payload),
+                     _check_id(id) if id is not None else None,
+                     _check_trace(trace) if trace is not None
+                     else new_trace().encode(), _ms(delay, "delay"))
+
+    def _build(self, tasks: List[_Task]) -> (List, List):
+        """KEYS and ARGV of one enqueue.lua call (sdk/lua/enqueue.lua)."""
+        t0 = tasks[0]
+        delayed = t0.delay_ms > 0
+        keys = [self._key(t0.type, w)
+                for w in ("policy", "stream", "delayed", "pressure",
+                          "entries")]
+        for t in tasks:
+            if t.id is not None:
+                id1 = id2 = t.id.decode()
+            else:
+                id1 = hashlib.sha256(t.type_raw + b"\n" + t.payload).hexdigest()
+                id2 = secrets.token_hex(16)
+            keys += [self._key(t.type, "seen", id1),
+                     self._key(t.type, "seen", id2),
+                     self._key(t.type, "task", id1),
+                     self._key(t.type, "task", id2)]
+        skip = len(self._key(t0.type, "seen:"))
+        args = [t0.type, str(skip), "1" if delayed else "0", *DEFAULT_POLICY,
+                ",".join(PROTOCOLS), "1" if self.strict else "0"]
+        for t in tasks:
+            args += [t.payload, t.trace]
+            if delayed:
+                args.append(str(t.delay_ms))
+        return keys, args
+
+    def _parse(self, tasks: List[_Task], reply) -> List:
+        """Each task's EnqueueResult, or the error it was refused with."""
+        if not isinstance(reply, list) or len(reply) != 1 + 3 * len(tasks):
+            raise errors.WharfError(
+                "enqueue: the enqueue script gave an unexpected reply")
+        flags = int(reply[0])
+        out = []
+        for i, t in enumerate(tasks):
+            word, id_, limit = reply[1 + 3 * i: 4 + 3 * i]
+            word, id_ = word.decode(), id_.decode()
+            if word in ("OK", "DUPLICATE"):
+                out.append(EnqueueResult(id_, word == "DUPLICATE",
+                                         bool(flags & 1), bool(flags & 2)))
+            elif word == "TOO_LARGE":
+                out.append(errors.TooLarge(
+                    f"payload of {len(t.payload)} bytes is over max_payload "
+                    f"{limit} of type '{t.type}'", int(limit)))
+            elif word == "BACKPRESSURE":
+                out.append(errors.Backpressure(
+                    f"type '{t.type}' is at its backlog limit (max_backlog "
+                    f"{limit}): try later", int(limit)))
+            elif word == "UNSERVED":
+                out.append(errors.UnservedType(
+                    self._unserved_message(t.type) + "; refused (strict)"))
+            elif word == "PROTOCOL":
+                out.append(self._protocol_error(t.type, limit))
+            else:
+                out.append(errors.WharfError(
+                    f"enqueue: the enqueue script answered '{word[:40]}'"))
+        return out
+
+    def _unserved_message(self, type_: str) -> str:
+        """no host serves 'T'; served types: a, b (as the CLI says it)."""
+        try:
+            g = self._redis_global()
+            names = sorted(m.decode() for m in
+                           g.smembers(f"{self.prefix}:types"))
+            served = [n for n in names
+                      if self._redis_for(n).exists(self._key(n, "policy"))]
+        except redis.exceptions.RedisError:
+            served = []
+        if served:
+            return (f"no host serves '{type_}'; served types: "
+                    f"{', '.join(served)}")
+        return f"no host serves '{type_}'; no host serves any type yet"
+
+    def _after(self, tasks: List[_Task], results: List) -> None:
+        """Adds to <prefix>:types, once per type per client, the types of
+        tasks that were added; warns once per type no host serves."""
+        new = []
+        for t, r in zip(tasks, results):
+            if isinstance(r, EnqueueResult) and not r.duplicate:
+                if t.type not in self._types_added and t.type not in new:
+                    new.append(t.type)
+            if isinstance(r, EnqueueResult) and r.unserved and \
+                    t.type not in self._warned:
+                self._warned.add(t.type)
+                warnings.warn(errors.UnservedTypeWarning(
+                    self._unserved_message(t.type)), stacklevel=3)
+        if not new:
+            return
+        try:
+            p = self._redis_global().pipeline(transaction=False)
+            for type_ in new:
+                p.sadd(f"{self.prefix}:types", type_)
+            p.execute()
+        except redis.exceptions.RedisError as e:
+            raise _error_of(e, self._where, "enqueue: adding the type") \
+                from None
+        self._types_added.update(new)
+
+    def enqueue(self, type: str, payload: Payload = b"", *,
+                id: Optional[str] = None, delay: Optional[Seconds] = None,
+                trace: Optional[str] = None,
+                wait: Optional[Seconds] = None) -> EnqueueResult:
+        """Enqueues one task with one atomic script in Redis and returns
+        its id and whether it was a duplicate (then nothing was added).
+
+        ``id`` is the task's idempotency key (default: the SHA-256 of type
+        and payload, or random when the type's idempotency is none);
+        ``delay`` (seconds or a timedelta) runs it no sooner than that;
+        ``trace`` passes a W3C traceparent on (one is made otherwise);
+        ``wait`` keeps trying for that long while the type refuses tasks
+        with backpressure or Redis is full. Raises BadInput, TooLarge,
+        UnservedType, Backpressure, RedisFull, ProtocolMismatch,
+        Unavailable, ConfigError or WharfError."""
+        task = self._task(type, payload, id, delay, trace)
+        deadline = time.monotonic() + _ms(wait, "wait") / 1000
+        step = 0.0
+        while True:
+            keys, args = self._build([task])
+            result = self._parse([task], self._call(type, "enqueue", keys,
+                                                    args))[0]
+            if not isinstance(result, errors.Backpressure):
+                break
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            step = min(1.0, step * 2 if step else 0.01)
+            time.sleep(min(step, left))
+        if isinstance(result, Exception):
+            raise result
+        self._after([task], [result])
+        return result
+
+    def enqueue_many(self, type: str, payloads: Iterable[Payload], *,
+                     delay: Optional[Seconds] = None) -> List:
+        """Enqueues many tasks of one type, pipelined: one script call per
+        run of up to 100 tasks (1 MiB of payloads), one round trip per 500
+        tasks, each task judged by the script exactly as if enqueued alone.
+        Returns one entry per payload, in order: its EnqueueResult, or the
+        error it was refused with (TooLarge, Backpressure, ...), not
+        raised. Raises (BadInput before anything is sent; Unavailable and
+        the like) only when the batch as a whole failed: then some tasks
+        may have been added, and enqueueing them again is safe (dedupe)."""
+        tasks = [self._task(type, p, None, delay, None) for p in payloads]
+        results: List = []
+        r = self._redis_for(type)
+        s = self._scripts["enqueue"]
+        if isinstance(r, redis.cluster.RedisCluster):
+            # redis-py pipelines no EVALSHA on a cluster: pipeline on the
+            # node owning the type's slot, and send again through the
+            # cluster client (which follows MOVED, ASK) what that node
+            # turns away.
+            try:
+                r = r.get_node_from_key(self._key(type, "stream")) \
+                    .redis_connection
+            except redis.exceptions.RedisError as e:
+                raise _error_of(e, self._where, "enqueue") from None
+        try:
+            if (id(r), "enqueue") not in self._loaded:
+                r.script_load(s.source)
+                self._loaded.add((id(r), "enqueue"))
+            for start in range(0, len(tasks), ROUND_TASKS):
+                round_ = tasks[start: start + ROUND_TASKS]
+                calls, call, size = [], [], 0
+                for t in round_:
+                    if call and (len(call) == CALL_TASKS or
+                                 size + len(t.payload) > CALL_BYTES):
+                        calls.append(call)
+                        call, size = [], 0
+                    call.append(t)
+                    size += len(t.payload)
+                calls.append(call)
+                p = r.pipeline(transaction=False)
+                for c in calls:
+                    keys, args = self._build(c)
+                    p.evalsha(s.sha, len(keys), *keys, *args)
+                replies = p.execute(raise_on_error=False)
+                for c, reply in zip(calls, replies):
+                    if isinstance(reply, (redis.exceptions.NoScriptError,
+                                          redis.exceptions.AskError,
+                                          redis.exceptions.MovedError,
+                                          redis.exceptions.TryAgainError,
+                                          redis.exceptions.ClusterDownError)):
+                        keys, args = self._build(c)
+                        reply = self._call(type, "enqueue", keys, args)
+                    elif isinstance(reply, Exception):
+                        raise reply
+                    results += self._parse(c, reply)
+        except redis.exceptions.RedisError as e:
+            raise _error_of(e, self._where, "enqueue") from None
+        self._after(tasks, results)
+        return results
+
+    # ---- status, results, cancel ----
+
+    def _status_reply(self, type_: str, id_: str, with_result: bool) -> Dict:
+        _check_type(type_)
+        _check_id(id_)
+        keys = [self._key(type_, "policy"), self._key(type_, "entries"),
+                self._key(type_, "stream"), self._key(type_, "delayed"),
+                self._key(type_, "task", id_), self._key(type_, "dead"),
+                self._key(type_, "dead", id_), self._key(type_, "result", id_),
+                self._key(type_, "cancel", id_)]
+        reply = self._call(type_, "status", keys,
+                           [id_, GROUP, ",".join(PROTOCOLS),
+                            "result" if with_result else ""])
+        if not isinstance(reply, list) or not reply:
+            raise errors.WharfError(
+                "status: the status script gave an unexpected reply")
+        fields = {reply[i].decode(): reply[i + 1]
+                  for i in range(1, len(reply) - 1, 2)}
+        fields["state"] = reply[0].decode()
+        if fields["state"] == "PROTOCOL":
+            raise self._protocol_error(type_, fields.get("protocol", b"?"))
+        return fields
+
+    def status(self, type: str, id: str) -> TaskStatus:
+        """Where task id of type is now, in one script call: queued,
+        running (worker, since_ms), delayed (due_at_ms, attempt), done
+        (result_bytes, expires_in_ms), dead (error, attempt), cancelled or
+        unknown."""
+        f = self._status_reply(type, id, False)
+
+        def num(name):
+            v = f.get(name)
+            return int(v) if v not in (None, b"") else None
+
+        def text(name):
+            v = f.get(name)
+            return v.decode("utf-8", "replace") if v is not None else None
+
+        st = f["state"]
+        return TaskStatus(
+            state=st, now_ms=num("now") or 0, entry=text("entry"),
+            attempt=num("attempts" if st == "dead" else "attempt"),
+            enqueued_at_ms=num("enqueued_at"), worker=text("worker"),
+            since_ms=(num("since") or 0) if st == "running" else None,
+            cancel_requested=(f.get("cancel_requested") == b"1"
+                              if st == "running" else None),
+            due_at_ms=num("due_at"), died_at_ms=num("died_at"),
+            error=text("error"), result_bytes=num("result_bytes"),
+            expires_in_ms=num("expires_in_ms"))
+
+    def result(self, type: str, id: str, *,
+               wait: Optional[Seconds] = None) -> bytes:
+        """The result bytes of a finished task. Without ``wait``, NotFound
+        when there is none (yet); with it, polls (5 ms growing to 100 ms)
+        up to that long, then WaitTimeout. TaskDead or TaskCancelled at
+        once when no result will ever come."""
+        deadline = time.monotonic() + _ms(wait, "wait") / 1000
+        step = POLL_FIRST_S
+        while True:
+            f = self._status_reply(type, id, True)
+            st = f["state"]
+            if st == "done" and "result" in f:
+                return f["result"]
+            if st == "dead":
+                error = f.get("error", b"").decode("utf-8", "replace")
+                attempts = int(f.get("attempts") or 0)
+                raise errors.TaskDead(
+                    f"task '{id}' of type '{type}' is dead after {attempts} "
+                    f"attempts: {error}", error, attempts)
+            if st == "cancelled":
+                raise errors.TaskCancelled(
+                    f"task '{id}' of type '{type}' was cancelled")
+            left = deadline - time.monotonic()
+            if wait is None:
+                suffix = "" if st == "unknown" else f" yet (it is {st})"
+                raise errors.NotFound(
+                    f"no result for task '{id}' of type '{type}'{suffix}")
+            if left <= 0:
+                raise errors.WaitTimeout(
+                    f"no result for task '{id}' of type '{type}' after "
+                    f"{_ms(wait, 'wait')} ms")
+            time.sleep(min(step, left))
+            step = min(step * 2, POLL_MAX_S)
+
+    def cancel(self, type: str, id: str) -> CancelResult:
+        """Cancels a task in one atomic script call: a queued or delayed
+        one is removed and never runs; a running one's host asks its plugin
+        to end, and the run ends as cancelled, writing no result. NotFound
+        when it has finished (done or dead) or is unknown. The id may be
+        enqueued again at once, as a new task."""
+        _check_type(type)
+        _check_id(id)
+        keys = [self._key(type, "policy"), self._key(type, "entries"),
+                self._key(type, "stream"), self._key(type, "delayed"),
+                self._key(type, "task", id), self._key(type, "seen", id),
+                self._key(type, "cancel", id), self._key(type, "result", id),
+                self._key(type, "dead")]
+        reply = self._call(type, "cancel", keys,
+                           [id, GROUP, ",".join(PROTOCOLS)])
+        if not isinstance(reply, list) or len(reply) != 2:
+            raise errors.WharfError(
+                "cancel: the cancel script gave an unexpected reply")
+        word, detail = reply[0].decode(), reply[1].decode()
+        if word == "PROTOCOL":
+            raise self._protocol_error(type, detail)
+        if word == "REMOVED":
+            return CancelResult("removed", detail)
+        if word == "CANCELLING":
+            return CancelResult("cancelling", detail)
+        if word == "CANCELLED":
+            return CancelResult("already", "")
+        if word == "FINISHED":
+            raise errors.NotFound(
+                f"task '{id}' of type '{type}' has finished ({detail}): "
+                f"nothing to cancel")
+        if word == "UNKNOWN":
+            raise errors.NotFound(f"no task '{id}' of type '{type}' to cancel")
+        raise errors.WharfError(
+            f"cancel: the cancel script answered '{word[:40]}'")

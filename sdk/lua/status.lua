@@ -1,0 +1,91 @@
+-- status: where one task is now (wharf status, and every client's status
+-- and result calls).
+-- KEYS: 1 policy, 2 entries, 3 stream, 4 delayed, 5 task:<id>, 6 dead,
+--       7 dead:<id>, 8 result:<id>, 9 cancel:<id>.
+-- ARGV: 1 id, 2 group, 3 the protocol versions the client speaks
+--       (comma-separated), 4 "result" to have a finished task's result
+--       bytes in the reply.
+-- Reply: {state, name, value, name, value, ...}: the state, then fields
+--       (all strings; "now" is Redis TIME in ms, every time is ms since
+--       the epoch):
+--       queued    entry, attempt, enqueued_at
+--       running   entry, attempt, enqueued_at, worker (the consumer that
+--                 holds it), since (when its run began, "" if it has not
+--                 begun), cancel_requested ("1" or "0")
+--       delayed   due_at, attempt (of the next run), enqueued_at, error
+--                 (the last one, "" for a scheduled task)
+--       done      result_bytes, expires_in_ms, and with "result" result
+--       dead      error, attempts, died_at
+--       cancelled expires_in_ms (how long this is remembered)
+--       unknown   (nothing: never enqueued, or forgotten)
+--       PROTOCOL  protocol: the hosts speak a protocol the client does not
+-- The first that holds wins, in this order: done (a result is cached: an
+-- entry of the id still in the stream is acked as cached, not run), an
+-- entry in the stream (running when it is pending in the group, else
+-- queued), delayed, dead, cancelled, unknown. So a dead or cancelled id
+-- enqueued again reports its new run, and a dead id that was enqueued
+-- again and then finished reports done.
+local id, group = ARGV[1], ARGV[2]
+local t = redis.call('TIME')
+local now = string.format('%d', tonumber(t[1]) * 1000 +
+                                math.floor(tonumber(t[2]) / 1000))
+local protocol = redis.call('HGET', KEYS[1], 'protocol')
+if protocol and not string.find(',' .. ARGV[3] .. ',', ',' .. protocol .. ',',
+                                1, true) then
+  return {'PROTOCOL', 'protocol', protocol}
+end
+-- The fields of a stream entry or a hash reply, as a table.
+local function fields(h)
+  local v = {}
+  for i = 1, #h - 1, 2 do v[h[i]] = h[i + 1] end
+  return v
+end
+if redis.call('EXISTS', KEYS[8]) == 1 then
+  local out = {'done', 'now', now,
+               'result_bytes', tostring(redis.call('STRLEN', KEYS[8])),
+               'expires_in_ms', tostring(redis.call('PTTL', KEYS[8]))}
+  if ARGV[4] == 'result' then
+    out[#out + 1] = 'result'
+    out[#out + 1] = redis.call('GET', KEYS[8])
+  end
+  return out
+end
+local index = redis.call('HGET', KEYS[2], id)
+if index then
+  local entry, since = string.match(index, '^(%S+) ?(%d*)$')
+  local x = entry and redis.call('XRANGE', KEYS[3], entry, entry) or {}
+  if #x > 0 then
+    local f = fields(x[1][2])
+    local out = {'queued', 'now', now, 'entry', entry,
+                 'attempt', f.attempt or '', 'enqueued_at', f.enqueued_at or ''}
+    local p = redis.pcall('XPENDING', KEYS[3], group, entry, entry, 1)
+    if type(p) == 'table' and not p.err and #p > 0 then
+      out[1] = 'running'
+      out[#out + 1] = 'worker'
+      out[#out + 1] = p[1][2]
+      out[#out + 1] = 'since'
+      out[#out + 1] = since or ''
+      out[#out + 1] = 'cancel_requested'
+      out[#out + 1] = redis.call('GET', KEYS[9]) == entry and '1' or '0'
+    end
+    return out
+  end
+end
+local due = redis.call('ZSCORE', KEYS[4], id)
+if due then
+  local f = fields(redis.call('HGETALL', KEYS[5]))
+  return {'delayed', 'now', now, 'due_at', due, 'attempt', f.attempt or '',
+          'enqueued_at', f.enqueued_at or '', 'error', f.error or ''}
+end
+local died = redis.call('ZSCORE', KEYS[6], id)
+if died then
+  local f = fields(redis.call('HGETALL', KEYS[7]))
+  if not f.error then f = fields(redis.call('HGETALL', KEYS[5])) end
+  return {'dead', 'now', now, 'error', f.error or '',
+          'attempts', f.attempt or '', 'died_at', died}
+end
+local ttl = redis.call('PTTL', KEYS[9])
+if ttl > 0 then
+  return {'cancelled', 'now', now, 'expires_in_ms', tostring(ttl)}
+end
+return {'unknown', 'now', now}

@@ -1,0 +1,199 @@
+/* Where a task is (wharf_task_status), with one call of sdk/lua/status.lua:
+ * the stream index, the delayed and dead sets, the result and the cancel
+ * marker, read atomically. client_result.c polls the same script. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_ids.h"
+#include "client_internal.h"
+#include "keys.h"
+#include "lua_sources.h"
+
+enum { STATUS_KEYS = 9 };
+
+static const char *const state_names[] = {
+    "unknown", "queued", "running", "delayed", "done", "dead", "cancelled"};
+
+const char *wharf_task_state_name(wharf_task_state s)
+{
+    return (unsigned)s < sizeof(state_names) / sizeof(state_names[0])
+               ? state_names[s]
+               : "unknown";
+}
+
+void client_status_init(wharf_client *c)
+{
+    c->status.name = "status";
+    c->status.source = wharf_lua_status;
+    script_init(&c->status);
+    c->cancel.name = "cancel";
+    c->cancel.source = wharf_lua_cancel;
+    script_init(&c->cancel);
+}
+
+wharf_client_status client_check_names(wharf_client *c, const char *type,
+                                       const char *id)
+{
+    char quoted[120];
+
+    if (!client_valid_type(type)) {
+        client_quote(type ? type : "", quoted, sizeof(quoted));
+        client_error(c, "type '%s' is not valid: " CLIENT_TYPE_RULE, quoted);
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    if (!client_valid_id(id)) {
+        client_quote(id ? id : "", quoted, sizeof(quoted));
+        client_error(c, "task id '%s' is not valid: " CLIENT_ID_RULE, quoted);
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    return WHARF_CLIENT_OK;
+}
+
+wharf_client_status client_protocol_error(wharf_client *c, const char *type,
+                                          const char *host)
+{
+    char quoted[40];
+
+    client_quote(host, quoted, sizeof(quoted));
+    client_error(c,
+                 "the hosts serving '%s' speak wharf protocol %s; this "
+                 "client speaks " CLIENT_PROTOCOLS ": upgrade it",
+                 type, quoted);
+    return WHARF_CLIENT_PROTOCOL;
+}
+
+/* The value of field `name` of a status reply (flat name, value pairs
+ * after the state), or NULL. */
+static const redisReply *field(const redisReply *r, const char *name)
+{
+    for (size_t i = 1; i + 1 < r->elements; i += 2)
+        if (r->element[i]->type == REDIS_REPLY_STRING &&
+            strcmp(r->element[i]->str, name) == 0 &&
+            r->element[i + 1]->type == REDIS_REPLY_STRING)
+            return r->element[i + 1];
+    return NULL;
+}
+
+static int64_t number(const redisReply *r, const char *name)
+{
+    const redisReply *v = field(r, name);
+
+    return v ? strtoll(v->str, NULL, 10) : 0;
+}
+
+static void text(const redisReply *r, const char *name, char *buf, size_t len)
+{
+    const redisReply *v = field(r, name);
+    size_t n = v ? v->len : 0;
+
+    if (n >= len)
+        n = len - 1;
+    if (n)
+        memcpy(buf, v->str, n);
+    buf[n] = '\0';
+}
+
+redisReply *client_status_call(wharf_client *c, const char *type,
+                               const char *id, int with_result,
+                               wharf_client_status *status)
+{
+    static const char *const whats[STATUS_KEYS] = {
+        "policy", "entries", "stream",  "delayed", "task:",
+        "dead",   "dead:",   "result:", "cancel:"};
+    char keys[STATUS_KEYS][KEY_MAX];
+    const char *argv[STATUS_KEYS + 4];
+    redisReply *r;
+
+    *status = client_check_names(c, type, id);
+    if (*status != WHARF_CLIENT_OK)
+        return NULL;
+    for (int k = 0; k < STATUS_KEYS; k++) {
+        size_t n = strlen(whats[k]);
+        if (whats[k][n - 1] == ':') {
+            char what[16];
+            snprintf(what, sizeof(what), "%.*s", (int)(n - 1), whats[k]);
+            key_of_task(keys[k], KEY_MAX, c->prefix, type, what, id);
+        } else {
+            key_of_type(keys[k], KEY_MAX, c->prefix, type, whats[k]);
+        }
+        argv[k] = keys[k];
+    }
+    argv[STATUS_KEYS] = id;
+    argv[STATUS_KEYS + 1] = WHARF_GROUP;
+    argv[STATUS_KEYS + 2] = CLIENT_PROTOCOLS;
+    argv[STATUS_KEYS + 3] = with_result ? "result" : "";
+    if (client_connect(c) != 0) {
+        *status = c->connect_status;
+        return NULL;
+    }
+    r = pipeline_script(&c->pipe, &c->status, STATUS_KEYS, STATUS_KEYS + 4,
+                        argv, NULL);
+    if (!r)
+        client_drop(c);
+    *status = client_reply_status(c, r, "status");
+    if (*status == WHARF_CLIENT_OK &&
+        (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+         r->element[0]->type != REDIS_REPLY_STRING)) {
+        client_error(c, "status: the status script gave an unexpected reply");
+        *status = WHARF_CLIENT_ERROR;
+    }
+    if (*status == WHARF_CLIENT_OK &&
+        strcmp(r->element[0]->str, "PROTOCOL") == 0) {
+        const redisReply *v = field(r, "protocol");
+        *status = client_protocol_error(c, type, v ? v->str : "?");
+    }
+    if (*status != WHARF_CLIENT_OK) {
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+void client_status_parse(const redisReply *r, wharf_task_info *out)
+{
+    const char *word = r->element[0]->str;
+
+    memset(out, 0, sizeof(*out));
+    for (size_t s = 0; s < sizeof(state_names) / sizeof(state_names[0]); s++)
+        if (strcmp(word, state_names[s]) == 0)
+            out->state = (wharf_task_state)s;
+    out->now_ms = number(r, "now");
+    out->attempt = (unsigned)number(
+        r, out->state == WHARF_TASK_DEAD ? "attempts" : "attempt");
+    out->enqueued_at_ms = number(r, "enqueued_at");
+    out->since_ms = number(r, "since");
+    out->cancel_requested = number(r, "cancel_requested") != 0;
+    out->due_at_ms = number(r, "due_at");
+    out->died_at_ms = number(r, "died_at");
+    out->expires_in_ms = number(r, "expires_in_ms");
+    out->result_bytes = (uint64_t)number(r, "result_bytes");
+    text(r, "worker", out->worker, sizeof(out->worker));
+    text(r, "entry", out->entry, sizeof(out->entry));
+    text(r, "error", out->error, sizeof(out->error));
+}
+
+const redisReply *client_status_result(const redisReply *r)
+{
+    return field(r, "result");
+}
+
+wharf_client_status wharf_task_status(wharf_client *client, const char *type,
+                                      const char *id, wharf_task_info *out)
+{
+    wharf_client_status status;
+    redisReply *r;
+
+    if (!client)
+        return WHARF_CLIENT_BAD_INPUT;
+    if (!out) {
+        client_error(client, "status: no place to put the answer");
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    r = client_status_call(client, type, id, 0, &status);
+    if (r)
+        client_status_parse(r, out);
+    freeReplyObject(r);
+    return status;
+}
