@@ -26,17 +26,8 @@ done
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/wharf-bench-cluster.XXXXXX")
 PLUGINS=$(cd "$BUILD/bench" && pwd)
 pids=()
-stop_pid() {
-    local pid=$1
-    kill -0 "$pid" 2>/dev/null || return 0
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 250); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.02
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-}
+# shellcheck source=bench/stop_pid.sh
+. bench/stop_pid.sh
 cleanup() {
     local status=$?
     for p in "${pids[@]}"; do stop_pid "$p"; done

@@ -4,6 +4,7 @@
  * slot migrated during a run, a primary killed during a run, a Sentinel
  * failover during a run. Lost and twice-run tasks are counted from the
  * chaos plugin's done file and reported. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,6 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
-#include <criterion/logging.h>
 
 #include <wharf/client.h>
 
@@ -110,35 +110,50 @@ static long wait_done(const test_host *h, long want, int timeout_ms)
     return n;
 }
 
-/* Enqueues per_type tasks "<type>-<i>" of every type with payload, in
- * batches, through a client of url; with min_replicas, each must be
- * confirmed by that many replicas, and one that is not (or that a
- * failover cut off) is enqueued again until it is. */
-static void enqueue_all(const char *url, const char *const *types, int n_types,
-                        int per_type, const char *payload, int min_replicas)
+/* What to enqueue: per_type tasks "<type>-<i>" of every type, with
+ * payload, through a client of url, each confirmed by min_replicas
+ * replicas when that is not 0. */
+typedef struct producer {
+    const char *url;
+    const char *const *types;
+    int n_types, per_type;
+    const char *payload;
+    int min_replicas;
+    char error[700]; /* why it gave up, or "" */
+} producer;
+
+/* Enqueues what pr says, in batches; a task refused for now (a failover
+ * cut it off, too few replicas confirmed it) is enqueued again until it
+ * is taken. 0, or -1 with pr->error set. Calls no cr_assert: it may run
+ * in a thread of its own. */
+static int produce(producer *pr)
 {
     enum { BATCH = 500 };
     wharf_client *c = NULL;
     wharf_enqueue_opts *tasks = calloc(BATCH, sizeof(*tasks));
     wharf_enqueue_reply *replies = calloc(BATCH, sizeof(*replies));
     char(*ids)[64] = calloc(BATCH, sizeof(*ids));
-    char err[600];
-    int total = n_types * per_type;
+    int total = pr->n_types * pr->per_type, rc = -1;
 
-    cr_assert(tasks && replies && ids);
-    cr_assert_eq(wharf_client_open(&c, url, NULL, NULL, err, sizeof(err)),
-                 WHARF_CLIENT_OK, "%s", err);
-    if (min_replicas > 0)
-        wharf_client_require_replicas(c, min_replicas, 2000);
+    pr->error[0] = '\0';
+    if (!tasks || !replies || !ids) {
+        snprintf(pr->error, sizeof(pr->error), "out of memory");
+        goto out;
+    }
+    if (wharf_client_open(&c, pr->url, NULL, NULL, pr->error,
+                          sizeof(pr->error)) != WHARF_CLIENT_OK)
+        goto out;
+    if (pr->min_replicas > 0)
+        wharf_client_require_replicas(c, pr->min_replicas, 2000);
     for (int at = 0; at < total;) {
         int n = total - at < BATCH ? total - at : BATCH;
         for (int i = 0; i < n; i++) {
             /* Types interleaved, so every batch spans the shards. */
-            int k = (at + i) % n_types, seq = (at + i) / n_types;
-            snprintf(ids[i], sizeof(ids[i]), "%s-%d", types[k], seq);
-            tasks[i] = (wharf_enqueue_opts){.type = types[k],
-                                            .payload = payload,
-                                            .payload_len = strlen(payload),
+            int k = (at + i) % pr->n_types, seq = (at + i) / pr->n_types;
+            snprintf(ids[i], sizeof(ids[i]), "%s-%d", pr->types[k], seq);
+            tasks[i] = (wharf_enqueue_opts){.type = pr->types[k],
+                                            .payload = pr->payload,
+                                            .payload_len = strlen(pr->payload),
                                             .id = ids[i]};
         }
         wharf_enqueue_batch(c, tasks, (size_t)n, replies);
@@ -146,18 +161,39 @@ static void enqueue_all(const char *url, const char *const *types, int n_types,
             int tries = 0;
             while (replies[i].status != WHARF_CLIENT_OK &&
                    replies[i].status != WHARF_CLIENT_DUPLICATE) {
-                cr_assert(tries++ < 200, "%s: %s", ids[i],
-                          wharf_client_errstr(c));
+                if (tries++ == 200) {
+                    snprintf(pr->error, sizeof(pr->error), "%s: %s", ids[i],
+                             wharf_client_errstr(c));
+                    goto out;
+                }
                 test_sleep_ms(50);
                 wharf_enqueue(c, &tasks[i], &replies[i]);
             }
         }
         at += n;
     }
+    rc = 0;
+out:
     wharf_client_close(c);
     free(ids);
     free(replies);
     free(tasks);
+    return rc;
+}
+
+static void *produce_thread(void *arg)
+{
+    produce(arg);
+    return NULL;
+}
+
+/* produce, in the test's own thread. */
+static void enqueue_all(const char *url, const char *const *types, int n_types,
+                        int per_type, const char *payload, int min_replicas)
+{
+    producer pr = {url, types, n_types, per_type, payload, min_replicas, ""};
+
+    cr_assert_eq(produce(&pr), 0, "enqueue: %s", pr.error);
 }
 
 /* "types = a,b,..." for the chaos plugin's section, and [defaults]. */
@@ -209,8 +245,8 @@ Test(cluster, twenty_types_thirty_thousand_tasks_each_once, .timeout = 280)
                  "not all done (see %s)", h.log);
     test_sleep_ms(500); /* anything run twice would show by now */
     t = count_done(&h, types, 20, PER_TYPE);
-    cr_log_info("cluster 20 types: %ld done, %ld lost, %ld twice", t.done,
-                t.lost, t.twice);
+    fprintf(stderr, "cluster 20 types: %ld done, %ld lost, %ld twice\n", t.done,
+            t.lost, t.twice);
     cr_assert_eq(t.lost, 0);
     cr_assert_eq(t.twice, 0);
     cr_assert_eq(t.lines, 20 * PER_TYPE);
@@ -256,7 +292,8 @@ Test(cluster, a_slot_migrated_during_a_run_loses_and_repeats_nothing,
     char extra[512];
     unsigned slot;
     int from, to;
-    pid_t producer;
+    producer more = {NULL, types, 4, PER_TYPE, "sleep:2", 0, ""};
+    pthread_t thread;
     tally t;
 
     test_cluster_start(&c, 3, 0);
@@ -265,27 +302,24 @@ Test(cluster, a_slot_migrated_during_a_run_loses_and_repeats_nothing,
     /* A first half to work on, then a producer that keeps enqueuing the
      * second half while the slot moves. */
     enqueue_all(c.url, types, 4, PER_TYPE / 2, "sleep:2", 0);
+    more.url = c.url;
     slot = test_cluster_slot(&c, "wharf:{mover}:stream");
     from = test_cluster_owner(&c, slot);
     to = (from + 1) % 3;
-    producer = fork();
-    cr_assert(producer >= 0);
-    if (producer == 0) {
-        enqueue_all(c.url, types, 4, PER_TYPE, "sleep:2", 0);
-        _exit(0);
-    }
+    cr_assert_eq(pthread_create(&thread, NULL, produce_thread, &more), 0);
     test_sleep_ms(300);
     /* Half moved for 500 ms: scripts there get TRYAGAIN, reads ASK. */
     test_cluster_move_slot(&c, slot, to, 500);
     cr_assert_eq(test_cluster_owner(&c, slot), to);
-    cr_assert_lt(done_lines(&h), 4 * PER_TYPE, "the run ended before the move");
-    waitpid(producer, NULL, 0);
+    cr_assert(done_lines(&h) < 4 * PER_TYPE, "the run ended before the move");
+    pthread_join(thread, NULL);
+    cr_assert_eq(more.error[0], '\0', "enqueue: %s", more.error);
     cr_assert_eq(wait_done(&h, 4 * PER_TYPE, 150000), 4 * PER_TYPE,
                  "not all done (see %s)", h.log);
     test_sleep_ms(500);
     t = count_done(&h, types, 4, PER_TYPE);
-    cr_log_info("slot migration: %ld done, %ld lost, %ld twice", t.done, t.lost,
-                t.twice);
+    fprintf(stderr, "slot migration: %ld done, %ld lost, %ld twice\n", t.done,
+            t.lost, t.twice);
     cr_assert_eq(t.lost, 0);
     cr_assert_eq(t.twice, 0);
     cr_assert_eq(t.lines, 4 * PER_TYPE);
@@ -295,119 +329,164 @@ Test(cluster, a_slot_migrated_during_a_run_loses_and_repeats_nothing,
 
 /* ---- a primary killed during a run ---- */
 
-/* Runs 4 types x per_type slow tasks, kills the primary of the first type
- * halfway, starts it again as a replica, and counts. */
-static tally failover_run(int min_replicas, int per_type)
+/* A run with a failover in its middle: the deployment at url, and how
+ * to kill its primary and bring that node back as a replica. */
+typedef struct failover {
+    const char *url;
+    const char *const *types;
+    int n_types, per_type;
+    const char *payload;
+    void (*kill)(void *arg);
+    void (*revive)(void *arg);
+    void *arg;
+} failover;
+
+/* Enqueues every task (confirmed by min_replicas replicas), kills the
+ * primary once a quarter is done, revives it, and counts. */
+static tally run_failover(const failover *f, int min_replicas)
 {
-    static const char *const types[4] = {"fa", "fb", "fc", "fd"};
-    test_cluster c;
+    long total = (long)f->n_types * f->per_type;
     test_host h;
     char extra[512], redis_keys[128];
-    int victim;
     tally t;
 
-    test_cluster_start(&c, 3, 1);
-    plugin_keys(extra, sizeof(extra), types, 4, NULL);
+    plugin_keys(extra, sizeof(extra), f->types, f->n_types, NULL);
     snprintf(redis_keys, sizeof(redis_keys),
              "min_replicas_ack = %d\nmin_replicas_timeout = 2s\n",
              min_replicas);
-    start_host(&h, c.url, extra, redis_keys, NULL);
-    enqueue_all(c.url, types, 4, per_type, "sleep:2", min_replicas);
-    wait_done(&h, per_type, 60000);
-    victim = test_cluster_owner(&c, test_cluster_slot(&c, "wharf:{fa}:stream"));
-    test_cluster_kill_primary(&c, victim);
-    cr_assert_lt(done_lines(&h), 4L * per_type,
-                 "the run ended before the kill");
+    start_host(&h, f->url, extra, redis_keys, NULL);
+    enqueue_all(f->url, f->types, f->n_types, f->per_type, f->payload,
+                min_replicas);
+    wait_done(&h, total / 4, 60000);
+    f->kill(f->arg);
+    cr_assert(done_lines(&h) < total, "the run ended before the kill");
     /* Back as a replica of the new primary, so WAIT can be answered. */
-    test_cluster_revive(&c, victim);
-    wait_done(&h, 4L * per_type, 150000);
+    f->revive(f->arg);
+    wait_done(&h, total, 150000);
     test_sleep_ms(1500);
-    t = count_done(&h, types, 4, per_type);
+    t = count_done(&h, f->types, f->n_types, f->per_type);
     cr_assert_eq(test_host_stop(&h), 0);
+    return t;
+}
+
+/* Prints (for the report) what a failover run lost and repeated. */
+static void report(const char *what, int min_replicas, const tally *t)
+{
+    fprintf(stderr,
+            "%s failover, min_replicas_ack = %d: %ld done, %ld lost, "
+            "%ld run twice\n",
+            what, min_replicas, t->done, t->lost, t->twice);
+}
+
+typedef struct cluster_victim {
+    test_cluster *c;
+    int node;
+} cluster_victim;
+
+static void kill_cluster_primary(void *arg)
+{
+    cluster_victim *v = arg;
+    v->node =
+        test_cluster_owner(v->c, test_cluster_slot(v->c, "wharf:{fa}:stream"));
+    test_cluster_kill_primary(v->c, v->node);
+}
+
+static void revive_cluster_node(void *arg)
+{
+    cluster_victim *v = arg;
+    test_cluster_revive(v->c, v->node);
+}
+
+/* 4 types x 500 slow tasks on 3 primaries + 3 replicas; the primary of
+ * the first type is killed. */
+static tally cluster_failover(int min_replicas)
+{
+    static const char *const types[4] = {"fa", "fb", "fc", "fd"};
+    test_cluster c;
+    cluster_victim v = {&c, -1};
+    failover f = {.types = types,
+                  .n_types = 4,
+                  .per_type = 500,
+                  .payload = "sleep:2",
+                  .kill = kill_cluster_primary,
+                  .revive = revive_cluster_node,
+                  .arg = &v};
+    tally t;
+
+    test_cluster_start(&c, 3, 1);
+    f.url = c.url;
+    t = run_failover(&f, min_replicas);
     test_cluster_stop(&c);
+    report("cluster", min_replicas, &t);
     return t;
 }
 
 Test(cluster, a_primary_killed_with_min_replicas_ack_loses_nothing,
      .timeout = 250)
 {
-    tally t = failover_run(1, 500);
+    tally t = cluster_failover(1);
 
-    cr_log_info("cluster failover, min_replicas_ack = 1: %ld done, %ld lost, "
-                "%ld run twice",
-                t.done, t.lost, t.twice);
-    fprintf(stderr,
-            "cluster failover, min_replicas_ack = 1: %ld done, %ld lost, "
-            "%ld run twice\n",
-            t.done, t.lost, t.twice);
     cr_assert_eq(t.lost, 0, "%ld lost", t.lost);
 }
 
 Test(cluster, a_primary_killed_without_min_replicas_ack_is_counted,
      .timeout = 250)
 {
-    tally t = failover_run(0, 500);
+    tally t = cluster_failover(0);
 
     /* Asynchronous replication may lose what the primary had not yet
      * passed on: reported, not asserted. */
-    fprintf(stderr,
-            "cluster failover, min_replicas_ack = 0: %ld done, %ld lost, "
-            "%ld run twice\n",
-            t.done, t.lost, t.twice);
     cr_assert_eq(t.done + t.lost, 2000);
 }
 
 /* ---- Sentinel ---- */
 
-static tally sentinel_run(int min_replicas, int per_type)
+static void kill_sentinel_master(void *arg)
+{
+    test_sentinels_kill_primary(arg);
+}
+
+static void revive_sentinel_master(void *arg)
+{
+    test_sentinels_revive(arg);
+}
+
+/* 2 types x 2500 tasks on a primary, its replica and 3 sentinels; the
+ * primary is killed. */
+static tally sentinel_failover(int min_replicas)
 {
     static const char *const types[2] = {"sa", "sb"};
     test_sentinels s;
-    test_host h;
-    char extra[256], redis_keys[128];
+    failover f = {.types = types,
+                  .n_types = 2,
+                  .per_type = 2500,
+                  .payload = "sleep:1",
+                  .kill = kill_sentinel_master,
+                  .revive = revive_sentinel_master,
+                  .arg = &s};
     tally t;
 
     test_sentinels_start(&s);
-    plugin_keys(extra, sizeof(extra), types, 2, NULL);
-    snprintf(redis_keys, sizeof(redis_keys),
-             "min_replicas_ack = %d\nmin_replicas_timeout = 2s\n",
-             min_replicas);
-    start_host(&h, s.url, extra, redis_keys, NULL);
-    enqueue_all(s.url, types, 2, per_type, "sleep:1", min_replicas);
-    wait_done(&h, per_type / 2, 60000);
-    test_sentinels_kill_primary(&s);
-    cr_assert_lt(done_lines(&h), 2L * per_type,
-                 "the run ended before the kill");
-    test_sentinels_revive(&s);
-    wait_done(&h, 2L * per_type, 150000);
-    test_sleep_ms(1500);
-    t = count_done(&h, types, 2, per_type);
-    cr_assert_eq(test_host_stop(&h), 0);
+    f.url = s.url;
+    t = run_failover(&f, min_replicas);
     test_sentinels_stop(&s);
+    report("sentinel", min_replicas, &t);
     return t;
 }
 
 Test(cluster, sentinel_failover_with_min_replicas_ack_loses_nothing,
      .timeout = 250)
 {
-    tally t = sentinel_run(1, 2500);
+    tally t = sentinel_failover(1);
 
-    fprintf(stderr,
-            "sentinel failover, min_replicas_ack = 1: %ld done, %ld lost, "
-            "%ld run twice\n",
-            t.done, t.lost, t.twice);
     cr_assert_eq(t.lost, 0, "%ld lost", t.lost);
 }
 
 Test(cluster, sentinel_failover_without_min_replicas_ack_is_counted,
      .timeout = 250)
 {
-    tally t = sentinel_run(0, 2500);
+    tally t = sentinel_failover(0);
 
-    fprintf(stderr,
-            "sentinel failover, min_replicas_ack = 0: %ld done, %ld lost, "
-            "%ld run twice\n",
-            t.done, t.lost, t.twice);
     cr_assert_eq(t.done + t.lost, 5000);
 }
 
@@ -518,8 +597,8 @@ Test(cluster, python_and_node_clients_on_a_cluster_and_on_sentinel,
         snprintf(key, sizeof(key), "wharf:{%s}:stream", types[t]);
         nodes_seen[test_cluster_owner(&c, test_cluster_slot(&c, key))] = true;
     }
-    cr_log_info("cluster clients: types on %d/%d/%d", nodes_seen[0],
-                nodes_seen[1], nodes_seen[2]);
+    fprintf(stderr, "cluster clients: types on nodes %d/%d/%d\n", nodes_seen[0],
+            nodes_seen[1], nodes_seen[2]);
     /* A node not in cluster mode is a configuration error (78). */
     snprintf(bad, sizeof(bad), "redis+cluster://127.0.0.1:%d/2",
              c.node[0].port);

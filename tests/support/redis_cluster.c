@@ -67,6 +67,22 @@ static redisReply *ask(const test_redis *r, const char *fmt, ...)
     return reply;
 }
 
+/* Waits up to 30 s until replica r's link to its primary is up; true
+ * when it is. */
+static bool wait_link_up(const test_redis *r)
+{
+    for (int tries = 0; tries < 3000; tries++) {
+        redisReply *reply = ask(r, "INFO replication");
+        bool up = reply && reply->type == REDIS_REPLY_STRING &&
+                  strstr(reply->str, "master_link_status:up");
+        freeReplyObject(reply);
+        if (up)
+            return true;
+        test_sleep_ms(10);
+    }
+    return false;
+}
+
 static bool cluster_ok(const test_redis *r)
 {
     redisReply *reply = ask(r, "CLUSTER INFO");
@@ -129,19 +145,8 @@ void test_cluster_start(test_cluster *c, int primaries, int replicas)
             (size_t)snprintf(c->url + used, sizeof(c->url) - used,
                              "%s127.0.0.1:%d", i ? "," : "", c->node[i].port);
     /* Replicas in sync before any test kills a primary. */
-    for (int i = primaries; i < c->n; i++) {
-        int tries;
-        for (tries = 0; tries < 3000; tries++) {
-            redisReply *r = ask(&c->node[i], "INFO replication");
-            bool up = r && r->type == REDIS_REPLY_STRING &&
-                      strstr(r->str, "master_link_status:up");
-            freeReplyObject(r);
-            if (up)
-                break;
-            test_sleep_ms(10);
-        }
-        cr_assert(tries < 3000, "replica %d never synced", i);
-    }
+    for (int i = primaries; i < c->n; i++)
+        cr_assert(wait_link_up(&c->node[i]), "replica %d never synced", i);
 }
 
 void test_cluster_stop(test_cluster *c)
@@ -296,18 +301,9 @@ void test_cluster_kill_primary(test_cluster *c, int i)
 void test_cluster_revive(test_cluster *c, int i)
 {
     test_redis_restart(&c->node[i]);
-    for (int tries = 0; tries < 3000; tries++) {
-        redisReply *r = ask(&c->node[i], "INFO replication");
-        bool up = r && r->type == REDIS_REPLY_STRING &&
-                  strstr(r->str, "master_link_status:up");
-        freeReplyObject(r);
-        if (up) {
-            wait_cluster_ok(c);
-            return;
-        }
-        test_sleep_ms(10);
-    }
-    cr_assert_fail("node %d did not rejoin as a replica", i);
+    cr_assert(wait_link_up(&c->node[i]), "node %d did not rejoin as a replica",
+              i);
+    wait_cluster_ok(c);
 }
 
 /* ---- Sentinel ---- */
@@ -378,15 +374,7 @@ void test_sentinels_start(test_sentinels *s)
     test_redis_start_with(&s->primary, NULL, primary_args);
     snprintf(port_text, sizeof(port_text), "%d", s->primary.port);
     test_redis_start_with(&s->replica, NULL, replica_args);
-    for (int tries = 0; tries < 3000; tries++) {
-        redisReply *r = ask(&s->replica, "INFO replication");
-        bool up = r && r->type == REDIS_REPLY_STRING &&
-                  strstr(r->str, "master_link_status:up");
-        freeReplyObject(r);
-        if (up)
-            break;
-        test_sleep_ms(10);
-    }
+    cr_assert(wait_link_up(&s->replica), "the replica never synced");
     for (int i = 0; i < 3; i++)
         start_sentinel(&s->sentinel[i], s->primary.port);
     for (int i = 0; i < 3; i++) {
