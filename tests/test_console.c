@@ -5,13 +5,17 @@
  * default), `wharf top` under tmux, and the [console] manifest keys. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <stdbool.h>
@@ -49,22 +53,28 @@ static void stop_all(void)
 
 TestSuite(console, .init = start_redis, .fini = stop_all, .timeout = 180);
 
+/* The header lines of the last answer. */
+static char answer_headers[8192];
+
 /* One HTTP/1.0 request to 127.0.0.1:port, with Host: host_name (NULL:
- * 127.0.0.1:port) and extra header lines (each ending in \r\n, or NULL).
- * The status (body in `body`), or -1. */
-static int request_to(const char *host_name, const char *method,
-                      const char *path, const char *headers)
+ * 127.0.0.1:port), extra header lines (each ending in \r\n, or NULL)
+ * and, unless NULL, a form as its body. The status (body in `body`, the
+ * header lines in `answer_headers`), or -1. */
+static int request_form_to(const char *host_name, const char *method,
+                           const char *path, const char *headers,
+                           const char *form)
 {
     char own[64];
     struct sockaddr_in addr;
     struct timeval tv = {5, 0};
-    char req[2048];
+    char req[16384];
     size_t got = 0;
     int fd, status = -1, n;
     ssize_t r;
     static char raw[sizeof(body)];
 
     body[0] = '\0';
+    answer_headers[0] = '\0';
     fd = socket(AF_INET, SOCK_STREAM, 0);
     cr_assert(fd >= 0);
     memset(&addr, 0, sizeof(addr));
@@ -75,11 +85,13 @@ static int request_to(const char *host_name, const char *method,
     if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
         goto out;
     snprintf(own, sizeof(own), "127.0.0.1:%d", port);
-    n = snprintf(req, sizeof(req),
-                 "%s %s HTTP/1.0\r\nHost: %s\r\n%sContent-Length: "
-                 "0\r\n\r\n",
-                 method, path, host_name ? host_name : own,
-                 headers ? headers : "");
+    n = snprintf(
+        req, sizeof(req),
+        "%s %s HTTP/1.0\r\nHost: %s\r\n%s%sContent-Length: "
+        "%zu\r\n\r\n%s",
+        method, path, host_name ? host_name : own, headers ? headers : "",
+        form ? "Content-Type: application/x-www-form-urlencoded\r\n" : "",
+        form ? strlen(form) : 0, form ? form : "");
     if (write(fd, req, (size_t)n) != n)
         goto out;
     while (got < sizeof(raw) - 1 &&
@@ -91,10 +103,18 @@ static int request_to(const char *host_name, const char *method,
     else {
         const char *start = strstr(raw, "\r\n\r\n");
         snprintf(body, sizeof(body), "%s", start ? start + 4 : "");
+        snprintf(answer_headers, sizeof(answer_headers), "%.*s",
+                 start ? (int)(start - raw) + 2 : 0, raw);
     }
 out:
     close(fd);
     return status;
+}
+
+static int request_to(const char *host_name, const char *method,
+                      const char *path, const char *headers)
+{
+    return request_form_to(host_name, method, path, headers, NULL);
 }
 
 static int request(const char *method, const char *path, const char *headers)
@@ -387,6 +407,41 @@ Test(console, actions_need_post_the_token_and_the_same_origin)
     cr_expect_eq(request("POST", "/api/cancel?type=chaos&id=later", same), 404);
     cr_expect(test_host_log_has(&host, "console action", "replay", "replay-me",
                                 NULL));
+
+    /* a plain form: the token, type and id as fields */
+    seed_dead("form-1", "fatal");
+    seed_dead("form-2", "fatal");
+    cr_expect_eq(request_form_to(NULL, "POST", "/api/purge", NULL,
+                                 "type=chaos&id=form-1&token=wrong-token-"
+                                 "0123456789"),
+                 403);
+    cr_expect(strstr(body, "form field token"), "%s", body);
+    cr_expect_eq(request_form_to(NULL, "POST", "/api/purge",
+                                 "Origin: http://evil.example\r\n",
+                                 "type=chaos&id=form-1&token=" TOKEN),
+                 403);
+    cr_expect(strstr(body, "cross-origin"), "%s", body);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 2);
+    cr_expect_eq(request_form_to(NULL, "POST", "/api/purge", NULL,
+                                 "type=chaos&id=form-1&token=" TOKEN),
+                 200, "%s", body);
+    /* the query names the task, the form carries the token (encoded),
+     * from the console's own page */
+    snprintf(same, sizeof(same), "Origin: http://127.0.0.1:%d\r\n", port);
+    cr_expect_eq(request_form_to(NULL, "POST",
+                                 "/api/purge?type=chaos&id=form-2", same,
+                                 "token=test%2Dtoken-0123456789abcdef"),
+                 200, "%s", body);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 0);
+    /* a body past HTTP_BODY_MAX is refused before anything runs */
+    {
+        static char big[6000];
+        memset(big, 'a', sizeof(big) - 1);
+        memcpy(big, "token=", 6);
+        cr_expect_eq(request_form_to(NULL, "POST", "/api/purge?type=chaos&id=x",
+                                     NULL, big),
+                     413);
+    }
 }
 
 Test(console, api_reads_page_find_and_escape)
@@ -458,6 +513,19 @@ Test(console, api_reads_page_find_and_escape)
     /* the page and its assets come from the binary */
     cr_expect_eq(request("GET", "/", NULL), 200);
     cr_expect(strstr(body, "Content-Security-Policy"));
+    /* ...and says so in headers too: no framing, no sniffing, no cache */
+    cr_expect(strstr(answer_headers, "\r\nContent-Security-Policy: "
+                                     "default-src 'none'; script-src 'self';"),
+              "%s", answer_headers);
+    cr_expect(strstr(answer_headers, "frame-ancestors 'none'"), "%s",
+              answer_headers);
+    cr_expect(strstr(answer_headers, "\r\nX-Frame-Options: DENY\r\n"), "%s",
+              answer_headers);
+    cr_expect(strstr(answer_headers, "\r\nX-Content-Type-Options: nosniff"),
+              "%s", answer_headers);
+    cr_expect_eq(request("GET", "/api/overview", NULL), 200);
+    cr_expect(strstr(answer_headers, "\r\nCache-Control: no-store\r\n"), "%s",
+              answer_headers);
     cr_expect_eq(request("GET", "/console/console.js", NULL), 200);
     cr_expect(strstr(body, "textContent"));
     cr_expect_eq(request("GET", "/console/nothing.js", NULL), 404);
@@ -600,4 +668,206 @@ Test(console, page_replay_button_in_chromium)
         "the task replayed from the page never ran");
     cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 0);
     cr_expect(test_host_log_has(&host, "console action", "click-me", NULL));
+}
+
+/* ---- the supervisor's loop while the API is hammered on a slow Redis ---- */
+
+/* Below the HTTP layer's per-address limit (8) and its mark of pressure
+ * (32 connections), which would close connections of their own. */
+#define HAMMER_ADDRESSES 6
+#define HAMMER_PER_ADDRESS 5
+#define HAMMER_CLIENTS (HAMMER_ADDRESSES * HAMMER_PER_ADDRESS)
+
+/* What hammering clients saw: 200, 503 with Retry-After, 503 without,
+ * anything else (and the last such status). */
+typedef struct hammer_counts {
+    int ok, busy, busy_bare, other, last_other;
+} hammer_counts;
+
+static volatile sig_atomic_t hammer_stop;
+
+static void hammer_on_term(int sig)
+{
+    (void)sig;
+    hammer_stop = 1;
+}
+
+/* One GET of path from source address `from` (127.0.0.N, so that the
+ * clients are not held to one address's connection limit); counts the
+ * answer in n. */
+static void hammer_one(const char *from, const char *path, hammer_counts *n)
+{
+    struct sockaddr_in addr, src;
+    struct timeval tv = {30, 0};
+    char req[512], raw[16384];
+    size_t got = 0;
+    ssize_t r;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), status = -1;
+
+    raw[0] = '\0';
+    if (fd < 0)
+        return;
+    memset(&src, 0, sizeof(src));
+    src.sin_family = AF_INET;
+    inet_pton(AF_INET, from, &src.sin_addr);
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((unsigned short)port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (bind(fd, (struct sockaddr *)&src, sizeof(src)) != 0 ||
+        connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
+        goto out;
+    snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n\r\n",
+             path, port);
+    if (write(fd, req, strlen(req)) != (ssize_t)strlen(req))
+        goto out;
+    while (got < sizeof(raw) - 1 &&
+           (r = read(fd, raw + got, sizeof(raw) - 1 - got)) > 0)
+        got += (size_t)r;
+    raw[got] = '\0';
+    if (sscanf(raw, "HTTP/%*s %d", &status) != 1)
+        status = -1;
+out:
+    close(fd);
+    if (status == 200) {
+        n->ok++;
+    } else if (status == 503 && strstr(raw, "\r\nRetry-After: ")) {
+        n->busy++;
+    } else if (status == 503) {
+        n->busy_bare++;
+    } else if (!hammer_stop) { /* not a read cut short by the stop */
+        n->other++;
+        n->last_other = status;
+    }
+}
+
+/* Forks a client that asks for dead-set pages (two round trips each)
+ * and a task, over and over, until SIGTERM; then it writes its counts
+ * to fd. */
+static pid_t hammer_start(const char *from, int fd)
+{
+    pid_t pid = fork();
+
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        hammer_counts n = {0, 0, 0, 0, 0};
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = hammer_on_term;
+        sigaction(SIGTERM, &sa, NULL);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        while (!hammer_stop) {
+            hammer_one(from, "/api/dead?type=chaos", &n);
+            hammer_one(from, "/api/dead?type=chaos&offset=1", &n);
+            hammer_one(from, "/api/task?id=long-1", &n);
+        }
+        _exit(write(fd, &n, sizeof(n)) == (ssize_t)sizeof(n) ? 0 : 1);
+    }
+    return pid;
+}
+
+/* Forks a client that keeps the test's redis-server busy (DEBUG SLEEP
+ * 0.2, back to back) until killed: every command then waits up to
+ * 200 ms, the console's and the supervisor's alike. */
+static pid_t slow_redis_start(void)
+{
+    pid_t pid = fork();
+
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        redisContext *c = redisConnect("127.0.0.1", redis.port);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        while (c && !c->err) {
+            redisReply *r = redisCommand(c, "DEBUG SLEEP 0.2");
+            if (!r)
+                break;
+            freeReplyObject(r);
+        }
+        _exit(0);
+    }
+    return pid;
+}
+
+/* 30 clients ask for dead-set pages as fast as they are answered while
+ * Redis makes every command wait. Without a bound on the console's share
+ * of the loop, each pass of the loop served all of them one after the
+ * other (some 9 s a pass), the running task's lock expired and its
+ * finish came back stale. */
+Test(console, leases_hold_while_the_api_is_hammered_on_a_slow_redis)
+{
+    static const char *const debug[] = {"--enable-debug-command", "yes", NULL};
+    pid_t slow, clients[HAMMER_CLIENTS];
+    hammer_counts all = {0, 0, 0, 0, 0};
+    long long lock_left = LLONG_MAX;
+    bool finished = false;
+    int fds[2];
+
+    /* a server of this test's own that takes DEBUG SLEEP */
+    redisFree(rc);
+    test_redis_stop(&redis);
+    test_redis_start_with(&redis, NULL, debug);
+    rc = test_redis_connect(&redis);
+    /* renewed every 5/3 s: a loop held up for 5 s loses the lock */
+    start_host("lock_ttl = 5s\nvisibility_timeout = 5s\n");
+    test_add_entry(rc, "chaos", "long-1", "sleep:12000");
+    wait_overview("\"task\":\"long-1\"", 10000);
+
+    cr_assert_eq(pipe(fds), 0);
+    slow = slow_redis_start();
+    for (int i = 0; i < HAMMER_CLIENTS; i++) {
+        char from[32];
+        snprintf(from, sizeof(from), "127.0.0.%d", 2 + i / HAMMER_PER_ADDRESS);
+        clients[i] = hammer_start(from, fds[1]);
+    }
+    /* The run outlives its lock_ttl twice over: only renewals made while
+     * the clients hammer keep its lock alive until it finishes. */
+    for (int64_t end = test_now_ms() + 60000;
+         !finished && test_now_ms() < end;) {
+        long long left = test_redis_int(rc, "PTTL wharf:{chaos}:lock:long-1");
+        /* read after the PTTL: a lock gone because the run finished is
+         * not counted */
+        finished = test_redis_int(rc, "EXISTS wharf:{chaos}:result:long-1");
+        if (!finished && left < lock_left)
+            lock_left = left;
+    }
+    for (int i = 0; i < HAMMER_CLIENTS; i++)
+        kill(clients[i], SIGTERM);
+    for (int i = 0; i < HAMMER_CLIENTS; i++) {
+        hammer_counts n;
+        cr_expect_eq(read(fds[0], &n, sizeof(n)), (ssize_t)sizeof(n));
+        waitpid(clients[i], NULL, 0);
+        all.ok += n.ok;
+        all.busy += n.busy;
+        all.busy_bare += n.busy_bare;
+        all.other += n.other;
+        if (n.other)
+            all.last_other = n.last_other;
+    }
+    close(fds[0]);
+    close(fds[1]);
+    kill(slow, SIGKILL);
+    waitpid(slow, NULL, 0);
+
+    cr_expect(finished, "the long task never finished ok");
+    cr_expect_gt(lock_left, 0, "its lock was gone while it ran");
+    cr_expect_eq(test_host_runs(&host, "long-1", 0), 1,
+                 "long-1 ran more than once: its lease was lost");
+    cr_expect(!test_host_log_has(&host, "\"outcome\":\"stale\"", NULL),
+              "a finish came back stale: its lock was lost");
+    wait_overview("\"totals\":{\"ok\":1,\"retry\":0,\"dead\":0,\"cached\":0,"
+                  "\"locked\":0,\"stale\":0}",
+                  5000);
+    /* Every request was answered: with the page, or told when to come
+     * back. */
+    cr_expect_gt(all.busy, 0, "no request was told to come back later");
+    cr_expect_eq(all.busy_bare, 0, "a 503 without Retry-After");
+    cr_expect_eq(all.other, 0, "%d answers neither 200 nor 503 (last %d)",
+                 all.other, all.last_other);
+    /* Redis is quick again: so is the console, by itself. */
+    for (int i = 0;
+         i < 200 && request("GET", "/api/dead?type=chaos", NULL) != 200; i++)
+        test_sleep_ms(50);
+    cr_expect(strstr(body, "\"total\":0"), "the console did not come back: %s",
+              body);
 }
