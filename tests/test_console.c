@@ -122,19 +122,18 @@ static int request(const char *method, const char *path, const char *headers)
     return request_to(NULL, method, path, headers);
 }
 
-/* Starts wharfd with the console on a free port; `console` is a
- * [console] section or "". Waits until the overview answers with the
- * types served. */
-static void start_host(const char *console)
+/* Starts wharfd with the console on a free port; `extra` is appended to
+ * its [type.chaos] section: more keys of it, then sections (a [console]
+ * one), or "". Waits until the overview answers with the types served. */
+static void start_host(const char *extra)
 {
-    char listen[64], extra[1024];
+    char listen[64], sections[1024];
 
     port = test_free_port();
     snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
-    snprintf(extra, sizeof(extra),
-             "[type.chaos]\nbackoff_base = 50ms\nmax_attempts = 3\n%s",
-             console);
-    test_host_opts o = {.metrics_listen = listen, .extra = extra};
+    snprintf(sections, sizeof(sections),
+             "[type.chaos]\nbackoff_base = 50ms\nmax_attempts = 3\n%s", extra);
+    test_host_opts o = {.metrics_listen = listen, .extra = sections};
     test_host_manifest_opts(&host, &redis, &o);
     test_host_start(&host);
     for (int i = 0; i < 1000; i++) {
@@ -592,6 +591,26 @@ Test(console, top_in_tmux_shows_types_and_counts)
         cr_expect(strstr(screen, "\necho "), "%s", screen);
         cr_expect(strstr(screen, "q quit"), "%s", screen);
     }
+    /* A terminal too short for the frame: the view stays in place (its
+     * first line on top, nothing scrolled away) and says what is cut. */
+    snprintf(cmd, sizeof(cmd), "tmux -L %s resize-window -t top -x 100 -y 9",
+             sock);
+    cr_assert_eq(system(cmd), 0);
+    shown = false;
+    for (int i = 0; i < 50 && !shown; i++) {
+        test_sleep_ms(100);
+        snprintf(cmd, sizeof(cmd), "tmux -L %s capture-pane -p -t top >%s",
+                 sock, out);
+        if (system(cmd) != 0)
+            continue;
+        free(screen);
+        screen = read_file(out);
+        shown = strstr(screen, "more lines below") != NULL;
+    }
+    cr_expect(shown, "no word of the cut lines: %s", screen);
+    cr_expect(strncmp(screen, "wharf top  http://127.0.0.1:", 28) == 0,
+              "the first line scrolled away: %s", screen);
+    cr_expect_eq(count(screen, "\n"), 9, "%s", screen);
     /* q quits: the session ends with the command */
     snprintf(cmd, sizeof(cmd), "tmux -L %s send-keys -t top q", sock);
     cr_expect_eq(system(cmd), 0);
@@ -603,6 +622,34 @@ Test(console, top_in_tmux_shows_types_and_counts)
     snprintf(cmd, sizeof(cmd), "tmux -L %s kill-server 2>/dev/null", sock);
     (void)!system(cmd);
     free(screen);
+}
+
+Test(console, top_once_over_ipv6)
+{
+    char listen[64], cmd[1024], out[300], *text = NULL;
+    int status = -1;
+
+    port = test_free_port();
+    snprintf(listen, sizeof(listen), "[::1]:%d", port);
+    test_host_opts o = {.metrics_listen = listen};
+    test_host_manifest_opts(&host, &redis, &o);
+    test_host_start(&host);
+    snprintf(out, sizeof(out), "%s/top.txt", host.dir);
+    /* The Host header names [::1]:port, in brackets, as the console
+     * wants it (without them it was refused with 421). */
+    snprintf(cmd, sizeof(cmd),
+             "%s/wharf top --once --url 'http://[::1]:%d' >%s 2>&1",
+             WHARF_BINARY_DIR, port, out);
+    for (int i = 0; i < 100 && status != 0; i++) {
+        status = system(cmd);
+        if (status != 0)
+            test_sleep_ms(100);
+    }
+    text = read_file(out);
+    cr_expect_eq(status, 0, "%s", text);
+    cr_expect(strstr(text, "\nchaos "), "%s", text);
+    cr_expect(strstr(text, "host "), "%s", text);
+    free(text);
 }
 
 static int load_manifest(const char *text, char *err, size_t len)
