@@ -25,6 +25,7 @@
 #include "config.h"
 #include "host_process.h"
 #include "redis_server.h"
+#include "wharf_cli.h"
 
 #define TOKEN "test-token-0123456789abcdef"
 #define XSS_ID "xss-<script>alert(1)</script>"
@@ -157,8 +158,18 @@ static void wait_overview(const char *want, int timeout_ms)
     cr_assert_fail("the overview never held %s; last: %.2000s", want, body);
 }
 
-/* The small mixed chaos run: 6 ok, 2 fail:1 (retry once, then ok),
- * 3 fatal and one <script> payload (unknown command: dead), 4 echoes.
+/* Enqueues one task through the CLI, as a producer would. */
+static void enqueue(const char *type, const char *id, const char *payload)
+{
+    const char *args[] = {"enqueue", type, payload, "--id", id, NULL};
+    const test_cli_run *run = test_cli(redis.url, host.dir, args);
+
+    cr_assert_eq(run->status, 0, "wharf enqueue %s %s: %s", type, id, run->err);
+}
+
+/* The small mixed chaos run, enqueued through the CLI: 6 ok, 2 fail:1
+ * (retry once, then ok), 3 fatal, one <script> payload (unknown command:
+ * dead), one crash (SIGSEGV at each of its 3 attempts: dead), 4 echoes.
  * Ends when the figures say so. */
 static void chaos_run(void)
 {
@@ -166,24 +177,26 @@ static void chaos_run(void)
 
     for (int i = 1; i <= 6; i++) {
         snprintf(id, sizeof(id), "ok-%d", i);
-        test_add_entry(rc, "chaos", id, "ok");
+        enqueue("chaos", id, "ok");
     }
-    test_add_entry(rc, "chaos", "retry-1", "fail:1");
-    test_add_entry(rc, "chaos", "retry-2", "fail:1");
+    enqueue("chaos", "retry-1", "fail:1");
+    enqueue("chaos", "retry-2", "fail:1");
     for (int i = 1; i <= 3; i++) {
         snprintf(id, sizeof(id), "fatal-%d", i);
-        test_add_entry(rc, "chaos", id, "fatal");
+        enqueue("chaos", id, "fatal");
     }
-    test_add_entry(rc, "chaos", XSS_ID, XSS_PAYLOAD);
+    enqueue("chaos", XSS_ID, XSS_PAYLOAD);
+    enqueue("chaos", "crash-1", "crash");
     for (int i = 1; i <= 4; i++) {
         snprintf(id, sizeof(id), "echo-%d", i);
-        test_add_entry(rc, "echo", id, "hello");
+        enqueue("echo", id, "hello");
     }
     wait_overview("\"type\":\"chaos\",\"ready\":0,\"running\":0,"
-                  "\"delayed\":0,\"dead\":4,",
-                  20000);
-    wait_overview("\"totals\":{\"ok\":8,\"retry\":2,\"dead\":4,", 5000);
-    /* 14 plugin runs: 6 ok, 2 x 2 fail:1, 3 fatal, 1 <script> */
+                  "\"delayed\":0,\"dead\":5,",
+                  30000);
+    wait_overview("\"totals\":{\"ok\":8,\"retry\":4,\"dead\":5,", 5000);
+    /* 14 runs that returned: 6 ok, 2 x 2 fail:1, 3 fatal, 1 <script>
+     * (the crashed ones never did) */
     {
         const char *chaos = strstr(body, "{\"type\":\"chaos\"");
         const char *run =
@@ -194,6 +207,8 @@ static void chaos_run(void)
     wait_overview("\"type\":\"echo\",\"ready\":0,\"running\":0,"
                   "\"delayed\":0,\"dead\":0,",
                   5000);
+    /* the crashes, each a restart of its slot, with the reason */
+    wait_overview("\"restarts\":{\"crash\":3,", 10000);
 }
 
 static char *read_file(const char *path)
@@ -266,7 +281,7 @@ Test(console, page_in_chromium_shows_counts_dead_tasks_and_escapes)
                           "</td><td data-field=\"ready\">0</td><td "
                           "data-field=\"running\">0</td><td data-field="
                           "\"delayed\">0</td><td data-field=\"dead\" "
-                          "class=\"nonzero-dead\">4</td><td data-field="
+                          "class=\"nonzero-dead\">5</td><td data-field="
                           "\"pressure\">off</td>"),
               "chaos row wrong in %s", dom_path);
     cr_expect(strstr(dom, "<tr data-type=\"echo\"><td class=\"type\">echo"
@@ -275,21 +290,28 @@ Test(console, page_in_chromium_shows_counts_dead_tasks_and_escapes)
                           "\"delayed\">0</td><td data-field=\"dead\">0</td>"),
               "echo row wrong in %s", dom_path);
     cr_expect(strstr(dom, "<td data-field=\"ok_last_min\">8</td><td "
-                          "data-field=\"retry_last_min\">2</td><td "
-                          "data-field=\"dead_last_min\">4</td>"),
+                          "data-field=\"retry_last_min\">4</td><td "
+                          "data-field=\"dead_last_min\">5</td>"),
               "chaos outcomes of the last minute wrong in %s", dom_path);
-    cr_expect(count(dom, "<polyline") >= 6, "no charts in %s", dom_path);
-    /* the dead set: the four dead tasks, with their errors */
+    /* the charts: bars of each outcome (chaos had all three, echo ok) */
+    cr_expect_geq(count(dom, "<rect class=\"ok\""), 2, "%s", dom_path);
+    cr_expect_geq(count(dom, "<rect class=\"retry\""), 1, "%s", dom_path);
+    cr_expect_geq(count(dom, "<rect class=\"dead\""), 1, "%s", dom_path);
+    /* the dead set: the five dead tasks, with their errors */
     for (int i = 1; i <= 3; i++) {
         char want[64];
         snprintf(want, sizeof(want), "type=\"button\">fatal-%d</button>", i);
         cr_expect(strstr(dom, want), "%s missing from %s", want, dom_path);
     }
     cr_expect_eq(count(dom, "fatal: asked to fail for good"), 3);
-    cr_expect(strstr(dom, "1–4 of 4, newest first"));
-    /* the worker slots */
+    cr_expect(strstr(dom, "type=\"button\">crash-1</button>"), "%s", dom_path);
+    cr_expect(strstr(dom, "worker crashed: SIGSEGV"), "%s", dom_path);
+    cr_expect(strstr(dom, "1–5 of 5, newest first"));
+    /* the worker slots, and why they restarted */
     cr_expect(strstr(dom, "data-slot=\"0\""));
     cr_expect(strstr(dom, "data-slot=\"1\""));
+    cr_expect(strstr(dom, "restarts on this host: crash 3,"), "%s", dom_path);
+    cr_expect(strstr(dom, "crash (signal SIGSEGV) at "), "%s", dom_path);
     /* <script> in an id, a payload and an error: text, never markup */
     cr_expect(strstr(dom, "type=\"button\">xss-&lt;script&gt;alert(1)&lt;/"
                           "script&gt;</button>"));
@@ -299,6 +321,11 @@ Test(console, page_in_chromium_shows_counts_dead_tasks_and_escapes)
     cr_expect(strstr(dom, "unknown chaos command '&lt;script&gt;alert(1)"
                           "&lt;/script&gt;'"));
     cr_expect(strstr(dom, "<b id=\"detail-status\" class=\"status\">dead"));
+    cr_expect(strstr(dom, "<p id=\"read-only\" class=\"muted\">Read-only"),
+              "no word that actions are off in %s", dom_path);
+    cr_expect(strstr(dom, "<th>failed_at</th><td><pre>1"), "%s", dom_path);
+    cr_expect(strstr(dom, " UTC)</pre>"), "no date beside a time in %s",
+              dom_path);
     cr_expect_eq(count(dom, "<script"), 1, "an injected script element in %s",
                  dom_path);
     cr_expect_eq(count(dom, "alert(1)</script>"), 0);
@@ -316,7 +343,7 @@ Test(console, page_in_chromium_shows_counts_dead_tasks_and_escapes)
                          "Authorization: Bearer " TOKEN "\r\n"),
                  403);
     cr_expect(strstr(body, "actions are off"), "%s", body);
-    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 4);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 5);
 }
 
 /* A dead task written as a finish script writes one. */
