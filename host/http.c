@@ -349,20 +349,9 @@ const char *http_query(const char *name)
                            : NULL;
 }
 
-/* The value of hex digit ch, or -1. */
-static int hex_value(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 bool http_form(const char *name, char *out, size_t len)
 {
+    static char value[HTTP_BODY_MAX + 1]; /* one loop, one request */
     const char *type = http_header(MHD_HTTP_HEADER_CONTENT_TYPE);
     size_t name_len = strlen(name);
 
@@ -371,27 +360,22 @@ bool http_form(const char *name, char *out, size_t len)
         (type[33] != '\0' && type[33] != ';'))
         return false;
     for (const char *p = current_body->body; *p;) {
-        size_t field = strcspn(p, "&"), n = 0;
+        size_t field = strcspn(p, "&"), n;
         if (strncmp(p, name, name_len) != 0 || p[name_len] != '=') {
             p += field + (p[field] == '&');
             continue;
         }
-        for (size_t i = name_len + 1; i < field; i++) {
-            int hi, lo;
-            char ch = p[i];
-            if (ch == '+') {
-                ch = ' ';
-            } else if (ch == '%' && i + 2 < field &&
-                       (hi = hex_value(p[i + 1])) >= 0 &&
-                       (lo = hex_value(p[i + 2])) >= 0) {
-                ch = (char)(hi * 16 + lo);
-                i += 2;
-            }
-            if (ch == '\0' || n + 1 >= len)
-                return false;
-            out[n++] = ch;
-        }
-        out[n] = '\0';
+        n = field - name_len - 1;
+        memcpy(value, p + name_len + 1, n);
+        value[n] = '\0';
+        /* '+' is a space; then %XX, by libmicrohttpd (so %2B stays +) */
+        for (size_t i = 0; i < n; i++)
+            if (value[i] == '+')
+                value[i] = ' ';
+        n = MHD_http_unescape(value);
+        if (strlen(value) != n || n >= len) /* a NUL inside, or too long */
+            return false;
+        memcpy(out, value, n + 1);
         return true;
     }
     return false;

@@ -44,7 +44,7 @@ const char *http_query(const char *name);
  * of the request's body, when it is a form
  * (application/x-www-form-urlencoded), into out (len bytes, NUL
  * included). False when there is no such field, or its value holds a
- * NUL or does not fit (out then holds nothing to use). */
+ * NUL or does not fit once decoded (out is then untouched). */
 bool http_form(const char *name, char *out, size_t len);
 
 /* Adds the header line "name: value" to reply. Both are static strings

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -54,6 +55,23 @@ static void stop_all(void)
 
 TestSuite(console, .init = start_redis, .fini = stop_all, .timeout = 180);
 
+/* Writes the n bytes of req to fd, then reads the whole answer into raw
+ * (len bytes, NUL-terminated). Its status, or -1. */
+static int exchange(int fd, const char *req, size_t n, char *raw, size_t len)
+{
+    size_t got = 0;
+    ssize_t r;
+    int status;
+
+    raw[0] = '\0';
+    if (write(fd, req, n) != (ssize_t)n)
+        return -1;
+    while (got < len - 1 && (r = read(fd, raw + got, len - 1 - got)) > 0)
+        got += (size_t)r;
+    raw[got] = '\0';
+    return sscanf(raw, "HTTP/%*s %d", &status) == 1 ? status : -1;
+}
+
 /* The header lines of the last answer. */
 static char answer_headers[8192];
 
@@ -69,9 +87,7 @@ static int request_form_to(const char *host_name, const char *method,
     struct sockaddr_in addr;
     struct timeval tv = {5, 0};
     char req[16384];
-    size_t got = 0;
     int fd, status = -1, n;
-    ssize_t r;
     static char raw[sizeof(body)];
 
     body[0] = '\0';
@@ -93,15 +109,10 @@ static int request_form_to(const char *host_name, const char *method,
         method, path, host_name ? host_name : own, headers ? headers : "",
         form ? "Content-Type: application/x-www-form-urlencoded\r\n" : "",
         form ? strlen(form) : 0, form ? form : "");
-    if (write(fd, req, (size_t)n) != n)
+    if (n < 0 || (size_t)n >= sizeof(req))
         goto out;
-    while (got < sizeof(raw) - 1 &&
-           (r = read(fd, raw + got, sizeof(raw) - 1 - got)) > 0)
-        got += (size_t)r;
-    raw[got] = '\0';
-    if (sscanf(raw, "HTTP/%*s %d", &status) != 1)
-        status = -1;
-    else {
+    status = exchange(fd, req, (size_t)n, raw, sizeof(raw));
+    if (status > 0) {
         const char *start = strstr(raw, "\r\n\r\n");
         snprintf(body, sizeof(body), "%s", start ? start + 4 : "");
         snprintf(answer_headers, sizeof(answer_headers), "%.*s",
@@ -568,6 +579,33 @@ Test(console, api_reads_page_find_and_escape)
     cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:hosts"), 0);
 }
 
+/* Captures the pane of tmux server sock's session "top" into file out
+ * (and *screen, malloc'd, the last capture) every 100 ms until it holds
+ * every one of the NULL-terminated strings, for up to 5 s. */
+static bool capture_until(const char *sock, const char *out, char **screen, ...)
+{
+    char cmd[600];
+
+    snprintf(cmd, sizeof(cmd), "tmux -L %s capture-pane -p -t top >%s", sock,
+             out);
+    for (int i = 0; i < 50; i++) {
+        bool all = true;
+        va_list ap;
+        test_sleep_ms(100);
+        if (system(cmd) != 0)
+            continue;
+        free(*screen);
+        *screen = read_file(out);
+        va_start(ap, screen);
+        for (const char *want; (want = va_arg(ap, const char *));)
+            all = all && strstr(*screen, want);
+        va_end(ap);
+        if (all)
+            return true;
+    }
+    return false;
+}
+
 Test(console, top_in_tmux_shows_types_and_counts)
 {
     char sock[64], cmd[1024], out[300], *screen = NULL;
@@ -591,17 +629,7 @@ Test(console, top_in_tmux_shows_types_and_counts)
              "'%s/wharf top --url http://127.0.0.1:%d --interval 200ms'",
              sock, WHARF_BINARY_DIR, port);
     cr_assert_eq(system(cmd), 0);
-    for (int i = 0; i < 50 && !shown; i++) {
-        test_sleep_ms(100);
-        snprintf(cmd, sizeof(cmd), "tmux -L %s capture-pane -p -t top >%s",
-                 sock, out);
-        if (system(cmd) != 0)
-            continue;
-        free(screen);
-        screen = read_file(out);
-        shown = strstr(screen, "TYPE") && strstr(screen, "chaos") &&
-                strstr(screen, "OK/1m");
-    }
+    shown = capture_until(sock, out, &screen, "TYPE", "chaos", "OK/1m", NULL);
     cr_assert(shown, "wharf top never drew its table: %s",
               screen ? screen : "");
     {
@@ -627,17 +655,7 @@ Test(console, top_in_tmux_shows_types_and_counts)
     snprintf(cmd, sizeof(cmd), "tmux -L %s resize-window -t top -x 100 -y 9",
              sock);
     cr_assert_eq(system(cmd), 0);
-    shown = false;
-    for (int i = 0; i < 50 && !shown; i++) {
-        test_sleep_ms(100);
-        snprintf(cmd, sizeof(cmd), "tmux -L %s capture-pane -p -t top >%s",
-                 sock, out);
-        if (system(cmd) != 0)
-            continue;
-        free(screen);
-        screen = read_file(out);
-        shown = strstr(screen, "more lines below") != NULL;
-    }
+    shown = capture_until(sock, out, &screen, "more lines below", NULL);
     cr_expect(shown, "no word of the cut lines: %s", screen);
     cr_expect(strncmp(screen, "wharf top  http://127.0.0.1:", 28) == 0,
               "the first line scrolled away: %s", screen);
@@ -778,8 +796,6 @@ static void hammer_one(const char *from, const char *path, hammer_counts *n)
     struct sockaddr_in addr, src;
     struct timeval tv = {30, 0};
     char req[512], raw[16384];
-    size_t got = 0;
-    ssize_t r;
     int fd = socket(AF_INET, SOCK_STREAM, 0), status = -1;
 
     raw[0] = '\0';
@@ -798,14 +814,7 @@ static void hammer_one(const char *from, const char *path, hammer_counts *n)
         goto out;
     snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n\r\n",
              path, port);
-    if (write(fd, req, strlen(req)) != (ssize_t)strlen(req))
-        goto out;
-    while (got < sizeof(raw) - 1 &&
-           (r = read(fd, raw + got, sizeof(raw) - 1 - got)) > 0)
-        got += (size_t)r;
-    raw[got] = '\0';
-    if (sscanf(raw, "HTTP/%*s %d", &status) != 1)
-        status = -1;
+    status = exchange(fd, req, strlen(req), raw, sizeof(raw));
 out:
     close(fd);
     if (status == 200) {

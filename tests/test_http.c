@@ -220,6 +220,10 @@ Test(http, a_form_body_reaches_the_handler_decoded)
     /* a field that does not fit, holds a NUL, or is not there */
     post_raw("/form", form, "a=0123456789abcdefghij&b=%00", out, sizeof(out));
     cr_expect(strstr(out, "a=[(none)] b=[(none)]"), "%s", out);
+    /* what must fit is the value, not its encoding */
+    post_raw("/form", form, "a=%2F%2F%2F%2F%2F%2F%2F%2F%2F%2F%2F%2F%2F%2F%2F",
+             out, sizeof(out));
+    cr_expect(strstr(out, "a=[///////////////]"), "%s", out);
     post_raw("/form", "application/x-www-form-urlencoded; charset=utf-8",
              "aa=1&a=ok", out, sizeof(out));
     cr_expect(strstr(out, "a=[ok] b=[(none)]"), "%s", out);
