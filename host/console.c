@@ -86,6 +86,7 @@ struct console {
     console_view v;
     redisContext *redis;
     int64_t retry_at_ms; /* monotonic: no connect attempt before */
+    int64_t spent_us;    /* Redis waits in this pass (console.h) */
     int64_t last_sample_ms;
     int64_t started_wall_ms;
     /* the ring: sample i was taken at sample_wall[i] */
@@ -295,43 +296,95 @@ static void refresh_view(console *c)
     c->view_fn(c->view_arg, &c->v);
 }
 
-/* The console's connection, made if due: NULL while Redis is away. */
+/* Microseconds of a monotonic clock, for the pass's budget. */
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* What is left of this pass's budget, in microseconds (0 when none). */
+static int64_t budget_left_us(const console *c)
+{
+    int64_t left = (int64_t)CONSOLE_PASS_BUDGET_MS * 1000 - c->spent_us;
+    return left > 0 ? left : 0;
+}
+
+/* Says once, until Redis answers again, that the console lost it. */
+static void say_down(console *c, const char *what, const char *why)
+{
+    if (c->said_down)
+        return;
+    log_fields(WHARF_LOG_WARN, what, (log_field[]){LOG_STR("error", why)}, 1);
+    c->said_down = true;
+}
+
+/* The console's connection, made if due and if the budget allows: NULL
+ * while Redis is away. Connecting and its first command each wait at most
+ * half of what is left of the budget. */
 static redisContext *connection(console *c)
 {
-    int64_t now = slots_now_ms();
+    int64_t now = slots_now_ms(), start = mono_us();
+    int timeout_ms = (int)(budget_left_us(c) / 2000);
     redis_url url;
     char err[512];
 
     if (c->redis)
         return c->redis;
-    if (now < c->retry_at_ms)
+    if (now < c->retry_at_ms || timeout_ms < 1)
         return NULL;
     c->retry_at_ms = now + RECONNECT_EVERY_MS;
     if (redis_url_parse(c->redis_url, &url, err, sizeof(err)) != 0)
         return NULL;
-    c->redis = redis_url_connect(&url, c->v.cfg->redis_password,
-                                 CONSOLE_REDIS_TIMEOUT_MS, err, sizeof(err));
-    if (!c->redis && !c->said_down) {
-        log_fields(WHARF_LOG_WARN, "console: redis unreachable",
-                   (log_field[]){LOG_STR("error", err)}, 1);
-        c->said_down = true;
-    } else if (c->redis) {
-        c->said_down = false;
-    }
+    c->redis = redis_url_connect(&url, c->v.cfg->redis_password, timeout_ms,
+                                 err, sizeof(err));
+    c->spent_us += mono_us() - start;
+    if (!c->redis)
+        say_down(c, "console: redis unreachable", err);
     return c->redis;
 }
 
-/* Drops the connection after an error (the next use connects again, no
- * sooner than RECONNECT_EVERY_MS). */
-static void lost(console *c)
+/* Drops the connection after an error or a wait that outran the budget
+ * (the next use connects again, no sooner than RECONNECT_EVERY_MS). */
+static void lost(console *c, const char *why)
 {
     if (c->redis) {
-        log_fields(WHARF_LOG_WARN, "console: redis command failed",
-                   (log_field[]){LOG_STR("error", c->redis->errstr)}, 1);
+        say_down(c, "console: redis command failed", why);
         redisFree(c->redis);
         c->redis = NULL;
         c->retry_at_ms = slots_now_ms() + RECONNECT_EVERY_MS;
     }
+}
+
+/* Reads one reply into *r, waiting at most what is left of the budget.
+ * 0, or -1 (*r NULL) after dropping the connection. */
+static int get_reply(console *c, redisReply **r)
+{
+    int64_t left = budget_left_us(c), start = mono_us();
+    struct timeval tv = {(time_t)(left / 1000000),
+                         (suseconds_t)(left % 1000000)};
+    int rc;
+
+    *r = NULL;
+    if (left == 0) {
+        lost(c, "the console's time for redis in this turn of the loop "
+                "ran out");
+        return -1;
+    }
+    if (redisSetTimeout(c->redis, tv) != REDIS_OK) {
+        lost(c, "cannot set the timeout");
+        return -1;
+    }
+    rc = redisGetReply(c->redis, (void **)r);
+    c->spent_us += mono_us() - start;
+    if (rc != REDIS_OK) {
+        *r = NULL;
+        lost(c, c->redis->errstr[0] ? c->redis->errstr : "no reply");
+        return -1;
+    }
+    c->said_down = false;
+    return 0;
 }
 
 /* Reads n pipelined replies into r (NULL-filled on failure). 0, or -1
@@ -341,12 +394,11 @@ static int read_replies(console *c, redisReply **r, size_t n)
     for (size_t i = 0; i < n; i++)
         r[i] = NULL;
     for (size_t i = 0; i < n; i++) {
-        if (redisGetReply(c->redis, (void **)&r[i]) != REDIS_OK) {
+        if (get_reply(c, &r[i]) != 0) {
             for (size_t k = 0; k < i; k++) {
                 freeReplyObject(r[k]);
                 r[k] = NULL;
             }
-            lost(c);
             return -1;
         }
     }
@@ -357,6 +409,58 @@ static void free_replies(redisReply **r, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         freeReplyObject(r[i]);
+}
+
+/* Runs s with EVALSHA, loading it first when the server has forgotten
+ * it, every wait within the budget. The reply (caller frees), or NULL
+ * after dropping the connection. */
+static redisReply *run_script(console *c, script *s, int numkeys, int argc,
+                              const char *const *argv)
+{
+    redisReply *r[2];
+
+    if (s->sha[0] == '\0')
+        script_init(s);
+    if (script_append(c->redis, s, numkeys, argc, argv, NULL) != 0)
+        out_of_memory();
+    if (read_replies(c, r, 1) != 0)
+        return NULL;
+    if (!script_is_noscript(r[0]))
+        return r[0];
+    freeReplyObject(r[0]);
+    redisAppendCommand(c->redis, "SCRIPT LOAD %s", s->source);
+    if (script_append(c->redis, s, numkeys, argc, argv, NULL) != 0)
+        out_of_memory();
+    if (read_replies(c, r, 2) != 0)
+        return NULL;
+    freeReplyObject(r[0]);
+    return r[1];
+}
+
+/* 503 with Retry-After: Redis is away or slow; come back in a while. */
+static void unavailable(http_reply *reply, const char *retry_s, const char *why)
+{
+    http_reply_header(reply, "Retry-After", retry_s);
+    json_error(reply, 503, "%s", why);
+}
+
+/* The connection for one request, or NULL after answering 503: while
+ * Redis is away, or once this pass has spent CONSOLE_PASS_BUSY_MS of its
+ * budget (Redis is slow, and the loop's own work comes first). */
+static redisContext *redis_for(console *c, http_reply *reply)
+{
+    if (c->spent_us >= (int64_t)CONSOLE_PASS_BUSY_MS * 1000) {
+        unavailable(reply, "1",
+                    "redis is slow: the console waits for it only so long "
+                    "in each turn of the host's loop; try again in a "
+                    "second");
+        return NULL;
+    }
+    if (!connection(c)) {
+        unavailable(reply, "2", "redis unreachable");
+        return NULL;
+    }
+    return c->redis;
 }
 
 /* ---- life ---- */
@@ -401,8 +505,11 @@ void console_destroy(console *c)
         return;
     refresh_view(c); /* a reload may have moved what the last view held */
     if (c->redis && c->v.cfg) {
-        /* Withdraw this host's presence so it leaves the lists at once. */
+        /* Withdraw this host's presence so it leaves the lists at once
+         * (the loop is over: no budget, a timeout of its own). */
+        struct timeval tv = {0, CONSOLE_PASS_BUDGET_MS * 1000};
         char key[KEY_MAX], what[400];
+        redisSetTimeout(c->redis, tv);
         snprintf(what, sizeof(what), "host:%s", c->name);
         key_global(key, sizeof(key), prefix_of(c), what);
         redisAppendCommand(c->redis, "DEL %s", key);
@@ -593,8 +700,7 @@ static void presence(console *c)
     jb_put(&json, "[", 1);
     for (size_t k = 0; k < hosts->elements; k++) {
         redisReply *h = NULL;
-        if (redisGetReply(redis, (void **)&h) != REDIS_OK) {
-            lost(c);
+        if (get_reply(c, &h) != 0) {
             free(json.s);
             goto out;
         }
@@ -627,7 +733,10 @@ out:
 
 void console_tick(console *c, int64_t now_ms)
 {
-    if (!c || now_ms - c->last_sample_ms < SAMPLE_EVERY_MS)
+    if (!c)
+        return;
+    c->spent_us = 0; /* a new pass: a new budget */
+    if (now_ms - c->last_sample_ms < SAMPLE_EVERY_MS)
         return;
     c->last_sample_ms = now_ms;
     refresh_view(c);
@@ -871,11 +980,10 @@ static long query_number(const char *name, long def, long lo, long hi)
     return n;
 }
 
-/* The type argument: a valid type name, or NULL after answering 400. */
-static const char *query_type(http_reply *reply, bool required)
+/* A type argument: type itself when valid, NULL when absent and not
+ * required, or "" after answering 400. */
+static const char *type_arg(http_reply *reply, const char *type, bool required)
 {
-    const char *type = http_query("type");
-
     if ((!type || !*type) && !required)
         return NULL;
     if (!type || !config_valid_type_name(type)) {
@@ -883,6 +991,12 @@ static const char *query_type(http_reply *reply, bool required)
         return "";
     }
     return type;
+}
+
+/* The type argument of the query (as type_arg). */
+static const char *query_type(http_reply *reply, bool required)
+{
+    return type_arg(reply, http_query("type"), required);
 }
 
 static void dead_page(console *c, http_reply *reply)
@@ -903,16 +1017,14 @@ static void dead_page(console *c, http_reply *reply)
                    CONSOLE_PAGE_MAX);
         return;
     }
-    if (!(redis = connection(c))) {
-        json_error(reply, 503, "redis unreachable");
+    if (!(redis = redis_for(c, reply)))
         return;
-    }
     key_of_type(key, sizeof(key), prefix_of(c), type, "dead");
     redisAppendCommand(redis, "ZCARD %s", key);
     redisAppendCommand(redis, "ZREVRANGE %s %ld %ld WITHSCORES", key, offset,
                        offset + limit - 1);
     if (read_replies(c, head, 2) != 0) {
-        json_error(reply, 503, "redis: the dead set could not be read");
+        unavailable(reply, "2", "redis: the dead set could not be read");
         return;
     }
     ids = head[1];
@@ -931,7 +1043,7 @@ static void dead_page(console *c, http_reply *reply)
     if (!items)
         out_of_memory();
     if (read_replies(c, items, 2 * n) != 0) {
-        json_error(reply, 503, "redis: the dead set could not be read");
+        unavailable(reply, "2", "redis: the dead set could not be read");
         goto out;
     }
     jb_put(&b, "{\"type\":", 8);
@@ -1167,10 +1279,8 @@ static void task_detail(console *c, http_reply *reply)
         for (size_t i = 0; i < c->v.n_types && i < METRICS_MAX_TYPES; i++)
             types[n_types++] = c->v.types[i];
     }
-    if (!(redis = connection(c))) {
-        json_error(reply, 503, "redis unreachable");
+    if (!(redis = redis_for(c, reply)))
         return;
-    }
     if (task_script.sha[0] == '\0')
         script_init(&task_script);
     for (size_t i = 0; i < n_types; i++) {
@@ -1181,7 +1291,7 @@ static void task_detail(console *c, http_reply *reply)
     if (!r)
         out_of_memory();
     if (read_replies(c, r, n_types) != 0) {
-        json_error(reply, 503, "redis: the task could not be read");
+        unavailable(reply, "2", "redis: the task could not be read");
         free(r);
         return;
     }
@@ -1189,10 +1299,9 @@ static void task_detail(console *c, http_reply *reply)
         if (script_is_noscript(r[i])) {
             freeReplyObject(r[i]);
             task_args(c, types[i], id, keys, argv);
-            r[i] = script_run(redis, &task_script, 7, 9, argv, NULL);
+            r[i] = run_script(c, &task_script, 7, 9, argv);
             if (!r[i]) {
-                lost(c);
-                json_error(reply, 503, "redis: the task could not be read");
+                unavailable(reply, "2", "redis: the task could not be read");
                 goto out;
             }
         }
@@ -1224,53 +1333,36 @@ out:
 
 /* ---- POST /api/replay, /api/purge, /api/cancel ---- */
 
-/* KEYS: 1 dead zset, 2 dead:<id>, 3 task:<id>, 4 stream. ARGV: 1 id,
- * 2 type. As `wharf dead replay`: back to the stream at attempt 1,
- * without its error. OK, NOT_FOUND, or MISSING (no envelope: dropped). */
-static const char replay_lua[] =
-    "if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then\n"
-    "  return 'NOT_FOUND'\n"
-    "end\n"
-    "redis.call('ZREM', KEYS[1], ARGV[1])\n"
-    "local h = redis.call('HGETALL', KEYS[2])\n"
-    "if #h == 0 then h = redis.call('HGETALL', KEYS[3]) end\n"
-    "redis.call('DEL', KEYS[2], KEYS[3])\n"
-    "if #h == 0 then return 'MISSING' end\n"
-    "local drop = {id = 1, type = 1, payload = 1, attempt = 1,\n"
-    "              enqueued_at = 1, trace = 1, error = 1, failed_at = 1,\n"
-    "              worker = 1}\n"
-    "local v, f = {}, {}\n"
-    "for i = 1, #h, 2 do v[h[i]] = h[i + 1] end\n"
-    "local function add(name, value)\n"
-    "  if value then f[#f + 1] = name; f[#f + 1] = value end\n"
-    "end\n"
-    "add('id', v.id or ARGV[1])\n"
-    "add('type', v.type or ARGV[2])\n"
-    "add('payload', v.payload)\n"
-    "add('attempt', '1')\n"
-    "add('enqueued_at', v.enqueued_at)\n"
-    "add('trace', v.trace)\n"
-    "for i = 1, #h, 2 do\n"
-    "  if not drop[h[i]] then add(h[i], h[i + 1]) end\n"
-    "end\n"
-    "redis.call('XADD', KEYS[4], '*', unpack(f))\n"
-    "return 'OK'\n";
-
-/* KEYS: 1 dead zset, 2 dead:<id>, 3 task:<id>. ARGV: 1 id. */
-static const char purge_lua[] =
-    "if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then\n"
-    "  return 'NOT_FOUND'\n"
-    "end\n"
-    "redis.call('DEL', KEYS[2], KEYS[3])\n"
-    "return 'OK'\n";
-
 /* The one cancel of every producer, sdk/lua/cancel.lua (KEYS and ARGV:
  * its header): a queued or delayed task is removed, a running one's host
  * asks it to end. Its reply {word, detail} becomes OK or NOT_FOUND. */
 
-static script replay_script = {.name = "console replay", .source = replay_lua};
-static script purge_script = {.name = "console purge", .source = purge_lua};
+static script replay_script = {.name = "dead_replay",
+                                .source = wharf_lua_dead_replay};
+static script purge_script = {.name = "dead_purge",
+                               .source = wharf_lua_dead_purge};
 static script cancel_script = {.name = "cancel", .source = wharf_lua_cancel};
+
+/* Each action's script and its keys, in the order of the script's header
+ * (sdk/lua): a name ending in ':' is a key of the task (":<id>"), any
+ * other a key of the type. The same scripts as `wharf dead replay`,
+ * `wharf dead purge` and `wharf cancel`. */
+typedef struct action_spec {
+    const char *name;
+    script *s;
+    const char *keys[9];
+} action_spec;
+
+static const action_spec action_specs[] = {
+    {"cancel",
+     &cancel_script,
+     {"policy", "entries", "stream", "delayed", "task:", "seen:", "cancel:",
+      "result:", "dead"}},
+    {"replay",
+     &replay_script,
+     {"dead", "dead:", "stream", "task:", "delayed", "entries"}},
+    {"purge", &purge_script, {"dead", "dead:", "task:", "delayed"}},
+};
 
 /* "host[:port]" of an Origin or Referer URL ("scheme://host[:port]/..."),
  * into out; false if it has none. */
@@ -1309,7 +1401,7 @@ static bool action_allowed(console *c, http_reply *reply)
     const char *origin = http_header("Origin");
     const char *referer = http_header("Referer");
     const char *auth = http_header("Authorization");
-    char from[300];
+    char from[300], token[256];
 
     if (!c->v.cfg->console_actions || !c->v.cfg->console_token) {
         json_error(reply, 403,
@@ -1333,31 +1425,49 @@ static bool action_allowed(console *c, http_reply *reply)
                    host ? host : "?");
         return false;
     }
-    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0 ||
-        !same_secret(auth + 7, c->v.cfg->console_token)) {
+    /* The header, else a form's field "token" (never the query: a URL
+     * ends up in logs and histories). */
+    if (auth && strncasecmp(auth, "Bearer ", 7) == 0)
+        snprintf(token, sizeof(token), "%s", auth + 7);
+    else if (!http_form("token", token, sizeof(token)))
+        token[0] = '\0';
+    if (!token[0] || !same_secret(token, c->v.cfg->console_token)) {
         json_error(reply, 403,
-                   "a valid token is needed: header "
-                   "Authorization: Bearer <[console] token>");
+                   "a valid token is needed: header Authorization: "
+                   "Bearer <[console] token>, or form field token");
         return false;
     }
     return true;
 }
 
+/* An action's argument: from the query, else from the form (a plain
+ * HTML form posts its fields). */
+static const char *action_arg(const char *name, char *buf, size_t len)
+{
+    const char *v = http_query(name);
+
+    if (v)
+        return v;
+    return http_form(name, buf, len) ? buf : NULL;
+}
+
 static void action(console *c, const char *what, http_reply *reply)
 {
+    char type_buf[128], id_buf[256];
     const char *type;
-    const char *id = http_query("id");
+    const char *id = action_arg("id", id_buf, sizeof(id_buf));
     char keys[9][KEY_MAX];
     const char *argv[12], *word = NULL;
+    const action_spec *spec;
     script *s;
     int numkeys, argc;
-    redisContext *redis;
     redisReply *r;
     jbuf b = {0};
 
     if (!action_allowed(c, reply))
         return;
-    type = query_type(reply, true);
+    type =
+        type_arg(reply, action_arg("type", type_buf, sizeof(type_buf)), true);
     if (!*type)
         return;
     if (!id || !config_valid_task_id(id, strlen(id))) {
@@ -1366,48 +1476,36 @@ static void action(console *c, const char *what, http_reply *reply)
                    "spaces");
         return;
     }
-    if (strcmp(what, "cancel") == 0) {
-        static const char *const whats[9] = {
-            "policy", "entries", "stream", "delayed", "task:", "seen:",
-            "cancel:", "result:", "dead"};
-        s = &cancel_script;
-        for (int i = 0; i < 9; i++) {
-            size_t n = strlen(whats[i]);
-            if (whats[i][n - 1] == ':') {
-                char w[16];
-                snprintf(w, sizeof(w), "%.*s", (int)(n - 1), whats[i]);
-                key_of_task(keys[i], KEY_MAX, prefix_of(c), type, w, id);
-            } else {
-                key_of_type(keys[i], KEY_MAX, prefix_of(c), type, whats[i]);
-            }
+    spec = &action_specs[0];
+    for (size_t i = 0; i < sizeof(action_specs) / sizeof(action_specs[0]); i++)
+        if (strcmp(action_specs[i].name, what) == 0)
+            spec = &action_specs[i];
+    s = spec->s;
+    for (numkeys = 0; numkeys < 9 && spec->keys[numkeys]; numkeys++) {
+        const char *k = spec->keys[numkeys];
+        size_t n = strlen(k);
+        if (k[n - 1] == ':') {
+            char w[16];
+            snprintf(w, sizeof(w), "%.*s", (int)(n - 1), k);
+            key_of_task(keys[numkeys], KEY_MAX, prefix_of(c), type, w, id);
+        } else {
+            key_of_type(keys[numkeys], KEY_MAX, prefix_of(c), type, k);
         }
-        numkeys = 9;
-    } else {
-        char env[2][KEY_MAX];
-        s = strcmp(what, "replay") == 0 ? &replay_script : &purge_script;
-        dead_envelope_keys(c, type, id, env);
-        key_of_type(keys[0], KEY_MAX, prefix_of(c), type, "dead");
-        memcpy(keys[1], env[0], KEY_MAX);
-        memcpy(keys[2], env[1], KEY_MAX);
-        key_of_type(keys[3], KEY_MAX, prefix_of(c), type, "stream");
-        numkeys = s == &replay_script ? 4 : 3;
+        argv[numkeys] = keys[numkeys];
     }
-    for (int i = 0; i < numkeys; i++)
-        argv[i] = keys[i];
-    argv[numkeys] = id;
-    argv[numkeys + 1] = s == &cancel_script ? WHARF_GROUP : type;
-    argv[numkeys + 2] = "1"; /* the protocol versions this host speaks */
-    argc = numkeys + (s == &cancel_script ? 3 : s == &replay_script ? 2 : 1);
-    if (!(redis = connection(c))) {
-        json_error(reply, 503, "redis unreachable");
+    argc = numkeys;
+    argv[argc++] = id;
+    if (s == &cancel_script) {
+        argv[argc++] = WHARF_GROUP;
+        argv[argc++] = "1"; /* the protocol versions this host speaks */
+    } else if (s == &replay_script) {
+        argv[argc++] = type;
+    }
+    if (!redis_for(c, reply))
         return;
-    }
-    if (s->sha[0] == '\0')
-        script_init(s);
-    r = script_run(redis, s, numkeys, argc, argv, NULL);
+    r = run_script(c, s, numkeys, argc, argv);
     if (!r) {
-        lost(c);
-        json_error(reply, 503, "redis: the %s did not go through", what);
+        unavailable(reply, "2", "redis: the action may not have gone through");
         return;
     }
     /* cancel.lua answers {word, detail}: REMOVED or CANCELLING did it. */
@@ -1419,6 +1517,8 @@ static void action(console *c, const char *what, http_reply *reply)
                    : "NOT_FOUND";
     else if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
         word = r->str;
+    else if (s == &purge_script && r->type == REDIS_REPLY_INTEGER)
+        word = r->integer == 1 ? "OK" : "NOT_FOUND"; /* dead_purge.lua */
     if (!word) {
         json_error(reply, 502, "redis: %s",
                    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
@@ -1440,12 +1540,19 @@ static void action(console *c, const char *what, http_reply *reply)
                    id);
     } else {
         json_error(reply, 404, "no %s task '%s' of type '%s'",
-                   s == &cancel_script ? "delayed" : "dead", id, type);
+                   s == &cancel_script ? "queued, delayed or running" : "dead",
+                   id, type);
     }
     freeReplyObject(r);
 }
 
 /* ---- routing ---- */
+
+/* The page's own script, style and fetches only, and no framing. */
+#define CONSOLE_CSP                                                            \
+    "default-src 'none'; script-src 'self'; style-src 'self'; "                \
+    "connect-src 'self'; img-src 'self' data:; base-uri 'none'; "              \
+    "form-action 'none'; frame-ancestors 'none'"
 
 bool console_handles(const char *path)
 {
@@ -1515,6 +1622,14 @@ void console_http(console *c, const char *method, const char *path,
     bool post = strcmp(method, "POST") == 0;
 
     refresh_view(c);
+    /* Nothing here is to be cached, sniffed into another type, framed by
+     * another page, or run but the page's own script (the page's meta
+     * tag says the same, for a copy saved to disk). */
+    http_reply_header(reply, "Cache-Control", "no-store");
+    http_reply_header(reply, "X-Content-Type-Options", "nosniff");
+    http_reply_header(reply, "X-Frame-Options", "DENY");
+    http_reply_header(reply, "Referrer-Policy", "same-origin");
+    http_reply_header(reply, "Content-Security-Policy", CONSOLE_CSP);
     if (!host_allowed(c, http_header("Host"))) {
         json_error(reply, 421,
                    "the console answers to its own address "
