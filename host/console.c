@@ -18,9 +18,9 @@
 
 #include "keys.h"
 #include "log.h"
+#include "lua_sources.h"
 #include "nodes.h"
 #include "pipeline.h"
-#include "lua_sources.h"
 #include "redis_url.h"
 #include "script.h"
 
@@ -86,10 +86,11 @@ struct console {
     console_view_fn view_fn;
     void *view_arg;
     console_view v;
-    nodes nodes;         /* its own connections (nodes.h); up or not */
-    pipeline pipe;       /* every command it sends */
-    bool nodes_ready;    /* nodes_init done */
+    nodes nodes;      /* its own connections (nodes.h); up or not */
+    pipeline pipe;    /* every command it sends */
+    bool nodes_ready; /* nodes_init done */
     int64_t retry_at_ms; /* monotonic: no connect attempt before */
+    int64_t spent_us;    /* Redis waits in this pass (console.h) */
     int64_t last_sample_ms;
     int64_t started_wall_ms;
     /* the ring: sample i was taken at sample_wall[i] */
@@ -299,11 +300,37 @@ static void refresh_view(console *c)
     c->view_fn(c->view_arg, &c->v);
 }
 
-/* The console's pipeline, its nodes found if due: NULL while Redis is
- * away. Reset, ready for commands. */
+/* Microseconds of a monotonic clock, for the pass's budget. */
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* What is left of this pass's budget, in microseconds (0 when none). */
+static int64_t budget_left_us(const console *c)
+{
+    int64_t left = (int64_t)CONSOLE_PASS_BUDGET_MS * 1000 - c->spent_us;
+    return left > 0 ? left : 0;
+}
+
+/* Says once, until Redis answers again, that the console lost it. */
+static void say_down(console *c, const char *what, const char *why)
+{
+    if (c->said_down)
+        return;
+    log_fields(WHARF_LOG_WARN, what, (log_field[]){LOG_STR("error", why)}, 1);
+    c->said_down = true;
+}
+
+/* The console's pipeline, reset, with its nodes found if due and if the
+ * budget allows: NULL while Redis is away. Connecting and its first
+ * command each wait at most half of what is left of the budget. */
 static pipeline *connection(console *c)
 {
-    int64_t now = slots_now_ms();
+    int64_t now = slots_now_ms(), start = mono_us();
+    int timeout_ms = (int)(budget_left_us(c) / 2000);
     redis_url url;
     char err[512];
 
@@ -311,48 +338,75 @@ static pipeline *connection(console *c)
         pipeline_reset(&c->pipe);
     if (nodes_up(&c->nodes))
         return &c->pipe;
-    if (now < c->retry_at_ms)
+    if (now < c->retry_at_ms || timeout_ms < 1)
         return NULL;
     c->retry_at_ms = now + RECONNECT_EVERY_MS;
     if (!c->nodes_ready) {
         if (redis_url_parse(c->redis_url, &url, err, sizeof(err)) != 0)
             return NULL;
-        nodes_init(&c->nodes, &url, c->v.cfg->redis_password,
-                   CONSOLE_REDIS_TIMEOUT_MS);
+        nodes_init(&c->nodes, &url, c->v.cfg->redis_password, timeout_ms);
         pipeline_init(&c->pipe, &c->nodes);
         c->nodes_ready = true;
     }
+    c->nodes.timeout_ms = timeout_ms;
     if (nodes_connect(&c->nodes) != 0) {
-        if (!c->said_down)
-            log_fields(WHARF_LOG_WARN, "console: redis unreachable",
-                       (log_field[]){LOG_STR("error", c->nodes.errstr)}, 1);
-        c->said_down = true;
+        c->spent_us += mono_us() - start;
+        say_down(c, "console: redis unreachable", c->nodes.errstr);
         return NULL;
     }
-    c->said_down = false;
+    c->spent_us += mono_us() - start;
     return &c->pipe;
 }
 
-/* Drops the connections after an error (the next use connects again, no
- * sooner than RECONNECT_EVERY_MS). */
-static void lost(console *c)
+/* Drops the connections after an error or a wait that outran the budget
+ * (the next use connects again, no sooner than RECONNECT_EVERY_MS). */
+static void lost(console *c, const char *why)
 {
     if (nodes_up(&c->nodes)) {
-        log_fields(WHARF_LOG_WARN, "console: redis command failed",
-                   (log_field[]){LOG_STR("error", c->pipe.errstr)}, 1);
+        say_down(c, "console: redis command failed", why);
         nodes_disconnect(&c->nodes);
         c->retry_at_ms = slots_now_ms() + RECONNECT_EVERY_MS;
     }
 }
 
+/* Runs the pipeline, every node's waits within what is left of the
+ * budget. 0, or -1 after dropping the connections. */
+static int run_pipe(console *c)
+{
+    int64_t left = budget_left_us(c), start = mono_us();
+    struct timeval tv = {(time_t)(left / 1000000),
+                         (suseconds_t)(left % 1000000)};
+    int rc;
+
+    if (left == 0) {
+        lost(c, "the console's time for redis in this turn of the loop "
+                "ran out");
+        return -1;
+    }
+    for (size_t i = 0; i < c->nodes.n; i++)
+        if (c->nodes.list[i].redis &&
+            redisSetTimeout(c->nodes.list[i].redis, tv) != REDIS_OK) {
+            lost(c, "cannot set the timeout");
+            return -1;
+        }
+    c->nodes.timeout_ms = left / 1000 > 0 ? (int)(left / 1000) : 1;
+    rc = pipeline_run(&c->pipe);
+    c->spent_us += mono_us() - start;
+    if (rc != 0) {
+        lost(c, c->pipe.errstr[0] ? c->pipe.errstr : "no reply");
+        return -1;
+    }
+    c->said_down = false;
+    return 0;
+}
+
 /* Runs the pipeline and takes its n replies into r (NULL-filled on
- * failure). 0, or -1 after dropping the connection. */
+ * failure). 0, or -1 after dropping the connections. */
 static int read_replies(console *c, redisReply **r, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         r[i] = NULL;
-    if (pipeline_run(&c->pipe) != 0 || c->pipe.n != n) {
-        lost(c);
+    if (c->pipe.n != n || run_pipe(c) != 0) {
         pipeline_reset(&c->pipe);
         return -1;
     }
@@ -366,6 +420,50 @@ static void free_replies(redisReply **r, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         freeReplyObject(r[i]);
+}
+
+/* Runs s with EVALSHA (the pipeline loads it where a node has forgotten
+ * it), every wait within the budget. The reply (caller frees), or NULL
+ * after dropping the connections. */
+static redisReply *run_script(console *c, script *s, int numkeys, int argc,
+                              const char *const *argv)
+{
+    redisReply *r = NULL;
+
+    if (s->sha[0] == '\0')
+        script_init(s);
+    pipeline_reset(&c->pipe);
+    if (pipeline_add_script(&c->pipe, s, numkeys, argc, argv, NULL) != 0)
+        out_of_memory();
+    if (read_replies(c, &r, 1) != 0)
+        return NULL;
+    return r;
+}
+
+/* 503 with Retry-After: Redis is away or slow; come back in a while. */
+static void unavailable(http_reply *reply, const char *retry_s, const char *why)
+{
+    http_reply_header(reply, "Retry-After", retry_s);
+    json_error(reply, 503, "%s", why);
+}
+
+/* The connection for one request, or NULL after answering 503: while
+ * Redis is away, or once this pass has spent CONSOLE_PASS_BUSY_MS of its
+ * budget (Redis is slow, and the loop's own work comes first). */
+static pipeline *redis_for(console *c, http_reply *reply)
+{
+    if (c->spent_us >= (int64_t)CONSOLE_PASS_BUSY_MS * 1000) {
+        unavailable(reply, "1",
+                    "redis is slow: the console waits for it only so long "
+                    "in each turn of the host's loop; try again in a "
+                    "second");
+        return NULL;
+    }
+    if (!connection(c)) {
+        unavailable(reply, "2", "redis unreachable");
+        return NULL;
+    }
+    return &c->pipe;
 }
 
 /* ---- life ---- */
@@ -410,9 +508,11 @@ void console_destroy(console *c)
         return;
     refresh_view(c); /* a reload may have moved what the last view held */
     if (nodes_up(&c->nodes) && c->v.cfg) {
-        /* Withdraw this host's presence so it leaves the lists at once. */
+        /* Withdraw this host's presence so it leaves the lists at once
+         * (the loop is over: no budget, a timeout of its own). */
         pipeline *p = &c->pipe;
         char key[KEY_MAX], what[400];
+        c->spent_us = 0;
         pipeline_reset(p);
         snprintf(what, sizeof(what), "host:%s", c->name);
         key_global(key, sizeof(key), prefix_of(c), what);
@@ -423,7 +523,7 @@ void console_destroy(console *c)
             key_of_type(key, sizeof(key), prefix_of(c), c->v.types[i], "hosts");
             pipeline_addf(p, key, "ZREM %s %s", key, c->name);
         }
-        pipeline_run(p); /* best effort: the keys expire anyway */
+        run_pipe(c); /* best effort: the keys expire anyway */
     }
     if (c->nodes_ready) {
         pipeline_free(&c->pipe);
@@ -538,27 +638,27 @@ static void presence(console *c)
     snprintf(what, sizeof(what), "host:%s", c->name);
     key_global(key, sizeof(key), prefix_of(c), what);
     pipeline_addf(redis, key,
-                  "HSET %s name %s types %s workers %s busy %s "
-                  "started_at %s pid %s version %s seen_at %s",
-                  key, c->name, types, workers, busy, started, pid,
-                  WHARF_VERSION, now_text);
+                       "HSET %s name %s types %s workers %s busy %s "
+                       "started_at %s pid %s version %s seen_at %s",
+                       key, c->name, types, workers, busy, started, pid,
+                       WHARF_VERSION, now_text);
     pipeline_addf(redis, key, "PEXPIRE %s %d", key, CONSOLE_PRESENCE_TTL_MS);
     key_global(key, sizeof(key), prefix_of(c), "hosts");
     pipeline_addf(redis, key, "ZADD %s %s %s", key, expires, c->name);
     pipeline_addf(redis, key, "ZREMRANGEBYSCORE %s -inf (%s", key, now_text);
     pipeline_addf(redis, key, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
-                  now_text, HOSTS_MAX);
+                       now_text, HOSTS_MAX);
     /* Gone with the last live host, like every presence key. */
     pipeline_addf(redis, key, "PEXPIRE %s %d", key, CONSOLE_PRESENCE_TTL_MS);
     for (size_t i = 0; i < v->n_types; i++) {
         key_of_type(key, sizeof(key), prefix_of(c), v->types[i], "hosts");
         pipeline_addf(redis, key, "ZADD %s %s %s", key, expires, c->name);
         pipeline_addf(redis, key, "ZREMRANGEBYSCORE %s -inf (%s", key,
-                      now_text);
+                           now_text);
         pipeline_addf(redis, key, "PEXPIRE %s %d", key,
-                      CONSOLE_PRESENCE_TTL_MS);
+                           CONSOLE_PRESENCE_TTL_MS);
         pipeline_addf(redis, key, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
-                      now_text, HOSTS_MAX);
+                           now_text, HOSTS_MAX);
     }
     n_replies = 6 + 4 * v->n_types;
     r = calloc(n_replies, sizeof(*r));
@@ -599,8 +699,7 @@ static void presence(console *c)
         key_global(key, sizeof(key), prefix_of(c), what);
         pipeline_addf(redis, key, "HGETALL %s", key);
     }
-    if (pipeline_run(redis) != 0) {
-        lost(c);
+    if (hosts->elements > 0 && run_pipe(c) != 0) {
         pipeline_reset(redis);
         goto out;
     }
@@ -636,7 +735,10 @@ out:
 
 void console_tick(console *c, int64_t now_ms)
 {
-    if (!c || now_ms - c->last_sample_ms < SAMPLE_EVERY_MS)
+    if (!c)
+        return;
+    c->spent_us = 0; /* a new pass: a new budget */
+    if (now_ms - c->last_sample_ms < SAMPLE_EVERY_MS)
         return;
     c->last_sample_ms = now_ms;
     refresh_view(c);
@@ -880,11 +982,10 @@ static long query_number(const char *name, long def, long lo, long hi)
     return n;
 }
 
-/* The type argument: a valid type name, or NULL after answering 400. */
-static const char *query_type(http_reply *reply, bool required)
+/* A type argument: type itself when valid, NULL when absent and not
+ * required, or "" after answering 400. */
+static const char *type_arg(http_reply *reply, const char *type, bool required)
 {
-    const char *type = http_query("type");
-
     if ((!type || !*type) && !required)
         return NULL;
     if (!type || !config_valid_type_name(type)) {
@@ -892,6 +993,12 @@ static const char *query_type(http_reply *reply, bool required)
         return "";
     }
     return type;
+}
+
+/* The type argument of the query (as type_arg). */
+static const char *query_type(http_reply *reply, bool required)
+{
+    return type_arg(reply, http_query("type"), required);
 }
 
 static void dead_page(console *c, http_reply *reply)
@@ -912,16 +1019,14 @@ static void dead_page(console *c, http_reply *reply)
                    CONSOLE_PAGE_MAX);
         return;
     }
-    if (!(redis = connection(c))) {
-        json_error(reply, 503, "redis unreachable");
+    if (!(redis = redis_for(c, reply)))
         return;
-    }
     key_of_type(key, sizeof(key), prefix_of(c), type, "dead");
     pipeline_addf(redis, key, "ZCARD %s", key);
     pipeline_addf(redis, key, "ZREVRANGE %s %ld %ld WITHSCORES", key, offset,
-                  offset + limit - 1);
+                       offset + limit - 1);
     if (read_replies(c, head, 2) != 0) {
-        json_error(reply, 503, "redis: the dead set could not be read");
+        unavailable(reply, "2", "redis: the dead set could not be read");
         return;
     }
     ids = head[1];
@@ -940,7 +1045,7 @@ static void dead_page(console *c, http_reply *reply)
     if (!items)
         out_of_memory();
     if (read_replies(c, items, 2 * n) != 0) {
-        json_error(reply, 503, "redis: the dead set could not be read");
+        unavailable(reply, "2", "redis: the dead set could not be read");
         goto out;
     }
     jb_put(&b, "{\"type\":", 8);
@@ -1176,10 +1281,8 @@ static void task_detail(console *c, http_reply *reply)
         for (size_t i = 0; i < c->v.n_types && i < METRICS_MAX_TYPES; i++)
             types[n_types++] = c->v.types[i];
     }
-    if (!(redis = connection(c))) {
-        json_error(reply, 503, "redis unreachable");
+    if (!(redis = redis_for(c, reply)))
         return;
-    }
     if (task_script.sha[0] == '\0')
         script_init(&task_script);
     for (size_t i = 0; i < n_types; i++) {
@@ -1190,7 +1293,7 @@ static void task_detail(console *c, http_reply *reply)
     if (!r)
         out_of_memory();
     if (read_replies(c, r, n_types) != 0) {
-        json_error(reply, 503, "redis: the task could not be read");
+        unavailable(reply, "2", "redis: the task could not be read");
         free(r);
         return;
     }
@@ -1223,53 +1326,36 @@ out:
 
 /* ---- POST /api/replay, /api/purge, /api/cancel ---- */
 
-/* KEYS: 1 dead zset, 2 dead:<id>, 3 task:<id>, 4 stream. ARGV: 1 id,
- * 2 type. As `wharf dead replay`: back to the stream at attempt 1,
- * without its error. OK, NOT_FOUND, or MISSING (no envelope: dropped). */
-static const char replay_lua[] =
-    "if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then\n"
-    "  return 'NOT_FOUND'\n"
-    "end\n"
-    "redis.call('ZREM', KEYS[1], ARGV[1])\n"
-    "local h = redis.call('HGETALL', KEYS[2])\n"
-    "if #h == 0 then h = redis.call('HGETALL', KEYS[3]) end\n"
-    "redis.call('DEL', KEYS[2], KEYS[3])\n"
-    "if #h == 0 then return 'MISSING' end\n"
-    "local drop = {id = 1, type = 1, payload = 1, attempt = 1,\n"
-    "              enqueued_at = 1, trace = 1, error = 1, failed_at = 1,\n"
-    "              worker = 1}\n"
-    "local v, f = {}, {}\n"
-    "for i = 1, #h, 2 do v[h[i]] = h[i + 1] end\n"
-    "local function add(name, value)\n"
-    "  if value then f[#f + 1] = name; f[#f + 1] = value end\n"
-    "end\n"
-    "add('id', v.id or ARGV[1])\n"
-    "add('type', v.type or ARGV[2])\n"
-    "add('payload', v.payload)\n"
-    "add('attempt', '1')\n"
-    "add('enqueued_at', v.enqueued_at)\n"
-    "add('trace', v.trace)\n"
-    "for i = 1, #h, 2 do\n"
-    "  if not drop[h[i]] then add(h[i], h[i + 1]) end\n"
-    "end\n"
-    "redis.call('XADD', KEYS[4], '*', unpack(f))\n"
-    "return 'OK'\n";
-
-/* KEYS: 1 dead zset, 2 dead:<id>, 3 task:<id>. ARGV: 1 id. */
-static const char purge_lua[] =
-    "if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then\n"
-    "  return 'NOT_FOUND'\n"
-    "end\n"
-    "redis.call('DEL', KEYS[2], KEYS[3])\n"
-    "return 'OK'\n";
-
 /* The one cancel of every producer, sdk/lua/cancel.lua (KEYS and ARGV:
  * its header): a queued or delayed task is removed, a running one's host
  * asks it to end. Its reply {word, detail} becomes OK or NOT_FOUND. */
 
-static script replay_script = {.name = "console replay", .source = replay_lua};
-static script purge_script = {.name = "console purge", .source = purge_lua};
+static script replay_script = {.name = "dead_replay",
+                                .source = wharf_lua_dead_replay};
+static script purge_script = {.name = "dead_purge",
+                               .source = wharf_lua_dead_purge};
 static script cancel_script = {.name = "cancel", .source = wharf_lua_cancel};
+
+/* Each action's script and its keys, in the order of the script's header
+ * (sdk/lua): a name ending in ':' is a key of the task (":<id>"), any
+ * other a key of the type. The same scripts as `wharf dead replay`,
+ * `wharf dead purge` and `wharf cancel`. */
+typedef struct action_spec {
+    const char *name;
+    script *s;
+    const char *keys[9];
+} action_spec;
+
+static const action_spec action_specs[] = {
+    {"cancel",
+     &cancel_script,
+     {"policy", "entries", "stream", "delayed", "task:", "seen:", "cancel:",
+      "result:", "dead"}},
+    {"replay",
+     &replay_script,
+     {"dead", "dead:", "stream", "task:", "delayed", "entries"}},
+    {"purge", &purge_script, {"dead", "dead:", "task:", "delayed"}},
+};
 
 /* "host[:port]" of an Origin or Referer URL ("scheme://host[:port]/..."),
  * into out; false if it has none. */
@@ -1308,7 +1394,7 @@ static bool action_allowed(console *c, http_reply *reply)
     const char *origin = http_header("Origin");
     const char *referer = http_header("Referer");
     const char *auth = http_header("Authorization");
-    char from[300];
+    char from[300], token[256];
 
     if (!c->v.cfg->console_actions || !c->v.cfg->console_token) {
         json_error(reply, 403,
@@ -1332,31 +1418,49 @@ static bool action_allowed(console *c, http_reply *reply)
                    host ? host : "?");
         return false;
     }
-    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0 ||
-        !same_secret(auth + 7, c->v.cfg->console_token)) {
+    /* The header, else a form's field "token" (never the query: a URL
+     * ends up in logs and histories). */
+    if (auth && strncasecmp(auth, "Bearer ", 7) == 0)
+        snprintf(token, sizeof(token), "%s", auth + 7);
+    else if (!http_form("token", token, sizeof(token)))
+        token[0] = '\0';
+    if (!token[0] || !same_secret(token, c->v.cfg->console_token)) {
         json_error(reply, 403,
-                   "a valid token is needed: header "
-                   "Authorization: Bearer <[console] token>");
+                   "a valid token is needed: header Authorization: "
+                   "Bearer <[console] token>, or form field token");
         return false;
     }
     return true;
 }
 
+/* An action's argument: from the query, else from the form (a plain
+ * HTML form posts its fields). */
+static const char *action_arg(const char *name, char *buf, size_t len)
+{
+    const char *v = http_query(name);
+
+    if (v)
+        return v;
+    return http_form(name, buf, len) ? buf : NULL;
+}
+
 static void action(console *c, const char *what, http_reply *reply)
 {
+    char type_buf[128], id_buf[256];
     const char *type;
-    const char *id = http_query("id");
+    const char *id = action_arg("id", id_buf, sizeof(id_buf));
     char keys[9][KEY_MAX];
     const char *argv[12], *word = NULL;
+    const action_spec *spec;
     script *s;
     int numkeys, argc;
-    pipeline *redis;
     redisReply *r;
     jbuf b = {0};
 
     if (!action_allowed(c, reply))
         return;
-    type = query_type(reply, true);
+    type =
+        type_arg(reply, action_arg("type", type_buf, sizeof(type_buf)), true);
     if (!*type)
         return;
     if (!id || !config_valid_task_id(id, strlen(id))) {
@@ -1365,48 +1469,36 @@ static void action(console *c, const char *what, http_reply *reply)
                    "spaces");
         return;
     }
-    if (strcmp(what, "cancel") == 0) {
-        static const char *const whats[9] = {
-            "policy", "entries", "stream", "delayed", "task:", "seen:",
-            "cancel:", "result:", "dead"};
-        s = &cancel_script;
-        for (int i = 0; i < 9; i++) {
-            size_t n = strlen(whats[i]);
-            if (whats[i][n - 1] == ':') {
-                char w[16];
-                snprintf(w, sizeof(w), "%.*s", (int)(n - 1), whats[i]);
-                key_of_task(keys[i], KEY_MAX, prefix_of(c), type, w, id);
-            } else {
-                key_of_type(keys[i], KEY_MAX, prefix_of(c), type, whats[i]);
-            }
+    spec = &action_specs[0];
+    for (size_t i = 0; i < sizeof(action_specs) / sizeof(action_specs[0]); i++)
+        if (strcmp(action_specs[i].name, what) == 0)
+            spec = &action_specs[i];
+    s = spec->s;
+    for (numkeys = 0; numkeys < 9 && spec->keys[numkeys]; numkeys++) {
+        const char *k = spec->keys[numkeys];
+        size_t n = strlen(k);
+        if (k[n - 1] == ':') {
+            char w[16];
+            snprintf(w, sizeof(w), "%.*s", (int)(n - 1), k);
+            key_of_task(keys[numkeys], KEY_MAX, prefix_of(c), type, w, id);
+        } else {
+            key_of_type(keys[numkeys], KEY_MAX, prefix_of(c), type, k);
         }
-        numkeys = 9;
-    } else {
-        char env[2][KEY_MAX];
-        s = strcmp(what, "replay") == 0 ? &replay_script : &purge_script;
-        dead_envelope_keys(c, type, id, env);
-        key_of_type(keys[0], KEY_MAX, prefix_of(c), type, "dead");
-        memcpy(keys[1], env[0], KEY_MAX);
-        memcpy(keys[2], env[1], KEY_MAX);
-        key_of_type(keys[3], KEY_MAX, prefix_of(c), type, "stream");
-        numkeys = s == &replay_script ? 4 : 3;
+        argv[numkeys] = keys[numkeys];
     }
-    for (int i = 0; i < numkeys; i++)
-        argv[i] = keys[i];
-    argv[numkeys] = id;
-    argv[numkeys + 1] = s == &cancel_script ? WHARF_GROUP : type;
-    argv[numkeys + 2] = "1"; /* the protocol versions this host speaks */
-    argc = numkeys + (s == &cancel_script ? 3 : s == &replay_script ? 2 : 1);
-    if (!(redis = connection(c))) {
-        json_error(reply, 503, "redis unreachable");
+    argc = numkeys;
+    argv[argc++] = id;
+    if (s == &cancel_script) {
+        argv[argc++] = WHARF_GROUP;
+        argv[argc++] = "1"; /* the protocol versions this host speaks */
+    } else if (s == &replay_script) {
+        argv[argc++] = type;
+    }
+    if (!redis_for(c, reply))
         return;
-    }
-    if (s->sha[0] == '\0')
-        script_init(s);
-    r = pipeline_script(redis, s, numkeys, argc, argv, NULL);
+    r = run_script(c, s, numkeys, argc, argv);
     if (!r) {
-        lost(c);
-        json_error(reply, 503, "redis: the %s did not go through", what);
+        unavailable(reply, "2", "redis: the action may not have gone through");
         return;
     }
     /* cancel.lua answers {word, detail}: REMOVED or CANCELLING did it. */
@@ -1418,6 +1510,8 @@ static void action(console *c, const char *what, http_reply *reply)
                    : "NOT_FOUND";
     else if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
         word = r->str;
+    else if (s == &purge_script && r->type == REDIS_REPLY_INTEGER)
+        word = r->integer == 1 ? "OK" : "NOT_FOUND"; /* dead_purge.lua */
     if (!word) {
         json_error(reply, 502, "redis: %s",
                    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
@@ -1439,12 +1533,19 @@ static void action(console *c, const char *what, http_reply *reply)
                    id);
     } else {
         json_error(reply, 404, "no %s task '%s' of type '%s'",
-                   s == &cancel_script ? "delayed" : "dead", id, type);
+                   s == &cancel_script ? "queued, delayed or running" : "dead",
+                   id, type);
     }
     freeReplyObject(r);
 }
 
 /* ---- routing ---- */
+
+/* The page's own script, style and fetches only, and no framing. */
+#define CONSOLE_CSP                                                            \
+    "default-src 'none'; script-src 'self'; style-src 'self'; "                \
+    "connect-src 'self'; img-src 'self' data:; base-uri 'none'; "              \
+    "form-action 'none'; frame-ancestors 'none'"
 
 bool console_handles(const char *path)
 {
@@ -1514,6 +1615,14 @@ void console_http(console *c, const char *method, const char *path,
     bool post = strcmp(method, "POST") == 0;
 
     refresh_view(c);
+    /* Nothing here is to be cached, sniffed into another type, framed by
+     * another page, or run but the page's own script (the page's meta
+     * tag says the same, for a copy saved to disk). */
+    http_reply_header(reply, "Cache-Control", "no-store");
+    http_reply_header(reply, "X-Content-Type-Options", "nosniff");
+    http_reply_header(reply, "X-Frame-Options", "DENY");
+    http_reply_header(reply, "Referrer-Policy", "same-origin");
+    http_reply_header(reply, "Content-Security-Policy", CONSOLE_CSP);
     if (!host_allowed(c, http_header("Host"))) {
         json_error(reply, 421,
                    "the console answers to its own address "

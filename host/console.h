@@ -5,9 +5,13 @@
  * figures, slots, shared counters) plus a ring of per-second samples of
  * the counters kept here; reads that need Redis (the dead set, one task,
  * which hosts serve a type) and the actions use a connection of the
- * console's own with a short timeout (CONSOLE_REDIS_TIMEOUT_MS) and
- * bounded commands, so a slow Redis holds the loop for at most that long
- * per request. Actions (replay, purge, cancel) are off unless the
+ * console's own and bounded commands. All the console's waits on Redis
+ * in one pass of the loop (from one console_tick to the next) share one
+ * budget, CONSOLE_PASS_BUDGET_MS, enforced as the socket timeout of
+ * each wait, so however many requests come in while Redis is slow, the
+ * loop's timeouts and renewals are held up by at most that much; a
+ * request that finds the budget used, or Redis away, is answered 503
+ * with Retry-After. Actions (replay, purge, cancel) are off unless the
  * manifest says [console] actions = yes; they need its token and pass a
  * cross-origin check. */
 #ifndef WHARF_CONSOLE_H
@@ -23,8 +27,14 @@
 #include "metrics.h"
 #include "slots.h"
 
-/* Every Redis command of the console waits at most this long. */
-#define CONSOLE_REDIS_TIMEOUT_MS 250
+/* The console's Redis waits in one pass of the loop, all together, take
+ * at most this long... */
+#define CONSOLE_PASS_BUDGET_MS 250
+/* ...and a request that needs Redis is begun only while less than this
+ * much of it is used: with a fast Redis many requests fit in a pass,
+ * with a slow one the first takes the pass and the others are told to
+ * come back (503, Retry-After: 1). */
+#define CONSOLE_PASS_BUSY_MS 25
 /* Dead-set page size bound (GET /api/dead?limit=). */
 #define CONSOLE_PAGE_MAX 100
 /* Per-second samples kept for the rate charts. */
@@ -78,8 +88,9 @@ console *console_create(const char *name, const char *url, metrics *m,
  * Accepts NULL. */
 void console_destroy(console *c);
 
-/* Call often (every loop pass): once a second it samples the counters
- * and publishes and reads hosts' presence. Bounded by the Redis timeout. */
+/* Call once every loop pass: it begins the pass's Redis budget, and once
+ * a second samples the counters and publishes and reads hosts' presence
+ * (within that budget). */
 void console_tick(console *c, int64_t now_ms);
 
 /* A worker of slot index ended: why (restart_reason) and how ("signal

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -130,9 +131,27 @@ static void on_connection(void *cls, struct MHD_Connection *conn,
     s->open++;
 }
 
-/* The request a handler is answering, for http_header and http_query
- * (one loop, one request at a time). */
+/* One request being read: its body, kept up to HTTP_BODY_MAX. */
+typedef struct http_request {
+    size_t len;
+    bool too_large;
+    char body[HTTP_BODY_MAX + 1];
+} http_request;
+
+/* The request a handler is answering, for http_header, http_query and
+ * http_form (one loop, one request at a time). */
 static struct MHD_Connection *current_request;
+static const http_request *current_body;
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode why)
+{
+    (void)cls;
+    (void)conn;
+    (void)why;
+    free(*req_cls);
+    *req_cls = NULL;
+}
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                                   const char *url, const char *method,
@@ -140,25 +159,45 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                                   size_t *upload_size, void **req_cls)
 {
     http_server *s = cls;
-    http_reply reply = {500, "text/plain; charset=utf-8", NULL, 0};
+    http_reply reply = {.status = 500,
+                        .content_type = "text/plain; charset=utf-8"};
+    http_request *req = *req_cls;
     struct MHD_Response *response;
     enum MHD_Result rc;
 
     (void)version;
-    (void)upload;
-    if (*req_cls == NULL) { /* first call: headers only */
-        *req_cls = s;
+    if (!req) { /* first call: headers only */
+        req = calloc(1, sizeof(*req));
+        if (!req)
+            return MHD_NO;
+        *req_cls = req;
         return MHD_YES;
     }
-    if (*upload_size != 0) { /* no request bodies here: drop them */
+    if (*upload_size != 0) { /* a piece of the body */
+        if (req->len + *upload_size > HTTP_BODY_MAX) {
+            req->too_large = true;
+        } else {
+            memcpy(req->body + req->len, upload, *upload_size);
+            req->len += *upload_size;
+            req->body[req->len] = '\0';
+        }
         *upload_size = 0;
         return MHD_YES;
     }
-    current_request = conn;
-    s->handler(s->arg, method, url, &reply);
-    current_request = NULL;
+    if (req->too_large) {
+        reply.status = 413;
+        reply.body = strdup("request body too large\n");
+        reply.len = reply.body ? strlen(reply.body) : 0;
+    } else {
+        current_request = conn;
+        current_body = req;
+        s->handler(s->arg, method, url, &reply);
+        current_request = NULL;
+        current_body = NULL;
+    }
     if (!reply.body) {
         reply.status = 500;
+        reply.n_headers = 0;
         reply.body = strdup("out of memory\n");
         reply.len = reply.body ? strlen(reply.body) : 0;
     }
@@ -170,6 +209,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     }
     MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE,
                             reply.content_type);
+    for (size_t i = 0; i < reply.n_headers; i++)
+        MHD_add_response_header(response, reply.headers[i][0],
+                                reply.headers[i][1]);
     rc = MHD_queue_response(conn, reply.status, response);
     MHD_destroy_response(response);
     return rc;
@@ -263,7 +305,8 @@ http_server *http_start(const char *listen, http_handler handler, void *arg,
         (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT,
         HTTP_CONNECTION_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         HTTP_PER_IP_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT, HTTP_IDLE_TIMEOUT_S,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
     if (!s->daemon) {
         snprintf(err, errlen,
                  "cannot listen on '%s': the address is in use or not "
@@ -294,17 +337,57 @@ http_server *http_start(const char *listen, http_handler handler, void *arg,
 
 const char *http_header(const char *name)
 {
-    return current_request ? MHD_lookup_connection_value(
-                                 current_request, MHD_HEADER_KIND, name)
+    return current_request ? MHD_lookup_connection_value(current_request,
+                                                         MHD_HEADER_KIND, name)
                            : NULL;
 }
 
 const char *http_query(const char *name)
 {
-    return current_request
-               ? MHD_lookup_connection_value(current_request,
-                                             MHD_GET_ARGUMENT_KIND, name)
-               : NULL;
+    return current_request ? MHD_lookup_connection_value(
+                                 current_request, MHD_GET_ARGUMENT_KIND, name)
+                           : NULL;
+}
+
+bool http_form(const char *name, char *out, size_t len)
+{
+    static char value[HTTP_BODY_MAX + 1]; /* one loop, one request */
+    const char *type = http_header(MHD_HTTP_HEADER_CONTENT_TYPE);
+    size_t name_len = strlen(name);
+
+    if (!current_body || !type ||
+        strncasecmp(type, "application/x-www-form-urlencoded", 33) != 0 ||
+        (type[33] != '\0' && type[33] != ';'))
+        return false;
+    for (const char *p = current_body->body; *p;) {
+        size_t field = strcspn(p, "&"), n;
+        if (strncmp(p, name, name_len) != 0 || p[name_len] != '=') {
+            p += field + (p[field] == '&');
+            continue;
+        }
+        n = field - name_len - 1;
+        memcpy(value, p + name_len + 1, n);
+        value[n] = '\0';
+        /* '+' is a space; then %XX, by libmicrohttpd (so %2B stays +) */
+        for (size_t i = 0; i < n; i++)
+            if (value[i] == '+')
+                value[i] = ' ';
+        n = MHD_http_unescape(value);
+        if (strlen(value) != n || n >= len) /* a NUL inside, or too long */
+            return false;
+        memcpy(out, value, n + 1);
+        return true;
+    }
+    return false;
+}
+
+void http_reply_header(http_reply *reply, const char *name, const char *value)
+{
+    if (reply->n_headers >= HTTP_REPLY_HEADERS)
+        return;
+    reply->headers[reply->n_headers][0] = name;
+    reply->headers[reply->n_headers][1] = value;
+    reply->n_headers++;
 }
 
 int http_fd(const http_server *s)

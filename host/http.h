@@ -4,17 +4,26 @@
 #ifndef WHARF_HTTP_H
 #define WHARF_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct http_server http_server;
 
-/* What a handler answers: a status, a content type and a malloc'd body
- * that the server frees. */
+/* Header lines a reply may carry besides Content-Type. */
+#define HTTP_REPLY_HEADERS 8
+/* Request bodies (a form's fields) are read up to this size; a larger
+ * one is answered 413 without calling the handler. */
+#define HTTP_BODY_MAX 4096
+
+/* What a handler answers: a status, a content type, a malloc'd body that
+ * the server frees, and more header lines (set with http_reply_header). */
 typedef struct http_reply {
     unsigned status;
     const char *content_type;
     char *body;
     size_t len;
+    const char *headers[HTTP_REPLY_HEADERS][2]; /* name, value */
+    size_t n_headers;
 } http_reply;
 
 typedef void (*http_handler)(void *arg, const char *method, const char *path,
@@ -30,6 +39,17 @@ http_server *http_start(const char *listen, http_handler handler, void *arg,
  * by the server; valid until the handler returns. */
 const char *http_header(const char *name);
 const char *http_query(const char *name);
+
+/* During a handler call only: copies the value of field `name` (decoded)
+ * of the request's body, when it is a form
+ * (application/x-www-form-urlencoded), into out (len bytes, NUL
+ * included). False when there is no such field, or its value holds a
+ * NUL or does not fit once decoded (out is then untouched). */
+bool http_form(const char *name, char *out, size_t len);
+
+/* Adds the header line "name: value" to reply. Both are static strings
+ * (not copied); past HTTP_REPLY_HEADERS lines, more are dropped. */
+void http_reply_header(http_reply *reply, const char *name, const char *value);
 
 /* The file descriptor to poll for input. */
 int http_fd(const http_server *s);

@@ -5,13 +5,18 @@
  * default), `wharf top` under tmux, and the [console] manifest keys. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <stdbool.h>
@@ -21,6 +26,7 @@
 #include "config.h"
 #include "host_process.h"
 #include "redis_server.h"
+#include "wharf_cli.h"
 
 #define TOKEN "test-token-0123456789abcdef"
 #define XSS_ID "xss-<script>alert(1)</script>"
@@ -49,22 +55,43 @@ static void stop_all(void)
 
 TestSuite(console, .init = start_redis, .fini = stop_all, .timeout = 180);
 
+/* Writes the n bytes of req to fd, then reads the whole answer into raw
+ * (len bytes, NUL-terminated). Its status, or -1. */
+static int exchange(int fd, const char *req, size_t n, char *raw, size_t len)
+{
+    size_t got = 0;
+    ssize_t r;
+    int status;
+
+    raw[0] = '\0';
+    if (write(fd, req, n) != (ssize_t)n)
+        return -1;
+    while (got < len - 1 && (r = read(fd, raw + got, len - 1 - got)) > 0)
+        got += (size_t)r;
+    raw[got] = '\0';
+    return sscanf(raw, "HTTP/%*s %d", &status) == 1 ? status : -1;
+}
+
+/* The header lines of the last answer. */
+static char answer_headers[8192];
+
 /* One HTTP/1.0 request to 127.0.0.1:port, with Host: host_name (NULL:
- * 127.0.0.1:port) and extra header lines (each ending in \r\n, or NULL).
- * The status (body in `body`), or -1. */
-static int request_to(const char *host_name, const char *method,
-                      const char *path, const char *headers)
+ * 127.0.0.1:port), extra header lines (each ending in \r\n, or NULL)
+ * and, unless NULL, a form as its body. The status (body in `body`, the
+ * header lines in `answer_headers`), or -1. */
+static int request_form_to(const char *host_name, const char *method,
+                           const char *path, const char *headers,
+                           const char *form)
 {
     char own[64];
     struct sockaddr_in addr;
     struct timeval tv = {5, 0};
-    char req[2048];
-    size_t got = 0;
+    char req[16384];
     int fd, status = -1, n;
-    ssize_t r;
     static char raw[sizeof(body)];
 
     body[0] = '\0';
+    answer_headers[0] = '\0';
     fd = socket(AF_INET, SOCK_STREAM, 0);
     cr_assert(fd >= 0);
     memset(&addr, 0, sizeof(addr));
@@ -75,26 +102,31 @@ static int request_to(const char *host_name, const char *method,
     if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
         goto out;
     snprintf(own, sizeof(own), "127.0.0.1:%d", port);
-    n = snprintf(req, sizeof(req),
-                 "%s %s HTTP/1.0\r\nHost: %s\r\n%sContent-Length: "
-                 "0\r\n\r\n",
-                 method, path, host_name ? host_name : own,
-                 headers ? headers : "");
-    if (write(fd, req, (size_t)n) != n)
+    n = snprintf(
+        req, sizeof(req),
+        "%s %s HTTP/1.0\r\nHost: %s\r\n%s%sContent-Length: "
+        "%zu\r\n\r\n%s",
+        method, path, host_name ? host_name : own, headers ? headers : "",
+        form ? "Content-Type: application/x-www-form-urlencoded\r\n" : "",
+        form ? strlen(form) : 0, form ? form : "");
+    if (n < 0 || (size_t)n >= sizeof(req))
         goto out;
-    while (got < sizeof(raw) - 1 &&
-           (r = read(fd, raw + got, sizeof(raw) - 1 - got)) > 0)
-        got += (size_t)r;
-    raw[got] = '\0';
-    if (sscanf(raw, "HTTP/%*s %d", &status) != 1)
-        status = -1;
-    else {
+    status = exchange(fd, req, (size_t)n, raw, sizeof(raw));
+    if (status > 0) {
         const char *start = strstr(raw, "\r\n\r\n");
         snprintf(body, sizeof(body), "%s", start ? start + 4 : "");
+        snprintf(answer_headers, sizeof(answer_headers), "%.*s",
+                 start ? (int)(start - raw) + 2 : 0, raw);
     }
 out:
     close(fd);
     return status;
+}
+
+static int request_to(const char *host_name, const char *method,
+                      const char *path, const char *headers)
+{
+    return request_form_to(host_name, method, path, headers, NULL);
 }
 
 static int request(const char *method, const char *path, const char *headers)
@@ -102,19 +134,18 @@ static int request(const char *method, const char *path, const char *headers)
     return request_to(NULL, method, path, headers);
 }
 
-/* Starts wharfd with the console on a free port; `console` is a
- * [console] section or "". Waits until the overview answers with the
- * types served. */
-static void start_host(const char *console)
+/* Starts wharfd with the console on a free port; `extra` is appended to
+ * its [type.chaos] section: more keys of it, then sections (a [console]
+ * one), or "". Waits until the overview answers with the types served. */
+static void start_host(const char *extra)
 {
-    char listen[64], extra[1024];
+    char listen[64], sections[1024];
 
     port = test_free_port();
     snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
-    snprintf(extra, sizeof(extra),
-             "[type.chaos]\nbackoff_base = 50ms\nmax_attempts = 3\n%s",
-             console);
-    test_host_opts o = {.metrics_listen = listen, .extra = extra};
+    snprintf(sections, sizeof(sections),
+             "[type.chaos]\nbackoff_base = 50ms\nmax_attempts = 3\n%s", extra);
+    test_host_opts o = {.metrics_listen = listen, .extra = sections};
     test_host_manifest_opts(&host, &redis, &o);
     test_host_start(&host);
     for (int i = 0; i < 1000; i++) {
@@ -138,8 +169,18 @@ static void wait_overview(const char *want, int timeout_ms)
     cr_assert_fail("the overview never held %s; last: %.2000s", want, body);
 }
 
-/* The small mixed chaos run: 6 ok, 2 fail:1 (retry once, then ok),
- * 3 fatal and one <script> payload (unknown command: dead), 4 echoes.
+/* Enqueues one task through the CLI, as a producer would. */
+static void enqueue(const char *type, const char *id, const char *payload)
+{
+    const char *args[] = {"enqueue", type, payload, "--id", id, NULL};
+    const test_cli_run *run = test_cli(redis.url, host.dir, args);
+
+    cr_assert_eq(run->status, 0, "wharf enqueue %s %s: %s", type, id, run->err);
+}
+
+/* The small mixed chaos run, enqueued through the CLI: 6 ok, 2 fail:1
+ * (retry once, then ok), 3 fatal, one <script> payload (unknown command:
+ * dead), one crash (SIGSEGV at each of its 3 attempts: dead), 4 echoes.
  * Ends when the figures say so. */
 static void chaos_run(void)
 {
@@ -147,34 +188,42 @@ static void chaos_run(void)
 
     for (int i = 1; i <= 6; i++) {
         snprintf(id, sizeof(id), "ok-%d", i);
-        test_add_entry(rc, "chaos", id, "ok");
+        enqueue("chaos", id, "ok");
     }
-    test_add_entry(rc, "chaos", "retry-1", "fail:1");
-    test_add_entry(rc, "chaos", "retry-2", "fail:1");
+    enqueue("chaos", "retry-1", "fail:1");
+    enqueue("chaos", "retry-2", "fail:1");
     for (int i = 1; i <= 3; i++) {
         snprintf(id, sizeof(id), "fatal-%d", i);
-        test_add_entry(rc, "chaos", id, "fatal");
+        enqueue("chaos", id, "fatal");
     }
-    test_add_entry(rc, "chaos", XSS_ID, XSS_PAYLOAD);
+    enqueue("chaos", XSS_ID, XSS_PAYLOAD);
+    enqueue("chaos", "crash-1", "crash");
     for (int i = 1; i <= 4; i++) {
         snprintf(id, sizeof(id), "echo-%d", i);
-        test_add_entry(rc, "echo", id, "hello");
+        enqueue("echo", id, "hello");
     }
     wait_overview("\"type\":\"chaos\",\"ready\":0,\"running\":0,"
-                  "\"delayed\":0,\"dead\":4,",
-                  20000);
-    wait_overview("\"totals\":{\"ok\":8,\"retry\":2,\"dead\":4,", 5000);
-    /* 14 plugin runs: 6 ok, 2 x 2 fail:1, 3 fatal, 1 <script> */
+                  "\"delayed\":0,\"dead\":5,",
+                  30000);
+    wait_overview("\"totals\":{\"ok\":8,\"retry\":4,\"dead\":5,", 5000);
+    /* At least 14 runs that returned: 6 ok, 2 x 2 fail:1, 3 fatal, 1
+     * <script>. Tasks that ran in a batch before the crash, and had not
+     * finished, run again (so count twice); the crashed ones never
+     * returned. */
     {
         const char *chaos = strstr(body, "{\"type\":\"chaos\"");
         const char *run =
             chaos ? strstr(chaos, "\"run_ms\":{\"window_s\":") : NULL;
-        cr_assert(run, "%s", body);
-        cr_expect(strstr(run, "\"count\":14,\"top_ms\":10000,"), "%s", run);
+        const char *n = run ? strstr(run, "\"count\":") : NULL;
+        cr_assert(n, "%s", body);
+        cr_expect_geq(atoi(n + 8), 14, "%s", run);
+        cr_expect(strstr(run, ",\"top_ms\":10000,"), "%s", run);
     }
     wait_overview("\"type\":\"echo\",\"ready\":0,\"running\":0,"
                   "\"delayed\":0,\"dead\":0,",
                   5000);
+    /* the crashes, each a restart of its slot, with the reason */
+    wait_overview("\"restarts\":{\"crash\":3,", 10000);
 }
 
 static char *read_file(const char *path)
@@ -247,7 +296,7 @@ Test(console, page_in_chromium_shows_counts_dead_tasks_and_escapes)
                           "</td><td data-field=\"ready\">0</td><td "
                           "data-field=\"running\">0</td><td data-field="
                           "\"delayed\">0</td><td data-field=\"dead\" "
-                          "class=\"nonzero-dead\">4</td><td data-field="
+                          "class=\"nonzero-dead\">5</td><td data-field="
                           "\"pressure\">off</td>"),
               "chaos row wrong in %s", dom_path);
     cr_expect(strstr(dom, "<tr data-type=\"echo\"><td class=\"type\">echo"
@@ -256,21 +305,28 @@ Test(console, page_in_chromium_shows_counts_dead_tasks_and_escapes)
                           "\"delayed\">0</td><td data-field=\"dead\">0</td>"),
               "echo row wrong in %s", dom_path);
     cr_expect(strstr(dom, "<td data-field=\"ok_last_min\">8</td><td "
-                          "data-field=\"retry_last_min\">2</td><td "
-                          "data-field=\"dead_last_min\">4</td>"),
+                          "data-field=\"retry_last_min\">4</td><td "
+                          "data-field=\"dead_last_min\">5</td>"),
               "chaos outcomes of the last minute wrong in %s", dom_path);
-    cr_expect(count(dom, "<polyline") >= 6, "no charts in %s", dom_path);
-    /* the dead set: the four dead tasks, with their errors */
+    /* the charts: bars of each outcome (chaos had all three, echo ok) */
+    cr_expect_geq(count(dom, "<rect class=\"ok\""), 2, "%s", dom_path);
+    cr_expect_geq(count(dom, "<rect class=\"retry\""), 1, "%s", dom_path);
+    cr_expect_geq(count(dom, "<rect class=\"dead\""), 1, "%s", dom_path);
+    /* the dead set: the five dead tasks, with their errors */
     for (int i = 1; i <= 3; i++) {
         char want[64];
         snprintf(want, sizeof(want), "type=\"button\">fatal-%d</button>", i);
         cr_expect(strstr(dom, want), "%s missing from %s", want, dom_path);
     }
     cr_expect_eq(count(dom, "fatal: asked to fail for good"), 3);
-    cr_expect(strstr(dom, "1–4 of 4, newest first"));
-    /* the worker slots */
+    cr_expect(strstr(dom, "type=\"button\">crash-1</button>"), "%s", dom_path);
+    cr_expect(strstr(dom, "worker crashed: SIGSEGV"), "%s", dom_path);
+    cr_expect(strstr(dom, "1–5 of 5, newest first"));
+    /* the worker slots, and why they restarted */
     cr_expect(strstr(dom, "data-slot=\"0\""));
     cr_expect(strstr(dom, "data-slot=\"1\""));
+    cr_expect(strstr(dom, "restarts on this host: crash 3,"), "%s", dom_path);
+    cr_expect(strstr(dom, "crash (signal SIGSEGV) at "), "%s", dom_path);
     /* <script> in an id, a payload and an error: text, never markup */
     cr_expect(strstr(dom, "type=\"button\">xss-&lt;script&gt;alert(1)&lt;/"
                           "script&gt;</button>"));
@@ -280,6 +336,11 @@ Test(console, page_in_chromium_shows_counts_dead_tasks_and_escapes)
     cr_expect(strstr(dom, "unknown chaos command '&lt;script&gt;alert(1)"
                           "&lt;/script&gt;'"));
     cr_expect(strstr(dom, "<b id=\"detail-status\" class=\"status\">dead"));
+    cr_expect(strstr(dom, "<p id=\"read-only\" class=\"muted\">Read-only"),
+              "no word that actions are off in %s", dom_path);
+    cr_expect(strstr(dom, "<th>failed_at</th><td><pre>1"), "%s", dom_path);
+    cr_expect(strstr(dom, " UTC)</pre>"), "no date beside a time in %s",
+              dom_path);
     cr_expect_eq(count(dom, "<script"), 1, "an injected script element in %s",
                  dom_path);
     cr_expect_eq(count(dom, "alert(1)</script>"), 0);
@@ -297,7 +358,7 @@ Test(console, page_in_chromium_shows_counts_dead_tasks_and_escapes)
                          "Authorization: Bearer " TOKEN "\r\n"),
                  403);
     cr_expect(strstr(body, "actions are off"), "%s", body);
-    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 4);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 5);
 }
 
 /* A dead task written as a finish script writes one. */
@@ -387,6 +448,41 @@ Test(console, actions_need_post_the_token_and_the_same_origin)
     cr_expect_eq(request("POST", "/api/cancel?type=chaos&id=later", same), 404);
     cr_expect(test_host_log_has(&host, "console action", "replay", "replay-me",
                                 NULL));
+
+    /* a plain form: the token, type and id as fields */
+    seed_dead("form-1", "fatal");
+    seed_dead("form-2", "fatal");
+    cr_expect_eq(request_form_to(NULL, "POST", "/api/purge", NULL,
+                                 "type=chaos&id=form-1&token=wrong-token-"
+                                 "0123456789"),
+                 403);
+    cr_expect(strstr(body, "form field token"), "%s", body);
+    cr_expect_eq(request_form_to(NULL, "POST", "/api/purge",
+                                 "Origin: http://evil.example\r\n",
+                                 "type=chaos&id=form-1&token=" TOKEN),
+                 403);
+    cr_expect(strstr(body, "cross-origin"), "%s", body);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 2);
+    cr_expect_eq(request_form_to(NULL, "POST", "/api/purge", NULL,
+                                 "type=chaos&id=form-1&token=" TOKEN),
+                 200, "%s", body);
+    /* the query names the task, the form carries the token (encoded),
+     * from the console's own page */
+    snprintf(same, sizeof(same), "Origin: http://127.0.0.1:%d\r\n", port);
+    cr_expect_eq(request_form_to(NULL, "POST",
+                                 "/api/purge?type=chaos&id=form-2", same,
+                                 "token=test%2Dtoken-0123456789abcdef"),
+                 200, "%s", body);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 0);
+    /* a body past HTTP_BODY_MAX is refused before anything runs */
+    {
+        static char big[6000];
+        memset(big, 'a', sizeof(big) - 1);
+        memcpy(big, "token=", 6);
+        cr_expect_eq(request_form_to(NULL, "POST", "/api/purge?type=chaos&id=x",
+                                     NULL, big),
+                     413);
+    }
 }
 
 Test(console, api_reads_page_find_and_escape)
@@ -458,6 +554,19 @@ Test(console, api_reads_page_find_and_escape)
     /* the page and its assets come from the binary */
     cr_expect_eq(request("GET", "/", NULL), 200);
     cr_expect(strstr(body, "Content-Security-Policy"));
+    /* ...and says so in headers too: no framing, no sniffing, no cache */
+    cr_expect(strstr(answer_headers, "\r\nContent-Security-Policy: "
+                                     "default-src 'none'; script-src 'self';"),
+              "%s", answer_headers);
+    cr_expect(strstr(answer_headers, "frame-ancestors 'none'"), "%s",
+              answer_headers);
+    cr_expect(strstr(answer_headers, "\r\nX-Frame-Options: DENY\r\n"), "%s",
+              answer_headers);
+    cr_expect(strstr(answer_headers, "\r\nX-Content-Type-Options: nosniff"),
+              "%s", answer_headers);
+    cr_expect_eq(request("GET", "/api/overview", NULL), 200);
+    cr_expect(strstr(answer_headers, "\r\nCache-Control: no-store\r\n"), "%s",
+              answer_headers);
     cr_expect_eq(request("GET", "/console/console.js", NULL), 200);
     cr_expect(strstr(body, "textContent"));
     cr_expect_eq(request("GET", "/console/nothing.js", NULL), 404);
@@ -468,6 +577,33 @@ Test(console, api_reads_page_find_and_escape)
     /* a stopped host withdraws its presence at once */
     test_host_stop(&host);
     cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:hosts"), 0);
+}
+
+/* Captures the pane of tmux server sock's session "top" into file out
+ * (and *screen, malloc'd, the last capture) every 100 ms until it holds
+ * every one of the NULL-terminated strings, for up to 5 s. */
+static bool capture_until(const char *sock, const char *out, char **screen, ...)
+{
+    char cmd[600];
+
+    snprintf(cmd, sizeof(cmd), "tmux -L %s capture-pane -p -t top >%s", sock,
+             out);
+    for (int i = 0; i < 50; i++) {
+        bool all = true;
+        va_list ap;
+        test_sleep_ms(100);
+        if (system(cmd) != 0)
+            continue;
+        free(*screen);
+        *screen = read_file(out);
+        va_start(ap, screen);
+        for (const char *want; (want = va_arg(ap, const char *));)
+            all = all && strstr(*screen, want);
+        va_end(ap);
+        if (all)
+            return true;
+    }
+    return false;
 }
 
 Test(console, top_in_tmux_shows_types_and_counts)
@@ -493,17 +629,7 @@ Test(console, top_in_tmux_shows_types_and_counts)
              "'%s/wharf top --url http://127.0.0.1:%d --interval 200ms'",
              sock, WHARF_BINARY_DIR, port);
     cr_assert_eq(system(cmd), 0);
-    for (int i = 0; i < 50 && !shown; i++) {
-        test_sleep_ms(100);
-        snprintf(cmd, sizeof(cmd), "tmux -L %s capture-pane -p -t top >%s",
-                 sock, out);
-        if (system(cmd) != 0)
-            continue;
-        free(screen);
-        screen = read_file(out);
-        shown = strstr(screen, "TYPE") && strstr(screen, "chaos") &&
-                strstr(screen, "OK/1m");
-    }
+    shown = capture_until(sock, out, &screen, "TYPE", "chaos", "OK/1m", NULL);
     cr_assert(shown, "wharf top never drew its table: %s",
               screen ? screen : "");
     {
@@ -524,6 +650,16 @@ Test(console, top_in_tmux_shows_types_and_counts)
         cr_expect(strstr(screen, "\necho "), "%s", screen);
         cr_expect(strstr(screen, "q quit"), "%s", screen);
     }
+    /* A terminal too short for the frame: the view stays in place (its
+     * first line on top, nothing scrolled away) and says what is cut. */
+    snprintf(cmd, sizeof(cmd), "tmux -L %s resize-window -t top -x 100 -y 9",
+             sock);
+    cr_assert_eq(system(cmd), 0);
+    shown = capture_until(sock, out, &screen, "more lines below", NULL);
+    cr_expect(shown, "no word of the cut lines: %s", screen);
+    cr_expect(strncmp(screen, "wharf top  http://127.0.0.1:", 28) == 0,
+              "the first line scrolled away: %s", screen);
+    cr_expect_eq(count(screen, "\n"), 9, "%s", screen);
     /* q quits: the session ends with the command */
     snprintf(cmd, sizeof(cmd), "tmux -L %s send-keys -t top q", sock);
     cr_expect_eq(system(cmd), 0);
@@ -535,6 +671,34 @@ Test(console, top_in_tmux_shows_types_and_counts)
     snprintf(cmd, sizeof(cmd), "tmux -L %s kill-server 2>/dev/null", sock);
     (void)!system(cmd);
     free(screen);
+}
+
+Test(console, top_once_over_ipv6)
+{
+    char listen[64], cmd[1024], out[300], *text = NULL;
+    int status = -1;
+
+    port = test_free_port();
+    snprintf(listen, sizeof(listen), "[::1]:%d", port);
+    test_host_opts o = {.metrics_listen = listen};
+    test_host_manifest_opts(&host, &redis, &o);
+    test_host_start(&host);
+    snprintf(out, sizeof(out), "%s/top.txt", host.dir);
+    /* The Host header names [::1]:port, in brackets, as the console
+     * wants it (without them it was refused with 421). */
+    snprintf(cmd, sizeof(cmd),
+             "%s/wharf top --once --url 'http://[::1]:%d' >%s 2>&1",
+             WHARF_BINARY_DIR, port, out);
+    for (int i = 0; i < 100 && status != 0; i++) {
+        status = system(cmd);
+        if (status != 0)
+            test_sleep_ms(100);
+    }
+    text = read_file(out);
+    cr_expect_eq(status, 0, "%s", text);
+    cr_expect(strstr(text, "\nchaos "), "%s", text);
+    cr_expect(strstr(text, "host "), "%s", text);
+    free(text);
 }
 
 static int load_manifest(const char *text, char *err, size_t len)
@@ -600,4 +764,197 @@ Test(console, page_replay_button_in_chromium)
         "the task replayed from the page never ran");
     cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 0);
     cr_expect(test_host_log_has(&host, "console action", "click-me", NULL));
+}
+
+/* ---- the supervisor's loop while the API is hammered on a slow Redis ---- */
+
+/* Below the HTTP layer's per-address limit (8) and its mark of pressure
+ * (32 connections), which would close connections of their own. */
+#define HAMMER_ADDRESSES 6
+#define HAMMER_PER_ADDRESS 5
+#define HAMMER_CLIENTS (HAMMER_ADDRESSES * HAMMER_PER_ADDRESS)
+
+/* What hammering clients saw: 200, 503 with Retry-After, 503 without,
+ * anything else (and the last such status). */
+typedef struct hammer_counts {
+    int ok, busy, busy_bare, other, last_other;
+} hammer_counts;
+
+static volatile sig_atomic_t hammer_stop;
+
+static void hammer_on_term(int sig)
+{
+    (void)sig;
+    hammer_stop = 1;
+}
+
+/* One GET of path from source address `from` (127.0.0.N, so that the
+ * clients are not held to one address's connection limit); counts the
+ * answer in n. */
+static void hammer_one(const char *from, const char *path, hammer_counts *n)
+{
+    struct sockaddr_in addr, src;
+    struct timeval tv = {30, 0};
+    char req[512], raw[16384];
+    int fd = socket(AF_INET, SOCK_STREAM, 0), status = -1;
+
+    raw[0] = '\0';
+    if (fd < 0)
+        return;
+    memset(&src, 0, sizeof(src));
+    src.sin_family = AF_INET;
+    inet_pton(AF_INET, from, &src.sin_addr);
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((unsigned short)port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (bind(fd, (struct sockaddr *)&src, sizeof(src)) != 0 ||
+        connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
+        goto out;
+    snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n\r\n",
+             path, port);
+    status = exchange(fd, req, strlen(req), raw, sizeof(raw));
+out:
+    close(fd);
+    if (status == 200) {
+        n->ok++;
+    } else if (status == 503 && strstr(raw, "\r\nRetry-After: ")) {
+        n->busy++;
+    } else if (status == 503) {
+        n->busy_bare++;
+    } else if (!hammer_stop) { /* not a read cut short by the stop */
+        n->other++;
+        n->last_other = status;
+    }
+}
+
+/* Forks a client that asks for dead-set pages (two round trips each)
+ * and a task, over and over, until SIGTERM; then it writes its counts
+ * to fd. */
+static pid_t hammer_start(const char *from, int fd)
+{
+    pid_t pid = fork();
+
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        hammer_counts n = {0, 0, 0, 0, 0};
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = hammer_on_term;
+        sigaction(SIGTERM, &sa, NULL);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        while (!hammer_stop) {
+            hammer_one(from, "/api/dead?type=chaos", &n);
+            hammer_one(from, "/api/dead?type=chaos&offset=1", &n);
+            hammer_one(from, "/api/task?id=long-1", &n);
+        }
+        _exit(write(fd, &n, sizeof(n)) == (ssize_t)sizeof(n) ? 0 : 1);
+    }
+    return pid;
+}
+
+/* Forks a client that keeps the test's redis-server busy (DEBUG SLEEP
+ * 0.2, back to back) until killed: every command then waits up to
+ * 200 ms, the console's and the supervisor's alike. */
+static pid_t slow_redis_start(void)
+{
+    pid_t pid = fork();
+
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        redisContext *c = redisConnect("127.0.0.1", redis.port);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        while (c && !c->err) {
+            redisReply *r = redisCommand(c, "DEBUG SLEEP 0.2");
+            if (!r)
+                break;
+            freeReplyObject(r);
+        }
+        _exit(0);
+    }
+    return pid;
+}
+
+/* 30 clients ask for dead-set pages as fast as they are answered while
+ * Redis makes every command wait. Without a bound on the console's share
+ * of the loop, each pass of the loop served all of them one after the
+ * other (some 9 s a pass), the running task's lock expired and its
+ * finish came back stale. */
+Test(console, leases_hold_while_the_api_is_hammered_on_a_slow_redis)
+{
+    static const char *const debug[] = {"--enable-debug-command", "yes", NULL};
+    pid_t slow, clients[HAMMER_CLIENTS];
+    hammer_counts all = {0, 0, 0, 0, 0};
+    long long lock_left = LLONG_MAX;
+    bool finished = false;
+    int fds[2];
+
+    /* a server of this test's own that takes DEBUG SLEEP */
+    redisFree(rc);
+    test_redis_stop(&redis);
+    test_redis_start_with(&redis, NULL, debug);
+    rc = test_redis_connect(&redis);
+    /* renewed every 5/3 s: a loop held up for 5 s loses the lock */
+    start_host("lock_ttl = 5s\nvisibility_timeout = 5s\n");
+    test_add_entry(rc, "chaos", "long-1", "sleep:12000");
+    wait_overview("\"task\":\"long-1\"", 10000);
+
+    cr_assert_eq(pipe(fds), 0);
+    slow = slow_redis_start();
+    for (int i = 0; i < HAMMER_CLIENTS; i++) {
+        char from[32];
+        snprintf(from, sizeof(from), "127.0.0.%d", 2 + i / HAMMER_PER_ADDRESS);
+        clients[i] = hammer_start(from, fds[1]);
+    }
+    /* The run outlives its lock_ttl twice over: only renewals made while
+     * the clients hammer keep its lock alive until it finishes. */
+    for (int64_t end = test_now_ms() + 60000;
+         !finished && test_now_ms() < end;) {
+        long long left = test_redis_int(rc, "PTTL wharf:{chaos}:lock:long-1");
+        /* read after the PTTL: a lock gone because the run finished is
+         * not counted */
+        finished = test_redis_int(rc, "EXISTS wharf:{chaos}:result:long-1");
+        if (!finished && left < lock_left)
+            lock_left = left;
+    }
+    for (int i = 0; i < HAMMER_CLIENTS; i++)
+        kill(clients[i], SIGTERM);
+    for (int i = 0; i < HAMMER_CLIENTS; i++) {
+        hammer_counts n;
+        cr_expect_eq(read(fds[0], &n, sizeof(n)), (ssize_t)sizeof(n));
+        waitpid(clients[i], NULL, 0);
+        all.ok += n.ok;
+        all.busy += n.busy;
+        all.busy_bare += n.busy_bare;
+        all.other += n.other;
+        if (n.other)
+            all.last_other = n.last_other;
+    }
+    close(fds[0]);
+    close(fds[1]);
+    kill(slow, SIGKILL);
+    waitpid(slow, NULL, 0);
+
+    cr_expect(finished, "the long task never finished ok");
+    cr_expect_gt(lock_left, 0, "its lock was gone while it ran");
+    cr_expect_eq(test_host_runs(&host, "long-1", 0), 1,
+                 "long-1 ran more than once: its lease was lost");
+    cr_expect(!test_host_log_has(&host, "\"outcome\":\"stale\"", NULL),
+              "a finish came back stale: its lock was lost");
+    wait_overview("\"totals\":{\"ok\":1,\"retry\":0,\"dead\":0,\"cached\":0,"
+                  "\"locked\":0,\"stale\":0,\"cancelled\":0}",
+                  5000);
+    /* Every request was answered: with the page, or told when to come
+     * back. */
+    cr_expect_gt(all.busy, 0, "no request was told to come back later");
+    cr_expect_eq(all.busy_bare, 0, "a 503 without Retry-After");
+    cr_expect_eq(all.other, 0, "%d answers neither 200 nor 503 (last %d)",
+                 all.other, all.last_other);
+    /* Redis is quick again: so is the console, by itself. */
+    for (int i = 0;
+         i < 200 && request("GET", "/api/dead?type=chaos", NULL) != 200; i++)
+        test_sleep_ms(50);
+    cr_expect(strstr(body, "\"total\":0"), "the console did not come back: %s",
+              body);
 }

@@ -49,6 +49,21 @@ static void on_request(void *arg, const char *method, const char *path,
     /* As /readyz and /metrics may while Redis stalls: block a while. */
     if (strcmp(path, "/slow") == 0)
         sleep(SLOW_HANDLER_S);
+    /* The form's fields a and b, and a header of the handler's own. */
+    if (strcmp(path, "/form") == 0) {
+        char a[16] = "-", b[16] = "-", text[64];
+        if (!http_form("a", a, sizeof(a)))
+            snprintf(a, sizeof(a), "(none)");
+        if (!http_form("b", b, sizeof(b)))
+            snprintf(b, sizeof(b), "(none)");
+        snprintf(text, sizeof(text), "a=[%s] b=[%s]\n", a, b);
+        http_reply_header(reply, "X-Test", "yes");
+        reply->content_type = "text/plain; charset=utf-8";
+        reply->status = 200;
+        reply->body = strdup(text);
+        reply->len = reply->body ? strlen(reply->body) : 0;
+        return;
+    }
     reply->content_type = "text/plain; charset=utf-8";
     reply->status =
         strcmp(path, "/healthz") == 0 || strcmp(path, "/slow") == 0 ? 200 : 404;
@@ -168,6 +183,60 @@ static int64_t healthz_within(int64_t deadline_ms)
         usleep(20 * 1000);
     }
     return -1;
+}
+
+/* POSTs body (with content type `type`) to path; the whole raw answer
+ * into out. */
+static void post_raw(const char *path, const char *type, const char *body,
+                     char *out, size_t len)
+{
+    char req[8192];
+    size_t got = 0;
+    ssize_t r;
+    int fd = idle_connection_from(NULL), n;
+
+    cr_assert(fd >= 0);
+    n = snprintf(req, sizeof(req),
+                 "POST %s HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: "
+                 "%s\r\nContent-Length: %zu\r\n\r\n%s",
+                 path, type, strlen(body), body);
+    cr_assert(n > 0 && (size_t)n < sizeof(req));
+    cr_assert_eq(write(fd, req, (size_t)n), n);
+    while (got < len - 1 && (r = read(fd, out + got, len - 1 - got)) > 0)
+        got += (size_t)r;
+    out[got] = '\0';
+    close(fd);
+}
+
+Test(http, a_form_body_reaches_the_handler_decoded)
+{
+    static char big[HTTP_BODY_MAX + 100];
+    char out[4096];
+    const char *form = "application/x-www-form-urlencoded";
+
+    post_raw("/form", form, "b=x%2By+z&a=1%262", out, sizeof(out));
+    cr_expect(strstr(out, "a=[1&2] b=[x+y z]"), "%s", out);
+    cr_expect(strstr(out, "\r\nX-Test: yes\r\n"), "%s", out);
+    /* a field that does not fit, holds a NUL, or is not there */
+    post_raw("/form", form, "a=0123456789abcdefghij&b=%00", out, sizeof(out));
+    cr_expect(strstr(out, "a=[(none)] b=[(none)]"), "%s", out);
+    /* what must fit is the value, not its encoding */
+    post_raw("/form", form, "a=%2F%2F%2F%2F%2F%2F%2F%2F%2F%2F%2F%2F%2F%2F%2F",
+             out, sizeof(out));
+    cr_expect(strstr(out, "a=[///////////////]"), "%s", out);
+    post_raw("/form", "application/x-www-form-urlencoded; charset=utf-8",
+             "aa=1&a=ok", out, sizeof(out));
+    cr_expect(strstr(out, "a=[ok] b=[(none)]"), "%s", out);
+    /* only a form is a form */
+    post_raw("/form", "application/json", "a=1", out, sizeof(out));
+    cr_expect(strstr(out, "a=[(none)]"), "%s", out);
+    /* a body past HTTP_BODY_MAX never reaches the handler */
+    memset(big, 'a', sizeof(big) - 1);
+    memcpy(big, "a=", 2);
+    post_raw("/form", form, big, out, sizeof(out));
+    cr_expect(strncmp(out, "HTTP/1.0 413", 12) == 0 ||
+                  strncmp(out, "HTTP/1.1 413", 12) == 0,
+              "%.200s", out);
 }
 
 Test(http, healthz_answers_while_100_idle_connections_are_open)

@@ -1,9 +1,10 @@
 /* wharf top: a live terminal view of a wharfd's console figures
  * (GET /api/overview, docs/console.md): per type ready, running, delayed,
- * dead, pressure, the last minute's outcomes and run times, and the
- * worker slots. Plain ANSI, redrawn in place; q quits. Works over SSH and
- * in any terminal; --once prints one frame without escapes. It reads the
- * console over HTTP and needs no Redis. */
+ * dead, pressure, the last minute's outcomes, wait and run times, the
+ * worker slots and the hosts. Plain ANSI, redrawn in place and cut to the
+ * terminal's size; q quits. Works over SSH and in any terminal; --once
+ * prints one frame without escapes. It reads the console over HTTP and
+ * needs no Redis. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -384,6 +385,37 @@ static int wait_fd(int fd, short events, int64_t deadline)
     return poll(&pfd, 1, (int)(deadline - now)) == 1 ? 0 : -1;
 }
 
+/* A connected socket to address a of t, or -1 with why in err. */
+static int connect_one(const target *t, const struct addrinfo *a,
+                       int64_t deadline, char *err, size_t errlen)
+{
+    int fd =
+        socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int so = 0;
+    socklen_t sl = sizeof(so);
+
+    if (fd < 0 ||
+        (connect(fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS)) {
+        snprintf(err, errlen, "connect %s:%s: %s", t->host, t->port,
+                 strerror(errno));
+        goto fail;
+    }
+    if (wait_fd(fd, POLLOUT, deadline) != 0) {
+        snprintf(err, errlen, "connect %s:%s: timed out", t->host, t->port);
+        goto fail;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &sl) != 0 || so != 0) {
+        snprintf(err, errlen, "connect %s:%s: %s", t->host, t->port,
+                 strerror(so ? so : errno));
+        goto fail;
+    }
+    return fd;
+fail:
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
 /* GETs base + path; the body (malloc'd, NUL-terminated) in *body and the
  * status, or -1 with why in err. */
 static int http_get(const target *t, const char *path, char **body, char *err,
@@ -395,6 +427,7 @@ static int http_get(const target *t, const char *path, char **body, char *err,
     char request[1024], *buf = NULL;
     size_t got = 0, cap = 65536;
     int fd = -1, status = -1, rc;
+    bool v6;
     ssize_t n;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -406,32 +439,18 @@ static int http_get(const target *t, const char *path, char **body, char *err,
         snprintf(err, errlen, "%s: %s", t->host, gai_strerror(rc));
         return -1;
     }
-    fd =
-        socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0 || (connect(fd, found->ai_addr, found->ai_addrlen) != 0 &&
-                   errno != EINPROGRESS)) {
-        snprintf(err, errlen, "connect %s:%s: %s", t->host, t->port,
-                 strerror(errno));
+    /* Each address in turn ("localhost" may be ::1, then 127.0.0.1). */
+    for (struct addrinfo *a = found; a && fd < 0; a = a->ai_next)
+        fd = connect_one(t, a, deadline, err, errlen);
+    if (fd < 0)
         goto out;
-    }
-    if (wait_fd(fd, POLLOUT, deadline) != 0) {
-        snprintf(err, errlen, "connect %s:%s: timed out", t->host, t->port);
-        goto out;
-    }
-    {
-        int so = 0;
-        socklen_t sl = sizeof(so);
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &sl);
-        if (so != 0) {
-            snprintf(err, errlen, "connect %s:%s: %s", t->host, t->port,
-                     strerror(so));
-            goto out;
-        }
-    }
+    /* An IPv6 address goes in brackets, as in the URL. */
+    v6 = strchr(t->host, ':') != NULL;
     n = snprintf(request, sizeof(request),
-                 "GET %s%s HTTP/1.0\r\nHost: %s:%s\r\nAccept: "
+                 "GET %s%s HTTP/1.0\r\nHost: %s%s%s:%s\r\nAccept: "
                  "application/json\r\nUser-Agent: wharf-top/%s\r\n\r\n",
-                 t->base, path, t->host, t->port, WHARF_VERSION);
+                 t->base, path, v6 ? "[" : "", t->host, v6 ? "]" : "", t->port,
+                 WHARF_VERSION);
     if (write(fd, request, (size_t)n) != n) {
         snprintf(err, errlen, "send: %s", strerror(errno));
         goto out;
@@ -516,6 +535,7 @@ static void line(frame *f, const char *fmt, ...)
     f->s[f->len++] = '\n';
 }
 
+/* One duration of a histogram summary, as "12ms", "1.5s" or ">10s". */
 static void fmt_ms(char *buf, size_t len, const jvalue *h, const char *key)
 {
     double v = jnum(h, key, -1);
@@ -523,10 +543,25 @@ static void fmt_ms(char *buf, size_t len, const jvalue *h, const char *key)
         snprintf(buf, len, "-");
     else if (v >= jnum(h, "top_ms", 1e300))
         snprintf(buf, len, ">%.0fs", v / 1000);
-    else if (v < 1000)
+    else if (v < 10)
         snprintf(buf, len, "%.1fms", v);
+    else if (v < 1000)
+        snprintf(buf, len, "%.0fms", v);
     else
         snprintf(buf, len, "%.1fs", v / 1000);
+}
+
+/* "p50/p99" of a histogram summary, or "-". */
+static void fmt_percentiles(char *buf, size_t len, const jvalue *h)
+{
+    char p50[16], p99[16];
+
+    fmt_ms(p50, sizeof(p50), h, "p50");
+    fmt_ms(p99, sizeof(p99), h, "p99");
+    if (strcmp(p50, "-") == 0)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%s/%s", p50, p99);
 }
 
 static void fmt_duration(char *buf, size_t len, double ms)
@@ -540,9 +575,102 @@ static void fmt_duration(char *buf, size_t len, double ms)
         snprintf(buf, len, "%dh%02dm", s / 3600, (s % 3600) / 60);
 }
 
+static const jvalue *jarray(const jvalue *v, const char *key)
+{
+    const jvalue *x = jget(v, key);
+    return x && x->type == J_ARRAY ? x : NULL;
+}
+
+/* The widest string `key` of the objects of list, between lo and hi. */
+static int column_width(const jvalue *list, const char *key, int lo, int hi)
+{
+    int width = lo;
+
+    for (size_t i = 0; list && i < list->n; i++) {
+        int n = (int)strlen(jstr(&list->items[i], key, ""));
+        if (n > width)
+            width = n;
+    }
+    return width < hi ? width : hi;
+}
+
+static void render_types(frame *f, const jvalue *types)
+{
+    int tw = column_width(types, "type", 4, 40);
+
+    line(f, "%-*s %7s %7s %7s %7s %-5s %7s %8s %7s %13s %13s  %s", tw, "TYPE",
+         "READY", "RUNNING", "DELAYED", "DEAD", "PRESS", "OK/1m", "RETRY/1m",
+         "DEAD/1m", "WAIT p50/p99", "RUN p50/p99", "HOSTS");
+    for (size_t i = 0; types && i < types->n; i++) {
+        const jvalue *t = &types->items[i], *m = jget(t, "last_minute");
+        const jvalue *hosts = jarray(t, "hosts");
+        char wait[32], run[32], served[256] = "";
+        size_t used = 0;
+        for (size_t k = 0; hosts && k < hosts->n && used < sizeof(served); k++)
+            if (hosts->items[k].type == J_STRING)
+                used += (size_t)snprintf(served + used, sizeof(served) - used,
+                                         "%s%s", k ? "," : "",
+                                         hosts->items[k].string);
+        fmt_percentiles(wait, sizeof(wait), jget(t, "wait_ms"));
+        fmt_percentiles(run, sizeof(run), jget(t, "run_ms"));
+        line(
+            f,
+            "%-*s %7.0f %7.0f %7.0f %7.0f %-5s %7.0f %8.0f %7.0f %13s %13s  %s",
+            tw, jstr(t, "type", "?"), jnum(t, "ready", 0),
+            jnum(t, "running", 0), jnum(t, "delayed", 0), jnum(t, "dead", 0),
+            jbool(t, "pressure") ? "ON" : "off", jnum(m, "ok", 0),
+            jnum(m, "retry", 0), jnum(m, "dead", 0), wait, run,
+            served[0] ? served : "-");
+    }
+    if (!types || types->n == 0)
+        line(f, "(no types served)");
+}
+
+static void render_slots(frame *f, const jvalue *slots)
+{
+    int ww = column_width(slots, "worker", 6, 60);
+
+    line(f, "%-4s %-*s %8s %-9s %-36s %7s %7s %s", "SLOT", ww, "WORKER", "PID",
+         "STATE", "TASK", "FOR", "UP", "RESTARTS");
+    for (size_t i = 0; slots && i < slots->n; i++) {
+        const jvalue *s = &slots->items[i], *last = jget(s, "last_restart");
+        char task[256], run_for[32] = "-", up[32] = "-", restarts[128];
+        char state[32];
+        if (jget(s, "task"))
+            snprintf(task, sizeof(task), "%s %s", jstr(s, "type", ""),
+                     jstr(s, "task", ""));
+        else
+            snprintf(task, sizeof(task), "-");
+        if (jget(s, "running_ms"))
+            fmt_duration(run_for, sizeof(run_for), jnum(s, "running_ms", 0));
+        if (jnum(s, "pid", 0) > 0)
+            fmt_duration(up, sizeof(up), jnum(s, "up_ms", 0));
+        snprintf(state, sizeof(state), "%s", jstr(s, "state", "?"));
+        snprintf(restarts, sizeof(restarts), "%.0f%s%s%s%s%s",
+                 jnum(s, "restarts", 0), last ? " (last: " : "",
+                 last ? jstr(last, "reason", "") : "", last ? ", " : "",
+                 last ? jstr(last, "how", "") : "", last ? ")" : "");
+        line(f, "%-4.0f %-*s %8.0f %-9s %-36s %7s %7s %s", jnum(s, "slot", 0),
+             ww, jstr(s, "worker", "?"), jnum(s, "pid", 0), state, task,
+             run_for, up, restarts);
+    }
+}
+
+static void render_hosts(frame *f, const jvalue *hosts)
+{
+    int hw = column_width(hosts, "name", 4, 60);
+
+    line(f, "%-*s %7s %4s  %s", hw, "HOST", "WORKERS", "BUSY", "TYPES");
+    for (size_t i = 0; hosts && i < hosts->n; i++) {
+        const jvalue *h = &hosts->items[i];
+        line(f, "%-*s %7s %4s  %s", hw, jstr(h, "name", "?"),
+             jstr(h, "workers", "-"), jstr(h, "busy", "0"),
+             jstr(h, "types", "-"));
+    }
+}
+
 static void render(frame *f, const char *url, const jvalue *o)
 {
-    const jvalue *types = jget(o, "types"), *slots = jget(o, "slots");
     const jvalue *w = jget(o, "workers"), *r = jget(o, "restarts");
     char when[64];
     time_t now = (time_t)(jnum(o, "time_ms", 0) / 1000);
@@ -560,73 +688,108 @@ static void render(frame *f, const char *url, const jvalue *o)
          jnum(w, "down", 0), jnum(r, "crash", 0), jnum(r, "timeout", 0),
          jnum(r, "exit", 0), jnum(r, "reload", 0));
     line(f, "%s", "");
-    line(f, "%-20s %8s %8s %8s %8s %-8s %7s %8s %7s %9s %9s  %s", "TYPE",
-         "READY", "RUNNING", "DELAYED", "DEAD", "PRESSURE", "OK/1m", "RETRY/1m",
-         "DEAD/1m", "RUN p50", "RUN p99", "HOSTS");
-    for (size_t i = 0; types && types->type == J_ARRAY && i < types->n; i++) {
-        const jvalue *t = &types->items[i], *m = jget(t, "last_minute");
-        const jvalue *hosts = jget(t, "hosts"), *run = jget(t, "run_ms");
-        char p50[16], p99[16], served[256] = "";
-        size_t used = 0;
-        for (size_t k = 0; hosts && hosts->type == J_ARRAY && k < hosts->n &&
-                           used < sizeof(served);
-             k++)
-            if (hosts->items[k].type == J_STRING)
-                used += (size_t)snprintf(served + used, sizeof(served) - used,
-                                         "%s%s", k ? "," : "",
-                                         hosts->items[k].string);
-        fmt_ms(p50, sizeof(p50), run, "p50");
-        fmt_ms(p99, sizeof(p99), run, "p99");
-        line(f,
-             "%-20s %8.0f %8.0f %8.0f %8.0f %-8s %7.0f %8.0f %7.0f %9s %9s  %s",
-             jstr(t, "type", "?"), jnum(t, "ready", 0), jnum(t, "running", 0),
-             jnum(t, "delayed", 0), jnum(t, "dead", 0),
-             jbool(t, "pressure") ? "ON" : "off", jnum(m, "ok", 0),
-             jnum(m, "retry", 0), jnum(m, "dead", 0), p50, p99,
-             served[0] ? served : "-");
-    }
+    render_types(f, jarray(o, "types"));
     line(f, "%s", "");
-    line(f, "%-4s %-24s %8s %-9s %-36s %7s %7s %s", "SLOT", "WORKER", "PID",
-         "STATE", "TASK", "FOR", "UP", "RESTARTS");
-    for (size_t i = 0; slots && slots->type == J_ARRAY && i < slots->n; i++) {
-        const jvalue *s = &slots->items[i], *last = jget(s, "last_restart");
-        char task[256], run_for[32] = "-", up[32] = "-", restarts[128];
-        if (jget(s, "task"))
-            snprintf(task, sizeof(task), "%s %s", jstr(s, "type", ""),
-                     jstr(s, "task", ""));
-        else
-            snprintf(task, sizeof(task), "-");
-        if (jget(s, "running_ms"))
-            fmt_duration(run_for, sizeof(run_for), jnum(s, "running_ms", 0));
-        if (jnum(s, "pid", 0) > 0)
-            fmt_duration(up, sizeof(up), jnum(s, "up_ms", 0));
-        snprintf(restarts, sizeof(restarts), "%.0f%s%s%s%s%s",
-                 jnum(s, "restarts", 0), last ? " (last: " : "",
-                 last ? jstr(last, "reason", "") : "", last ? ", " : "",
-                 last ? jstr(last, "how", "") : "", last ? ")" : "");
-        line(f, "%-4.0f %-24s %8.0f %-9s %-36s %7s %7s %s", jnum(s, "slot", 0),
-             jstr(s, "worker", "?"), jnum(s, "pid", 0), jstr(s, "state", "?"),
-             task, run_for, up, restarts);
-    }
+    render_slots(f, jarray(o, "slots"));
+    line(f, "%s", "");
+    render_hosts(f, jarray(o, "hosts"));
 }
 
 /* ---- the terminal ---- */
 
 static volatile sig_atomic_t top_stop;
 
-/* SIGWINCH only wakes the wait, so the next frame fits the new width. */
+/* The terminal as found and as top sets it, for the stop handler. */
+static struct termios term_saved, term_raw;
+static volatile sig_atomic_t term_is_raw;
+
+#define ENTER_SCREEN "\033[?1049h\033[?25l" /* own screen, no cursor */
+#define LEAVE_SCREEN "\033[?25h\033[?1049l"
+
+/* SIGWINCH only wakes the wait, so the next frame fits the new size. */
 static void on_top_signal(int sig)
 {
     if (sig != SIGWINCH)
         top_stop = 1;
 }
 
-static int terminal_width(void)
+/* Ctrl-Z: give the shell its terminal back as it was, stop, and take it
+ * again when continued (the wait then wakes and redraws). Only
+ * async-signal-safe calls. */
+static void on_suspend(int sig)
+{
+    sigset_t tstp;
+    struct sigaction sa;
+    int saved_errno = errno;
+
+    (void)sig;
+    if (write(STDOUT_FILENO, LEAVE_SCREEN, sizeof(LEAVE_SCREEN) - 1) < 0) {
+        /* nothing to do about it here */
+    }
+    if (term_is_raw)
+        tcsetattr(STDIN_FILENO, TCSANOW, &term_saved);
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTSTP, &sa, NULL);
+    sigemptyset(&tstp);
+    sigaddset(&tstp, SIGTSTP);
+    sigprocmask(SIG_UNBLOCK, &tstp, NULL);
+    raise(SIGTSTP); /* stops here until SIGCONT */
+    sigprocmask(SIG_BLOCK, &tstp, NULL);
+    sa.sa_handler = on_suspend;
+    sigaction(SIGTSTP, &sa, NULL);
+    if (term_is_raw)
+        tcsetattr(STDIN_FILENO, TCSANOW, &term_raw);
+    if (write(STDOUT_FILENO, ENTER_SCREEN, sizeof(ENTER_SCREEN) - 1) < 0) {
+        /* the next frame says the same */
+    }
+    errno = saved_errno;
+}
+
+static void terminal_size(int *cols, int *rows)
 {
     struct winsize ws;
-    return ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0
-               ? ws.ws_col
-               : 0;
+
+    *cols = *rows = 0;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0) {
+        *cols = ws.ws_col;
+        *rows = ws.ws_row;
+    }
+}
+
+/* Draws f over the screen from its top-left corner, in place: each line
+ * then clear to its end, nothing below kept, then a blank line and the
+ * footer. Within rows lines (0: as many as f has): the frame is cut to
+ * fit, the footer says so, and no newline follows the bottom row, so
+ * the screen never scrolls. */
+static void draw(const frame *f, int cols, int rows, const char *footer)
+{
+    int n = 0, shown = 0, room;
+    char last[256];
+
+    for (size_t i = 0; i < f->len; i++)
+        n += f->s[i] == '\n';
+    room = rows > 0 ? rows - 2 : n;
+    fputs("\033[H", stdout);
+    for (const char *s = f->s, *nl;
+         s && shown < room &&
+         (nl = memchr(s, '\n', (size_t)(f->s + f->len - s)));
+         s = nl + 1, shown++) {
+        fwrite(s, 1, (size_t)(nl - s), stdout);
+        fputs("\033[K\r\n", stdout);
+    }
+    if (shown < n)
+        snprintf(last, sizeof(last),
+                 "%s - %d more lines below: a taller terminal shows them",
+                 footer, n - shown);
+    else
+        snprintf(last, sizeof(last), "%s", footer);
+    if (cols > 0 && strlen(last) > (size_t)cols)
+        last[cols] = '\0';
+    if (rows != 1)
+        fputs("\033[K\r\n", stdout);
+    fprintf(stdout, "%s\033[K\033[J", last);
 }
 
 static int run(cli *ctx, int argc, char **argv)
@@ -637,10 +800,9 @@ static int run(cli *ctx, int argc, char **argv)
         {"once", no_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    char url[600], err[1024];
+    char url[600], err[1024], footer[128];
     int64_t interval_ms = 1000;
-    bool once = false, live, raw = false;
-    struct termios saved;
+    bool once = false, live, keys = false;
     struct sigaction sa;
     target t;
     int opt, code = EX_OK;
@@ -683,23 +845,33 @@ static int run(cli *ctx, int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     sigaction(SIGWINCH, &sa, NULL);
-    if (live && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0) {
-        struct termios rawmode = saved;
-        rawmode.c_lflag &= (tcflag_t) ~(ICANON | ECHO);
-        rawmode.c_cc[VMIN] = 0;
-        rawmode.c_cc[VTIME] = 0;
-        raw = tcsetattr(STDIN_FILENO, TCSANOW, &rawmode) == 0;
+    if (live && isatty(STDIN_FILENO) &&
+        tcgetattr(STDIN_FILENO, &term_saved) == 0) {
+        term_raw = term_saved;
+        term_raw.c_lflag &= (tcflag_t) ~(ICANON | ECHO);
+        term_raw.c_cc[VMIN] = 0;
+        term_raw.c_cc[VTIME] = 0;
+        term_is_raw = keys = tcsetattr(STDIN_FILENO, TCSANOW, &term_raw) == 0;
     }
-    if (live)
-        fputs("\033[?1049h\033[?25l", stdout); /* own screen, no cursor */
+    if (live) {
+        sa.sa_handler = on_suspend;
+        sigaction(SIGTSTP, &sa, NULL);
+        fputs(ENTER_SCREEN, stdout);
+    }
+    snprintf(footer, sizeof(footer), "q quit - refreshing every %.1fs",
+             (double)interval_ms / 1000);
 
     while (!top_stop) {
-        frame f = {NULL, 0, 0, live ? terminal_width() : 0};
+        frame f = {NULL, 0, 0, 0};
         char *body = NULL;
         int status = http_get(&t, "/api/overview", &body, err, sizeof(err));
+        int cols = 0, rows = 0;
         jvalue o;
         jparser p;
 
+        if (live)
+            terminal_size(&cols, &rows);
+        f.width = cols;
         memset(&o, 0, sizeof(o));
         if (status == 200) {
             p.s = body;
@@ -719,26 +891,12 @@ static int run(cli *ctx, int argc, char **argv)
             render(&f, url, &o);
         else
             line(&f, "wharf top  %s  console unreachable: %s", url, err);
-        if (live) {
-            line(&f, "%s", "");
-            line(&f, "q quit - refreshing every %.1fs",
-                 (double)interval_ms / 1000);
-        }
         json_free(&o);
         free(body);
-        if (live) {
-            /* Home, each line then clear to its end, clear below. */
-            fputs("\033[H", stdout);
-            for (char *s = f.s, *nl;
-                 s && (nl = memchr(s, '\n', (size_t)(f.s + f.len - s)));
-                 s = nl + 1) {
-                fwrite(s, 1, (size_t)(nl - s), stdout);
-                fputs("\033[K\r\n", stdout);
-            }
-            fputs("\033[J", stdout);
-        } else if (f.s) {
+        if (live)
+            draw(&f, cols, rows, footer);
+        else if (f.s)
             fwrite(f.s, 1, f.len, stdout);
-        }
         free(f.s);
         fflush(stdout);
         if (!live) {
@@ -749,19 +907,27 @@ static int run(cli *ctx, int argc, char **argv)
         }
         {
             struct pollfd in = {STDIN_FILENO, POLLIN, 0};
-            if (poll(&in, raw ? 1 : 0, (int)interval_ms) == 1) {
-                char keys[32];
-                ssize_t n = read(STDIN_FILENO, keys, sizeof(keys));
+            if (poll(&in, keys ? 1 : 0, (int)interval_ms) == 1) {
+                char typed[32];
+                ssize_t n = read(STDIN_FILENO, typed, sizeof(typed));
+                /* A terminal that hung up answers at once for good:
+                 * stop reading it rather than spin. */
+                if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+                    keys = false;
                 for (ssize_t k = 0; k < n; k++)
-                    if (keys[k] == 'q' || keys[k] == 'Q' || keys[k] == 3)
+                    if (typed[k] == 'q' || typed[k] == 'Q' || typed[k] == 3)
                         top_stop = 1;
             }
         }
     }
-    if (live)
-        fputs("\033[?25h\033[?1049l", stdout);
-    if (raw)
-        tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+    if (live) {
+        sa.sa_handler = SIG_DFL;
+        sigaction(SIGTSTP, &sa, NULL);
+        fputs(LEAVE_SCREEN, stdout);
+        fflush(stdout);
+    }
+    if (term_is_raw)
+        tcsetattr(STDIN_FILENO, TCSANOW, &term_saved);
     return code;
 }
 
@@ -769,8 +935,9 @@ const cli_command cmd_top_entry = {
     .name = "top",
     .usage = "[--url http://HOST:PORT] [--interval DUR] [--once]",
     .help = "A live terminal view of a wharfd's console figures: per type the\n"
-            "queue counts, pressure and last minute's outcomes, and the\n"
-            "worker slots, redrawn in place; q quits.\n"
+            "queue counts, pressure, last minute's outcomes and wait and run\n"
+            "percentiles, the worker slots and the hosts, redrawn in place;\n"
+            "q quits, Ctrl-Z suspends.\n"
             "  --url URL       the wharfd ([metrics] listen of the manifest)\n"
             "  --interval DUR  how often to refresh (1s)\n"
             "  --once          print one view and exit\n"

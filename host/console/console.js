@@ -57,32 +57,56 @@ async function api(path, options) {
   return { status: r.status, body: body };
 }
 
-/* A small chart: one polyline per outcome, scaled to the largest step. */
+/* A small chart: one bar per step, ok (green) under retry (amber) under
+ * dead (red), scaled to the busiest step, which the label under it
+ * names. */
 function chart(series) {
   const ns = 'http://www.w3.org/2000/svg';
-  const w = 120, h = 28;
+  const kinds = ['ok', 'retry', 'dead'];
+  const steps = series ? (series.ok || []).length : 0;
+  const bar = 3, h = 30, w = Math.max(1, steps) * bar;
   const svg = document.createElementNS(ns, 'svg');
   svg.setAttribute('class', 'chart');
   svg.setAttribute('width', w);
   svg.setAttribute('height', h);
   svg.setAttribute('viewBox', '0 0 ' + w + ' ' + h);
-  if (!series) return svg;
-  let top = 1;
-  for (const k of ['ok', 'retry', 'dead']) for (const v of series[k] || []) top = Math.max(top, v);
-  for (const k of ['ok', 'retry', 'dead']) {
-    const pts = series[k] || [];
-    const line = document.createElementNS(ns, 'polyline');
-    line.setAttribute('class', k);
-    line.setAttribute('points', pts.map((v, i) =>
-      (i * (w - 1) / Math.max(1, pts.length - 1)).toFixed(1) + ',' +
-      (h - 1 - v * (h - 2) / top).toFixed(1)).join(' '));
-    svg.appendChild(line);
+  const wrap = el('div', null, { class: 'chart-box' }, [svg]);
+  const base = document.createElementNS(ns, 'line');
+  base.setAttribute('class', 'base');
+  base.setAttribute('x1', 0);
+  base.setAttribute('x2', w);
+  base.setAttribute('y1', h - 0.5);
+  base.setAttribute('y2', h - 0.5);
+  svg.appendChild(base);
+  if (!steps) return wrap;
+  let peak = 0;
+  for (let i = 0; i < steps; i++)
+    peak = Math.max(peak, kinds.reduce((a, k) => a + ((series[k] || [])[i] || 0), 0));
+  for (let i = 0; i < steps && peak > 0; i++) {
+    let y = h;
+    for (const k of kinds) {
+      const v = (series[k] || [])[i] || 0;
+      if (!v) continue;
+      /* at least a pixel, so one dead task among thousands shows */
+      const bh = Math.max(1, Math.round(v * (h - 1) / peak));
+      y -= bh;
+      const r = document.createElementNS(ns, 'rect');
+      r.setAttribute('class', k);
+      r.setAttribute('x', i * bar);
+      r.setAttribute('y', y);
+      r.setAttribute('width', bar - 1);
+      r.setAttribute('height', bh);
+      svg.appendChild(r);
+    }
   }
   const title = document.createElementNS(ns, 'title');
   const sum = k => (series[k] || []).reduce((a, b) => a + b, 0);
-  title.textContent = 'last 5 min: ok ' + sum('ok') + ', retry ' + sum('retry') + ', dead ' + sum('dead');
+  title.textContent = 'last ' + Math.round(steps * series.step_s / 60) + ' min, per ' +
+    series.step_s + ' s: ok ' + sum('ok') + ', retry ' + sum('retry') + ', dead ' + sum('dead');
   svg.appendChild(title);
-  return svg;
+  wrap.appendChild(el('div', peak ? 'peak ' + peak + ' / ' + series.step_s + ' s' : 'idle',
+    { class: 'chart-label' }));
+  return wrap;
 }
 
 function pct(h) {
@@ -179,6 +203,7 @@ function renderOverview(o) {
   renderSlots(o);
   renderHosts(o);
   $('actions').hidden = !o.actions || !state.detail;
+  $('read-only').hidden = !!o.actions || !state.detail;
   const names = o.types.map(t => t.type);
   syncTypeSelect($('find-type'), names, true);
   syncTypeSelect($('dead-type'), names, false);
@@ -253,9 +278,15 @@ async function showTask(type, id, keepMessage) {
   $('result-size').textContent = t.result ? t.result.bytes + ' bytes' : '';
   const body = $('fields').tBodies[0];
   clear(body);
-  for (const f of t.fields || [])
-    body.appendChild(el('tr', null, {}, [el('th', f.name), el('td', null, {}, [el('pre', f.value)])]));
-  $('actions').hidden = !(state.overview && state.overview.actions) || !state.detail;
+  for (const f of t.fields || []) {
+    /* times (ms since the epoch) also as a date, as wharf dead show does */
+    const value = /_at$/.test(f.name) && /^[0-9]{12,14}$/.test(f.value)
+      ? f.value + ' (' + when(f.value) + ')' : f.value;
+    body.appendChild(el('tr', null, {}, [el('th', f.name), el('td', null, {}, [el('pre', value)])]));
+  }
+  const actionsOn = !!(state.overview && state.overview.actions);
+  $('actions').hidden = !actionsOn || !state.detail;
+  $('read-only').hidden = actionsOn || !state.detail;
   $('act-replay').disabled = t.status !== 'dead';
   $('act-purge').disabled = t.status !== 'dead';
   $('act-cancel').disabled = t.status !== 'delayed';
