@@ -86,9 +86,9 @@ struct console {
     console_view_fn view_fn;
     void *view_arg;
     console_view v;
-    nodes nodes;      /* its own connections (nodes.h); up or not */
-    pipeline pipe;    /* every command it sends */
-    bool nodes_ready; /* nodes_init done */
+    nodes nodes;         /* its own connections (nodes.h); up or not */
+    pipeline pipe;       /* every command it sends */
+    bool nodes_ready;    /* nodes_init done */
     int64_t retry_at_ms; /* monotonic: no connect attempt before */
     int64_t spent_us;    /* Redis waits in this pass (console.h) */
     int64_t last_sample_ms;
@@ -638,27 +638,27 @@ static void presence(console *c)
     snprintf(what, sizeof(what), "host:%s", c->name);
     key_global(key, sizeof(key), prefix_of(c), what);
     pipeline_addf(redis, key,
-                       "HSET %s name %s types %s workers %s busy %s "
-                       "started_at %s pid %s version %s seen_at %s",
-                       key, c->name, types, workers, busy, started, pid,
-                       WHARF_VERSION, now_text);
+                  "HSET %s name %s types %s workers %s busy %s "
+                  "started_at %s pid %s version %s seen_at %s",
+                  key, c->name, types, workers, busy, started, pid,
+                  WHARF_VERSION, now_text);
     pipeline_addf(redis, key, "PEXPIRE %s %d", key, CONSOLE_PRESENCE_TTL_MS);
     key_global(key, sizeof(key), prefix_of(c), "hosts");
     pipeline_addf(redis, key, "ZADD %s %s %s", key, expires, c->name);
     pipeline_addf(redis, key, "ZREMRANGEBYSCORE %s -inf (%s", key, now_text);
     pipeline_addf(redis, key, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
-                       now_text, HOSTS_MAX);
+                  now_text, HOSTS_MAX);
     /* Gone with the last live host, like every presence key. */
     pipeline_addf(redis, key, "PEXPIRE %s %d", key, CONSOLE_PRESENCE_TTL_MS);
     for (size_t i = 0; i < v->n_types; i++) {
         key_of_type(key, sizeof(key), prefix_of(c), v->types[i], "hosts");
         pipeline_addf(redis, key, "ZADD %s %s %s", key, expires, c->name);
         pipeline_addf(redis, key, "ZREMRANGEBYSCORE %s -inf (%s", key,
-                           now_text);
+                      now_text);
         pipeline_addf(redis, key, "PEXPIRE %s %d", key,
-                           CONSOLE_PRESENCE_TTL_MS);
+                      CONSOLE_PRESENCE_TTL_MS);
         pipeline_addf(redis, key, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
-                           now_text, HOSTS_MAX);
+                      now_text, HOSTS_MAX);
     }
     n_replies = 6 + 4 * v->n_types;
     r = calloc(n_replies, sizeof(*r));
@@ -1024,7 +1024,7 @@ static void dead_page(console *c, http_reply *reply)
     key_of_type(key, sizeof(key), prefix_of(c), type, "dead");
     pipeline_addf(redis, key, "ZCARD %s", key);
     pipeline_addf(redis, key, "ZREVRANGE %s %ld %ld WITHSCORES", key, offset,
-                       offset + limit - 1);
+                  offset + limit - 1);
     if (read_replies(c, head, 2) != 0) {
         unavailable(reply, "2", "redis: the dead set could not be read");
         return;
@@ -1331,9 +1331,9 @@ out:
  * asks it to end. Its reply {word, detail} becomes OK or NOT_FOUND. */
 
 static script replay_script = {.name = "dead_replay",
-                                .source = wharf_lua_dead_replay};
+                               .source = wharf_lua_dead_replay};
 static script purge_script = {.name = "dead_purge",
-                               .source = wharf_lua_dead_purge};
+                              .source = wharf_lua_dead_purge};
 static script cancel_script = {.name = "cancel", .source = wharf_lua_cancel};
 
 /* Each action's script and its keys, in the order of the script's header
@@ -1349,8 +1349,8 @@ typedef struct action_spec {
 static const action_spec action_specs[] = {
     {"cancel",
      &cancel_script,
-     {"policy", "entries", "stream", "delayed", "task:", "seen:", "cancel:",
-      "result:", "dead"}},
+     {"policy", "entries", "stream", "delayed",
+      "task:", "seen:", "cancel:", "result:", "dead"}},
     {"replay",
      &replay_script,
      {"dead", "dead:", "stream", "task:", "delayed", "entries"}},
