@@ -14,6 +14,8 @@
 #   7. bulk enqueue from the C, Python and Node clients in turn, with the
 #      Redis commands each costs per task (they run the same script the
 #      same way, so the figures must be equal).
+#   8. the cluster rows (bench/cluster.sh): one node against a 3-primary
+#      Redis Cluster, and the cost of min_replicas_ack = 1.
 # Only processes it started are stopped, and always. Needs bash, awk and
 # the redis-server/redis-cli/redis-benchmark of scripts/bootstrap.
 set -euo pipefail
@@ -26,7 +28,7 @@ PREFETCH=${BENCH_PREFETCH:-16}
 SINGLE=${BENCH_SINGLE:-20000}
 RATE=${BENCH_RATE:-1000}
 STEADY_SECONDS=${BENCH_STEADY_SECONDS:-5}
-PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,latency}
+PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,latency,cluster}
 CLIENT_TASKS=${BENCH_CLIENT_TASKS:-50000}
 # Another wharfd (say, last release's) to run the processing phase with
 # too, against the same server: its rate is shown beside ours.
@@ -52,18 +54,8 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/wharf-bench.XXXXXX")
 PLUGINS=$(cd "$BUILD/bench" && pwd)
 redis_pid="" wharfd_pid="" watch_pid="" port=""
 
-# Stops what this script started, by pid, whatever happened.
-stop_pid() { # stop_pid PID: TERM, then KILL after 5 s
-    local pid=$1
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 250); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.02
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-}
+# shellcheck source=bench/stop_pid.sh
+. bench/stop_pid.sh
 cleanup() {
     local status=$?
     stop_pid "$watch_pid"
@@ -449,3 +441,9 @@ cat >"$OUT" <<EOF
 EOF
 echo
 echo "results: $OUT"
+if has_phase cluster; then
+    # Its own servers, after ours are stopped: the machine is shared.
+    stop_pid "$redis_pid"
+    redis_pid=""
+    BUILD=$BUILD bash bench/cluster.sh
+fi

@@ -10,6 +10,7 @@
 
 #include <wharf/client.h>
 
+#include "claim.h"
 #include "client_ids.h"
 #include "log.h"
 #include "scripts.h"
@@ -24,8 +25,6 @@
 #define CALL_TASKS 64
 /* Script calls per round trip. */
 #define PIPE_CALLS 16
-/* XREADGROUP's arguments before the streams and their ids. */
-#define CLAIM_ARGS 10
 
 /* One call: the jobs [first, end) it was built from, n of them taken. */
 typedef struct batch_call {
@@ -40,8 +39,6 @@ struct broker_scratch {
     char kinds[CALL_TASKS + 1]; /* finish: one letter per task */
     bool resend;                /* finish: broker_finish_resend */
     batch_call calls[PIPE_CALLS];
-    redisReply *replies[PIPE_CALLS];
-    const char **claim_argv; /* XREADGROUP's, sized for every queue */
 };
 
 static const char *const outcome_names[OUTCOME_COUNT] = {
@@ -68,13 +65,16 @@ int broker_init(broker *b, const config *cfg, const char *const *types,
     }
     if (redis_url_parse(url, &b->url, b->errstr, sizeof(b->errstr)) != 0)
         return -1;
+    nodes_init(&b->nodes, &b->url, cfg->redis_password, BROKER_TIMEOUT_MS);
+    /* Every node the broker reaches has every script before its first
+     * call, so a pipeline of EVALSHA never comes back NOSCRIPT. */
+    nodes_set_scripts(&b->nodes, (const script *const *)scripts_all);
+    pipeline_init(&b->pipe, &b->nodes);
     snprintf(b->consumer, sizeof(b->consumer), "%s", consumer);
     b->queues = calloc(n ? n : 1, sizeof(*b->queues));
     b->scratch = calloc(1, sizeof(*b->scratch));
-    if (b->scratch)
-        b->scratch->claim_argv =
-            calloc(CLAIM_ARGS + 2 * n, sizeof(*b->scratch->claim_argv));
-    if (!b->queues || !b->scratch || !b->scratch->claim_argv) {
+    b->claims = claim_create(n);
+    if (!b->queues || !b->scratch || !b->claims) {
         snprintf(b->errstr, sizeof(b->errstr), "out of memory");
         return -1;
     }
@@ -96,14 +96,30 @@ int broker_init(broker *b, const config *cfg, const char *const *types,
             return -1;
         }
         q->task_prefix_len = strlen(q->task_prefix);
+        q->slot = command_key_slot(q->stream, strlen(q->stream));
     }
     return 0;
 }
 
 void broker_disconnect(broker *b)
 {
-    redisFree(b->redis);
-    b->redis = NULL;
+    claim_drop(b->claims, b->n_queues);
+    nodes_disconnect(&b->nodes);
+}
+
+bool broker_connected(const broker *b)
+{
+    return nodes_up(&b->nodes);
+}
+
+uint64_t broker_round_trips(const broker *b)
+{
+    return b->round_trips + b->pipe.round_trips;
+}
+
+const char *broker_node_of(const broker *b, const broker_queue *q)
+{
+    return nodes_name(&b->nodes, nodes_of_slot(&b->nodes, q->slot));
 }
 
 void broker_destroy(broker *b)
@@ -111,19 +127,21 @@ void broker_destroy(broker *b)
     if (!b)
         return;
     broker_disconnect(b);
+    claim_destroy(b->claims, b->n_queues);
+    b->claims = NULL;
     free(b->queues);
     b->queues = NULL;
     b->n_queues = 0;
-    if (b->scratch) {
-        free(b->scratch->claim_argv);
+    if (b->scratch)
         command_free(&b->scratch->cmd);
-    }
     free(b->scratch);
     b->scratch = NULL;
+    pipeline_free(&b->pipe);
+    nodes_free(&b->nodes);
 }
 
 /* Records a failed command: the connection's error, or the error reply. */
-static void command_failed(broker *b, const char *what, const redisReply *r)
+void broker_failed(broker *b, const char *what, const redisReply *r)
 {
     char where[400];
 
@@ -131,7 +149,7 @@ static void command_failed(broker *b, const char *what, const redisReply *r)
     redis_url_describe(&b->url, where, sizeof(where));
     if (!r)
         snprintf(b->errstr, sizeof(b->errstr), "%s: %s: %s", where, what,
-                 b->redis ? b->redis->errstr : "not connected");
+                 b->pipe.errstr[0] ? b->pipe.errstr : "not connected");
     else if (r->type == REDIS_REPLY_ERROR)
         snprintf(b->errstr, sizeof(b->errstr), "%s: %s: %s", where, what,
                  r->str);
@@ -141,38 +159,55 @@ static void command_failed(broker *b, const char *what, const redisReply *r)
 }
 
 /* An evicted lock, lease or result silently breaks every guarantee, so a
- * Redis that may evict is refused unless the manifest allows it. */
+ * Redis that may evict is refused unless the manifest allows it. On a
+ * cluster each node that serves a queue is asked. */
 static int check_eviction(broker *b)
 {
-    redisReply *r;
+    pipeline *p = &b->pipe;
     int rc = 0;
 
     if (b->cfg->allow_eviction)
         return 0;
-    r = redisCommand(b->redis, "CONFIG GET maxmemory-policy");
-    b->round_trips++;
-    if (!r) {
-        command_failed(b, "CONFIG GET", r);
+    pipeline_reset(p);
+    for (size_t i = 0; i < b->n_queues; i++) {
+        int node = nodes_of_slot(&b->nodes, b->queues[i].slot);
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = nodes_of_slot(&b->nodes, b->queues[k].slot) == node;
+        if (!seen)
+            pipeline_addf(p, b->queues[i].stream,
+                          "CONFIG GET maxmemory-policy");
+    }
+    if (b->n_queues == 0)
+        pipeline_addf(p, NULL, "CONFIG GET maxmemory-policy");
+    if (pipeline_run(p) != 0) {
+        broker_failed(b, "CONFIG GET", NULL);
         return -1;
     }
-    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-        r->element[1]->type == REDIS_REPLY_STRING) {
-        if (strcmp(r->element[1]->str, "noeviction") != 0) {
+    for (size_t i = 0; i < p->n && rc == 0; i++) {
+        const redisReply *r = pipeline_reply(p, i);
+        const char *node = nodes_name(&b->nodes, p->e[i].node);
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+            r->element[1]->type == REDIS_REPLY_STRING) {
+            if (strcmp(r->element[1]->str, "noeviction") != 0) {
+                snprintf(b->errstr, sizeof(b->errstr),
+                         "Redis maxmemory-policy is '%s'%s%s: an evicted "
+                         "lock or result breaks wharf's guarantees; set it "
+                         "to noeviction, or [redis] allow_eviction = yes",
+                         r->element[1]->str, b->nodes.cluster ? " on " : "",
+                         b->nodes.cluster ? node : "");
+                rc = -2;
+            }
+        } else {
             snprintf(b->errstr, sizeof(b->errstr),
-                     "Redis maxmemory-policy is '%s': an evicted lock or "
-                     "result breaks wharf's guarantees; set it to "
-                     "noeviction, or [redis] allow_eviction = yes",
-                     r->element[1]->str);
+                     "cannot read Redis maxmemory-policy (%s); set [redis] "
+                     "allow_eviction = yes to start without the check",
+                     r->type == REDIS_REPLY_ERROR ? r->str
+                                                  : "unexpected reply");
             rc = -2;
         }
-    } else {
-        snprintf(b->errstr, sizeof(b->errstr),
-                 "cannot read Redis maxmemory-policy (%s); set [redis] "
-                 "allow_eviction = yes to start without the check",
-                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-        rc = -2;
     }
-    freeReplyObject(r);
+    pipeline_reset(p);
     return rc;
 }
 
@@ -180,10 +215,12 @@ static int check_eviction(broker *b)
  * the enqueue script and adds it to the types set, in one pipeline. */
 static int setup_queues(broker *b)
 {
+    pipeline *p = &b->pipe;
     char types_key[KEY_MAX];
     int rc = 0;
 
     key_global(types_key, sizeof(types_key), b->cfg->prefix, "types");
+    pipeline_reset(p);
     for (size_t i = 0; i < b->n_queues; i++) {
         const broker_queue *q = &b->queues[i];
         char max_payload[24], max_backlog[24], ttl[24], visibility[24];
@@ -195,31 +232,32 @@ static int setup_queues(broker *b)
         snprintf(ttl, sizeof(ttl), "%" PRId64, q->pol->idempotency_ttl_ms);
         snprintf(visibility, sizeof(visibility), "%" PRId64,
                  q->pol->visibility_timeout_ms);
-        redisAppendCommand(b->redis, "XGROUP CREATE %s %s 0 MKSTREAM",
-                           q->stream, WHARF_GROUP);
-        redisAppendCommand(
-            b->redis,
-            "HSET %s max_payload %s max_backlog %s idempotency %s "
-            "idempotency_ttl %s visibility_timeout %s protocol %d",
-            q->policy_key, max_payload, max_backlog,
-            q->pol->idempotency == IDEMPOTENCY_NONE ? "none" : "payload", ttl,
-            visibility, WHARF_PROTOCOL);
-        redisAppendCommand(b->redis, "SADD %s %s", types_key, q->type);
+        pipeline_addf(p, q->stream, "XGROUP CREATE %s %s 0 MKSTREAM", q->stream,
+                      WHARF_GROUP);
+        pipeline_addf(p, q->policy_key,
+                      "HSET %s max_payload %s max_backlog %s idempotency %s "
+                      "idempotency_ttl %s visibility_timeout %s protocol %d",
+                      q->policy_key, max_payload, max_backlog,
+                      q->pol->idempotency == IDEMPOTENCY_NONE ? "none"
+                                                              : "payload",
+                      ttl, visibility, WHARF_PROTOCOL);
+        /* Its own command: the set is in no type's slot. */
+        pipeline_addf(p, types_key, "SADD %s %s", types_key, q->type);
     }
-    b->round_trips++;
-    for (size_t i = 0; i < 3 * b->n_queues; i++) {
-        redisReply *r = NULL;
-        if (redisGetReply(b->redis, (void **)&r) != REDIS_OK) {
-            command_failed(b, "setting up queues", NULL);
-            return -1;
-        }
+    if (pipeline_run(p) != 0) {
+        broker_failed(b, "setting up queues", NULL);
+        pipeline_reset(p);
+        return -1;
+    }
+    for (size_t i = 0; i < p->n && rc == 0; i++) {
+        const redisReply *r = pipeline_reply(p, i);
         if (r->type == REDIS_REPLY_ERROR &&
-            strncmp(r->str, "BUSYGROUP", 9) != 0 && rc == 0) {
-            command_failed(b, "setting up queues", r);
+            strncmp(r->str, "BUSYGROUP", 9) != 0) {
+            broker_failed(b, "setting up queues", r);
             rc = -1;
         }
-        freeReplyObject(r);
     }
+    pipeline_reset(p);
     return rc;
 }
 
@@ -228,22 +266,19 @@ int broker_connect(broker *b)
     int rc;
 
     broker_disconnect(b);
-    b->redis = redis_url_connect(&b->url, b->cfg->redis_password, b->timeout_ms,
-                                 b->errstr, sizeof(b->errstr));
-    if (!b->redis) {
+    b->nodes.timeout_ms = b->timeout_ms;
+    rc = nodes_connect(&b->nodes);
+    b->round_trips++;
+    if (rc != 0) {
         b->redis_errors++;
-        /* A refused password does not fix itself by retrying. */
-        return redis_url_auth_refused(b->errstr) ? -2 : -1;
+        snprintf(b->errstr, sizeof(b->errstr), "%s", b->nodes.errstr);
+        /* A refused password, a seed not in cluster mode or a master no
+         * sentinel knows do not fix themselves by retrying. */
+        return rc;
     }
     rc = check_eviction(b);
     if (rc == 0)
         rc = setup_queues(b);
-    for (size_t i = 0; rc == 0 && scripts_all[i]; i++) {
-        b->round_trips++;
-        if (script_load(b->redis, scripts_all[i], b->errstr,
-                        sizeof(b->errstr)) != 0)
-            rc = -1;
-    }
     if (rc != 0) {
         broker_disconnect(b);
         return rc;
@@ -259,43 +294,9 @@ int broker_connect(broker *b)
 
 redisReply *broker_claim(broker *b, unsigned count, int block_ms)
 {
-    size_t n = b->n_queues;
-    size_t argc = 0;
-    const char **argv = b->scratch->claim_argv;
-    char count_text[16], block_text[16];
-    bool history = false;
-    redisReply *r = NULL;
-
-    if (!b->redis)
+    if (!broker_connected(b))
         return NULL;
-    for (size_t i = 0; i < n; i++)
-        history = history || !b->queues[i].history_done;
-    snprintf(count_text, sizeof(count_text), "%u", count ? count : 1);
-    snprintf(block_text, sizeof(block_text), "%d", block_ms);
-    argv[argc++] = "XREADGROUP";
-    argv[argc++] = "GROUP";
-    argv[argc++] = WHARF_GROUP;
-    argv[argc++] = b->consumer;
-    argv[argc++] = "COUNT";
-    argv[argc++] = count_text;
-    if (!history && block_ms > 0) {
-        argv[argc++] = "BLOCK";
-        argv[argc++] = block_text;
-    }
-    argv[argc++] = "STREAMS";
-    for (size_t i = 0; i < n; i++)
-        argv[argc++] = b->queues[i].stream;
-    for (size_t i = 0; i < n; i++)
-        argv[argc++] =
-            b->queues[i].history_done ? ">" : b->queues[i].history_from;
-    r = redisCommandArgv(b->redis, (int)argc, argv, NULL);
-    b->round_trips++;
-    if (!r || r->type == REDIS_REPLY_ERROR) {
-        command_failed(b, "XREADGROUP", r);
-        freeReplyObject(r);
-        return NULL;
-    }
-    return r;
+    return claim_next(b, count, block_ms);
 }
 
 static broker_queue *queue_of_stream(broker *b, const char *stream)
@@ -372,14 +373,13 @@ redisReply *broker_autoclaim(broker *b, broker_queue *q, int64_t min_idle_ms,
 {
     redisReply *r;
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return NULL;
-    r = redisCommand(b->redis, "XAUTOCLAIM %s %s %s %lld 0-0 COUNT %u",
-                     q->stream, WHARF_GROUP, b->consumer,
-                     (long long)min_idle_ms, count);
-    b->round_trips++;
+    r = pipeline_command(
+        &b->pipe, q->stream, "XAUTOCLAIM %s %s %s %lld 0-0 COUNT %u", q->stream,
+        WHARF_GROUP, b->consumer, (long long)min_idle_ms, count);
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
-        command_failed(b, "XAUTOCLAIM", r);
+        broker_failed(b, "XAUTOCLAIM", r);
         freeReplyObject(r);
         return NULL;
     }
@@ -390,13 +390,12 @@ redisReply *broker_entry(broker *b, broker_queue *q, const char *entry_id)
 {
     redisReply *r;
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return NULL;
-    r = redisCommand(b->redis, "XRANGE %s %s %s", q->stream, entry_id,
-                     entry_id);
-    b->round_trips++;
+    r = pipeline_command(&b->pipe, q->stream, "XRANGE %s %s %s", q->stream,
+                         entry_id, entry_id);
     if (!r || r->type != REDIS_REPLY_ARRAY) {
-        command_failed(b, "XRANGE", r);
+        broker_failed(b, "XRANGE", r);
         freeReplyObject(r);
         return NULL;
     }
@@ -411,15 +410,14 @@ int broker_heartbeat(broker *b, const char *key, const char *value,
     redisReply *r;
     int rc = -1;
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return -1;
     snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
-    b->round_trips++;
-    r = script_run(b->redis, &script_heartbeat, 1, 3, argv, NULL);
+    r = pipeline_script(&b->pipe, &script_heartbeat, 1, 3, argv, NULL);
     if (r && r->type == REDIS_REPLY_INTEGER)
         rc = r->integer == 1 ? 1 : 0;
     else
-        command_failed(b, "heartbeat", r);
+        broker_failed(b, "heartbeat", r);
     freeReplyObject(r);
     return rc;
 }
@@ -430,14 +428,13 @@ int broker_release_key(broker *b, const char *key, const char *value)
     redisReply *r;
     int rc = -1;
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return -1;
-    b->round_trips++;
-    r = script_run(b->redis, &script_release, 1, 2, argv, NULL);
+    r = pipeline_script(&b->pipe, &script_release, 1, 2, argv, NULL);
     if (r && r->type == REDIS_REPLY_INTEGER)
         rc = 0;
     else
-        command_failed(b, "release", r);
+        broker_failed(b, "release", r);
     freeReplyObject(r);
     return rc;
 }
@@ -454,6 +451,7 @@ int broker_release_key(broker *b, const char *key, const char *value)
 typedef struct batch_ops {
     const script *s;
     const char *what; /* for messages */
+    bool durable;     /* WAIT for min_replicas_ack replicas after it */
     size_t max_tasks; /* per call */
     bool (*takes)(const broker_job *j);
     bool (*shares)(const broker *b, const broker_job *a, const broker_job *c);
@@ -521,17 +519,21 @@ static void begin_call(broker *b, const script *s)
     command_evalsha(&b->scratch->cmd, s->sha);
 }
 
-/* Appends the built call to the connection's output, encoded by hand
- * (command.h says why). 0, or -1 when it could not be built. */
-static int append_call(broker *b)
+/* Runs the one call built in the scratch's command: its reply (caller
+ * frees), or NULL with b->errstr set. */
+static redisReply *run_call(broker *b, const script *s)
 {
-    command *cmd = &b->scratch->cmd;
+    pipeline *p = &b->pipe;
+    redisReply *r = NULL;
 
-    if (command_append(cmd, b->redis) == 0)
-        return 0;
-    snprintf(b->errstr, sizeof(b->errstr), "building a script call: %s",
-             cmd->err ? strerror(cmd->err) : "hiredis refused it");
-    return -1;
+    pipeline_reset(p);
+    if (pipeline_add_command(p, -1, &b->scratch->cmd, s) == 0 &&
+        pipeline_run(p) == 0)
+        r = pipeline_take(p, 0);
+    if (!r)
+        broker_failed(b, s->name, NULL);
+    pipeline_reset(p);
+    return r;
 }
 
 long broker_renew(broker *b, broker_queue *q, const char *consumer,
@@ -543,7 +545,7 @@ long broker_renew(broker *b, broker_queue *q, const char *consumer,
     long result = -1;
     redisReply *r;
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return -1;
     /* A worker may hold hundreds of tasks of a type: the call grows with
      * them (3n + 4 arguments), with no limit. */
@@ -558,14 +560,11 @@ long broker_renew(broker *b, broker_queue *q, const char *consumer,
         push_str(b, entry_ids[i]);
     for (size_t i = 0; i < n; i++)
         push_str(b, tokens[i]);
-    b->round_trips++;
-    r = script_run_command(b->redis, &script_renew, cmd);
+    r = run_call(b, &script_renew);
     if (r && r->type == REDIS_REPLY_INTEGER)
         result = (long)r->integer;
-    else if (!r && cmd->err)
-        snprintf(b->errstr, sizeof(b->errstr), "renew: %s", strerror(cmd->err));
-    else
-        command_failed(b, "renew", r);
+    else if (r)
+        broker_failed(b, "renew", r);
     freeReplyObject(r);
     return result;
 }
@@ -599,91 +598,78 @@ static bool next_call(const broker *b, const batch_ops *ops,
     return true;
 }
 
-/* A call answered NOSCRIPT (the server lost its scripts): loads the
- * script and makes the call again, now that no pipelined reply is left
- * to read. The reply, or NULL on a connection error. */
-static redisReply *call_again(broker *b, const batch_ops *ops, broker_job *jobs,
-                              const batch_call *c)
+/* After a durable call's WAIT: says once when replicas stop keeping up
+ * with min_replicas_ack, and once when they are back. A finish Redis took
+ * stays taken; what a failover could lose then is the finish itself, and
+ * the task would run again. */
+static void replicas_acked(broker *b, int fewest)
 {
-    broker_scratch *sc = b->scratch;
-    char err[256];
+    bool short_now = fewest < (int)b->cfg->min_replicas_ack;
 
-    b->round_trips++;
-    if (script_load(b->redis, ops->s, err, sizeof(err)) != 0 && b->redis->err)
-        return NULL;
-    ops->build(b, jobs, c);
-    b->round_trips++;
-    return command_run(&sc->cmd, b->redis);
+    if (short_now == b->replicas_short)
+        return;
+    b->replicas_short = short_now;
+    if (short_now)
+        log_fields(WHARF_LOG_WARN,
+                   "finish: fewer replicas than min_replicas_ack acknowledged "
+                   "it in time; a failover now could run such tasks again",
+                   (log_field[]){
+                       LOG_INT("acknowledged", fewest),
+                       LOG_INT("min_replicas_ack", b->cfg->min_replicas_ack)},
+                   2);
+    else
+        log_msg(WHARF_LOG_INFO, "finish: replicas acknowledge again");
 }
 
-/* Appends the calls of one round trip: how many (0 when no job is
- * left), or -1 when out of memory. */
-static int send_calls(broker *b, const batch_ops *ops, broker_job *jobs,
-                      size_t n, size_t *cursor)
-{
-    broker_scratch *sc = b->scratch;
-    int calls = 0;
-
-    while (calls < PIPE_CALLS &&
-           next_call(b, ops, jobs, n, cursor, &sc->calls[calls])) {
-        ops->build(b, jobs, &sc->calls[calls]);
-        if (append_call(b) != 0)
-            return -1;
-        calls++;
-    }
-    return calls;
-}
-
-/* Runs ops over the jobs it takes, PIPE_CALLS calls a round trip. Each
- * reply is applied as it is read, so if the connection breaks the jobs
- * answered so far know it (a begun lock is then released). A NOSCRIPT
- * reply is kept until every reply of the round trip is read, and its
- * call made again then. 0, or -1 on a connection error (the jobs not
- * answered are left as they were). */
+/* Runs ops over the jobs it takes, up to PIPE_CALLS calls a round trip,
+ * each call sent to the node of its queue, every node at once (see
+ * pipeline.h: redirections and NOSCRIPT are settled there). Every reply
+ * that came is applied, even when the round trip broke, so the jobs
+ * answered know it (a begun lock is then released). 0, or -1 on a
+ * connection error (the jobs not answered are left as they were). */
 static int run_batch(broker *b, const batch_ops *ops, broker_job *jobs,
                      size_t n)
 {
     broker_scratch *sc = b->scratch;
+    pipeline *p = &b->pipe;
     size_t cursor = 0;
-    int calls, rc = -1;
+    int rc = 0;
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return -1;
-    while ((calls = send_calls(b, ops, jobs, n, &cursor)) > 0) {
-        b->round_trips++;
-        for (int i = 0; i < calls; i++) {
-            void *r = NULL;
-            if (redisGetReply(b->redis, &r) != REDIS_OK)
-                goto out;
-            if (script_is_noscript(r)) {
-                sc->replies[i] = r;
-                continue;
+    while (rc == 0) {
+        int calls = 0;
+        pipeline_reset(p);
+        while (calls < PIPE_CALLS &&
+               next_call(b, ops, jobs, n, &cursor, &sc->calls[calls])) {
+            ops->build(b, jobs, &sc->calls[calls]);
+            if (pipeline_add_command(
+                    p, (long)jobs[sc->calls[calls].first].queue->slot, &sc->cmd,
+                    ops->s) != 0) {
+                snprintf(b->errstr, sizeof(b->errstr),
+                         "building a script call: %s", p->errstr);
+                pipeline_reset(p);
+                return -1;
             }
-            ops->apply(b, jobs, &sc->calls[i], r);
-            freeReplyObject(r);
+            calls++;
         }
-        for (int i = 0; i < calls; i++) {
-            if (!sc->replies[i])
-                continue;
-            freeReplyObject(sc->replies[i]);
-            sc->replies[i] = call_again(b, ops, jobs, &sc->calls[i]);
-            if (!sc->replies[i])
-                goto out;
-            ops->apply(b, jobs, &sc->calls[i], sc->replies[i]);
-            freeReplyObject(sc->replies[i]);
-            sc->replies[i] = NULL;
-        }
+        if (calls == 0)
+            break;
+        p->wait = ops->durable && b->cfg->min_replicas_ack > 0;
+        p->min_replicas = (int)b->cfg->min_replicas_ack;
+        p->wait_timeout_ms = (int)b->cfg->min_replicas_timeout_ms;
+        if (pipeline_run(p) != 0)
+            rc = -1;
+        for (int i = 0; i < calls; i++)
+            if (pipeline_reply(p, (size_t)i))
+                ops->apply(b, jobs, &sc->calls[i],
+                           pipeline_reply(p, (size_t)i));
+        if (p->wait && rc == 0)
+            replicas_acked(b, p->fewest_acks);
     }
-    if (calls == 0)
-        rc = 0;
-out:
-    if (rc != 0) {
-        for (int i = 0; i < PIPE_CALLS; i++) {
-            freeReplyObject(sc->replies[i]);
-            sc->replies[i] = NULL;
-        }
-        command_failed(b, ops->what, NULL);
-    }
+    if (rc != 0)
+        broker_failed(b, ops->what, NULL);
+    pipeline_reset(p);
     return rc;
 }
 
@@ -734,7 +720,7 @@ static void begin_build(broker *b, broker_job *jobs, const batch_call *c)
 /* r: the error (or unexpected) reply, for the call or for j alone. */
 static void begin_failed(broker *b, broker_job *j, const redisReply *r)
 {
-    command_failed(b, "begin", r);
+    broker_failed(b, "begin", r);
     log_fields(WHARF_LOG_ERROR, "begin failed",
                (log_field[]){LOG_STR("task", j->e.task.id),
                              LOG_STR("type", j->queue->type),
@@ -814,7 +800,7 @@ int broker_begin(broker *b, broker_job *jobs, size_t n)
     unsigned char random[8];
     char owner[17];
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return -1;
     if (client_random_bytes(random, sizeof(random)) != 0) {
         snprintf(b->errstr, sizeof(b->errstr),
@@ -975,7 +961,7 @@ static task_outcome outcome_done(const broker_job *j)
 static void finish_failed(broker *b, broker_job *j, const redisReply *r)
 {
     j->outcome = OUTCOME_STALE;
-    command_failed(b, "finish", r);
+    broker_failed(b, "finish", r);
     log_fields(WHARF_LOG_ERROR, "finish failed; the task stays pending",
                (log_field[]){LOG_STR("task", j->e.task.id),
                              LOG_STR("type", j->queue->type),
@@ -1018,6 +1004,7 @@ static void finish_apply(broker *b, broker_job *jobs, const batch_call *c,
 static const batch_ops finish_ops = {
     .s = &script_finish,
     .what = "finish",
+    .durable = true,
     .max_tasks = CALL_TASKS,
     .takes = job_finishes,
     .shares = same_owner,
@@ -1074,7 +1061,7 @@ static void release_apply(broker *b, broker_job *jobs, const batch_call *c,
     /* An error reply (a key of the wrong type) cannot be fixed by trying
      * again: the lock expires with its TTL. */
     if (r->type == REDIS_REPLY_ERROR)
-        command_failed(b, "release", r);
+        broker_failed(b, "release", r);
     j->begin = BEGIN_NONE;
     j->owner[0] = '\0';
     j->token[0] = '\0';
@@ -1118,22 +1105,15 @@ static long move_ids(broker *b, const script *s, const broker_queue *q,
         push_str(b, lead_arg);
     for (size_t i = 0; i < ids->elements; i++)
         push(b, ids->element[i]->str, ids->element[i]->len);
-    b->round_trips++;
-    r = script_run_command(b->redis, s, cmd);
-    if (!r) {
-        if (cmd->err)
-            snprintf(b->errstr, sizeof(b->errstr), "%s: %s", s->name,
-                     strerror(cmd->err));
-        else
-            command_failed(b, s->name, NULL);
+    r = run_call(b, s);
+    if (!r)
         return -1;
-    }
     if (r->type == REDIS_REPLY_INTEGER) {
         result = (long)r->integer;
     } else {
         /* The connection is fine; the ids stay where they are and the
          * next pass tries them again. */
-        command_failed(b, s->name, r);
+        broker_failed(b, s->name, r);
         log_fields(WHARF_LOG_ERROR, "maintenance script failed",
                    (log_field[]){LOG_STR("type", q->type),
                                  LOG_STR("error", b->errstr)},
@@ -1158,7 +1138,7 @@ long broker_promote(broker *b)
     long total = 0;
     char limit[16];
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return -1;
     snprintf(limit, sizeof(limit), "%d", BROKER_MOVE_BATCH);
     for (size_t i = 0; i < b->n_queues; i++) {
@@ -1169,14 +1149,13 @@ long broker_promote(broker *b)
             redisReply *due;
             long moved;
 
-            b->round_trips++;
-            due = script_run(b->redis, &script_due, 1, 2, due_args, NULL);
+            due = pipeline_script(&b->pipe, &script_due, 1, 2, due_args, NULL);
             if (!due) {
-                command_failed(b, "due", NULL);
+                broker_failed(b, "due", NULL);
                 return -1;
             }
             if (due->type != REDIS_REPLY_ARRAY || !all_strings(due)) {
-                command_failed(b, "due", due);
+                broker_failed(b, "due", due);
                 freeReplyObject(due);
                 break;
             }
@@ -1200,7 +1179,7 @@ long broker_trim_dead(broker *b)
 {
     long total = 0;
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return -1;
     for (size_t i = 0; i < b->n_queues; i++) {
         broker_queue *q = &b->queues[i];
@@ -1208,12 +1187,12 @@ long broker_trim_dead(broker *b)
             long long size, excess;
             char max[24];
             const char *keys[1] = {q->dead};
-            redisReply *r = redisCommand(b->redis, "ZCARD %s", q->dead);
+            redisReply *r =
+                pipeline_command(&b->pipe, q->dead, "ZCARD %s", q->dead);
             long removed;
 
-            b->round_trips++;
             if (!r || r->type != REDIS_REPLY_INTEGER) {
-                command_failed(b, "ZCARD", r);
+                broker_failed(b, "ZCARD", r);
                 freeReplyObject(r);
                 return r ? total : -1;
             }
@@ -1224,10 +1203,10 @@ long broker_trim_dead(broker *b)
                 break;
             if (excess > BROKER_MOVE_BATCH)
                 excess = BROKER_MOVE_BATCH;
-            r = redisCommand(b->redis, "ZRANGE %s 0 %lld", q->dead, excess - 1);
-            b->round_trips++;
+            r = pipeline_command(&b->pipe, q->dead, "ZRANGE %s 0 %lld", q->dead,
+                                 excess - 1);
             if (!r || r->type != REDIS_REPLY_ARRAY || !all_strings(r)) {
-                command_failed(b, "ZRANGE", r);
+                broker_failed(b, "ZRANGE", r);
                 freeReplyObject(r);
                 return r ? total : -1;
             }

@@ -17,6 +17,8 @@
 #include "context.h"
 #include "entry.h"
 #include "keys.h"
+#include "nodes.h"
+#include "pipeline.h"
 #include "redis_url.h"
 
 /* How a task's run ended; the numbers index metrics arrays. */
@@ -62,6 +64,7 @@ typedef struct broker_queue {
     char fence[KEY_MAX];
     char policy_key[KEY_MAX];
     char entries[KEY_MAX];     /* the id -> stream entry index */
+    unsigned slot; /* the Redis Cluster slot of every key of the type */
     char task_prefix[KEY_MAX]; /* "<prefix>:{<type>}:", for task keys */
     size_t task_prefix_len;
     bool history_done;     /* this consumer's own pending entries were read */
@@ -94,19 +97,25 @@ typedef struct broker_job {
 /* Argument arrays of batched script calls, made once (broker.c). */
 typedef struct broker_scratch broker_scratch;
 
+/* How a worker claims (claim.h). */
+typedef struct claim_state claim_state;
+
 typedef struct broker {
     const config *cfg;
     redis_url url;
-    redisContext *redis; /* NULL while disconnected */
-    char consumer[256];  /* <hostname>:<instance>:<slot> */
+    nodes nodes;        /* the Redis nodes (one unless a cluster); nodes.h */
+    pipeline pipe;      /* every command but a single Redis's claims */
+    char consumer[256]; /* <hostname>:<instance>:<slot> */
     broker_queue *queues;
     size_t n_queues;
     broker_scratch *scratch;
+    claim_state *claims;
     int timeout_ms;       /* connect and command timeout: broker_init
                              sets BROKER_TIMEOUT_MS; a caller may lower
                              it before broker_connect */
-    uint64_t round_trips; /* every command or pipeline flush */
+    uint64_t round_trips; /* claims and connects; the pipe counts its own */
     uint64_t redis_errors;
+    bool replicas_short; /* the last finish's WAIT came up short */
     char errstr[1024];
 } broker;
 
@@ -128,13 +137,31 @@ int broker_connect(broker *b);
 /* Drops the connection (it is made again by broker_connect). */
 void broker_disconnect(broker *b);
 
+/* True while connected (since the last broker_connect that succeeded). */
+bool broker_connected(const broker *b);
+
+/* Every round trip so far: a command, a pipeline flush, a redirection
+ * followed. */
+uint64_t broker_round_trips(const broker *b);
+
+/* "host:port" of the node that serves q, or "" while disconnected. */
+const char *broker_node_of(const broker *b, const broker_queue *q);
+
+/* Records a failed command about `what` in b->errstr: r's error, or (r
+ * NULL) the pipeline's reason; counts it in redis_errors. */
+void broker_failed(broker *b, const char *what, const redisReply *r);
+
 /* Disconnects and frees. Accepts NULL members. */
 void broker_destroy(broker *b);
 
-/* One XREADGROUP over every queue, up to count entries per queue; blocks
- * up to block_ms once every queue's own pending entries are read. Returns
- * the reply (caller frees; NULL reply elements mean nothing came), or NULL
- * on a connection error. Parses nothing. */
+/* Claims up to count entries per queue. On a single Redis: one
+ * XREADGROUP over every queue, blocking up to block_ms once every queue's
+ * own pending entries are read. On a cluster (no command reads two
+ * slots): one XREADGROUP per queue without BLOCK, every node at once,
+ * again after a short pause while all are empty, for up to block_ms.
+ * Returns the reply, [[stream, entries], ...] (caller frees; NULL reply
+ * elements mean nothing came), or NULL on a connection error. Parses
+ * nothing. */
 redisReply *broker_claim(broker *b, unsigned count, int block_ms);
 
 /* Turns a claim reply into jobs (at most max), parsing each entry.

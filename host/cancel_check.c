@@ -12,29 +12,29 @@ int cancel_check(broker *b, const char *const *types, const char *const *ids,
     char key[KEY_MAX];
     bool answer[n ? n : 1];
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return -1;
+    pipeline_reset(&b->pipe);
     for (size_t i = 0; i < n; i++) {
         key_of_task(key, sizeof(key), b->cfg->prefix, types[i], "cancel",
                     ids[i]);
-        if (redisAppendCommand(b->redis, "GET %s", key) != REDIS_OK)
+        if (pipeline_addf(&b->pipe, key, "GET %s", key) != 0)
             return -1;
     }
-    if (n > 0)
-        b->round_trips++;
+    if (n > 0 && pipeline_run(&b->pipe) != 0) {
+        snprintf(b->errstr, sizeof(b->errstr), "cancel check: %s",
+                 b->pipe.errstr);
+        b->redis_errors++;
+        pipeline_reset(&b->pipe);
+        return -1;
+    }
     for (size_t i = 0; i < n; i++) {
-        redisReply *r = NULL;
-        if (redisGetReply(b->redis, (void **)&r) != REDIS_OK) {
-            snprintf(b->errstr, sizeof(b->errstr), "cancel check: %s",
-                     b->redis->errstr);
-            b->redis_errors++;
-            return -1;
-        }
+        const redisReply *r = pipeline_reply(&b->pipe, i);
         /* An error reply (a key of another type) is no request. */
         answer[i] =
             r->type == REDIS_REPLY_STRING && strcmp(r->str, entry_ids[i]) == 0;
-        freeReplyObject(r);
     }
+    pipeline_reset(&b->pipe);
     memcpy(cancelled, answer, n * sizeof(*cancelled));
     return 0;
 }

@@ -395,6 +395,10 @@ static const key_spec redis_keys[] = {
     HOST("prefix", VALUE_NAME, prefix, 0, 0, NULL),
     HOST("data_dir", VALUE_PATH, data_dir, 0, 0, NULL),
     HOST("allow_eviction", VALUE_BOOL, allow_eviction, 0, 1, NULL),
+    HOST("min_replicas_ack", VALUE_NUMBER, min_replicas_ack, 0, 100, NULL),
+    /* Under the 5 s I/O timeout of every connection. */
+    HOST("min_replicas_timeout", VALUE_DURATION, min_replicas_timeout_ms, 1,
+         4000, NULL),
     {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL},
 };
 
@@ -1358,6 +1362,8 @@ static config *config_new(const char *path)
     cfg->prefix = xstrdup("wharf");
     cfg->data_dir = xstrdup("./data");
     cfg->allow_eviction = false;
+    cfg->min_replicas_ack = 0;
+    cfg->min_replicas_timeout_ms = 1000;
     cfg->metrics_listen = xstrdup("127.0.0.1:9464");
     cfg->log_level = WHARF_LOG_INFO;
     cfg->log_format = LOG_FORMAT_JSON;

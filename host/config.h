@@ -91,6 +91,9 @@ typedef struct config {
     char *prefix;
     char *data_dir; /* absolute */
     bool allow_eviction;
+    unsigned min_replicas_ack;       /* WAIT for this many after each
+                                        finish and enqueue; 0 = none */
+    int64_t min_replicas_timeout_ms; /* how long that WAIT may take */
 
     /* [metrics] */
     char *metrics_listen; /* "host:port", or NULL when "off" */

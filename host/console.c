@@ -19,6 +19,8 @@
 #include "keys.h"
 #include "log.h"
 #include "lua_sources.h"
+#include "nodes.h"
+#include "pipeline.h"
 #include "redis_url.h"
 #include "script.h"
 
@@ -84,7 +86,9 @@ struct console {
     console_view_fn view_fn;
     void *view_arg;
     console_view v;
-    redisContext *redis;
+    nodes nodes;         /* its own connections (nodes.h); up or not */
+    pipeline pipe;       /* every command it sends */
+    bool nodes_ready;    /* nodes_init done */
     int64_t retry_at_ms; /* monotonic: no connect attempt before */
     int64_t spent_us;    /* Redis waits in this pass (console.h) */
     int64_t last_sample_ms;
@@ -320,88 +324,95 @@ static void say_down(console *c, const char *what, const char *why)
     c->said_down = true;
 }
 
-/* The console's connection, made if due and if the budget allows: NULL
- * while Redis is away. Connecting and its first command each wait at most
- * half of what is left of the budget. */
-static redisContext *connection(console *c)
+/* The console's pipeline, reset, with its nodes found if due and if the
+ * budget allows: NULL while Redis is away. Connecting and its first
+ * command each wait at most half of what is left of the budget. */
+static pipeline *connection(console *c)
 {
     int64_t now = slots_now_ms(), start = mono_us();
     int timeout_ms = (int)(budget_left_us(c) / 2000);
     redis_url url;
     char err[512];
 
-    if (c->redis)
-        return c->redis;
+    if (c->nodes_ready)
+        pipeline_reset(&c->pipe);
+    if (nodes_up(&c->nodes))
+        return &c->pipe;
     if (now < c->retry_at_ms || timeout_ms < 1)
         return NULL;
     c->retry_at_ms = now + RECONNECT_EVERY_MS;
-    if (redis_url_parse(c->redis_url, &url, err, sizeof(err)) != 0)
+    if (!c->nodes_ready) {
+        if (redis_url_parse(c->redis_url, &url, err, sizeof(err)) != 0)
+            return NULL;
+        nodes_init(&c->nodes, &url, c->v.cfg->redis_password, timeout_ms);
+        pipeline_init(&c->pipe, &c->nodes);
+        c->nodes_ready = true;
+    }
+    c->nodes.timeout_ms = timeout_ms;
+    if (nodes_connect(&c->nodes) != 0) {
+        c->spent_us += mono_us() - start;
+        say_down(c, "console: redis unreachable", c->nodes.errstr);
         return NULL;
-    c->redis = redis_url_connect(&url, c->v.cfg->redis_password, timeout_ms,
-                                 err, sizeof(err));
+    }
     c->spent_us += mono_us() - start;
-    if (!c->redis)
-        say_down(c, "console: redis unreachable", err);
-    return c->redis;
+    return &c->pipe;
 }
 
-/* Drops the connection after an error or a wait that outran the budget
+/* Drops the connections after an error or a wait that outran the budget
  * (the next use connects again, no sooner than RECONNECT_EVERY_MS). */
 static void lost(console *c, const char *why)
 {
-    if (c->redis) {
+    if (nodes_up(&c->nodes)) {
         say_down(c, "console: redis command failed", why);
-        redisFree(c->redis);
-        c->redis = NULL;
+        nodes_disconnect(&c->nodes);
         c->retry_at_ms = slots_now_ms() + RECONNECT_EVERY_MS;
     }
 }
 
-/* Reads one reply into *r, waiting at most what is left of the budget.
- * 0, or -1 (*r NULL) after dropping the connection. */
-static int get_reply(console *c, redisReply **r)
+/* Runs the pipeline, every node's waits within what is left of the
+ * budget. 0, or -1 after dropping the connections. */
+static int run_pipe(console *c)
 {
     int64_t left = budget_left_us(c), start = mono_us();
     struct timeval tv = {(time_t)(left / 1000000),
                          (suseconds_t)(left % 1000000)};
     int rc;
 
-    *r = NULL;
     if (left == 0) {
         lost(c, "the console's time for redis in this turn of the loop "
                 "ran out");
         return -1;
     }
-    if (redisSetTimeout(c->redis, tv) != REDIS_OK) {
-        lost(c, "cannot set the timeout");
-        return -1;
-    }
-    rc = redisGetReply(c->redis, (void **)r);
+    for (size_t i = 0; i < c->nodes.n; i++)
+        if (c->nodes.list[i].redis &&
+            redisSetTimeout(c->nodes.list[i].redis, tv) != REDIS_OK) {
+            lost(c, "cannot set the timeout");
+            return -1;
+        }
+    c->nodes.timeout_ms = left / 1000 > 0 ? (int)(left / 1000) : 1;
+    rc = pipeline_run(&c->pipe);
     c->spent_us += mono_us() - start;
-    if (rc != REDIS_OK) {
-        *r = NULL;
-        lost(c, c->redis->errstr[0] ? c->redis->errstr : "no reply");
+    if (rc != 0) {
+        lost(c, c->pipe.errstr[0] ? c->pipe.errstr : "no reply");
         return -1;
     }
     c->said_down = false;
     return 0;
 }
 
-/* Reads n pipelined replies into r (NULL-filled on failure). 0, or -1
- * after dropping the connection. */
+/* Runs the pipeline and takes its n replies into r (NULL-filled on
+ * failure). 0, or -1 after dropping the connections. */
 static int read_replies(console *c, redisReply **r, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         r[i] = NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (get_reply(c, &r[i]) != 0) {
-            for (size_t k = 0; k < i; k++) {
-                freeReplyObject(r[k]);
-                r[k] = NULL;
-            }
-            return -1;
-        }
+    if (c->pipe.n != n || run_pipe(c) != 0) {
+        pipeline_reset(&c->pipe);
+        return -1;
     }
+    for (size_t i = 0; i < n; i++)
+        r[i] = pipeline_take(&c->pipe, i);
+    pipeline_reset(&c->pipe);
     return 0;
 }
 
@@ -411,30 +422,22 @@ static void free_replies(redisReply **r, size_t n)
         freeReplyObject(r[i]);
 }
 
-/* Runs s with EVALSHA, loading it first when the server has forgotten
- * it, every wait within the budget. The reply (caller frees), or NULL
- * after dropping the connection. */
+/* Runs s with EVALSHA (the pipeline loads it where a node has forgotten
+ * it), every wait within the budget. The reply (caller frees), or NULL
+ * after dropping the connections. */
 static redisReply *run_script(console *c, script *s, int numkeys, int argc,
                               const char *const *argv)
 {
-    redisReply *r[2];
+    redisReply *r = NULL;
 
     if (s->sha[0] == '\0')
         script_init(s);
-    if (script_append(c->redis, s, numkeys, argc, argv, NULL) != 0)
+    pipeline_reset(&c->pipe);
+    if (pipeline_add_script(&c->pipe, s, numkeys, argc, argv, NULL) != 0)
         out_of_memory();
-    if (read_replies(c, r, 1) != 0)
+    if (read_replies(c, &r, 1) != 0)
         return NULL;
-    if (!script_is_noscript(r[0]))
-        return r[0];
-    freeReplyObject(r[0]);
-    redisAppendCommand(c->redis, "SCRIPT LOAD %s", s->source);
-    if (script_append(c->redis, s, numkeys, argc, argv, NULL) != 0)
-        out_of_memory();
-    if (read_replies(c, r, 2) != 0)
-        return NULL;
-    freeReplyObject(r[0]);
-    return r[1];
+    return r;
 }
 
 /* 503 with Retry-After: Redis is away or slow; come back in a while. */
@@ -447,7 +450,7 @@ static void unavailable(http_reply *reply, const char *retry_s, const char *why)
 /* The connection for one request, or NULL after answering 503: while
  * Redis is away, or once this pass has spent CONSOLE_PASS_BUSY_MS of its
  * budget (Redis is slow, and the loop's own work comes first). */
-static redisContext *redis_for(console *c, http_reply *reply)
+static pipeline *redis_for(console *c, http_reply *reply)
 {
     if (c->spent_us >= (int64_t)CONSOLE_PASS_BUSY_MS * 1000) {
         unavailable(reply, "1",
@@ -460,7 +463,7 @@ static redisContext *redis_for(console *c, http_reply *reply)
         unavailable(reply, "2", "redis unreachable");
         return NULL;
     }
-    return c->redis;
+    return &c->pipe;
 }
 
 /* ---- life ---- */
@@ -504,30 +507,28 @@ void console_destroy(console *c)
     if (!c)
         return;
     refresh_view(c); /* a reload may have moved what the last view held */
-    if (c->redis && c->v.cfg) {
+    if (nodes_up(&c->nodes) && c->v.cfg) {
         /* Withdraw this host's presence so it leaves the lists at once
          * (the loop is over: no budget, a timeout of its own). */
-        struct timeval tv = {0, CONSOLE_PASS_BUDGET_MS * 1000};
+        pipeline *p = &c->pipe;
         char key[KEY_MAX], what[400];
-        redisSetTimeout(c->redis, tv);
+        c->spent_us = 0;
+        pipeline_reset(p);
         snprintf(what, sizeof(what), "host:%s", c->name);
         key_global(key, sizeof(key), prefix_of(c), what);
-        redisAppendCommand(c->redis, "DEL %s", key);
+        pipeline_addf(p, key, "DEL %s", key);
         key_global(key, sizeof(key), prefix_of(c), "hosts");
-        redisAppendCommand(c->redis, "ZREM %s %s", key, c->name);
+        pipeline_addf(p, key, "ZREM %s %s", key, c->name);
         for (size_t i = 0; i < c->v.n_types; i++) {
             key_of_type(key, sizeof(key), prefix_of(c), c->v.types[i], "hosts");
-            redisAppendCommand(c->redis, "ZREM %s %s", key, c->name);
+            pipeline_addf(p, key, "ZREM %s %s", key, c->name);
         }
-        for (size_t i = 0; i < 2 + c->v.n_types; i++) {
-            redisReply *r = NULL;
-            if (redisGetReply(c->redis, (void **)&r) != REDIS_OK)
-                break;
-            freeReplyObject(r);
-        }
+        run_pipe(c); /* best effort: the keys expire anyway */
     }
-    if (c->redis)
-        redisFree(c->redis);
+    if (c->nodes_ready) {
+        pipeline_free(&c->pipe);
+        nodes_free(&c->nodes);
+    }
     for (size_t i = 0; i < METRICS_MAX_TYPES; i++)
         free(c->rings[i]);
     forget_served(c);
@@ -608,7 +609,7 @@ static void sample(console *c)
  * live host (at most HOSTS_MAX). */
 static void presence(console *c)
 {
-    redisContext *redis = connection(c);
+    pipeline *redis = connection(c);
     const console_view *v = &c->v;
     char key[KEY_MAX], what[400], expires[24], now_text[24], types[8192];
     char started[24], workers[16], busy[16], pid[16];
@@ -636,28 +637,28 @@ static void presence(console *c)
 
     snprintf(what, sizeof(what), "host:%s", c->name);
     key_global(key, sizeof(key), prefix_of(c), what);
-    redisAppendCommand(redis,
-                       "HSET %s name %s types %s workers %s busy %s "
-                       "started_at %s pid %s version %s seen_at %s",
-                       key, c->name, types, workers, busy, started, pid,
-                       WHARF_VERSION, now_text);
-    redisAppendCommand(redis, "PEXPIRE %s %d", key, CONSOLE_PRESENCE_TTL_MS);
+    pipeline_addf(redis, key,
+                  "HSET %s name %s types %s workers %s busy %s "
+                  "started_at %s pid %s version %s seen_at %s",
+                  key, c->name, types, workers, busy, started, pid,
+                  WHARF_VERSION, now_text);
+    pipeline_addf(redis, key, "PEXPIRE %s %d", key, CONSOLE_PRESENCE_TTL_MS);
     key_global(key, sizeof(key), prefix_of(c), "hosts");
-    redisAppendCommand(redis, "ZADD %s %s %s", key, expires, c->name);
-    redisAppendCommand(redis, "ZREMRANGEBYSCORE %s -inf (%s", key, now_text);
-    redisAppendCommand(redis, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
-                       now_text, HOSTS_MAX);
+    pipeline_addf(redis, key, "ZADD %s %s %s", key, expires, c->name);
+    pipeline_addf(redis, key, "ZREMRANGEBYSCORE %s -inf (%s", key, now_text);
+    pipeline_addf(redis, key, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
+                  now_text, HOSTS_MAX);
     /* Gone with the last live host, like every presence key. */
-    redisAppendCommand(redis, "PEXPIRE %s %d", key, CONSOLE_PRESENCE_TTL_MS);
+    pipeline_addf(redis, key, "PEXPIRE %s %d", key, CONSOLE_PRESENCE_TTL_MS);
     for (size_t i = 0; i < v->n_types; i++) {
         key_of_type(key, sizeof(key), prefix_of(c), v->types[i], "hosts");
-        redisAppendCommand(redis, "ZADD %s %s %s", key, expires, c->name);
-        redisAppendCommand(redis, "ZREMRANGEBYSCORE %s -inf (%s", key,
-                           now_text);
-        redisAppendCommand(redis, "PEXPIRE %s %d", key,
-                           CONSOLE_PRESENCE_TTL_MS);
-        redisAppendCommand(redis, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
-                           now_text, HOSTS_MAX);
+        pipeline_addf(redis, key, "ZADD %s %s %s", key, expires, c->name);
+        pipeline_addf(redis, key, "ZREMRANGEBYSCORE %s -inf (%s", key,
+                      now_text);
+        pipeline_addf(redis, key, "PEXPIRE %s %d", key,
+                      CONSOLE_PRESENCE_TTL_MS);
+        pipeline_addf(redis, key, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
+                      now_text, HOSTS_MAX);
     }
     n_replies = 6 + 4 * v->n_types;
     r = calloc(n_replies, sizeof(*r));
@@ -692,18 +693,19 @@ static void presence(console *c)
     hosts = r[4];
     if (!hosts || hosts->type != REDIS_REPLY_ARRAY)
         goto out;
+    pipeline_reset(redis);
     for (size_t k = 0; k < hosts->elements; k++) {
         snprintf(what, sizeof(what), "host:%s", hosts->element[k]->str);
         key_global(key, sizeof(key), prefix_of(c), what);
-        redisAppendCommand(redis, "HGETALL %s", key);
+        pipeline_addf(redis, key, "HGETALL %s", key);
+    }
+    if (hosts->elements > 0 && run_pipe(c) != 0) {
+        pipeline_reset(redis);
+        goto out;
     }
     jb_put(&json, "[", 1);
     for (size_t k = 0; k < hosts->elements; k++) {
-        redisReply *h = NULL;
-        if (get_reply(c, &h) != 0) {
-            free(json.s);
-            goto out;
-        }
+        redisReply *h = pipeline_take(redis, k);
         if (k)
             jb_put(&json, ",", 1);
         jb_put(&json, "{\"name\":", 8);
@@ -1005,7 +1007,7 @@ static void dead_page(console *c, http_reply *reply)
     long offset = query_number("offset", 0, 0, 1L << 40);
     long limit = query_number("limit", 50, 1, CONSOLE_PAGE_MAX);
     char key[KEY_MAX], keys[2][KEY_MAX];
-    redisContext *redis;
+    pipeline *redis;
     redisReply *head[2], **items = NULL, *ids;
     size_t n = 0;
     jbuf b = {0};
@@ -1020,9 +1022,9 @@ static void dead_page(console *c, http_reply *reply)
     if (!(redis = redis_for(c, reply)))
         return;
     key_of_type(key, sizeof(key), prefix_of(c), type, "dead");
-    redisAppendCommand(redis, "ZCARD %s", key);
-    redisAppendCommand(redis, "ZREVRANGE %s %ld %ld WITHSCORES", key, offset,
-                       offset + limit - 1);
+    pipeline_addf(redis, key, "ZCARD %s", key);
+    pipeline_addf(redis, key, "ZREVRANGE %s %ld %ld WITHSCORES", key, offset,
+                  offset + limit - 1);
     if (read_replies(c, head, 2) != 0) {
         unavailable(reply, "2", "redis: the dead set could not be read");
         return;
@@ -1036,8 +1038,8 @@ static void dead_page(console *c, http_reply *reply)
     n = ids->elements / 2;
     for (size_t i = 0; i < n; i++) {
         dead_envelope_keys(c, type, ids->element[2 * i]->str, keys);
-        redisAppendCommand(redis, "HMGET %s attempt error", keys[0]);
-        redisAppendCommand(redis, "HMGET %s attempt error", keys[1]);
+        pipeline_addf(redis, keys[0], "HMGET %s attempt error", keys[0]);
+        pipeline_addf(redis, keys[1], "HMGET %s attempt error", keys[1]);
     }
     items = calloc(2 * n + 1, sizeof(*items));
     if (!items)
@@ -1262,7 +1264,7 @@ static void task_detail(console *c, http_reply *reply)
     char keys[7][KEY_MAX];
     const char *argv[9];
     redisReply **r = NULL;
-    redisContext *redis;
+    pipeline *redis;
     jbuf b = {0};
 
     if (type && !*type)
@@ -1285,7 +1287,7 @@ static void task_detail(console *c, http_reply *reply)
         script_init(&task_script);
     for (size_t i = 0; i < n_types; i++) {
         task_args(c, types[i], id, keys, argv);
-        script_append(redis, &task_script, 7, 9, argv, NULL);
+        pipeline_add_script(redis, &task_script, 7, 9, argv, NULL);
     }
     r = calloc(n_types + 1, sizeof(*r));
     if (!r)
@@ -1296,15 +1298,6 @@ static void task_detail(console *c, http_reply *reply)
         return;
     }
     for (size_t i = 0; i < n_types; i++) {
-        if (script_is_noscript(r[i])) {
-            freeReplyObject(r[i]);
-            task_args(c, types[i], id, keys, argv);
-            r[i] = run_script(c, &task_script, 7, 9, argv);
-            if (!r[i]) {
-                unavailable(reply, "2", "redis: the task could not be read");
-                goto out;
-            }
-        }
         if (!task_reply_ok(r[i])) {
             json_error(reply, 502, "redis: unexpected reply: %s",
                        r[i]->type == REDIS_REPLY_ERROR ? r[i]->str : "?");
@@ -1338,9 +1331,9 @@ out:
  * asks it to end. Its reply {word, detail} becomes OK or NOT_FOUND. */
 
 static script replay_script = {.name = "dead_replay",
-                                .source = wharf_lua_dead_replay};
+                               .source = wharf_lua_dead_replay};
 static script purge_script = {.name = "dead_purge",
-                               .source = wharf_lua_dead_purge};
+                              .source = wharf_lua_dead_purge};
 static script cancel_script = {.name = "cancel", .source = wharf_lua_cancel};
 
 /* Each action's script and its keys, in the order of the script's header
@@ -1356,8 +1349,8 @@ typedef struct action_spec {
 static const action_spec action_specs[] = {
     {"cancel",
      &cancel_script,
-     {"policy", "entries", "stream", "delayed", "task:", "seen:", "cancel:",
-      "result:", "dead"}},
+     {"policy", "entries", "stream", "delayed",
+      "task:", "seen:", "cancel:", "result:", "dead"}},
     {"replay",
      &replay_script,
      {"dead", "dead:", "stream", "task:", "delayed", "entries"}},

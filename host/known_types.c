@@ -22,21 +22,22 @@ void known_types_free(known_types *k)
     k->n = 0;
 }
 
-/* Appends the K_COUNT commands of type. */
+/* Adds the K_COUNT commands of type, each to its key's node. */
 static void append_queries(broker *b, const char *type)
 {
     char key[KEY_MAX];
     const char *prefix = b->cfg->prefix;
+    pipeline *p = &b->pipe;
 
     key_of_type(key, sizeof(key), prefix, type, "stream");
-    redisAppendCommand(b->redis, "XLEN %s", key);
-    redisAppendCommand(b->redis, "XPENDING %s %s", key, WHARF_GROUP);
+    pipeline_addf(p, key, "XLEN %s", key);
+    pipeline_addf(p, key, "XPENDING %s %s", key, WHARF_GROUP);
     key_of_type(key, sizeof(key), prefix, type, "delayed");
-    redisAppendCommand(b->redis, "ZCARD %s", key);
+    pipeline_addf(p, key, "ZCARD %s", key);
     key_of_type(key, sizeof(key), prefix, type, "dead");
-    redisAppendCommand(b->redis, "ZCARD %s", key);
+    pipeline_addf(p, key, "ZCARD %s", key);
     key_of_type(key, sizeof(key), prefix, type, "pressure");
-    redisAppendCommand(b->redis, "EXISTS %s", key);
+    pipeline_addf(p, key, "EXISTS %s", key);
 }
 
 /* Stores reply q of a type into f (an error reply, such as NOGROUP, or a
@@ -69,20 +70,20 @@ int known_types_refresh(broker *b, known_types *k)
     redisReply *types;
     int rc = -1;
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return -1;
     key_global(key, sizeof(key), b->cfg->prefix, "types");
-    types = redisCommand(b->redis, "SMEMBERS %s", key);
-    b->round_trips++;
+    types = pipeline_command(&b->pipe, key, "SMEMBERS %s", key);
     if (!types) {
-        snprintf(b->errstr, sizeof(b->errstr), "SMEMBERS %s: %s", key,
-                 b->redis->errstr);
+        snprintf(b->errstr, sizeof(b->errstr), "SMEMBERS %.400s: %.590s", key,
+                 b->pipe.errstr);
         return -1;
     }
     if (types->type != REDIS_REPLY_ARRAY) {
         rc = 0; /* not a set: nothing to show */
         goto out;
     }
+    pipeline_reset(&b->pipe);
     next.names = calloc(types->elements + 1, sizeof(*next.names));
     next.figures = calloc(types->elements + 1, sizeof(*next.figures));
     if (!next.names || !next.figures)
@@ -98,20 +99,17 @@ int known_types_refresh(broker *b, known_types *k)
         append_queries(b, type);
         next.n++;
     }
-    if (next.n > 0)
-        b->round_trips++;
+    if (next.n > 0 && pipeline_run(&b->pipe) != 0) {
+        snprintf(b->errstr, sizeof(b->errstr),
+                 "reading figures of unserved types: %s", b->pipe.errstr);
+        goto out;
+    }
     for (size_t i = 0; i < next.n; i++) {
-        for (int q = 0; q < K_COUNT; q++) {
-            redisReply *r = NULL;
-            if (redisGetReply(b->redis, (void **)&r) != REDIS_OK) {
-                snprintf(b->errstr, sizeof(b->errstr),
-                         "reading figures of unserved types: %s",
-                         b->redis->errstr);
-                goto out;
-            }
-            take(q, r, &next.figures[i]);
-            freeReplyObject(r);
-        }
+        for (int q = 0; q < K_COUNT; q++)
+            take(q, pipeline_reply(&b->pipe, i * K_COUNT + (size_t)q),
+                 &next.figures[i]);
+        snprintf(next.figures[i].node, sizeof(next.figures[i].node), "%s",
+                 nodes_name(&b->nodes, b->pipe.e[i * K_COUNT].node));
         /* Entries pending are in the stream too, but not ready. */
         next.figures[i].ready -= next.figures[i].running;
         if (next.figures[i].ready < 0)
@@ -124,6 +122,7 @@ int known_types_refresh(broker *b, known_types *k)
     next.n = 0;
     rc = 0;
 out:
+    pipeline_reset(&b->pipe);
     known_types_free(&next);
     freeReplyObject(types);
     return rc;

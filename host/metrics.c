@@ -223,6 +223,12 @@ char *metrics_render(const metrics *m, const queue_figures *queues,
         render_gauge(&t, "wharf_queue_pressure",
                      "1 while the backlog is above the high watermark.",
                      queues, n_queues, 4);
+        put(&t, "# HELP wharf_queue_node 1 for the Redis node that serves "
+                "the type (on a cluster, the primary owning its slot).\n"
+                "# TYPE wharf_queue_node gauge\n");
+        for (size_t i = 0; i < n_queues; i++)
+            put(&t, "wharf_queue_node{type=\"%s\",node=\"%s\"} 1\n",
+                queues[i].type, queues[i].node);
     }
     put(&t, "# HELP wharf_lock_contended_total Runs that found their task's "
             "lock held by another run.\n"

@@ -50,6 +50,7 @@ typedef struct queue_figures {
     const char *type;
     long long ready, running, delayed, dead;
     int pressure;
+    char node[300]; /* "host:port" of the Redis node serving the type */
 } queue_figures;
 
 typedef struct worker_figures {

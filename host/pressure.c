@@ -12,27 +12,26 @@
  * high, low, ttl_ms. Returns {ready, running, delayed, dead, pressure}. */
 static script script_figures = {
     .name = "figures",
-    .source =
-        "local len = redis.call('XLEN', KEYS[1])\n"
-        "local running = 0\n"
-        "local p = redis.pcall('XPENDING', KEYS[1], ARGV[1])\n"
-        "if type(p) == 'table' and p.err == nil then running = p[1] end\n"
-        "local delayed = redis.call('ZCARD', KEYS[2])\n"
-        "local dead = redis.call('ZCARD', KEYS[3])\n"
-        "local ready = len - running\n"
-        "if ready < 0 then ready = 0 end\n"
-        "local backlog = ready + delayed\n"
-        "redis.call('SET', KEYS[5], backlog, 'PX', ARGV[4])\n"
-        "local pressure = 0\n"
-        "if backlog > tonumber(ARGV[2]) then\n"
-        "  redis.call('SET', KEYS[4], '1', 'PX', ARGV[4])\n"
-        "  pressure = 1\n"
-        "elseif backlog < tonumber(ARGV[3]) then\n"
-        "  redis.call('DEL', KEYS[4])\n"
-        "elseif redis.call('PEXPIRE', KEYS[4], ARGV[4]) == 1 then\n"
-        "  pressure = 1\n"
-        "end\n"
-        "return {ready, running, delayed, dead, pressure}\n"};
+    .source = "local len = redis.call('XLEN', KEYS[1])\n"
+              "local running = 0\n"
+              "local p = redis.pcall('XPENDING', KEYS[1], ARGV[1])\n"
+              "if type(p) == 'table' and p.err == nil then running = p[1] end\n"
+              "local delayed = redis.call('ZCARD', KEYS[2])\n"
+              "local dead = redis.call('ZCARD', KEYS[3])\n"
+              "local ready = len - running\n"
+              "if ready < 0 then ready = 0 end\n"
+              "local backlog = ready + delayed\n"
+              "redis.call('SET', KEYS[5], backlog, 'PX', ARGV[4])\n"
+              "local pressure = 0\n"
+              "if backlog > tonumber(ARGV[2]) then\n"
+              "  redis.call('SET', KEYS[4], '1', 'PX', ARGV[4])\n"
+              "  pressure = 1\n"
+              "elseif backlog < tonumber(ARGV[3]) then\n"
+              "  redis.call('DEL', KEYS[4])\n"
+              "elseif redis.call('PEXPIRE', KEYS[4], ARGV[4]) == 1 then\n"
+              "  pressure = 1\n"
+              "end\n"
+              "return {ready, running, delayed, dead, pressure}\n"};
 
 /* Builds the call for queue q into the given buffers; returns argc. */
 static int figures_args(const broker *b, const broker_queue *q,
@@ -75,36 +74,31 @@ int pressure_refresh(broker *b, queue_figures *out)
 {
     char keys[2][KEY_MAX], numbers[3][24];
     const char *argv[9];
+    pipeline *p = &b->pipe;
     int argc;
 
-    if (!b->redis)
+    if (!broker_connected(b))
         return -1;
     if (script_figures.sha[0] == '\0')
         script_init(&script_figures);
+    pipeline_reset(p);
     for (size_t i = 0; i < b->n_queues; i++) {
         argc = figures_args(b, &b->queues[i], keys, numbers, argv);
-        if (script_append(b->redis, &script_figures, 5, argc, argv, NULL) !=
-            0)
+        if (pipeline_add_script(p, &script_figures, 5, argc, argv, NULL) != 0)
             return -1;
     }
-    b->round_trips++;
+    if (pipeline_run(p) != 0) {
+        pipeline_reset(p);
+        return -1;
+    }
     for (size_t i = 0; i < b->n_queues; i++) {
-        redisReply *r = NULL;
         queue_figures f = {.type = b->queues[i].type};
-        if (redisGetReply(b->redis, (void **)&r) != REDIS_OK)
-            return -1;
-        if (script_is_noscript(r)) {
-            freeReplyObject(r);
-            argc = figures_args(b, &b->queues[i], keys, numbers, argv);
-            b->round_trips++;
-            r = script_run(b->redis, &script_figures, 5, argc, argv, NULL);
-            if (!r)
-                return -1;
-        }
-        if (read_figures(r, &f) != 0)
+        snprintf(f.node, sizeof(f.node), "%s",
+                 broker_node_of(b, &b->queues[i]));
+        if (read_figures(pipeline_reply(p, i), &f) != 0)
             b->redis_errors++; /* shown as zeros; the next pass tries again */
         out[i] = f;
-        freeReplyObject(r);
     }
+    pipeline_reset(p);
     return 0;
 }

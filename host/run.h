@@ -57,9 +57,13 @@
  * back, its locks are released by their owner nonce; a batch whose finish
  * was cut off is held and sent again (a resent finish that had landed
  * counts as done, not stale), even after a stop request, until
- * shutdown_timeout is nearly over. Delivery is at least once: a worker
- * killed between a plugin's return and its batch's finish leaves those
- * tasks pending, and they run again. */
+ * shutdown_timeout is nearly over. A failover (a Redis Cluster primary
+ * or the Sentinel master replaced) is such an outage: the nodes are found
+ * again (slot map, sentinels) and the held batch resolved on the new
+ * primary. On a cluster a claim is in hand whole before any plugin runs
+ * (claim.h), so every claimed entry is in the slot and renewed.
+ * Delivery is at least once: a worker killed between a plugin's return
+ * and its batch's finish leaves those tasks pending, and they run again. */
 #ifndef WHARF_RUN_H
 #define WHARF_RUN_H
 

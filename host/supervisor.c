@@ -168,10 +168,10 @@ static int install_signals(void)
 static void count_redis(supervisor *s)
 {
     metrics_add(s->m, &s->m->round_trips,
-                s->b.round_trips - s->counted_round_trips);
+                broker_round_trips(&s->b) - s->counted_round_trips);
     metrics_add(s->m, &s->m->redis_errors,
                 s->b.redis_errors - s->counted_errors);
-    s->counted_round_trips = s->b.round_trips;
+    s->counted_round_trips = broker_round_trips(&s->b);
     s->counted_errors = s->b.redis_errors;
 }
 
@@ -223,7 +223,7 @@ static int ensure_connected(supervisor *s, int64_t now)
 {
     int rc;
 
-    if (s->b.redis)
+    if (broker_connected(&s->b))
         return 0;
     if (!s->b_ready || now < s->reconnect_at_ms)
         return -1;
@@ -957,7 +957,7 @@ static void console_view_of(void *arg, console_view *v)
     v->n_types = s->b.n_queues;
     v->figures = s->figures;
     v->figures_ok = s->figures_ok;
-    v->redis_up = s->b.redis != NULL;
+    v->redis_up = broker_connected(&s->b);
     v->workers = count_workers(s);
     for (size_t i = 0; i < v->n_slots && i < s->n_procs; i++) {
         worker_proc *p = &s->procs[i];
@@ -1014,7 +1014,7 @@ static void on_http(void *arg, const char *method, const char *path,
     }
     workers = count_workers(s);
     if (strcmp(path, "/readyz") == 0) {
-        bool up = s->b.redis != NULL;
+        bool up = broker_connected(&s->b);
         if (!up)
             text_reply(reply, 503, "not ready: redis unreachable\n");
         else if (workers.idle + workers.running == 0)
@@ -1039,7 +1039,7 @@ static void on_http(void *arg, const char *method, const char *path,
         reply->status = 200;
         reply->content_type = "text/plain; version=0.0.4; charset=utf-8";
         reply->body = metrics_render(s->m, all, n, &workers,
-                                     s->b.redis != NULL && s->figures_ok,
+                                     broker_connected(&s->b) && s->figures_ok,
                                      &reply->len);
         free(all);
         return;

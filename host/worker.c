@@ -392,9 +392,10 @@ static void count_redis(worker *w)
 
     if (!m)
         return;
-    metrics_add(m, &m->round_trips, w->b.round_trips - w->counted_round_trips);
+    metrics_add(m, &m->round_trips,
+                broker_round_trips(&w->b) - w->counted_round_trips);
     metrics_add(m, &m->redis_errors, w->b.redis_errors - w->counted_errors);
-    w->counted_round_trips = w->b.round_trips;
+    w->counted_round_trips = broker_round_trips(&w->b);
     w->counted_errors = w->b.redis_errors;
 }
 
@@ -642,7 +643,7 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
             break;
 
         count_redis(&w);
-        if (!w.b.redis) {
+        if (!broker_connected(&w.b)) {
             int rc = connect_with_backoff(&w);
             if (rc == -2) {
                 status = EX_CONFIG;
@@ -695,11 +696,12 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
     status = EX_OK;
     log_fields(WHARF_LOG_INFO, "worker stopped",
                (log_field[]){LOG_STR("worker", opts->consumer),
-                             LOG_INT("round_trips", w.b.round_trips)},
+                             LOG_INT("round_trips",
+                                     (int64_t)broker_round_trips(&w.b))},
                2);
 out:
     count_redis(&w);
-    w.counts.round_trips = w.b.round_trips;
+    w.counts.round_trips = broker_round_trips(&w.b);
     if (counts)
         *counts = w.counts;
     worker_teardown(&w);

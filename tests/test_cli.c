@@ -705,6 +705,7 @@ Test(cli, result_missing_is_1_and_wait_works)
 
 Test(cli, stats_json_exact)
 {
+    char node[64], want[1024];
     run *r = wharf("stats", "--json");
 
     cr_assert_eq(r->status, 0, "%s", r->err);
@@ -722,21 +723,27 @@ Test(cli, stats_json_exact)
     command("SADD wharf:types b a c");
     r = wharf("stats", "--json");
     cr_assert_eq(r->status, 0, "%s", r->err);
-    cr_assert_str_eq(
-        r->out,
+    snprintf(node, sizeof(node), "127.0.0.1:%d", server.port);
+    snprintf(
+        want, sizeof(want),
         "{\"types\": {"
         "\"a\": {\"ready\": 2, \"running\": 1, \"delayed\": 2, \"dead\": 1, "
-        "\"pressure\": true, \"served\": false}, "
+        "\"pressure\": true, \"served\": false, \"node\": \"%s\"}, "
         "\"b\": {\"ready\": 1, \"running\": 0, \"delayed\": 0, \"dead\": 0, "
-        "\"pressure\": false, \"served\": true}, "
+        "\"pressure\": false, \"served\": true, \"node\": \"%s\"}, "
         "\"c\": {\"ready\": 0, \"running\": 0, \"delayed\": 0, \"dead\": 0, "
-        "\"pressure\": false, \"served\": false}}}\n");
+        "\"pressure\": false, \"served\": false, \"node\": \"%s\"}}}\n",
+        node, node, node);
+    cr_assert_str_eq(r->out, want);
     r = wharf("stats");
     cr_assert_eq(r->status, 0);
-    cr_assert(matches("^TYPE +READY +RUNNING +DELAYED +DEAD +PRESSURE +SERVED\n"
-                      "a +2 +1 +2 +1 +yes +NO \\(no live host\\)\n"
-                      "b +1 +0 +0 +0 +no +yes\n"
-                      "c +0 +0 +0 +0 +no +NO \\(no live host\\)\n$",
+    cr_assert(matches("^TYPE +READY +RUNNING +DELAYED +DEAD +PRESSURE +NODE "
+                      "+SERVED\n"
+                      "a +2 +1 +2 +1 +yes +127\\.0\\.0\\.1:[0-9]+ +NO "
+                      "\\(no live host\\)\n"
+                      "b +1 +0 +0 +0 +no +127\\.0\\.0\\.1:[0-9]+ +yes\n"
+                      "c +0 +0 +0 +0 +no +127\\.0\\.0\\.1:[0-9]+ +NO "
+                      "\\(no live host\\)\n$",
                       r->out),
               "%s", r->out);
 }

@@ -105,10 +105,66 @@ function errorOf(e, where, what) {
   return new errors.Unavailable(`${what}: ${where}: ${text}`);
 }
 
+// [{host, port}] of "h1:p1,h2,[::1]:p3", each port defaultPort unless
+// given; null when a part is not an address.
+function seedsOf(text, defaultPort) {
+  const out = [];
+  for (const part of text.split(',')) {
+    const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9._-]+))(?::([0-9]{1,5}))?$/.exec(part);
+    const port = m && m[3] ? Number(m[3]) : defaultPort;
+    if (!m || port < 1 || port > 65535) return null;
+    out.push({ host: m[1] || m[2], port });
+  }
+  return out;
+}
+
+// redis+cluster://[user:pw@]h1:p1,h2:p2[/0] and
+// redis+sentinel://[user:pw@]s1:p1,s2:p2/MASTER[/db], as the C client
+// reads them: {kind, seeds, username, password, name, db}, or null for
+// another scheme. Throws ConfigError on a malformed one.
+function parseDistributed(url) {
+  const m = /^redis\+(cluster|sentinel):\/\/(.*)$/.exec(url);
+  if (!m) return null;
+  const kind = m[1];
+  let rest = m[2];
+  let username;
+  let password;
+  const head = rest.split('/')[0];
+  const at = head.lastIndexOf('@');
+  if (at >= 0) {
+    const auth = rest.slice(0, at);
+    rest = rest.slice(at + 1);
+    const colon = auth.indexOf(':');
+    if (colon >= 0) {
+      username = decodeURIComponent(auth.slice(0, colon)) || undefined;
+      password = decodeURIComponent(auth.slice(colon + 1)) || undefined;
+    } else {
+      password = decodeURIComponent(auth) || undefined;
+    }
+  }
+  const slash = rest.indexOf('/');
+  const hosts = slash >= 0 ? rest.slice(0, slash) : rest;
+  const path = slash >= 0 ? rest.slice(slash + 1) : '';
+  const seeds = seedsOf(hosts, kind === 'cluster' ? 6379 : 26379);
+  if (!seeds) throw new errors.ConfigError(`bad Redis URL '${quote(url)}': expected host:port[,host:port...]`);
+  if (kind === 'cluster') {
+    if (path !== '' && path !== '0') throw new errors.ConfigError(`bad Redis URL '${quote(url)}': a Redis Cluster has database 0 only`);
+    return { kind, seeds, username, password };
+  }
+  const [name, db = '0', ...more] = path.split('/');
+  if (!/^[A-Za-z0-9._-]+$/.test(name) || !/^[0-9]+$/.test(db) || more.length) {
+    throw new errors.ConfigError(`bad Redis URL '${quote(url)}': expected redis+sentinel://host:port[,host:port...]/MASTER[/db]`);
+  }
+  return { kind, seeds, username, password, name, db: Number(db) };
+}
+
 const str = (b) => (Buffer.isBuffer(b) ? b.toString('utf8') : String(b));
 
 class Client {
-  // url: redis://[user:password@]host[:port][/db] or unix:///path[?db=N].
+  // url: redis://[user:password@]host[:port][/db], unix:///path[?db=N],
+  // a Redis Cluster redis+cluster://host:port[,host:port...] (ioredis
+  // follows MOVED and ASK; every key of a type is in one slot) or a master
+  // Redis Sentinel watches, redis+sentinel://host:port[,...]/MASTER[/db].
   // options: prefix, password, strict (refuse a type no host has ever
   // served, else only warn), timeout (ms), luaDir.
   constructor(url = DEFAULT_URL, options = {}) {
@@ -148,14 +204,30 @@ class Client {
     if (this._options.password) opts.password = this._options.password;
     let r;
     const url = String(this._url);
-    if (url.startsWith('unix://')) {
+    const dist = parseDistributed(url);
+    if (dist) {
+      const auth = {};
+      if (dist.username) auth.username = dist.username;
+      if (dist.password) auth.password = dist.password;
+      if (this._options.password) auth.password = this._options.password;
+      if (dist.kind === 'cluster') {
+        r = new Redis.Cluster(dist.seeds, {
+          redisOptions: { ...opts, ...auth },
+          clusterRetryStrategy: (times) => (times > 2 ? null : 50),
+        });
+      } else {
+        r = new Redis({
+          ...opts, ...auth, sentinels: dist.seeds, name: dist.name, db: dist.db,
+        });
+      }
+    } else if (url.startsWith('unix://')) {
       const u = new URL(url);
       opts = { ...opts, path: decodeURIComponent(u.pathname), db: Number(u.searchParams.get('db') || 0) };
       r = new Redis(opts);
     } else if (/^rediss?:\/\//.test(url)) {
       r = new Redis(url, opts);
     } else {
-      throw new errors.ConfigError(`bad Redis URL '${quote(url)}': use redis:// or unix://`);
+      throw new errors.ConfigError(`bad Redis URL '${quote(url)}': use redis://, unix://, redis+cluster:// or redis+sentinel://`);
     }
     r.on('error', () => {}); // every call reports its own failure
     this._redis = r;
@@ -164,8 +236,9 @@ class Client {
   }
 
   // The connection that serves type's keys (all of a type's keys share
-  // one hash tag, {type}). One Redis today; a Redis Cluster client routes
-  // here by type.
+  // one hash tag, {type}): on a Redis Cluster ioredis's cluster client,
+  // which sends each command (and a pipeline of one type) to its slot's
+  // node.
   _redisFor(type) { // eslint-disable-line no-unused-vars
     return this._connect();
   }
@@ -189,8 +262,9 @@ class Client {
         return await r.evalshaBuffer(s.sha, keys.length, ...keys, ...args);
       } catch (e) {
         if (!String(e.message).startsWith('NOSCRIPT')) throw e;
-        await r.script('LOAD', s.source);
-        return await r.evalshaBuffer(s.sha, keys.length, ...keys, ...args);
+        // EVAL runs it and leaves it cached on the node that ran it (on a
+        // cluster, the one owning the keys' slot).
+        return await r.evalBuffer(s.source, keys.length, ...keys, ...args);
       }
     } catch (e) {
       throw errorOf(e, this._where, name);
@@ -348,7 +422,11 @@ class Client {
     const s = this._scripts.enqueue;
     try {
       if (!this._loaded) {
-        await r.script('LOAD', s.source);
+        if (r instanceof Redis.Cluster) {
+          await Promise.all(r.nodes('master').map((n) => n.script('LOAD', s.source)));
+        } else {
+          await r.script('LOAD', s.source);
+        }
         this._loaded = true;
       }
       for (let start = 0; start < tasks.length; start += ROUND_TASKS) {

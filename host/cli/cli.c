@@ -137,6 +137,7 @@ int cli_type_arg(cli *ctx, int argc, char **argv, const char **type)
     if ((code = cli_check_type(ctx, argv[optind])) != 0)
         return code;
     *type = argv[optind];
+    ctx->type = *type;
     return 0;
 }
 
@@ -154,6 +155,7 @@ int cli_type_and_id(cli *ctx, int argc, char **argv, const char **type,
         return code;
     *type = argv[optind];
     *id = argv[optind + 1];
+    ctx->type = *type;
     return 0;
 }
 
@@ -180,8 +182,14 @@ int cli_connect(cli *ctx)
         return 0;
     status = wharf_client_open(&ctx->client, ctx->url, ctx->password,
                                ctx->prefix, err, sizeof(err));
-    if (status == WHARF_CLIENT_OK)
+    if (status == WHARF_CLIENT_OK) {
+        /* The manifest's durability holds for what the CLI enqueues. */
+        if (ctx->config && ctx->config->min_replicas_ack > 0)
+            wharf_client_require_replicas(
+                ctx->client, (int)ctx->config->min_replicas_ack,
+                ctx->config->min_replicas_timeout_ms);
         return 0;
+    }
     /* The address was checked before: a bad one came from the manifest. */
     code =
         status == WHARF_CLIENT_BAD_INPUT ? EX_CONFIG : cli_exit_status(status);
@@ -192,13 +200,25 @@ redisContext *cli_redis(cli *ctx, int *code)
 {
     redisContext *redis;
 
+    char key[KEY_MAX];
+
     *code = cli_connect(ctx);
     if (*code != 0)
         return NULL;
-    redis = client_redis(ctx->client);
-    if (!redis)
-        *code = cli_fail(ctx, cli_exit_status(ctx->client->connect_status),
-                         "%s", wharf_client_errstr(ctx->client));
+    if (ctx->type)
+        cli_key(ctx, key, ctx->type, "stream");
+    else
+        key_global(key, sizeof(key), ctx->prefix, "types");
+    redis = client_redis_of(ctx->client, key);
+    if (!redis) {
+        int status = ctx->client->connect_status;
+        *code =
+            cli_fail(ctx,
+                     status == WHARF_CLIENT_BAD_INPUT ? EX_CONFIG
+                                                      : cli_exit_status(status),
+                     "%s", wharf_client_errstr(ctx->client));
+    }
+    ctx->redis = redis;
     return redis;
 }
 
@@ -235,9 +255,14 @@ redisReply *cli_read(cli *ctx, int *code, const char *what)
     redisReply *reply = NULL;
 
     *code = 0;
-    if (redisGetReply(ctx->client->redis, (void **)&reply) == REDIS_OK)
+    if (ctx->redis && redisGetReply(ctx->redis, (void **)&reply) == REDIS_OK)
         return reply;
+    if (ctx->redis)
+        snprintf(ctx->client->pipe.errstr, sizeof(ctx->client->pipe.errstr),
+                 "%s", ctx->redis->errstr);
     *code = cli_reply_check(ctx, NULL, what);
+    client_drop(ctx->client);
+    ctx->redis = NULL;
     return NULL;
 }
 

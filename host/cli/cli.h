@@ -26,6 +26,9 @@ typedef struct cli {
     const char *prefix;   /* key prefix */
     config *config;       /* the manifest of --config, or NULL; owned */
     wharf_client *client; /* NULL until cli_connect; owned */
+    const char *type;     /* the TYPE operand, once checked (its node is the
+                             one cli_redis gives), or NULL */
+    redisContext *redis;  /* what cli_redis gave last; cli_read reads it */
 } cli;
 
 /* One command. run gets argv[0] = the last word of the name and the
@@ -112,8 +115,10 @@ int cli_duration(cli *ctx, const char *name, const char *text, int64_t *ms);
  * credentials). */
 int cli_connect(cli *ctx);
 
-/* The client's live connection (connecting first if needed); NULL after
- * saying why, with the exit code in *code. Owned by ctx->client. */
+/* The client's live connection to the node serving ctx->type (on a
+ * cluster; any node's for a command about no type), connecting first if
+ * needed; NULL after saying why, with the exit code in *code. Owned by
+ * ctx->client. */
 redisContext *cli_redis(cli *ctx, int *code);
 
 /* 0 if reply is a reply and not an error; else says why (the command was

@@ -1,13 +1,15 @@
 /* wharf stats [--json]: per type of the types set, ready (stream length
- * less pending), running (pending), delayed, dead, pressure, and whether a
+ * less pending), running (pending), delayed, dead, pressure, whether a
  * live host serves it (its presence key <prefix>:{T}:hosts, which every
- * live host serving T refreshes). O(1) commands per type, all types in
- * one pipelined round trip. */
+ * live host serving T refreshes), and the Redis node that serves it. O(1)
+ * commands per type, all types in one pipelined round trip (to every node
+ * at once on a cluster). */
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 
 #include "cli.h"
+#include "client_internal.h"
 
 /* Commands sent per type, in this order. */
 enum { Q_XLEN, Q_PENDING, Q_DELAYED, Q_DEAD, Q_PRESSURE, Q_SERVED, Q_COUNT };
@@ -16,7 +18,8 @@ typedef struct type_stats {
     const char *name; /* points into the SMEMBERS reply */
     long long ready, running, delayed, dead;
     int pressure;
-    int served; /* a live host serves it */
+    int served;     /* a live host serves it */
+    char node[300]; /* "host:port" of the Redis node serving the type */
 } type_stats;
 
 static int by_name(const void *a, const void *b)
@@ -24,8 +27,9 @@ static int by_name(const void *a, const void *b)
     return strcmp(((const type_stats *)a)->name, ((const type_stats *)b)->name);
 }
 
-/* Appends the Q_COUNT queries of type. 0, or -1 when hiredis failed. */
-static int append_queries(cli *ctx, redisContext *redis, const char *type)
+/* Adds the Q_COUNT queries of type, each to the node of its key. 0, or
+ * -1 when out of memory. */
+static int append_queries(cli *ctx, pipeline *p, const char *type)
 {
     char stream[KEY_MAX], delayed[KEY_MAX], dead[KEY_MAX], pressure[KEY_MAX];
     char hosts[KEY_MAX];
@@ -35,13 +39,12 @@ static int append_queries(cli *ctx, redisContext *redis, const char *type)
     cli_key(ctx, dead, type, "dead");
     cli_key(ctx, pressure, type, "pressure");
     cli_key(ctx, hosts, type, "hosts");
-    if (redisAppendCommand(redis, "XLEN %s", stream) != REDIS_OK ||
-        redisAppendCommand(redis, "XPENDING %s %s", stream, WHARF_GROUP) !=
-            REDIS_OK ||
-        redisAppendCommand(redis, "ZCARD %s", delayed) != REDIS_OK ||
-        redisAppendCommand(redis, "ZCARD %s", dead) != REDIS_OK ||
-        redisAppendCommand(redis, "EXISTS %s", pressure) != REDIS_OK ||
-        redisAppendCommand(redis, "EXISTS %s", hosts) != REDIS_OK)
+    if (pipeline_addf(p, stream, "XLEN %s", stream) != 0 ||
+        pipeline_addf(p, stream, "XPENDING %s %s", stream, WHARF_GROUP) != 0 ||
+        pipeline_addf(p, delayed, "ZCARD %s", delayed) != 0 ||
+        pipeline_addf(p, dead, "ZCARD %s", dead) != 0 ||
+        pipeline_addf(p, pressure, "EXISTS %s", pressure) != 0 ||
+        pipeline_addf(p, hosts, "EXISTS %s", hosts) != 0)
         return -1;
     return 0;
 }
@@ -94,9 +97,12 @@ static void print_json(const type_stats *stats, size_t n)
         printf("%s", i ? ", " : "");
         cli_print_json_string(stdout, s->name);
         printf(": {\"ready\": %lld, \"running\": %lld, \"delayed\": %lld, "
-               "\"dead\": %lld, \"pressure\": %s, \"served\": %s}",
+               "\"dead\": %lld, \"pressure\": %s, \"served\": %s, "
+               "\"node\": ",
                s->ready, s->running, s->delayed, s->dead,
                s->pressure ? "true" : "false", s->served ? "true" : "false");
+        cli_print_json_string(stdout, s->node);
+        putchar('}');
     }
     printf("}}\n");
 }
@@ -108,45 +114,45 @@ static void print_table(const type_stats *stats, size_t n)
     for (size_t i = 0; i < n; i++)
         if ((int)strlen(stats[i].name) > width)
             width = (int)strlen(stats[i].name);
-    printf("%-*s %10s %10s %10s %10s  %-8s  %s\n", width, "TYPE", "READY",
-           "RUNNING", "DELAYED", "DEAD", "PRESSURE", "SERVED");
+    printf("%-*s %10s %10s %10s %10s  %-8s  %-21s  %s\n", width, "TYPE",
+           "READY", "RUNNING", "DELAYED", "DEAD", "PRESSURE", "NODE", "SERVED");
     for (size_t i = 0; i < n; i++)
-        printf("%-*s %10lld %10lld %10lld %10lld  %-8s  %s\n", width,
+        printf("%-*s %10lld %10lld %10lld %10lld  %-8s  %-21s  %s\n", width,
                stats[i].name, stats[i].ready, stats[i].running,
                stats[i].delayed, stats[i].dead,
-               stats[i].pressure ? "yes" : "no",
+               stats[i].pressure ? "yes" : "no", stats[i].node,
                stats[i].served ? "yes" : "NO (no live host)");
 }
 
-/* Reads every type's replies into stats. 0 or an exit code. */
+/* Reads every type's figures into stats. 0 or an exit code. */
 static int collect(cli *ctx, const redisReply *types, type_stats *stats)
 {
-    redisContext *redis;
+    pipeline *p = &ctx->client->pipe;
     int code = 0;
 
-    if (!(redis = cli_redis(ctx, &code)))
-        return code;
+    pipeline_reset(p);
     for (size_t i = 0; i < types->elements; i++) {
         stats[i].name = types->element[i]->str;
-        if (append_queries(ctx, redis, stats[i].name) != 0)
-            return cli_reply_check(ctx, NULL, "stats");
+        if (append_queries(ctx, p, stats[i].name) != 0)
+            return cli_fail(ctx, EX_OSERR, "stats: %s", p->errstr);
     }
-    /* Read every reply even after a bad one, so none is left unread. */
+    if (pipeline_run(p) != 0) {
+        code = cli_reply_check(ctx, NULL, "stats");
+        client_drop(ctx->client);
+        return code;
+    }
     for (size_t i = 0; i < types->elements; i++) {
-        for (int q = 0; q < Q_COUNT; q++) {
-            int err;
-            redisReply *r = cli_read(ctx, &err, "stats");
-            if (!r)
-                return err;
-            if (code == 0)
-                code = take(ctx, q, r, &stats[i]);
-            freeReplyObject(r);
-        }
+        for (int q = 0; q < Q_COUNT && code == 0; q++)
+            code = take(ctx, q, pipeline_reply(p, i * Q_COUNT + (size_t)q),
+                        &stats[i]);
+        snprintf(stats[i].node, sizeof(stats[i].node), "%s",
+                 nodes_name(p->ns, p->e[i * Q_COUNT].node));
         /* Entries pending are in the stream too, but not ready. */
         stats[i].ready -= stats[i].running;
         if (stats[i].ready < 0)
             stats[i].ready = 0;
     }
+    pipeline_reset(p);
     return code;
 }
 
@@ -203,9 +209,12 @@ out:
 const cli_command cmd_stats_entry = {
     .name = "stats",
     .usage = "[--json]",
-    .help = "Per type: ready, running, delayed and dead tasks, pressure, and whether\n"
-"a live host serves it (SERVED \"NO\": its tasks wait for nobody).\n"
-"  --json        one JSON object: {\"types\": {\"T\": {...}}}\n"
-"Exit: 0; 69 Redis unavailable.\n",
+    .help =
+        "Per type: ready, running, delayed and dead tasks, pressure, whether\n"
+        "a live host serves it (SERVED \"NO\": its tasks wait for nobody),\n"
+        "and the Redis node that serves it (on a cluster, the primary owning\n"
+        "its slot).\n"
+        "  --json        one JSON object: {\"types\": {\"T\": {...}}}\n"
+        "Exit: 0; 69 Redis unavailable.\n",
     .run = run,
 };

@@ -37,31 +37,66 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-redisContext *client_redis(wharf_client *c)
+int client_connect(wharf_client *c)
 {
-    char err[512];
+    int rc;
 
-    if (c->redis && !c->redis->err)
-        return c->redis;
-    redisFree(c->redis);
-    c->enqueue_loaded = 0;
-    c->redis = redis_url_connect(&c->url, c->password, CLIENT_TIMEOUT_MS, err,
-                                 sizeof(err));
-    if (!c->redis) {
-        client_error(c, "%s", err);
-        c->connect_status = redis_url_auth_refused(err)
+    if (nodes_up(&c->nodes))
+        return 0;
+    rc = nodes_connect(&c->nodes);
+    if (rc == 0)
+        return 0;
+    client_error(c, "%s", c->nodes.errstr);
+    c->connect_status = redis_url_auth_refused(c->nodes.errstr)
+                            ? WHARF_CLIENT_AUTH
+                        : rc == -2 ? WHARF_CLIENT_BAD_INPUT
+                                   : WHARF_CLIENT_UNAVAILABLE;
+    return -1;
+}
+
+redisContext *client_redis_of(wharf_client *c, const char *key)
+{
+    redisContext *redis;
+
+    if (client_connect(c) != 0)
+        return NULL;
+    redis = nodes_context(&c->nodes, nodes_of_key(&c->nodes, key, strlen(key)));
+    if (!redis) {
+        client_error(c, "%s", c->nodes.errstr);
+        c->connect_status = redis_url_auth_refused(c->nodes.errstr)
                                 ? WHARF_CLIENT_AUTH
                                 : WHARF_CLIENT_UNAVAILABLE;
+        client_drop(c);
     }
-    return c->redis;
+    return redis;
+}
+
+void client_drop(wharf_client *c)
+{
+    pipeline_reset(&c->pipe);
+    nodes_disconnect(&c->nodes);
+}
+
+void wharf_client_require_replicas(wharf_client *client, int min_replicas,
+                                   int64_t timeout_ms)
+{
+    if (!client)
+        return;
+    client->min_replicas = min_replicas > 0 ? min_replicas : 0;
+    client->replicas_timeout_ms = timeout_ms <= 0          ? 1
+                                  : timeout_ms > INT32_MAX ? INT32_MAX
+                                                           : (int)timeout_ms;
 }
 
 /* Error replies that mean "this Redis cannot serve now", not "you asked
  * for something wrong". */
 static int unavailable_error(const char *text)
 {
+    /* MOVED and ASK reach here only where a command was not sent through
+     * a pipeline (the CLI's operator commands): a slot on the move. */
     static const char *const codes[] = {"LOADING",  "BUSY",     "MASTERDOWN",
-                                        "TRYAGAIN", "READONLY", "CLUSTERDOWN"};
+                                        "TRYAGAIN", "READONLY", "CLUSTERDOWN",
+                                        "MOVED",    "ASK"};
 
     for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
         size_t n = strlen(codes[i]);
@@ -76,13 +111,12 @@ wharf_client_status
 client_reply_status(wharf_client *c, const redisReply *reply, const char *what)
 {
     if (!reply) {
-        if (c->redis && c->redis->err == REDIS_ERR_OOM) {
-            client_error(c, "%s: out of memory", what);
-            return WHARF_CLIENT_ERROR;
-        }
-        client_error(c, "%s: %s: %s", what, c->where,
-                     c->redis && c->redis->errstr[0] ? c->redis->errstr
-                                                     : "connection lost");
+        char why[sizeof(c->pipe.errstr)];
+        /* The pipeline's message names the node; a one-node one does not
+         * need the address twice. */
+        snprintf(why, sizeof(why), "%s",
+                 c->pipe.errstr[0] ? c->pipe.errstr : "connection lost");
+        client_error(c, "%s: %s: %s", what, c->where, why);
         return WHARF_CLIENT_UNAVAILABLE;
     }
     if (reply->type != REDIS_REPLY_ERROR)
@@ -153,7 +187,12 @@ wharf_client_status wharf_client_open(wharf_client **out, const char *url,
     }
     client_enqueue_init(c);
     client_status_init(c);
-    if (!client_redis(c)) {
+    c->scripts[0] = &c->enqueue;
+    c->scripts[1] = NULL;
+    nodes_init(&c->nodes, &c->url, c->password, CLIENT_TIMEOUT_MS);
+    nodes_set_scripts(&c->nodes, c->scripts);
+    pipeline_init(&c->pipe, &c->nodes);
+    if (client_connect(c) != 0) {
         set_err(err, errlen, "%s", c->errstr);
         status = c->connect_status;
         goto fail;
@@ -169,7 +208,8 @@ void wharf_client_close(wharf_client *client)
 {
     if (!client)
         return;
-    redisFree(client->redis);
+    pipeline_free(&client->pipe);
+    nodes_free(&client->nodes);
     client_enqueue_free(client);
     EVP_MD_CTX_free(client->digest);
     EVP_MD_free(client->sha256);

@@ -33,7 +33,6 @@ wharf_client_status wharf_cancel(wharf_client *client, const char *type,
     const char *argv[CANCEL_KEYS + 3];
     wharf_cancel_reply answer;
     wharf_client_status status;
-    redisContext *redis;
     redisReply *r;
     int outcome;
 
@@ -56,10 +55,12 @@ wharf_client_status wharf_cancel(wharf_client *client, const char *type,
     argv[CANCEL_KEYS] = id;
     argv[CANCEL_KEYS + 1] = WHARF_GROUP;
     argv[CANCEL_KEYS + 2] = CLIENT_PROTOCOLS;
-    if (!(redis = client_redis(client)))
+    if (client_connect(client) != 0)
         return client->connect_status;
-    r = script_run(redis, &client->cancel, CANCEL_KEYS, CANCEL_KEYS + 3, argv,
-                   NULL);
+    r = pipeline_script(&client->pipe, &client->cancel, CANCEL_KEYS,
+                        CANCEL_KEYS + 3, argv, NULL);
+    if (!r)
+        client_drop(client);
     status = client_reply_status(client, r, "cancel");
     if (status != WHARF_CLIENT_OK)
         goto out;

@@ -59,19 +59,24 @@ typedef struct enqueue_call {
 } enqueue_call;
 
 /* What became of a call of a round. */
-enum { CALL_PENDING = 0, CALL_SENT, CALL_NOSCRIPT, CALL_ANSWERED };
+enum { CALL_PENDING = 0, CALL_SENT, CALL_AGAIN, CALL_ANSWERED };
 
 /* One round of a batch: the calls sent, each covering members[first ..
  * first + count) (indices of tasks). */
 typedef struct call_plan {
     size_t first, count;
     int state;
+    int node; /* the node it was sent to */
 } call_plan;
 
 typedef struct enqueue_round {
     size_t members[ROUND_TASKS];
     call_plan calls[ROUND_TASKS];
     size_t n_members, n_calls;
+    int nodes[ROUND_TASKS]; /* the nodes its calls went to, each once */
+    int acks[ROUND_TASKS];  /* with min_replicas: what each one's WAIT
+                               counted */
+    size_t n_nodes;
 } enqueue_round;
 
 /* A client's buffers, kept between calls so an enqueue allocates
@@ -125,8 +130,7 @@ static struct enqueue_buffers *buffers(wharf_client *c)
             c->enqueue_buffers->n_types = 0;
             c->enqueue_buffers->types_cap = 0;
             c->enqueue_buffers->types_conn = NULL;
-        }
-        else
+        } else
             client_error(c, "enqueue: out of memory");
     }
     return c->enqueue_buffers;
@@ -166,11 +170,39 @@ static void type_added(struct enqueue_buffers *b, const char *type)
     snprintf(b->types[b->n_types++], sizeof(*b->types), "%s", type);
 }
 
+/* Tasks the script took (OK) on a node fewer than c->min_replicas replicas
+ * confirmed (acks) get UNAVAILABLE, with why in c->errstr: a failover now
+ * could lose them. */
+static void check_replicas(wharf_client *c, int acks, const char *node,
+                           const size_t *index, size_t count,
+                           wharf_enqueue_reply *replies)
+{
+    bool told = false;
+
+    if (c->min_replicas <= 0 || acks >= c->min_replicas)
+        return;
+    for (size_t i = 0; i < count; i++) {
+        wharf_enqueue_reply *r = &replies[index ? index[i] : i];
+        if (r->status != WHARF_CLIENT_OK)
+            continue;
+        r->status = WHARF_CLIENT_UNAVAILABLE;
+        if (!told)
+            client_error(c,
+                         "enqueue: %s took the task but only %d of %d "
+                         "replicas confirmed it within %d ms "
+                         "(min_replicas_ack): a failover now could lose it; "
+                         "enqueue it again (the same id is a duplicate then)",
+                         node, acks < 0 ? 0 : acks, c->min_replicas,
+                         c->replicas_timeout_ms);
+        told = true;
+    }
+}
+
 /* Adds to <prefix>:types, in one pipeline, the types of the tasks
- * tasks[index[0..count)] (index NULL: tasks[0..count)) that were enqueued (reply OK) and that this
- * connection has not added yet: once per type per connection, and never
- * for a type none of whose tasks was added. Call with nothing in flight.
- * OK, or why not (c->errstr set). */
+ * tasks[index[0..count)] (index NULL: tasks[0..count)) that were enqueued
+ * (reply OK) and that this connection has not added yet: once per type per
+ * connection, and never for a type none of whose tasks was added. Call with
+ * nothing in flight. OK, or why not (c->errstr set). */
 static wharf_client_status add_types(wharf_client *c,
                                      const wharf_enqueue_opts *tasks,
                                      const size_t *index, size_t count,
@@ -178,35 +210,33 @@ static wharf_client_status add_types(wharf_client *c,
 {
     struct enqueue_buffers *b = c->enqueue_buffers;
     wharf_client_status status = WHARF_CLIENT_OK;
-    redisContext *redis = c->redis;
+    pipeline *p = &c->pipe;
+    redisContext *redis;
     size_t first, sent = 0;
     char key[KEY_MAX];
 
-    if (!redis)
-        return WHARF_CLIENT_UNAVAILABLE;
+    key_global(key, sizeof(key), c->prefix, "types");
+    if (!(redis = client_redis_of(c, key)))
+        return c->connect_status;
     types_of(b, redis);
     first = b->n_types;
-    key_global(key, sizeof(key), c->prefix, "types");
+    pipeline_reset(p);
     for (size_t i = 0; i < count; i++) {
         size_t t = index ? index[i] : i;
         const char *type = tasks[t].type;
         if (replies[t].status != WHARF_CLIENT_OK || !type_unknown(b, type))
             continue;
-        if (redisAppendCommand(redis, "SADD %s %s", key, type) != REDIS_OK)
+        if (pipeline_addf(p, key, "SADD %s %s", key, type) != 0)
             return client_reply_status(c, NULL, "enqueue");
         type_added(b, type);
         sent++;
     }
-    for (size_t i = 0; i < sent; i++) {
-        redisReply *r = NULL;
-        wharf_client_status got;
-        if (redisGetReply(redis, (void **)&r) != REDIS_OK)
-            return client_reply_status(c, NULL, "enqueue");
-        got = client_reply_status(c, r, "enqueue: adding the type");
-        freeReplyObject(r);
-        if (status == WHARF_CLIENT_OK)
-            status = got;
-    }
+    if (sent > 0 && pipeline_run(p) != 0)
+        status = client_reply_status(c, NULL, "enqueue");
+    for (size_t i = 0; i < sent && status == WHARF_CLIENT_OK; i++)
+        status = client_reply_status(c, pipeline_reply(p, i),
+                                     "enqueue: adding the type");
+    pipeline_reset(p);
     /* Not added: forget them, so the next enqueue tries again. */
     if (status != WHARF_CLIENT_OK && b->n_types > first)
         b->n_types = first;
@@ -448,24 +478,30 @@ static wharf_client_status call_alone(wharf_client *c, enqueue_call *call,
                                       const size_t *index, size_t count,
                                       wharf_enqueue_reply *replies)
 {
-    redisContext *redis = client_redis(c);
-    redisReply *r;
+    pipeline *p = &c->pipe;
     wharf_client_status status;
 
-    if (!redis)
-        return WHARF_CLIENT_UNAVAILABLE;
+    if (client_connect(c) != 0)
+        return c->connect_status;
     status = build_call(c, call, tasks, index, count);
     if (status != WHARF_CLIENT_OK)
         return status;
-    /* On NOSCRIPT it loads the script and runs the call again. */
-    r = script_run_command(redis, &c->enqueue, &call->cmd);
-    if (!r && call->cmd.err) {
-        client_error(c, "enqueue: encoding the script call: %s",
-                     strerror(call->cmd.err));
+    pipeline_reset(p);
+    p->wait = c->min_replicas > 0;
+    p->min_replicas = c->min_replicas;
+    p->wait_timeout_ms = c->replicas_timeout_ms;
+    if (pipeline_add_command(p, -1, &call->cmd, &c->enqueue) != 0) {
+        client_error(c, "enqueue: encoding the script call: %s", p->errstr);
         return WHARF_CLIENT_ERROR;
     }
-    status = parse_call(c, r, tasks, index, count, replies);
-    freeReplyObject(r);
+    /* Redirections and NOSCRIPT are followed in there (pipeline.h). */
+    if (pipeline_run(p) != 0)
+        client_drop(c);
+    status = parse_call(c, pipeline_reply(p, 0), tasks, index, count, replies);
+    if (status == WHARF_CLIENT_OK && p->wait)
+        check_replicas(c, p->fewest_acks, nodes_name(&c->nodes, p->e[0].node),
+                       index, count, replies);
+    pipeline_reset(p);
     if (status == WHARF_CLIENT_OK)
         status = add_types(c, tasks, index, count, replies);
     return status;
@@ -511,28 +547,6 @@ static void say_unserved(wharf_client *c, const char *type)
     client_error(c, "%s; refused (strict)", message);
 }
 
-/* SCRIPT LOAD the enqueue script once per connection, so a pipeline of
- * EVALSHA does not come back as a row of NOSCRIPT errors. */
-static wharf_client_status load_enqueue(wharf_client *c, redisContext *redis)
-{
-    redisReply *r;
-    wharf_client_status status;
-
-    if (c->enqueue_loaded)
-        return WHARF_CLIENT_OK;
-    r = redisCommand(redis, "SCRIPT LOAD %s", c->enqueue.source);
-    status = client_reply_status(c, r, "enqueue: loading the script");
-    if (status == WHARF_CLIENT_OK &&
-        (r->type != REDIS_REPLY_STRING || strcmp(r->str, c->enqueue.sha))) {
-        client_error(c, "enqueue: SCRIPT LOAD gave an unexpected SHA1");
-        status = WHARF_CLIENT_ERROR;
-    }
-    freeReplyObject(r);
-    if (status == WHARF_CLIENT_OK)
-        c->enqueue_loaded = 1;
-    return status;
-}
-
 /* True if b may join the call a is in: same type, both ready or both
  * delayed. */
 static int same_call(const wharf_enqueue_opts *a, const wharf_enqueue_opts *b)
@@ -576,66 +590,117 @@ static size_t plan_round(wharf_client *c, const wharf_enqueue_opts *tasks,
     return i - start;
 }
 
-/* Flushes c's output buffer to Redis, so it works on what was appended
- * while we build the next round. REDIS_OK or REDIS_ERR. */
-static int flush_output(redisContext *redis)
+/* Flushes the output buffer of each node of round to Redis, so they work
+ * on what was appended while we build the next round. REDIS_OK or
+ * REDIS_ERR (c->pipe.errstr set). */
+static int flush_output(wharf_client *c, const enqueue_round *round)
 {
-    int done = 0;
-
-    while (!done)
-        if (redisBufferWrite(redis, &done) != REDIS_OK)
+    for (size_t k = 0; k < round->n_nodes; k++) {
+        redisContext *redis = c->nodes.list[round->nodes[k]].redis;
+        int done = 0;
+        while (redis && !done)
+            if (redisBufferWrite(redis, &done) != REDIS_OK) {
+                snprintf(c->pipe.errstr, sizeof(c->pipe.errstr), "%s",
+                         redis->errstr);
+                return REDIS_ERR;
+            }
+        if (!redis)
             return REDIS_ERR;
+    }
     return REDIS_OK;
 }
 
-/* Builds and sends every call of a planned round without waiting for the
- * replies. Only when nothing is in flight may the script be loaded. */
+/* The live connection of node index for a round, or NULL with
+ * c->pipe.errstr set. */
+static redisContext *round_redis(wharf_client *c, int index)
+{
+    redisContext *redis = nodes_context(&c->nodes, index);
+
+    if (!redis)
+        memcpy(c->pipe.errstr, c->nodes.errstr, sizeof(c->pipe.errstr));
+    return redis;
+}
+
+/* Notes that round sent a call to node index. */
+static void round_uses(enqueue_round *round, int index)
+{
+    for (size_t k = 0; k < round->n_nodes; k++)
+        if (round->nodes[k] == index)
+            return;
+    round->nodes[round->n_nodes] = index;
+    round->acks[round->n_nodes++] = -1;
+}
+
+/* Builds and sends every call of a planned round, each to the node of
+ * its type, without waiting for the replies; with min_replicas, a WAIT
+ * follows each node's calls. */
 static wharf_client_status send_round(wharf_client *c, enqueue_call *call,
                                       const wharf_enqueue_opts *tasks,
                                       enqueue_round *round)
 {
-    redisContext *redis = client_redis(c);
     wharf_client_status status =
-        redis ? load_enqueue(c, redis) : WHARF_CLIENT_UNAVAILABLE;
+        client_connect(c) == 0 ? WHARF_CLIENT_OK : c->connect_status;
 
+    round->n_nodes = 0;
+    c->pipe.errstr[0] = '\0';
     for (size_t i = 0; i < round->n_calls && status == WHARF_CLIENT_OK; i++) {
         call_plan *p = &round->calls[i];
+        redisContext *redis;
         status =
             build_call(c, call, tasks, &round->members[p->first], p->count);
         if (status != WHARF_CLIENT_OK)
             break;
-        if (command_append(&call->cmd, redis) == 0) {
+        p->node = nodes_of_key(&c->nodes, call->common_keys[1],
+                               strlen(call->common_keys[1]));
+        if (!(redis = round_redis(c, p->node))) {
+            status = client_reply_status(c, NULL, "enqueue");
+        } else if (command_append(&call->cmd, redis) == 0) {
             p->state = CALL_SENT;
+            round_uses(round, p->node);
         } else if (call->cmd.err) {
             client_error(c, "enqueue: encoding the script call: %s",
                          strerror(call->cmd.err));
             status = WHARF_CLIENT_ERROR;
         } else {
+            snprintf(c->pipe.errstr, sizeof(c->pipe.errstr), "%s",
+                     redis->errstr);
             status = client_reply_status(c, NULL, "enqueue");
         }
     }
-    if (status == WHARF_CLIENT_OK && flush_output(redis) != REDIS_OK)
+    for (size_t k = 0; k < round->n_nodes && c->min_replicas > 0; k++)
+        if (status == WHARF_CLIENT_OK &&
+            redisAppendCommand(c->nodes.list[round->nodes[k]].redis,
+                               "WAIT %d %d", c->min_replicas,
+                               c->replicas_timeout_ms) != REDIS_OK)
+            status = client_reply_status(c, NULL, "enqueue");
+    if (status == WHARF_CLIENT_OK && flush_output(c, round) != REDIS_OK)
         status = client_reply_status(c, NULL, "enqueue");
     return status;
 }
 
-/* Reads the replies of a sent round. A call that came back NOSCRIPT is
- * marked so and *noscript set: it runs again once nothing is in flight. */
+/* Reads the replies of a sent round. A call whose reply is not the
+ * script's answer (NOSCRIPT, a redirection, a slot being migrated) is
+ * marked CALL_AGAIN and *again set: it runs again alone once nothing is
+ * in flight. Then reads the round's WAITs, if any. */
 static wharf_client_status read_round(wharf_client *c,
                                       const wharf_enqueue_opts *tasks,
                                       wharf_enqueue_reply *replies,
-                                      enqueue_round *round, int *noscript)
+                                      enqueue_round *round, int *again)
 {
     for (size_t i = 0; i < round->n_calls; i++) {
         call_plan *p = &round->calls[i];
+        redisContext *redis = c->nodes.list[p->node].redis;
         redisReply *r = NULL;
         if (p->state != CALL_SENT)
             continue;
-        if (redisGetReply(c->redis, (void **)&r) != REDIS_OK)
+        if (!redis || redisGetReply(redis, (void **)&r) != REDIS_OK) {
+            snprintf(c->pipe.errstr, sizeof(c->pipe.errstr), "%s",
+                     redis ? redis->errstr : "connection lost");
             return client_reply_status(c, NULL, "enqueue");
-        if (script_is_noscript(r)) {
-            p->state = CALL_NOSCRIPT;
-            *noscript = 1;
+        }
+        if (pipeline_must_settle(r)) {
+            p->state = CALL_AGAIN;
+            *again = 1;
         } else {
             p->state = CALL_ANSWERED;
             parse_call(c, r, tasks, &round->members[p->first], p->count,
@@ -643,10 +708,29 @@ static wharf_client_status read_round(wharf_client *c,
         }
         freeReplyObject(r);
     }
+    for (size_t k = 0; k < round->n_nodes && c->min_replicas > 0; k++) {
+        redisContext *redis = c->nodes.list[round->nodes[k]].redis;
+        redisReply *r = NULL;
+        if (!redis || redisGetReply(redis, (void **)&r) != REDIS_OK) {
+            snprintf(c->pipe.errstr, sizeof(c->pipe.errstr), "%s",
+                     redis ? redis->errstr : "connection lost");
+            return client_reply_status(c, NULL, "enqueue");
+        }
+        round->acks[k] = r->type == REDIS_REPLY_INTEGER ? (int)r->integer : 0;
+        freeReplyObject(r);
+    }
+    for (size_t i = 0; i < round->n_calls && c->min_replicas > 0; i++) {
+        const call_plan *p = &round->calls[i];
+        for (size_t k = 0; k < round->n_nodes; k++)
+            if (p->state == CALL_ANSWERED && round->nodes[k] == p->node)
+                check_replicas(c, round->acks[k],
+                               nodes_name(&c->nodes, p->node),
+                               &round->members[p->first], p->count, replies);
+    }
     return WHARF_CLIENT_OK;
 }
 
-/* Runs the NOSCRIPT calls of a read round again, one by one. */
+/* Runs the calls of a read round marked CALL_AGAIN again, one by one. */
 static wharf_client_status rerun_round(wharf_client *c, enqueue_call *call,
                                        const wharf_enqueue_opts *tasks,
                                        wharf_enqueue_reply *replies,
@@ -654,10 +738,9 @@ static wharf_client_status rerun_round(wharf_client *c, enqueue_call *call,
 {
     wharf_client_status status = WHARF_CLIENT_OK;
 
-    c->enqueue_loaded = 0; /* the server forgot it (SCRIPT FLUSH) */
     for (size_t i = 0; i < round->n_calls && status == WHARF_CLIENT_OK; i++) {
         call_plan *p = &round->calls[i];
-        if (p->state != CALL_NOSCRIPT)
+        if (p->state != CALL_AGAIN)
             continue;
         status = call_alone(c, call, tasks, &round->members[p->first], p->count,
                             replies);
@@ -704,7 +787,7 @@ wharf_client_status wharf_enqueue_batch(wharf_client *client,
     if (!(b = buffers(client)))
         status = WHARF_CLIENT_ERROR;
     while (status == WHARF_CLIENT_OK && (done < n || sent)) {
-        int noscript = 0;
+        int again = 0;
         next = NULL;
         if (done < n) {
             next = &b->rounds[which];
@@ -713,28 +796,26 @@ wharf_client_status wharf_enqueue_batch(wharf_client *client,
             status = send_round(client, &b->call, tasks, next);
         }
         if (sent && status == WHARF_CLIENT_OK)
-            status = read_round(client, tasks, replies, sent, &noscript);
-        /* NOSCRIPT: drain the pipeline before anything runs alone. */
-        if (noscript && next && status == WHARF_CLIENT_OK)
-            status = read_round(client, tasks, replies, next, &noscript);
-        if (noscript && status == WHARF_CLIENT_OK)
+            status = read_round(client, tasks, replies, sent, &again);
+        /* A call to run again: drain the pipeline before anything runs alone.
+         */
+        if (again && next && status == WHARF_CLIENT_OK)
+            status = read_round(client, tasks, replies, next, &again);
+        if (again && status == WHARF_CLIENT_OK)
             status = rerun_round(client, &b->call, tasks, replies, sent);
-        if (noscript && next && status == WHARF_CLIENT_OK)
+        if (again && next && status == WHARF_CLIENT_OK)
             status = rerun_round(client, &b->call, tasks, replies, next);
         if (status != WHARF_CLIENT_OK)
             break;
-        sent = noscript ? NULL : next;
+        sent = again ? NULL : next;
     }
     if (status != WHARF_CLIENT_OK) {
         if (sent)
             fail_round(sent, replies, status);
         if (next)
             fail_round(next, replies, status);
-        if (client->redis) {
-            /* Unsent commands or unread replies may be left in it. */
-            redisFree(client->redis);
-            client->redis = NULL;
-        }
+        /* Unsent commands or unread replies may be left in them. */
+        client_drop(client);
     }
     for (; done < n; done++) {
         memset(&replies[done], 0, sizeof(replies[done]));

@@ -11,6 +11,8 @@
 
 #include <wharf/client.h>
 
+#include "nodes.h"
+#include "pipeline.h"
 #include "redis_url.h"
 #include "script.h"
 
@@ -18,23 +20,29 @@
 #define CLIENT_TIMEOUT_MS 5000
 
 struct wharf_client {
-    redisContext *redis; /* NULL or broken: connected again on next use */
+    nodes nodes;   /* the Redis nodes (nodes.h); found again after a failure */
+    pipeline pipe; /* single commands, the CLI's pipelines */
     redis_url url;
     char *password;  /* NULL: the URL's own; owned */
     char where[300]; /* the address without password, for messages */
     char prefix[WHARF_PREFIX_MAX + 1];
-    script enqueue;     /* the enqueue script (client_enqueue.c) */
-    script status;      /* sdk/lua/status.lua (client_status.c) */
-    script cancel;      /* sdk/lua/cancel.lua (client_cancel.c) */
-    int strict;         /* wharf_client_set_strict */
-    int enqueue_loaded; /* it is loaded on this connection, so a
-                           pipeline may use EVALSHA without NOSCRIPT */
+    script enqueue; /* the enqueue script (client_enqueue.c), loaded on
+                       each connection a node gets (nodes_set_scripts) */
+    script status;  /* sdk/lua/status.lua (client_status.c) */
+    script cancel;  /* sdk/lua/cancel.lua (client_cancel.c) */
+    int strict;     /* wharf_client_set_strict */
+    const script *scripts[2]; /* {&enqueue, NULL}: the others load on
+                                 their first NOSCRIPT (pipeline.h) */
+    int min_replicas;         /* wharf_client_require_replicas */
+    int replicas_timeout_ms;
     struct enqueue_buffers *enqueue_buffers; /* client_enqueue.c's, made
                                                 on first use; owned */
     EVP_MD *sha256;     /* fetched once: task ids hash every payload */
     EVP_MD_CTX *digest; /* reused for every hash */
-    wharf_client_status connect_status; /* why client_redis last failed:
-                                           UNAVAILABLE or AUTH */
+    wharf_client_status connect_status; /* why client_connect last failed:
+                                           UNAVAILABLE, AUTH, or BAD_INPUT
+                                           (not a cluster node, a master
+                                           no sentinel knows) */
     char errstr[512];
 };
 
@@ -42,15 +50,23 @@ struct wharf_client {
 void client_error(wharf_client *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* The live connection of c, connecting again if it is missing or broken.
- * NULL with c->errstr and c->connect_status set when Redis cannot be
- * reached (UNAVAILABLE) or refuses our credentials (AUTH). The context
- * stays owned by c. */
-redisContext *client_redis(wharf_client *c);
+/* Finds c's nodes again if they are not known (after a failure). 0, or
+ * -1 with c->errstr and c->connect_status set when Redis cannot be
+ * reached (UNAVAILABLE), refuses our credentials (AUTH) or is not what
+ * the URL says (BAD_INPUT). */
+int client_connect(wharf_client *c);
+
+/* The live connection of the node serving key (connecting first if
+ * needed); NULL with c->errstr and c->connect_status set. Owned by c. */
+redisContext *client_redis_of(wharf_client *c, const char *key);
+
+/* Drops every connection of c after a failure (the next use finds the
+ * nodes again). */
+void client_drop(wharf_client *c);
 
 /* The status for reply, a reply of a command about `what` (for the
  * message): OK for any reply that is not an error; for NULL (the
- * connection failed) UNAVAILABLE, or ERROR when hiredis ran out of memory;
+ * connection failed: c->pipe.errstr says why, if anything) UNAVAILABLE;
  * for an error reply FULL when Redis is at maxmemory (OOM: a script or
  * command refused at its first write wrote nothing), AUTH when it wants
  * credentials (NOAUTH, WRONGPASS), UNAVAILABLE when it is loading, busy or

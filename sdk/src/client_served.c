@@ -18,33 +18,34 @@ static int by_text(const void *a, const void *b)
 void client_unserved_message(wharf_client *c, const char *type, char *buf,
                              size_t len)
 {
-    redisContext *redis = client_redis(c);
+    pipeline *p = &c->pipe;
     char key[KEY_MAX], list[1024] = "";
     redisReply *types = NULL;
     size_t used = 0, n = 0;
 
     key_global(key, sizeof(key), c->prefix, "types");
-    if (redis)
-        types = redisCommand(redis, "SMEMBERS %s", key);
+    if (client_connect(c) == 0)
+        types = pipeline_command(p, key, "SMEMBERS %s", key);
     if (types && types->type == REDIS_REPLY_ARRAY) {
         n = types->elements;
         qsort(types->element, n, sizeof(*types->element), by_text);
     }
+    pipeline_reset(p);
     for (size_t i = 0; i < n; i++) {
         key_of_type(key, sizeof(key), c->prefix, types->element[i]->str,
                     "policy");
-        redisAppendCommand(redis, "EXISTS %s", key);
+        pipeline_addf(p, key, "EXISTS %s", key);
     }
+    if (n > 0 && pipeline_run(p) != 0)
+        n = 0;
     for (size_t i = 0; i < n; i++) {
-        redisReply *r = NULL;
-        if (redisGetReply(redis, (void **)&r) != REDIS_OK)
-            break;
+        const redisReply *r = pipeline_reply(p, i);
         if (r->type == REDIS_REPLY_INTEGER && r->integer == 1 &&
             used + types->element[i]->len + 3 < sizeof(list))
             used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
                                      used ? ", " : "", types->element[i]->str);
-        freeReplyObject(r);
     }
+    pipeline_reset(p);
     freeReplyObject(types);
     if (used)
         snprintf(buf, len, "no host serves '%s'; served types: %s", type, list);

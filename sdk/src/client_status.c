@@ -104,7 +104,6 @@ redisReply *client_status_call(wharf_client *c, const char *type,
         "dead",   "dead:",   "result:", "cancel:"};
     char keys[STATUS_KEYS][KEY_MAX];
     const char *argv[STATUS_KEYS + 4];
-    redisContext *redis;
     redisReply *r;
 
     *status = client_check_names(c, type, id);
@@ -125,11 +124,14 @@ redisReply *client_status_call(wharf_client *c, const char *type,
     argv[STATUS_KEYS + 1] = WHARF_GROUP;
     argv[STATUS_KEYS + 2] = CLIENT_PROTOCOLS;
     argv[STATUS_KEYS + 3] = with_result ? "result" : "";
-    if (!(redis = client_redis(c))) {
+    if (client_connect(c) != 0) {
         *status = c->connect_status;
         return NULL;
     }
-    r = script_run(redis, &c->status, STATUS_KEYS, STATUS_KEYS + 4, argv, NULL);
+    r = pipeline_script(&c->pipe, &c->status, STATUS_KEYS, STATUS_KEYS + 4,
+                        argv, NULL);
+    if (!r)
+        client_drop(c);
     *status = client_reply_status(c, r, "status");
     if (*status == WHARF_CLIENT_OK &&
         (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||

@@ -76,6 +76,9 @@ redisReply *command_run(command *c, redisContext *rc);
  * whole key, modulo 16384. */
 unsigned command_key_slot(const char *key, size_t len);
 
+/* The slot of the first key of c, or -1 when it has none. */
+long command_first_key_slot(const command *c);
+
 /* The index (among the keys, from 0) of the first key of c whose slot
  * differs from that of the first key, or -1 when they all share one. */
 long command_mixed_slot(const command *c);

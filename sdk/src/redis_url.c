@@ -37,17 +37,18 @@ static int parse_number(const char *text, size_t n, long min, long max,
     return 0;
 }
 
-static int parse_unix(const char *text, redis_url *u, char *err,
-                      size_t errlen)
+static int parse_unix(const char *text, redis_url *u, char *err, size_t errlen)
 {
+    u->kind = REDIS_URL_UNIX;
     const char *path = text + strlen("unix://");
     const char *query = strchr(path, '?');
     size_t n = query ? (size_t)(query - path) : strlen(path);
     long db;
 
     if (n == 0 || path[0] != '/') {
-        snprintf(err, errlen, "a unix socket URL needs an absolute path "
-                              "(unix:///path/to/redis.sock[?db=N])");
+        snprintf(err, errlen,
+                 "a unix socket URL needs an absolute path "
+                 "(unix:///path/to/redis.sock[?db=N])");
         return -1;
     }
     if (copy_part(u->path, sizeof(u->path), path, n) != 0) {
@@ -156,55 +157,45 @@ static int valid_host(const char *host)
     return 1;
 }
 
-static int parse_tcp(const char *text, redis_url *u, char *err, size_t errlen)
+/* Parses the address "host[:port]" or "[v6]:port" of text[0..n) into
+ * host (of 256 bytes) and *port (left as it is when none is given). 0, or
+ * -1 with why in err. */
+static int parse_address(const char *p, size_t n, char *host, int *port,
+                         char *err, size_t errlen)
 {
-    const char *p = text + strlen("redis://");
-    const char *host_end, *port_start = NULL, *path;
+    const char *end = p + n, *port_start = NULL;
     long v;
 
-    if (parse_userinfo(&p, u, err, errlen) != 0)
-        return -1;
-    path = strchr(p, '/');
-    host_end = path ? path : p + strlen(p);
     if (*p == '[') { /* [::1]:6379 */
-        const char *close = memchr(p, ']', (size_t)(host_end - p));
+        const char *close = memchr(p, ']', n);
         if (!close) {
             snprintf(err, errlen, "bad IPv6 address: expected [address]");
             return -1;
         }
-        if (copy_part(u->host, sizeof(u->host), p + 1,
-                      (size_t)(close - p - 1)) != 0)
+        if (copy_part(host, 256, p + 1, (size_t)(close - p - 1)) != 0)
             goto bad_host;
-        if (close + 1 < host_end) {
+        if (close + 1 < end) {
             if (close[1] != ':')
                 goto bad_host;
             port_start = close + 2;
         }
     } else {
-        const char *colon = memchr(p, ':', (size_t)(host_end - p));
-        size_t n = colon ? (size_t)(colon - p) : (size_t)(host_end - p);
-        if (copy_part(u->host, sizeof(u->host), p, n) != 0)
+        const char *colon = memchr(p, ':', n);
+        size_t len = colon ? (size_t)(colon - p) : n;
+        if (copy_part(host, 256, p, len) != 0)
             goto bad_host;
         if (colon)
             port_start = colon + 1;
     }
-    if (!valid_host(u->host))
+    if (!valid_host(host))
         goto bad_host;
     if (port_start) {
-        if (parse_number(port_start, (size_t)(host_end - port_start), 1,
-                         65535, &v) != 0) {
+        if (parse_number(port_start, (size_t)(end - port_start), 1, 65535,
+                         &v) != 0) {
             snprintf(err, errlen, "bad port: expected 1..65535");
             return -1;
         }
-        u->port = (int)v;
-    }
-    if (path && path[1] != '\0') {
-        if (parse_number(path + 1, strlen(path + 1), 0, INT_MAX, &v) != 0) {
-            snprintf(err, errlen,
-                     "bad database: expected a number after the '/'");
-            return -1;
-        }
-        u->db = (int)v;
+        *port = (int)v;
     }
     return 0;
 bad_host:
@@ -212,8 +203,138 @@ bad_host:
     return -1;
 }
 
-int redis_url_parse(const char *text, redis_url *out, char *err,
-                    size_t errlen)
+/* Parses "/N" (the database) at path, if any. 0, or -1 with why in err. */
+static int parse_db(const char *path, int *db, char *err, size_t errlen)
+{
+    long v;
+
+    if (!path || path[0] == '\0' || path[1] == '\0')
+        return 0;
+    if (parse_number(path + 1, strlen(path + 1), 0, INT_MAX, &v) != 0) {
+        snprintf(err, errlen, "bad database: expected a number after the '/'");
+        return -1;
+    }
+    *db = (int)v;
+    return 0;
+}
+
+static int parse_tcp(const char *text, redis_url *u, char *err, size_t errlen)
+{
+    const char *p = text + strlen("redis://");
+    const char *path;
+
+    if (parse_userinfo(&p, u, err, errlen) != 0)
+        return -1;
+    path = strchr(p, '/');
+    if (parse_address(p, path ? (size_t)(path - p) : strlen(p), u->host,
+                      &u->port, err, errlen) != 0)
+        return -1;
+    return parse_db(path, &u->db, err, errlen);
+}
+
+/* Parses the seed list "h1:p1,h2:p2" of text[0..n) into u->seeds, each
+ * with default_port unless it names one; the first is u->host too. */
+static int parse_seeds(const char *p, size_t n, int default_port, redis_url *u,
+                       char *err, size_t errlen)
+{
+    const char *end = p + n;
+
+    if (n == 0) {
+        snprintf(err, errlen, "expected host:port[,host:port...]");
+        return -1;
+    }
+    while (p <= end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        size_t len = comma ? (size_t)(comma - p) : (size_t)(end - p);
+        redis_seed *seed;
+        if (u->n_seeds == REDIS_URL_MAX_SEEDS) {
+            snprintf(err, errlen, "more than %d addresses",
+                     REDIS_URL_MAX_SEEDS);
+            return -1;
+        }
+        seed = &u->seeds[u->n_seeds];
+        seed->port = default_port;
+        if (len == 0) {
+            snprintf(err, errlen, "an empty address in the list");
+            return -1;
+        }
+        if (parse_address(p, len, seed->host, &seed->port, err, errlen) != 0)
+            return -1;
+        u->n_seeds++;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    snprintf(u->host, sizeof(u->host), "%s", u->seeds[0].host);
+    u->port = u->seeds[0].port;
+    return 0;
+}
+
+/* "redis+cluster://[user[:password]@]h1:p1[,h2:p2...][/0]": any node of
+ * the cluster will do as a seed; a cluster has database 0 only. */
+static int parse_cluster(const char *text, redis_url *u, char *err,
+                         size_t errlen)
+{
+    const char *p = text + strlen("redis+cluster://");
+    const char *path;
+
+    u->kind = REDIS_URL_CLUSTER;
+    if (parse_userinfo(&p, u, err, errlen) != 0)
+        return -1;
+    path = strchr(p, '/');
+    if (parse_seeds(p, path ? (size_t)(path - p) : strlen(p), 6379, u, err,
+                    errlen) != 0 ||
+        parse_db(path, &u->db, err, errlen) != 0)
+        return -1;
+    if (u->db != 0) {
+        snprintf(err, errlen, "a Redis Cluster has database 0 only");
+        return -1;
+    }
+    return 0;
+}
+
+/* "redis+sentinel://[user[:password]@]s1:p1[,s2:p2...]/MASTER[/db]": the
+ * sentinels to ask (port 26379 unless given) and the name of the master
+ * they watch; the user and password are the master's. */
+static int parse_sentinel(const char *text, redis_url *u, char *err,
+                          size_t errlen)
+{
+    const char *p = text + strlen("redis+sentinel://");
+    const char *path, *name, *db;
+    size_t len;
+
+    u->kind = REDIS_URL_SENTINEL;
+    if (parse_userinfo(&p, u, err, errlen) != 0)
+        return -1;
+    path = strchr(p, '/');
+    if (parse_seeds(p, path ? (size_t)(path - p) : strlen(p), 26379, u, err,
+                    errlen) != 0)
+        return -1;
+    name = path ? path + 1 : "";
+    db = strchr(name, '/');
+    len = db ? (size_t)(db - name) : strlen(name);
+    if (len == 0) {
+        snprintf(err, errlen,
+                 "expected the master's name after the sentinels "
+                 "(redis+sentinel://host:port[,host:port...]/MASTER[/db])");
+        return -1;
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)name[i];
+        if (!isalnum(ch) && ch != '.' && ch != '_' && ch != '-') {
+            snprintf(err, errlen,
+                     "bad master name: use letters, digits, '.', '_', '-'");
+            return -1;
+        }
+    }
+    if (copy_part(u->master, sizeof(u->master), name, len) != 0) {
+        snprintf(err, errlen, "the master name is too long");
+        return -1;
+    }
+    return parse_db(db, &u->db, err, errlen);
+}
+
+int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen)
 {
     redis_url u;
     int rc;
@@ -224,9 +345,15 @@ int redis_url_parse(const char *text, redis_url *out, char *err,
         rc = parse_tcp(text, &u, err, errlen);
     else if (strncmp(text, "unix://", 7) == 0)
         rc = parse_unix(text, &u, err, errlen);
+    else if (strncmp(text, "redis+cluster://", 16) == 0)
+        rc = parse_cluster(text, &u, err, errlen);
+    else if (strncmp(text, "redis+sentinel://", 17) == 0)
+        rc = parse_sentinel(text, &u, err, errlen);
     else {
-        snprintf(err, errlen, "expected redis://[user[:password]@]host"
-                              "[:port][/db] or unix:///absolute/path");
+        snprintf(err, errlen,
+                 "expected redis://[user[:password]@]host[:port][/db], "
+                 "unix:///absolute/path, redis+cluster://host:port[,...] or "
+                 "redis+sentinel://host:port[,...]/MASTER");
         rc = -1;
     }
     if (rc == 0)
@@ -234,15 +361,43 @@ int redis_url_parse(const char *text, redis_url *out, char *err,
     return rc;
 }
 
+/* Appends "host:port" (brackets around an IPv6 address) to buf. */
+static size_t describe_address(char *buf, size_t len, size_t used,
+                               const char *host, int port)
+{
+    int n = snprintf(buf + used, used < len ? len - used : 0,
+                     strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+    return used + (n > 0 ? (size_t)n : 0);
+}
+
 void redis_url_describe(const redis_url *url, char *buf, size_t len)
 {
-    if (url->path[0])
+    size_t used;
+
+    if (url->kind == REDIS_URL_CLUSTER || url->kind == REDIS_URL_SENTINEL) {
+        used = (size_t)snprintf(buf, len, "%s",
+                                url->kind == REDIS_URL_CLUSTER
+                                    ? "redis+cluster://"
+                                    : "redis+sentinel://");
+        for (size_t i = 0; i < url->n_seeds && used < len; i++) {
+            if (i > 0)
+                used += (size_t)snprintf(buf + used, len - used, ",");
+            if (used < len)
+                used = describe_address(buf, len, used, url->seeds[i].host,
+                                        url->seeds[i].port);
+        }
+        if (url->kind == REDIS_URL_SENTINEL && used < len)
+            snprintf(buf + used, len - used, "/%s/%d", url->master, url->db);
+        return;
+    }
+    if (url->path[0]) {
         snprintf(buf, len, "unix://%s", url->path);
-    else if (strchr(url->host, ':'))
-        snprintf(buf, len, "redis://[%s]:%d/%d", url->host, url->port,
-                 url->db);
-    else
-        snprintf(buf, len, "redis://%s:%d/%d", url->host, url->port, url->db);
+        return;
+    }
+    used = (size_t)snprintf(buf, len, "redis://");
+    used = describe_address(buf, len, used, url->host, url->port);
+    if (used < len)
+        snprintf(buf + used, len - used, "/%d", url->db);
 }
 
 /* The words that make a connection failure an authentication one (see
@@ -254,15 +409,13 @@ void redis_url_describe(const redis_url *url, char *buf, size_t len)
  * connection to `where` means. A refusal of credentials gets one line that
  * says what to change (url_can_hold_password: the address is redis://, so
  * the URL can carry the password). */
-static void explain_error(const char *where, const char *what,
-                          const char *text, int url_can_hold_password,
-                          char *err, size_t errlen)
+static void explain_error(const char *where, const char *what, const char *text,
+                          int url_can_hold_password, char *err, size_t errlen)
 {
-    const char *set_it = url_can_hold_password
-                             ? "set a password in the URL "
-                               "(redis://:PASSWORD@host) or "
-                               "WHARF_REDIS_PASSWORD"
-                             : "set WHARF_REDIS_PASSWORD";
+    const char *set_it = url_can_hold_password ? "set a password in the URL "
+                                                 "(redis://:PASSWORD@host) or "
+                                                 "WHARF_REDIS_PASSWORD"
+                                               : "set WHARF_REDIS_PASSWORD";
 
     if (strncmp(text, "NOAUTH", 6) == 0 ||
         strstr(text, "unauthenticated") != NULL)
@@ -316,8 +469,7 @@ void redis_url_explain(const redis_url *url, const char *what,
     char where[600];
 
     redis_url_describe(url, where, sizeof(where));
-    explain_error(where, what, reply_text, url->path[0] == '\0', err,
-                  errlen);
+    explain_error(where, what, reply_text, url->path[0] == '\0', err, errlen);
 }
 
 redisContext *redis_url_connect(const redis_url *url, const char *password,
@@ -355,8 +507,8 @@ redisContext *redis_url_connect(const redis_url *url, const char *password,
             goto fail;
     }
     if (url->db != 0) {
-        if (expect_ok(c, redisCommand(c, "SELECT %d", url->db), "SELECT",
-                      url, where, err, errlen) != 0)
+        if (expect_ok(c, redisCommand(c, "SELECT %d", url->db), "SELECT", url,
+                      where, err, errlen) != 0)
             goto fail;
     } else if (!(pass && pass[0])) {
         /* A Redis that wants a password answers the first command with

@@ -1,6 +1,10 @@
-/* Redis addresses: "redis://[user[:password]@]host[:port][/db]" and
- * "unix:///path[?db=N]", and the connection they describe (AUTH and
- * SELECT done). Shared by the client library, the CLI and the host. */
+/* Redis addresses: "redis://[user[:password]@]host[:port][/db]",
+ * "unix:///path[?db=N]", "redis+cluster://host:port[,host:port...]" (any
+ * nodes of a Redis Cluster, as seeds) and
+ * "redis+sentinel://host:port[,host:port...]/MASTER[/db]" (the sentinels
+ * that watch MASTER), and the connection to one node (AUTH and SELECT
+ * done). Shared by the client library, the CLI and the host; nodes.h
+ * turns a cluster or sentinel address into connections. */
 #ifndef WHARF_REDIS_URL_H
 #define WHARF_REDIS_URL_H
 
@@ -8,26 +12,45 @@
 
 #include <hiredis/hiredis.h>
 
+/* At most this many seeds (cluster nodes or sentinels) in one URL. */
+#define REDIS_URL_MAX_SEEDS 16
+
+typedef enum redis_url_kind {
+    REDIS_URL_TCP = 0, /* redis:// */
+    REDIS_URL_UNIX,    /* unix:// */
+    REDIS_URL_CLUSTER, /* redis+cluster:// */
+    REDIS_URL_SENTINEL /* redis+sentinel:// */
+} redis_url_kind;
+
+typedef struct redis_seed {
+    char host[256];
+    int port;
+} redis_seed;
+
 typedef struct redis_url {
-    char host[256]; /* "" for a unix socket */
+    redis_url_kind kind;
+    char host[256]; /* "" for a unix socket; the first seed otherwise */
     int port;
     char path[256]; /* unix socket path, "" for TCP */
     char user[128];
     char password[256];
     int db;
+    redis_seed seeds[REDIS_URL_MAX_SEEDS]; /* cluster and sentinel */
+    size_t n_seeds;
+    char master[128]; /* sentinel: the name of the master */
 } redis_url;
 
 /* Parses text into *out. 0 on success; -1 with the reason alone in err
  * ("bad port: expected 1..65535"), for the caller to say which URL. The
  * one parser of Redis addresses: the manifest, the CLI and the client
  * library all use it. */
-int redis_url_parse(const char *text, redis_url *out, char *err,
-                    size_t errlen);
+int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen);
 
-/* Connects to url with a connect/command timeout (0 = none), sends AUTH
- * (password overrides the URL's when not NULL) and SELECT, or else a PING,
- * so a Redis that refuses us says so now. Returns the context, or NULL
- * with "redis://...: why" in err; redis_url_auth_refused(err) tells an
+/* Connects to the one node of a redis:// or unix:// url (for the others,
+ * nodes.h makes one of each node they name) with a connect/command timeout (0 =
+ * none), sends AUTH (password overrides the URL's when not NULL) and SELECT, or
+ * else a PING, so a Redis that refuses us says so now. Returns the context, or
+ * NULL with "redis://...: why" in err; redis_url_auth_refused(err) tells an
  * authentication failure (which retrying cannot fix) from the rest. */
 redisContext *redis_url_connect(const redis_url *url, const char *password,
                                 int timeout_ms, char *err, size_t errlen);

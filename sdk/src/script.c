@@ -36,9 +36,8 @@ int script_load(redisContext *c, const script *s, char *err, size_t errlen)
     return rc;
 }
 
-/* Builds "EVALSHA sha numkeys keys... args..." into cmd. 0 or -1. */
-static int build_call(command *cmd, const script *s, int numkeys, int argc,
-                      const char *const *argv, const size_t *argvlen)
+int script_build(command *cmd, const script *s, int numkeys, int argc,
+                 const char *const *argv, const size_t *argvlen)
 {
     if (argc < 0 || numkeys < 0 || numkeys > argc)
         return -1;
@@ -66,7 +65,7 @@ int script_append(redisContext *c, const script *s, int numkeys, int argc,
     int rc = -1;
 
     command_init(&cmd);
-    if (build_call(&cmd, s, numkeys, argc, argv, argvlen) == 0)
+    if (script_build(&cmd, s, numkeys, argc, argv, argvlen) == 0)
         rc = command_append(&cmd, c);
     command_free(&cmd);
     return rc;
@@ -92,7 +91,7 @@ redisReply *script_run(redisContext *c, const script *s, int numkeys, int argc,
     redisReply *reply = NULL;
 
     command_init(&cmd);
-    if (build_call(&cmd, s, numkeys, argc, argv, argvlen) == 0)
+    if (script_build(&cmd, s, numkeys, argc, argv, argvlen) == 0)
         reply = script_run_command(c, s, &cmd);
     command_free(&cmd);
     return reply;

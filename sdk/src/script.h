@@ -30,6 +30,11 @@ int script_load(redisContext *c, const script *s, char *err, size_t errlen);
 redisReply *script_run(redisContext *c, const script *s, int numkeys, int argc,
                        const char *const *argv, const size_t *argvlen);
 
+/* Builds "EVALSHA sha numkeys keys... args..." of s with argv (numkeys
+ * keys, then the arguments; argvlen NULL: strlen) into cmd. 0 or -1. */
+int script_build(command *cmd, const script *s, int numkeys, int argc,
+                 const char *const *argv, const size_t *argvlen);
+
 /* Pipelined form: appends EVALSHA to c's output buffer. Read the reply
  * with redisGetReply; if script_is_noscript says so, run the call again
  * with script_run once nothing else is in flight. 0 or -1. */

@@ -51,7 +51,7 @@ static void write_manifest(const test_host *h, const test_redis *r,
             "[host]\nplugins_dir = %s\nshutdown_timeout = 10s\n%s"
             "[redis]\nurl = %s\n%s"
             "[metrics]\nlisten = %s\n"
-            "[log]\nlevel = debug\n"
+            "[log]\nlevel = %s\n"
             "[plugin.chaos]\npath = chaos.so\nruns_file = %s\n"
             "done_file = %s\n"
             "%s\n",
@@ -59,7 +59,8 @@ static void write_manifest(const test_host *h, const test_redis *r,
             o->host_keys ? o->host_keys : "",
             o->redis_url ? o->redis_url : r->url,
             o->redis_keys ? o->redis_keys : "",
-            o->metrics_listen ? o->metrics_listen : "off", h->runs, h->done,
+            o->metrics_listen ? o->metrics_listen : "off",
+            o->log_level ? o->log_level : "debug", h->runs, h->done,
             o->extra ? o->extra : "");
     cr_assert_eq(fclose(f), 0);
     cr_assert_eq(rename(tmp, h->manifest), 0, "%s: %s", h->manifest,

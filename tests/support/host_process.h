@@ -29,6 +29,7 @@ typedef struct test_host_opts {
     const char *redis_url;   /* default: the test server's */
     const char *extra;       /* more sections, verbatim */
     const char *metrics_listen; /* default: off */
+    const char *log_level;      /* default: debug */
 } test_host_opts;
 
 /* Writes dir/wharf.ini as test_host_manifest does, with o's changes. */

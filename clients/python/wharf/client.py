@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import re
+import urllib.parse
 import secrets
 import time
 import warnings
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Union
 
 import redis
+import redis.cluster
+import redis.sentinel
 
 from . import errors
 from . import scripts as lua
@@ -177,6 +180,82 @@ def _error_of(e: Exception, where: str, what: str) -> errors.WharfError:
     return errors.WharfError(f"{what}: redis answered: {text}")
 
 
+def _seeds(text: str, default_port: int, url: str):
+    """[(host, port)] of "h1:p1,h2,[::1]:p3", each port default_port
+    unless given."""
+    out = []
+    for part in text.split(","):
+        m = re.match(r"^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9._-]+))"
+                     r"(?::([0-9]{1,5}))?$", part)
+        port = int(m.group(3)) if m and m.group(3) else default_port
+        if not m or not 1 <= port <= 65535:
+            raise errors.ConfigError(
+                f"bad Redis URL '{_quote(url)}': expected host:port"
+                f"[,host:port...]")
+        out.append((m.group(1) or m.group(2), port))
+    return out
+
+
+def _open(url: str, password: Optional[str], timeout: float):
+    """The redis-py client for url: redis:// and unix:// as redis-py reads
+    them; redis+cluster://[user:pw@]h1:p1,h2:p2 (a Redis Cluster: redis-py
+    follows MOVED and ASK, every key of a type is in one slot) and
+    redis+sentinel://[user:pw@]s1:p1,s2:p2/MASTER[/db] (the master the
+    sentinels name, found again after a failover), as the C client."""
+    for scheme, default_port in (("redis+cluster://", 6379),
+                                 ("redis+sentinel://", 26379)):
+        if not url.startswith(scheme):
+            continue
+        rest = url[len(scheme):]
+        user = pw = None
+        head = rest.split("/", 1)[0]
+        if "@" in head:
+            auth, rest = rest.split("@", 1)
+            if ":" in auth:
+                user, pw = auth.split(":", 1)
+            else:
+                pw = auth
+            user = urllib.parse.unquote(user) if user else None
+            pw = urllib.parse.unquote(pw) if pw else None
+        if password is not None:
+            pw = password
+        hosts, _, path = rest.partition("/")
+        seeds = _seeds(hosts, default_port, url)
+        common = dict(username=user, password=pw, socket_timeout=timeout,
+                      socket_connect_timeout=timeout)
+        if scheme == "redis+cluster://":
+            if path not in ("", "0"):
+                raise errors.ConfigError(
+                    f"bad Redis URL '{_quote(url)}': a Redis Cluster has "
+                    f"database 0 only")
+            try:
+                return redis.cluster.RedisCluster(
+                    startup_nodes=[redis.cluster.ClusterNode(h, p)
+                                   for h, p in seeds], **common)
+            except redis.exceptions.RedisClusterException as e:
+                text = str(e)
+                if "cluster support disabled" in text or \
+                        "Cluster mode is not enabled" in text:
+                    raise errors.ConfigError(
+                        f"{hosts} is not in cluster mode (cluster-enabled "
+                        f"no): use redis:// for a single Redis") from None
+                raise errors.Unavailable(f"{hosts}: {text}") from None
+            except redis.exceptions.RedisError as e:
+                raise _error_of(e, hosts, "connect") from None
+        name, _, db = path.partition("/")
+        if not re.match(r"^[A-Za-z0-9._-]+$", name) or \
+                (db and not db.isdigit()):
+            raise errors.ConfigError(
+                f"bad Redis URL '{_quote(url)}': expected redis+sentinel://"
+                f"host:port[,host:port...]/MASTER[/db]")
+        return redis.sentinel.Sentinel(
+            seeds, socket_timeout=timeout).master_for(
+                name, db=int(db or 0), **common)
+    return redis.Redis.from_url(url, password=password,
+                                socket_timeout=timeout,
+                                socket_connect_timeout=timeout)
+
+
 class _Task(NamedTuple):
     type: str
     type_raw: bytes
@@ -190,8 +269,10 @@ class Client:
     """A connection to one Redis and one key prefix. Not thread-safe: use
     one client per thread (redis-py's connection pool is shared safely).
 
-    ``url`` is ``redis://[user:password@]host[:port][/db]`` or
-    ``unix:///path[?db=N]``; ``strict=True`` refuses (``UnservedType``)
+    ``url`` is ``redis://[user:password@]host[:port][/db]``,
+    ``unix:///path[?db=N]``, a Redis Cluster
+    ``redis+cluster://host:port[,host:port...]`` or a master Redis Sentinel
+    watches, ``redis+sentinel://host:port[,host:port...]/MASTER[/db]``; ``strict=True`` refuses (``UnservedType``)
     tasks of a type no host has ever published a policy for, where the
     default only warns (``UnservedTypeWarning``). ``lua_dir`` names the
     folder of the .lua scripts (default: ``WHARF_LUA_DIR``, the source
@@ -205,9 +286,7 @@ class Client:
                 f"key prefix '{_quote(prefix)}' is not valid: use 1-100 "
                 f"printable ASCII characters, no spaces or braces")
         try:
-            self._redis = redis.Redis.from_url(
-                url, password=password, socket_timeout=timeout,
-                socket_connect_timeout=timeout)
+            self._redis = _open(url, password, timeout)
         except ValueError as e:
             raise errors.ConfigError(f"bad Redis URL '{url}': {e}") from None
         self._where = re.sub(r"//[^@/]*@", "//", url)
@@ -232,8 +311,8 @@ class Client:
 
     def _redis_for(self, type_: str) -> redis.Redis:
         """The connection that serves type_'s keys (all of a type's keys
-        share one hash tag, {type}). One Redis today; a Redis Cluster
-        client routes here by type."""
+        share one hash tag, {type}): on a Redis Cluster redis-py's cluster
+        client, which sends each command to the node owning its slot."""
         return self._redis
 
     def _redis_global(self) -> redis.Redis:
@@ -249,6 +328,12 @@ class Client:
         r = self._redis_for(type_)
         s = self._scripts[name]
         try:
+            if isinstance(r, redis.cluster.RedisCluster) and \
+                    name not in self._loaded:
+                # On every primary first: redis-py logs each NOSCRIPT a
+                # cluster answers as an error.
+                r.script_load(s.source)
+                self._loaded.add(name)
             try:
                 return r.evalsha(s.sha, len(keys), *keys, *args)
             except redis.exceptions.NoScriptError:
@@ -418,6 +503,16 @@ class Client:
         results: List = []
         r = self._redis_for(type)
         s = self._scripts["enqueue"]
+        if isinstance(r, redis.cluster.RedisCluster):
+            # redis-py pipelines no EVALSHA on a cluster: pipeline on the
+            # node owning the type's slot, and send again through the
+            # cluster client (which follows MOVED, ASK) what that node
+            # turns away.
+            try:
+                r = r.get_node_from_key(self._key(type, "stream")) \
+                    .redis_connection
+            except redis.exceptions.RedisError as e:
+                raise _error_of(e, self._where, "enqueue") from None
         try:
             if (id(r), "enqueue") not in self._loaded:
                 r.script_load(s.source)
@@ -439,7 +534,11 @@ class Client:
                     p.evalsha(s.sha, len(keys), *keys, *args)
                 replies = p.execute(raise_on_error=False)
                 for c, reply in zip(calls, replies):
-                    if isinstance(reply, redis.exceptions.NoScriptError):
+                    if isinstance(reply, (redis.exceptions.NoScriptError,
+                                          redis.exceptions.AskError,
+                                          redis.exceptions.MovedError,
+                                          redis.exceptions.TryAgainError,
+                                          redis.exceptions.ClusterDownError)):
                         keys, args = self._build(c)
                         reply = self._call(type, "enqueue", keys, args)
                     elif isinstance(reply, Exception):

@@ -131,8 +131,8 @@ wharf_enqueue(wharf_client *client, const wharf_enqueue_opts *opts,
 
 /* Enqueues n tasks, pipelined: one script call per run of up to 100 tasks
  * of one type and one round trip per up to 500 tasks, each task judged by
- * the script exactly as if enqueued alone. replies (n of them, caller-owned) get
- * each task's own answer in .status (a task with a bad type, id or trace
+ * the script exactly as if enqueued alone. replies (n of them, caller-owned)
+ * get each task's own answer in .status (a task with a bad type, id or trace
  * gets BAD_INPUT and is not sent). Returns OK when every task has its
  * answer; UNAVAILABLE or ERROR if the batch stopped part way, in which case
  * the tasks without an answer have that status too (some of them may have
@@ -228,6 +228,16 @@ WHARF_CLIENT_API wharf_client_status wharf_cancel(wharf_client *client,
                                                   const char *type,
                                                   const char *id,
                                                   wharf_cancel_reply *out);
+
+/* Makes every enqueue of client wait, after Redis took it, until at least
+ * min_replicas replicas have it too (Redis WAIT, up to timeout_ms), so an
+ * acknowledged task survives the failover of its primary (Sentinel or
+ * Redis Cluster). A task Redis took but fewer replicas confirmed in time
+ * gets UNAVAILABLE: enqueue it again (its id makes it a duplicate then,
+ * unless its type's idempotency is none). 0 turns it off (the default). */
+WHARF_CLIENT_API void wharf_client_require_replicas(wharf_client *client,
+                                                    int min_replicas,
+                                                    int64_t timeout_ms);
 
 /* Frees memory the library handed out. Accepts NULL. */
 WHARF_CLIENT_API void wharf_free(void *p);

@@ -1,0 +1,360 @@
+/* Claims on one Redis and on a cluster; see claim.h. */
+#include "claim.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* XREADGROUP's arguments before the streams and their ids. */
+#define CLAIM_ARGS 10
+/* A wait's poll ends this long after its BLOCK should have: a node that
+ * does not answer by then is treated as lost. */
+#define WAIT_GRACE_MS 2000
+
+/* One type's blocking connection (cluster only). */
+typedef struct waiter {
+    redisContext *redis; /* NULL until the first wait */
+    long long id;        /* its CLIENT ID, for CLIENT UNBLOCK */
+    int node;            /* the node it is connected to */
+    bool answered;       /* this wait's reply is readable */
+} waiter;
+
+struct claim_state {
+    const char **argv; /* claim_all's, sized for every queue */
+    waiter *waiters;   /* one per queue */
+    struct pollfd *fds;
+};
+
+claim_state *claim_create(size_t n)
+{
+    claim_state *cs = calloc(1, sizeof(*cs));
+
+    if (!cs)
+        return NULL;
+    cs->argv = calloc(CLAIM_ARGS + 2 * n, sizeof(*cs->argv));
+    cs->waiters = calloc(n ? n : 1, sizeof(*cs->waiters));
+    cs->fds = calloc(n ? n : 1, sizeof(*cs->fds));
+    if (!cs->argv || !cs->waiters || !cs->fds) {
+        claim_destroy(cs, 0);
+        return NULL;
+    }
+    return cs;
+}
+
+void claim_drop(claim_state *cs, size_t n)
+{
+    for (size_t i = 0; cs && i < n; i++) {
+        redisFree(cs->waiters[i].redis);
+        cs->waiters[i].redis = NULL;
+    }
+}
+
+void claim_destroy(claim_state *cs, size_t n)
+{
+    if (!cs)
+        return;
+    claim_drop(cs, n);
+    free(cs->argv);
+    free(cs->waiters);
+    free(cs->fds);
+    free(cs);
+}
+
+static bool history_pending(const broker *b)
+{
+    for (size_t i = 0; i < b->n_queues; i++)
+        if (!b->queues[i].history_done)
+            return true;
+    return false;
+}
+
+/* One XREADGROUP over every stream of a single Redis, blocking up to
+ * block_ms once every queue's own pending entries are read. */
+static redisReply *claim_all(broker *b, unsigned count, int block_ms)
+{
+    size_t n = b->n_queues, argc = 0;
+    const char **argv = b->claims->argv;
+    char count_text[16], block_text[16];
+    redisContext *c = nodes_context(&b->nodes, 0);
+    redisReply *r;
+
+    if (!c) {
+        memcpy(b->pipe.errstr, b->nodes.errstr, sizeof(b->pipe.errstr));
+        broker_failed(b, "XREADGROUP", NULL);
+        return NULL;
+    }
+    snprintf(count_text, sizeof(count_text), "%u", count ? count : 1);
+    snprintf(block_text, sizeof(block_text), "%d", block_ms);
+    argv[argc++] = "XREADGROUP";
+    argv[argc++] = "GROUP";
+    argv[argc++] = WHARF_GROUP;
+    argv[argc++] = b->consumer;
+    argv[argc++] = "COUNT";
+    argv[argc++] = count_text;
+    if (!history_pending(b) && block_ms > 0) {
+        argv[argc++] = "BLOCK";
+        argv[argc++] = block_text;
+    }
+    argv[argc++] = "STREAMS";
+    for (size_t i = 0; i < n; i++)
+        argv[argc++] = b->queues[i].stream;
+    for (size_t i = 0; i < n; i++)
+        argv[argc++] =
+            b->queues[i].history_done ? ">" : b->queues[i].history_from;
+    r = redisCommandArgv(c, (int)argc, argv, NULL);
+    b->round_trips++;
+    if (!r || r->type == REDIS_REPLY_ERROR) {
+        snprintf(b->pipe.errstr, sizeof(b->pipe.errstr), "%s",
+                 r ? r->str : c->errstr);
+        broker_failed(b, "XREADGROUP", r);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* An empty claim reply with room for every queue's [stream, entries]. */
+static redisReply *new_claim(broker *b)
+{
+    redisReply *all = calloc(1, sizeof(*all));
+
+    if (all)
+        all->element =
+            calloc(b->n_queues ? b->n_queues : 1, sizeof(*all->element));
+    if (!all || !all->element) {
+        free(all);
+        snprintf(b->errstr, sizeof(b->errstr), "claim: out of memory");
+        return NULL;
+    }
+    all->type = REDIS_REPLY_ARRAY;
+    return all;
+}
+
+/* Moves the [stream, entries] of one type's XREADGROUP reply r (nil when
+ * nothing came) into all; true if it held an entry. */
+static bool gather(redisReply *all, redisReply *r)
+{
+    redisReply *s;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1)
+        return false;
+    s = r->element[0];
+    all->element[all->elements++] = s;
+    r->element[0] = NULL;
+    r->elements = 0;
+    return s->type == REDIS_REPLY_ARRAY && s->elements == 2 &&
+           s->element[1]->type == REDIS_REPLY_ARRAY &&
+           s->element[1]->elements > 0;
+}
+
+/* One XREADGROUP without BLOCK per queue, every node at once, gathered
+ * into *all; *got set when any entry came. 0, or -1 on an error. */
+static int sweep(broker *b, unsigned count, redisReply *all, bool *got)
+{
+    pipeline *p = &b->pipe;
+    int rc = 0;
+
+    pipeline_reset(p);
+    for (size_t i = 0; i < b->n_queues; i++) {
+        const broker_queue *q = &b->queues[i];
+        pipeline_addf(p, q->stream,
+                      "XREADGROUP GROUP %s %s COUNT %u STREAMS %s %s",
+                      WHARF_GROUP, b->consumer, count ? count : 1, q->stream,
+                      q->history_done ? ">" : q->history_from);
+    }
+    if (pipeline_run(p) != 0) {
+        broker_failed(b, "XREADGROUP", NULL);
+        rc = -1;
+    }
+    for (size_t i = 0; rc == 0 && i < p->n; i++) {
+        redisReply *r = pipeline_reply(p, i);
+        if (r->type == REDIS_REPLY_ERROR) {
+            broker_failed(b, "XREADGROUP", r);
+            rc = -1;
+        } else if (gather(all, r)) {
+            *got = true;
+        }
+    }
+    pipeline_reset(p);
+    return rc;
+}
+
+/* Queue i's waiter, connected to the node that serves it now; NULL
+ * (b->errstr set) when that node cannot be reached. */
+static redisContext *waiter_of(broker *b, size_t i)
+{
+    waiter *w = &b->claims->waiters[i];
+    int node = nodes_of_slot(&b->nodes, b->queues[i].slot);
+    redisReply *r;
+
+    if (w->redis && (w->node != node || w->redis->err)) {
+        redisFree(w->redis); /* the slot moved, or it broke */
+        w->redis = NULL;
+    }
+    if (w->redis)
+        return w->redis;
+    w->redis = nodes_open(&b->nodes, node);
+    b->round_trips++;
+    r = w->redis ? redisCommand(w->redis, "CLIENT ID") : NULL;
+    if (!r || r->type != REDIS_REPLY_INTEGER) {
+        snprintf(b->pipe.errstr, sizeof(b->pipe.errstr), "%s",
+                 w->redis ? (r ? r->str : w->redis->errstr) : b->nodes.errstr);
+        broker_failed(b, "connecting a waiter", NULL);
+        freeReplyObject(r);
+        redisFree(w->redis);
+        w->redis = NULL;
+        return NULL;
+    }
+    w->id = r->integer;
+    w->node = node;
+    freeReplyObject(r);
+    return w->redis;
+}
+
+static void drop_waiter(broker *b, size_t i)
+{
+    redisFree(b->claims->waiters[i].redis);
+    b->claims->waiters[i].redis = NULL;
+}
+
+/* Sends every queue's blocking XREADGROUP on its waiter. 0 or -1. */
+static int send_waits(broker *b, unsigned count, int block_ms)
+{
+    for (size_t i = 0; i < b->n_queues; i++) {
+        redisContext *c = waiter_of(b, i);
+        int done = 0;
+        if (!c)
+            return -1;
+        b->claims->waiters[i].answered = false;
+        if (redisAppendCommand(c,
+                               "XREADGROUP GROUP %s %s COUNT %u BLOCK %d "
+                               "STREAMS %s >",
+                               WHARF_GROUP, b->consumer, count ? count : 1,
+                               block_ms, b->queues[i].stream) != REDIS_OK)
+            goto broke;
+        while (!done)
+            if (redisBufferWrite(c, &done) != REDIS_OK)
+                goto broke;
+        continue;
+    broke:
+        snprintf(b->pipe.errstr, sizeof(b->pipe.errstr), "%s", c->errstr);
+        broker_failed(b, "XREADGROUP", NULL);
+        drop_waiter(b, i);
+        return -1;
+    }
+    return 0;
+}
+
+/* Waits until a waiter has an answer (or every BLOCK is long over) and
+ * marks the waiters that have one. */
+static void first_answer(broker *b, int block_ms)
+{
+    claim_state *cs = b->claims;
+    int ready;
+
+    for (size_t i = 0; i < b->n_queues; i++)
+        cs->fds[i] = (struct pollfd){cs->waiters[i].redis->fd, POLLIN, 0};
+    do
+        ready = poll(cs->fds, b->n_queues, block_ms + WAIT_GRACE_MS);
+    while (ready < 0 && errno == EINTR);
+    for (size_t i = 0; i < b->n_queues; i++)
+        cs->waiters[i].answered = ready > 0 && cs->fds[i].revents != 0;
+}
+
+/* Releases the waiters without an answer with CLIENT UNBLOCK, sent over
+ * the nodes' shared connections, every node at once. One that fails only
+ * means that waiter's BLOCK runs out by itself. */
+static void release_others(broker *b)
+{
+    claim_state *cs = b->claims;
+    pipeline *p = &b->pipe;
+
+    pipeline_reset(p);
+    for (size_t i = 0; i < b->n_queues; i++)
+        if (!cs->waiters[i].answered)
+            pipeline_addf(p, b->queues[i].stream, "CLIENT UNBLOCK %lld",
+                          cs->waiters[i].id);
+    if (p->n > 0)
+        pipeline_run(p);
+    pipeline_reset(p);
+}
+
+/* Reads the reply of every waiter whose `answered` is want into all; *got
+ * set when any entry came. 0, or -1 when a waiter broke or Redis refused
+ * a read. */
+static int read_waits(broker *b, bool want, redisReply *all, bool *got)
+{
+    int rc = 0;
+
+    b->round_trips++;
+    for (size_t i = 0; i < b->n_queues; i++) {
+        redisContext *c = b->claims->waiters[i].redis;
+        redisReply *r = NULL;
+        int index;
+        bool ask;
+        if (b->claims->waiters[i].answered != want)
+            continue;
+        if (!c || redisGetReply(c, (void **)&r) != REDIS_OK) {
+            snprintf(b->pipe.errstr, sizeof(b->pipe.errstr), "%s",
+                     c ? c->errstr : "connection lost");
+            broker_failed(b, "XREADGROUP", NULL);
+            drop_waiter(b, i);
+            rc = -1;
+            continue;
+        }
+        if (nodes_redirected(&b->nodes, r, &index, &ask) != 0) {
+            /* The slot moves: the next sweep follows it. */
+            drop_waiter(b, i);
+        } else if (r->type == REDIS_REPLY_ERROR) {
+            broker_failed(b, "XREADGROUP", r);
+            drop_waiter(b, i);
+            rc = -1;
+        } else if (gather(all, r)) {
+            *got = true;
+        }
+        freeReplyObject(r);
+    }
+    return rc;
+}
+
+/* A sweep, then, if it found nothing and no type re-reads its own
+ * pending entries, a wait on every type at once. */
+static redisReply *claim_cluster(broker *b, unsigned count, int block_ms)
+{
+    redisReply *all = new_claim(b);
+    bool got = false;
+
+    if (!all)
+        return NULL;
+    if (sweep(b, count, all, &got) != 0)
+        goto fail;
+    if (got || history_pending(b) || block_ms <= 0 || b->n_queues == 0)
+        return all;
+    if (send_waits(b, count, block_ms) != 0)
+        goto fail;
+    first_answer(b, block_ms);
+    if (read_waits(b, true, all, &got) != 0) {
+        read_waits(b, false, all, &got); /* nothing left unread */
+        goto fail;
+    }
+    /* Entries came: the rest are released now. Only timeouts came: the
+     * rest, sent at the same moment, time out within a moment too. */
+    if (got)
+        release_others(b);
+    if (read_waits(b, false, all, &got) != 0)
+        goto fail;
+    return all;
+fail:
+    freeReplyObject(all);
+    return NULL;
+}
+
+redisReply *claim_next(broker *b, unsigned count, int block_ms)
+{
+    if (b->nodes.cluster)
+        return claim_cluster(b, count, block_ms);
+    return claim_all(b, count, block_ms);
+}

@@ -1,0 +1,453 @@
+/* A pipeline over the nodes of a deployment; see pipeline.h. */
+#include "pipeline.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Redirections and resends one command may take before the run gives up
+ * on it (a slot moving back and forth, a node that keeps losing its
+ * scripts). */
+#define SETTLE_TRIES 16
+/* TRYAGAIN (a multi-key command on a slot being migrated): pauses from
+ * 10 ms, doubling up to 200 ms, for at most this long in all. */
+#define TRYAGAIN_FIRST_MS 10
+#define TRYAGAIN_MAX_MS 200
+#define TRYAGAIN_TOTAL_MS 10000
+
+void pipeline_init(pipeline *p, nodes *ns)
+{
+    memset(p, 0, sizeof(*p));
+    p->ns = ns;
+    p->fewest_acks = -1;
+    command_init(&p->cmd);
+}
+
+void pipeline_reset(pipeline *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        freeReplyObject(p->e[i].reply);
+    p->n = 0;
+    p->used = 0;
+    p->wait = false;
+    p->fewest_acks = -1;
+}
+
+void pipeline_free(pipeline *p)
+{
+    pipeline_reset(p);
+    free(p->e);
+    free(p->bytes);
+    command_free(&p->cmd);
+    p->e = NULL;
+    p->bytes = NULL;
+    p->cap = p->bytes_cap = 0;
+}
+
+static int add_bytes(pipeline *p, long slot, const char *data, size_t len,
+                     const script *s)
+{
+    pipeline_entry *e;
+
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 16;
+        void *grown = realloc(p->e, cap * sizeof(*p->e));
+        if (!grown)
+            goto oom;
+        p->e = grown;
+        p->cap = cap;
+    }
+    if (p->used + len > p->bytes_cap) {
+        size_t cap = p->bytes_cap ? p->bytes_cap : 4096;
+        void *grown;
+        while (cap < p->used + len)
+            cap *= 2;
+        grown = realloc(p->bytes, cap);
+        if (!grown)
+            goto oom;
+        p->bytes = grown;
+        p->bytes_cap = cap;
+    }
+    memcpy(p->bytes + p->used, data, len);
+    e = &p->e[p->n++];
+    memset(e, 0, sizeof(*e));
+    e->slot = slot;
+    e->off = p->used;
+    e->len = len;
+    e->s = s;
+    e->node = -1;
+    p->used += len;
+    return 0;
+oom:
+    snprintf(p->errstr, sizeof(p->errstr), "pipeline: out of memory");
+    return -1;
+}
+
+int pipeline_add_command(pipeline *p, long slot, command *cmd, const script *s)
+{
+    if (command_encode(cmd) != 0) {
+        snprintf(p->errstr, sizeof(p->errstr), "building a command: %s",
+                 strerror(cmd->err));
+        return -1;
+    }
+    if (slot < 0)
+        slot = command_first_key_slot(cmd);
+    if (slot < 0)
+        slot = PIPELINE_ANY_SLOT;
+    return add_bytes(p, slot, cmd->wire, cmd->wire_len, s);
+}
+
+int pipeline_addf(pipeline *p, const char *key, const char *fmt, ...)
+{
+    char *wire = NULL;
+    va_list ap;
+    int len, rc;
+
+    va_start(ap, fmt);
+    len = redisvFormatCommand(&wire, fmt, ap);
+    va_end(ap);
+    if (len < 0) {
+        snprintf(p->errstr, sizeof(p->errstr), "building a command failed");
+        return -1;
+    }
+    rc = add_bytes(
+        p, key ? (long)command_key_slot(key, strlen(key)) : PIPELINE_ANY_SLOT,
+        wire, (size_t)len, NULL);
+    free(wire);
+    return rc;
+}
+
+int pipeline_add_script(pipeline *p, const script *s, int numkeys, int argc,
+                        const char *const *argv, const size_t *argvlen)
+{
+    if (script_build(&p->cmd, s, numkeys, argc, argv, argvlen) != 0) {
+        snprintf(p->errstr, sizeof(p->errstr), "building a call of %s",
+                 s->name);
+        return -1;
+    }
+    return pipeline_add_command(p, -1, &p->cmd, s);
+}
+
+redisReply *pipeline_reply(const pipeline *p, size_t i)
+{
+    return i < p->n ? p->e[i].reply : NULL;
+}
+
+redisReply *pipeline_take(pipeline *p, size_t i)
+{
+    redisReply *r = pipeline_reply(p, i);
+
+    if (r)
+        p->e[i].reply = NULL;
+    return r;
+}
+
+/* The node that serves e now, or -1 (p->errstr set). */
+static int target_of(pipeline *p, const pipeline_entry *e)
+{
+    int index = e->slot == PIPELINE_ANY_SLOT
+                    ? (nodes_up(p->ns) ? 0 : -1)
+                    : nodes_of_slot(p->ns, (unsigned)e->slot);
+
+    if (index < 0)
+        snprintf(p->errstr, sizeof(p->errstr),
+                 nodes_up(p->ns) ? "no node serves slot %ld (is the cluster "
+                                   "down?)"
+                                 : "not connected",
+                 e->slot);
+    return index;
+}
+
+/* Why node index failed, in p->errstr. */
+static void node_failed(pipeline *p, int index, const char *why)
+{
+    snprintf(p->errstr, sizeof(p->errstr), "%.300s: %.280s",
+             nodes_name(p->ns, index), why);
+    nodes_drop(p->ns, index);
+}
+
+/* Appends e (after an ASKING when asking) to the output of node index.
+ * 0, or -1 with p->errstr set. */
+static int append_to(pipeline *p, pipeline_entry *e, int index, bool asking)
+{
+    redisContext *c = nodes_context(p->ns, index);
+
+    e->node = -1;
+    if (!c) {
+        memcpy(p->errstr, p->ns->errstr, sizeof(p->errstr));
+        return -1;
+    }
+    if ((asking && redisAppendCommand(c, "ASKING") != REDIS_OK) ||
+        redisAppendFormattedCommand(c, p->bytes + e->off, e->len) != REDIS_OK) {
+        node_failed(p, index, c->errstr);
+        return -1;
+    }
+    e->node = index;
+    e->asking = asking;
+    p->ns->list[index].sent = true;
+    p->ns->list[index].unwaited = true;
+    return 0;
+}
+
+/* Writes out what node index has buffered, so every node works at once. */
+static int flush(pipeline *p, int index)
+{
+    redisContext *c = p->ns->list[index].redis;
+    int done = 0;
+
+    while (c && !done)
+        if (redisBufferWrite(c, &done) != REDIS_OK) {
+            node_failed(p, index, c->errstr);
+            return -1;
+        }
+    return c ? 0 : -1;
+}
+
+/* Reads e's reply (and that of its ASKING first). 0 or -1. */
+static int read_reply(pipeline *p, pipeline_entry *e)
+{
+    redisContext *c;
+    void *r = NULL;
+
+    if (e->node < 0 || !(c = p->ns->list[e->node].redis))
+        return -1;
+    if (e->asking) {
+        if (redisGetReply(c, &r) != REDIS_OK) {
+            node_failed(p, e->node, c->errstr);
+            return -1;
+        }
+        freeReplyObject(r);
+        r = NULL;
+    }
+    if (redisGetReply(c, &r) != REDIS_OK) {
+        node_failed(p, e->node, c->errstr);
+        return -1;
+    }
+    e->reply = r;
+    return 0;
+}
+
+/* Sends e alone to node index and reads its reply. 0 or -1. */
+static int resend(pipeline *p, pipeline_entry *e, int index, bool asking)
+{
+    freeReplyObject(e->reply);
+    e->reply = NULL;
+    p->round_trips++;
+    if (append_to(p, e, index, asking) != 0 || flush(p, index) != 0)
+        return -1;
+    return read_reply(p, e);
+}
+
+static bool error_is(const redisReply *r, const char *code)
+{
+    size_t n = strlen(code);
+
+    return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, code, n) == 0 &&
+           (r->str[n] == ' ' || r->str[n] == '\0');
+}
+
+/* A node refused e for now without running it. */
+static bool refused_for_now(const redisReply *r)
+{
+    return error_is(r, "CLUSTERDOWN") || error_is(r, "READONLY") ||
+           error_is(r, "MASTERDOWN") || error_is(r, "LOADING");
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+bool pipeline_must_settle(const redisReply *r)
+{
+    return error_is(r, "MOVED") || error_is(r, "ASK") ||
+           error_is(r, "TRYAGAIN") || script_is_noscript(r) ||
+           refused_for_now(r);
+}
+
+/* Follows e's redirections and resends until its reply is its answer.
+ * 0, or -1 (p->errstr set; e has no reply). */
+static int settle(pipeline *p, pipeline_entry *e)
+{
+    int slept = 0, pause = TRYAGAIN_FIRST_MS;
+
+    for (int tries = 0; tries < SETTLE_TRIES; tries++) {
+        redisReply *r = e->reply;
+        int index;
+        bool ask;
+        int moved = nodes_redirected(p->ns, r, &index, &ask);
+
+        if (moved < 0) {
+            memcpy(p->errstr, p->ns->errstr, sizeof(p->errstr));
+            break;
+        }
+        if (moved > 0) {
+            if (resend(p, e, index, ask) != 0)
+                return -1;
+            continue;
+        }
+        if (error_is(r, "TRYAGAIN")) {
+            if (slept >= TRYAGAIN_TOTAL_MS) {
+                snprintf(p->errstr, sizeof(p->errstr),
+                         "%s: still TRYAGAIN after %d ms (a slot migration "
+                         "under way)",
+                         nodes_name(p->ns, e->node), slept);
+                break;
+            }
+            sleep_ms(pause);
+            slept += pause;
+            pause = pause * 2 > TRYAGAIN_MAX_MS ? TRYAGAIN_MAX_MS : pause * 2;
+            tries--; /* pauses are bounded by time, not by tries */
+            if ((index = target_of(p, e)) < 0 || resend(p, e, index, false))
+                return -1;
+            continue;
+        }
+        if (script_is_noscript(r) && e->s) {
+            /* The node lost its scripts (restarted, SCRIPT FLUSH). */
+            redisContext *c = nodes_context(p->ns, e->node);
+            char err[400];
+            index = e->node;
+            p->round_trips++;
+            if (!c || (script_load(c, e->s, err, sizeof(err)) != 0 && c->err)) {
+                node_failed(p, index, c ? c->errstr : p->ns->errstr);
+                goto unanswered;
+            }
+            if (resend(p, e, index, e->asking) != 0)
+                return -1;
+            continue;
+        }
+        if (refused_for_now(r)) {
+            snprintf(p->errstr, sizeof(p->errstr), "%.300s: %.280s",
+                     nodes_name(p->ns, e->node), r->str);
+            break;
+        }
+        return 0;
+    }
+    if (e->reply && !p->errstr[0])
+        snprintf(p->errstr, sizeof(p->errstr),
+                 "%s: redirected more than %d times",
+                 nodes_name(p->ns, e->node), SETTLE_TRIES);
+unanswered:
+    freeReplyObject(e->reply);
+    e->reply = NULL;
+    return -1;
+}
+
+/* Sends WAIT to node index and reads the count into p->fewest_acks. */
+static void read_wait(pipeline *p, int index)
+{
+    redisContext *c = p->ns->list[index].redis;
+    void *r = NULL;
+
+    if (!c)
+        return;
+    if (redisGetReply(c, &r) != REDIS_OK) {
+        node_failed(p, index, c->errstr);
+        p->fewest_acks = 0;
+        return;
+    }
+    p->ns->list[index].unwaited = false;
+    if (((redisReply *)r)->type != REDIS_REPLY_INTEGER)
+        p->fewest_acks = 0;
+    else if (p->fewest_acks < 0 || ((redisReply *)r)->integer < p->fewest_acks)
+        p->fewest_acks = (int)((redisReply *)r)->integer;
+    freeReplyObject(r);
+}
+
+static int append_wait(pipeline *p, int index)
+{
+    redisContext *c = p->ns->list[index].redis;
+
+    if (c && redisAppendCommand(c, "WAIT %d %d", p->min_replicas,
+                                p->wait_timeout_ms) == REDIS_OK)
+        return 0;
+    if (c)
+        node_failed(p, index, c->errstr);
+    return -1;
+}
+
+int pipeline_run(pipeline *p)
+{
+    nodes *ns = p->ns;
+    int rc = 0;
+
+    p->errstr[0] = '\0';
+    p->fewest_acks = -1;
+    for (size_t i = 0; i < ns->n; i++)
+        ns->list[i].sent = ns->list[i].unwaited = false;
+    for (size_t i = 0; i < p->n; i++) {
+        pipeline_entry *e = &p->e[i];
+        int index = target_of(p, e);
+        if (index < 0 || append_to(p, e, index, false) != 0)
+            rc = -1;
+    }
+    for (size_t i = 0; i < ns->n; i++)
+        if (ns->list[i].sent && p->wait && append_wait(p, (int)i) != 0)
+            rc = -1;
+    p->round_trips++;
+    for (size_t i = 0; i < ns->n; i++)
+        if (ns->list[i].sent && flush(p, (int)i) != 0)
+            rc = -1;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->e[i].node >= 0 && read_reply(p, &p->e[i]) != 0)
+            rc = -1;
+    for (size_t i = 0; p->wait && i < ns->n; i++)
+        if (ns->list[i].sent)
+            read_wait(p, (int)i);
+    for (size_t i = 0; i < p->n; i++)
+        if (p->e[i].reply && settle(p, &p->e[i]) != 0)
+            rc = -1;
+    /* Resends went to nodes WAIT has not covered yet. */
+    for (size_t i = 0; p->wait && i < ns->n; i++) {
+        if (!ns->list[i].unwaited || !ns->list[i].redis)
+            continue;
+        p->round_trips++;
+        if (append_wait(p, (int)i) == 0 && flush(p, (int)i) == 0)
+            read_wait(p, (int)i);
+    }
+    for (size_t i = 0; i < p->n; i++)
+        if (!p->e[i].reply)
+            rc = -1;
+    if (rc != 0 && !p->errstr[0])
+        snprintf(p->errstr, sizeof(p->errstr), "connection lost");
+    return rc;
+}
+
+redisReply *pipeline_script(pipeline *p, const script *s, int numkeys, int argc,
+                            const char *const *argv, const size_t *argvlen)
+{
+    pipeline_reset(p);
+    if (pipeline_add_script(p, s, numkeys, argc, argv, argvlen) != 0 ||
+        pipeline_run(p) != 0)
+        return NULL;
+    return pipeline_take(p, 0);
+}
+
+redisReply *pipeline_command(pipeline *p, const char *key, const char *fmt, ...)
+{
+    char *wire = NULL;
+    va_list ap;
+    int len, rc;
+
+    pipeline_reset(p);
+    va_start(ap, fmt);
+    len = redisvFormatCommand(&wire, fmt, ap);
+    va_end(ap);
+    if (len < 0) {
+        snprintf(p->errstr, sizeof(p->errstr), "building a command failed");
+        return NULL;
+    }
+    rc = add_bytes(
+        p, key ? (long)command_key_slot(key, strlen(key)) : PIPELINE_ANY_SLOT,
+        wire, (size_t)len, NULL);
+    free(wire);
+    if (rc != 0 || pipeline_run(p) != 0)
+        return NULL;
+    return pipeline_take(p, 0);
+}
