@@ -90,8 +90,10 @@ function hashId(type, payload) {
     .update(toBuffer(payload)).digest('hex');
 }
 
-// The wharf error for an ioredis error.
-function errorOf(e, where, what) {
+// The wharf error for an ioredis error. lost: the connection's last error
+// (ioredis reports a failed connect to the call only as "max retries per
+// request"), said instead when there is one.
+function errorOf(e, where, what, lost) {
   const text = String(e && e.message);
   if (e instanceof errors.WharfError) return e;
   if (e && e.name === 'ReplyError') {
@@ -101,6 +103,9 @@ function errorOf(e, where, what) {
       return new errors.Unavailable(`${what}: redis answered: ${text}`);
     }
     return new errors.WharfError(`${what}: redis answered: ${text}`);
+  }
+  if (lost && lost.message) {
+    return new errors.Unavailable(`${what}: ${where}: cannot reach Redis: ${lost.message}`);
   }
   return new errors.Unavailable(`${what}: ${where}: ${text}`);
 }
@@ -229,7 +234,10 @@ class Client {
     } else {
       throw new errors.ConfigError(`bad Redis URL '${quote(url)}': use redis://, unix://, redis+cluster:// or redis+sentinel://`);
     }
-    r.on('error', () => {}); // every call reports its own failure
+    // Every call reports its own failure; this one is kept to say why.
+    this._lost = null;
+    r.on('error', (e) => { this._lost = e; });
+    r.on('ready', () => { this._lost = null; });
     this._redis = r;
     this._loaded = false;
     return r;
@@ -267,7 +275,7 @@ class Client {
         return await r.evalBuffer(s.source, keys.length, ...keys, ...args);
       }
     } catch (e) {
-      throw errorOf(e, this._where, name);
+      throw errorOf(e, this._where, name, this._lost);
     }
   }
 
@@ -381,7 +389,7 @@ class Client {
       for (const type of fresh) p.sadd(`${this.prefix}:types`, type);
       for (const [err] of await p.exec()) if (err) throw err;
     } catch (e) {
-      throw errorOf(e, this._where, 'enqueue: adding the type');
+      throw errorOf(e, this._where, 'enqueue: adding the type', this._lost);
     }
     for (const type of fresh) this._typesAdded.add(type);
   }
@@ -462,7 +470,7 @@ class Client {
         }
       }
     } catch (e) {
-      throw errorOf(e, this._where, 'enqueue');
+      throw errorOf(e, this._where, 'enqueue', this._lost);
     }
     await this._after(tasks, results);
     return results;
