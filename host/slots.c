@@ -106,6 +106,13 @@ int slot_read(const slot *s, slot *copy)
     return -2;
 }
 
+const slot_task *slot_running_task(const slot *s)
+{
+    if (s->state != SLOT_RUNNING || s->running >= s->batch_n)
+        return NULL;
+    return &s->batch[s->running];
+}
+
 int64_t slots_now_ms(void)
 {
     struct timespec ts;

@@ -83,6 +83,10 @@ void slot_write_end(slot *s);
  * the entries the dead worker held, which is what recovery needs). */
 int slot_read(const slot *s, slot *copy);
 
+/* The task of s's batch whose plugin call is under way, or NULL (none
+ * is, or the slot names no task of its batch). */
+const slot_task *slot_running_task(const slot *s);
+
 /* CLOCK_MONOTONIC in milliseconds: one clock for every process. */
 int64_t slots_now_ms(void);
 

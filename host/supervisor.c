@@ -432,7 +432,7 @@ static bool recover_slot(supervisor *s, size_t index, int status)
     /* Any end of the process while a plugin call was under way (a crash,
      * a kill, or exit() called by the plugin) fails that task's attempt;
      * only an exit between tasks is clean. */
-    mid_task = snap->state == SLOT_RUNNING && snap->running < snap->batch_n;
+    mid_task = slot_running_task(snap) != NULL;
 
     n = snap->batch_n;
     if (n == 0) {
@@ -600,6 +600,41 @@ static void reap(supervisor *s, int64_t now)
     }
 }
 
+/* Asks p's worker, through its slot, to end the plugin call under way in
+ * p->snap (task t): its deadline passed, or (cancelled) a wharf cancel
+ * asked. The plugin sees wharf_cancelled; enforce_timeouts kills a worker
+ * still in the same run RUN_KILL_GRACE_MS later. */
+static void ask_to_end(worker_proc *p, const slot_task *t, int64_t now,
+                       bool cancelled)
+{
+    uint32_t run = p->snap->run;
+
+    snprintf(p->timed_out_entry, sizeof(p->timed_out_entry), "%s", t->entry_id);
+    p->cancel_sent_ms = now;
+    p->cancel_run = run;
+    if (cancelled) {
+        p->cancel_requested = true;
+        /* Before cancel: a worker that sees cancel reads it next. */
+        atomic_store(&p->sl->cancel_requested, run);
+    } else {
+        p->timed_out_after_ms = p->snap->timeout_ms;
+    }
+    atomic_store(&p->sl->cancel, run);
+    if (cancelled)
+        log_fields(WHARF_LOG_INFO, "task cancelled; asking it to end",
+                   (log_field[]){LOG_STR("task", t->id),
+                                 LOG_STR("type", t->type),
+                                 LOG_STR("worker", p->consumer)},
+                   3);
+    else
+        log_fields(
+            WHARF_LOG_WARN, "task ran past its timeout; asking it to end",
+            (log_field[]){LOG_STR("task", t->id), LOG_STR("type", t->type),
+                          LOG_INT("timeout_ms", p->snap->timeout_ms),
+                          LOG_STR("worker", p->consumer)},
+            4);
+}
+
 /* A task past its timeout: its worker is asked, through the slot, to end
  * that run (the plugin sees wharf_cancelled, and whatever it returns is
  * recorded as a timeout by the worker itself); a worker still in the same
@@ -641,23 +676,9 @@ static void enforce_timeouts(supervisor *s, int64_t now)
             }
             continue;
         }
-        if (snap->state != SLOT_RUNNING || snap->running >= snap->batch_n ||
-            now - snap->started_ms <= snap->timeout_ms)
-            continue;
-        t = &snap->batch[snap->running];
-        snprintf(p->timed_out_entry, sizeof(p->timed_out_entry), "%s",
-                 t->entry_id);
-        p->timed_out_after_ms = snap->timeout_ms;
-        p->cancel_sent_ms = now;
-        p->cancel_run = snap->run;
-        atomic_store(&p->sl->cancel, snap->run);
-        log_fields(WHARF_LOG_WARN, "task ran past its timeout; asking it to "
-                                   "end",
-                   (log_field[]){LOG_STR("task", t->id),
-                                 LOG_STR("type", t->type),
-                                 LOG_INT("timeout_ms", snap->timeout_ms),
-                                 LOG_STR("worker", p->consumer)},
-                   4);
+        t = slot_running_task(snap);
+        if (t && now - snap->started_ms > snap->timeout_ms)
+            ask_to_end(p, t, now, false);
     }
 }
 
@@ -671,6 +692,7 @@ static int check_cancels(supervisor *s, int64_t now)
     const char *types[s->n_procs ? s->n_procs : 1];
     const char *ids[s->n_procs ? s->n_procs : 1];
     const char *entry_ids[s->n_procs ? s->n_procs : 1];
+    const slot_task *tasks[s->n_procs ? s->n_procs : 1];
     bool cancelled[s->n_procs ? s->n_procs : 1];
     size_t which[s->n_procs ? s->n_procs : 1];
     size_t n = 0;
@@ -678,38 +700,23 @@ static int check_cancels(supervisor *s, int64_t now)
     for (size_t i = 0; i < s->n_procs; i++) {
         worker_proc *p = &s->procs[i];
         const slot_task *t;
+        /* A run already asked to end (its timeout) is left to its grace. */
         if (p->pid <= 0 || p->cancel_sent_ms || read_slot(p) != 0 ||
-            p->snap->state != SLOT_RUNNING ||
-            p->snap->running >= p->snap->batch_n)
+            !(t = slot_running_task(p->snap)))
             continue;
-        t = &p->snap->batch[p->snap->running];
         types[n] = t->type;
         ids[n] = t->id;
         entry_ids[n] = t->entry_id;
+        tasks[n] = t;
         which[n++] = i;
     }
     if (n == 0)
         return 0;
     if (cancel_check(&s->b, types, ids, entry_ids, n, cancelled) != 0)
         return -1;
-    for (size_t k = 0; k < n; k++) {
-        worker_proc *p = &s->procs[which[k]];
-        uint32_t run = p->snap->run;
-        if (!cancelled[k])
-            continue;
-        snprintf(p->timed_out_entry, sizeof(p->timed_out_entry), "%s",
-                 entry_ids[k]);
-        p->cancel_sent_ms = now;
-        p->cancel_run = run;
-        p->cancel_requested = true;
-        atomic_store(&p->sl->cancel_requested, run);
-        atomic_store(&p->sl->cancel, run);
-        log_fields(WHARF_LOG_INFO, "task cancelled; asking it to end",
-                   (log_field[]){LOG_STR("task", ids[k]),
-                                 LOG_STR("type", types[k]),
-                                 LOG_STR("worker", p->consumer)},
-                   3);
-    }
+    for (size_t k = 0; k < n; k++)
+        if (cancelled[k])
+            ask_to_end(&s->procs[which[k]], tasks[k], now, true);
     return 0;
 }
 
@@ -962,6 +969,7 @@ static void console_view_of(void *arg, console_view *v)
     for (size_t i = 0; i < v->n_slots && i < s->n_procs; i++) {
         worker_proc *p = &s->procs[i];
         console_slot *out = &v->slots[i];
+        const slot_task *t;
         memset(out, 0, sizeof(*out));
         out->consumer = p->consumer;
         out->pid = p->pid > 0 ? p->pid : 0;
@@ -972,9 +980,8 @@ static void console_view_of(void *arg, console_view *v)
         out->state = p->snap->state;
         out->up_ms = now - p->forked_ms;
         out->batch_n = p->snap->batch_n;
-        if (p->snap->state == SLOT_RUNNING &&
-            p->snap->running < p->snap->batch_n) {
-            const slot_task *t = &p->snap->batch[p->snap->running];
+        t = slot_running_task(p->snap);
+        if (t) {
             snprintf(out->type, sizeof(out->type), "%s", t->type);
             snprintf(out->id, sizeof(out->id), "%s", t->id);
             out->running_ms = now - p->snap->started_ms;
