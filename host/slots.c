@@ -113,6 +113,11 @@ const slot_task *slot_running_task(const slot *s)
     return &s->batch[s->running];
 }
 
+bool slot_run_cancelled(const slot *s, uint32_t run)
+{
+    return run != 0 && atomic_load(&s->cancel_requested) == run;
+}
+
 int64_t slots_now_ms(void)
 {
     struct timespec ts;

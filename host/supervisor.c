@@ -71,7 +71,6 @@ typedef struct worker_proc {
     int64_t cancel_sent_ms;   /* a cancel request (timeout or wharf
                                  cancel), 0 = none */
     uint32_t cancel_run;      /* the run it was for */
-    bool cancel_requested;    /* it came from wharf cancel */
     bool killed_for_timeout;  /* SIGKILLed after the grace */
     char timed_out_entry[SLOT_ENTRY_MAX];
     int64_t timed_out_after_ms;
@@ -349,7 +348,6 @@ static void start_worker(supervisor *s, size_t index, int64_t now)
     p->restart_at_ms = 0;
     p->cancel_sent_ms = 0;
     p->cancel_run = 0;
-    p->cancel_requested = false;
     p->killed_for_timeout = false;
     p->timed_out_entry[0] = '\0';
     p->retiring = false;
@@ -375,10 +373,7 @@ static int read_slot(worker_proc *p)
 static void death_reason(const worker_proc *p, int status, const char *entry_id,
                          char *buf, size_t len)
 {
-    if (p->cancel_requested && p->timed_out_entry[0] &&
-        strcmp(p->timed_out_entry, entry_id) == 0)
-        snprintf(buf, len, "cancelled");
-    else if (p->timed_out_entry[0] && strcmp(p->timed_out_entry, entry_id) == 0)
+    if (p->timed_out_entry[0] && strcmp(p->timed_out_entry, entry_id) == 0)
         snprintf(buf, len, "timeout after %" PRId64 " ms",
                  p->timed_out_after_ms);
     else if (WIFSIGNALED(status))
@@ -403,7 +398,8 @@ static void own_slot_task(broker_job *j, broker_queue *q, const char *consumer,
 }
 
 /* A worker died: records the failure of the task it was running through
- * the normal retry/dead path, and releases the locks of the rest of its
+ * the normal retry/dead path (or its end as cancelled, when a wharf
+ * cancel had asked that run to end), and releases the locks of the rest of its
  * batch so its replacement can run them at once. True when that is done
  * (the slot is then unmapped); false if Redis was away, in which case the
  * slot is kept and recovery is tried again before the worker is started
@@ -470,8 +466,15 @@ static bool recover_slot(supervisor *s, size_t index, int status)
             continue; /* already finished: nothing to fail */
         broker_entries(&s->b, q, entries[i], j, 1); /* resets j */
         own_slot_task(j, q, p->consumer, t->token);
-        death_reason(p, status, t->entry_id, reason, sizeof(reason));
-        backoff_fail(j, reason);
+        if (slot_run_cancelled(p->sl, snap->run)) {
+            /* It ignored a wharf cancel: the run ends as cancelled, as
+             * the worker ends one that returns (run_job). */
+            j->finish = FINISH_CANCEL;
+            j->reason = "cancelled";
+        } else {
+            death_reason(p, status, t->entry_id, reason, sizeof(reason));
+            backoff_fail(j, reason);
+        }
         rc = p->recover_tries ? broker_finish_resend(&s->b, j, 1)
                               : broker_finish(&s->b, j, 1);
         if (rc != 0) {
@@ -484,7 +487,7 @@ static bool recover_slot(supervisor *s, size_t index, int status)
                        LOG_STR("task", j->e.task.id), LOG_STR("type", q->type),
                        LOG_INT("attempt", j->e.task.attempt),
                        LOG_STR("outcome", task_outcome_name(j->outcome)),
-                       LOG_STR("error", reason),
+                       LOG_STR("error", j->reason),
                        LOG_STR("worker", p->consumer)},
                    6);
         j->begin = BEGIN_NONE; /* its lock went with the finish */
@@ -613,7 +616,6 @@ static void ask_to_end(worker_proc *p, const slot_task *t, int64_t now,
     p->cancel_sent_ms = now;
     p->cancel_run = run;
     if (cancelled) {
-        p->cancel_requested = true;
         /* Before cancel: a worker that sees cancel reads it next. */
         atomic_store(&p->sl->cancel_requested, run);
     } else {
@@ -666,7 +668,6 @@ static void enforce_timeouts(supervisor *s, int64_t now)
         if (p->cancel_sent_ms) {
             if (snap->state != SLOT_RUNNING || snap->run != p->cancel_run) {
                 p->cancel_sent_ms = 0; /* it ended that run itself */
-                p->cancel_requested = false;
             } else if (now - p->cancel_sent_ms >= RUN_KILL_GRACE_MS) {
                 log_fields(WHARF_LOG_WARN, "task ignored its cancel request; "
                                            "killing its worker",

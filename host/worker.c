@@ -285,8 +285,7 @@ static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
     context_set_deadline(ctx, started + timeout_ms, w->opts->status, run);
     status = r->plugin->desc->process_business(&ctx->base, &j->e.task);
     ended = slots_now_ms();
-    if (w->opts->status && run &&
-        atomic_load(&w->opts->status->cancel_requested) == run) {
+    if (w->opts->status && slot_run_cancelled(w->opts->status, run)) {
         /* wharf cancel: whatever it returned is dropped, nothing retried
          * (the finish script writes nothing for a cancelled entry). */
         context_end(ctx);

@@ -149,3 +149,15 @@ Test(slots, the_running_task_is_one_of_the_batch)
     cr_assert_null(slot_running_task(s), "between tasks");
     slot_destroy(s);
 }
+
+Test(slots, a_cancelled_run_is_that_run_only)
+{
+    slot *s = slot_create(1);
+    cr_assert_not(slot_run_cancelled(s, 0), "0 names no run");
+    cr_assert_not(slot_run_cancelled(s, 1));
+    atomic_store(&s->cancel_requested, 5);
+    cr_assert(slot_run_cancelled(s, 5));
+    cr_assert_not(slot_run_cancelled(s, 6), "the next run is not cancelled");
+    cr_assert_not(slot_run_cancelled(s, 0));
+    slot_destroy(s);
+}
