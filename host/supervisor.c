@@ -78,7 +78,6 @@ typedef struct worker_proc {
                                  kept, and it is not started again, until
                                  recover_slot has recorded its tasks */
     int dead_status;          /* how it ended, for that recovery */
-    unsigned recover_tries;
     bool retiring;            /* asked to stop: reload or shutdown */
     bool replace;             /* reload: stop it, then start it anew */
 } worker_proc;
@@ -404,10 +403,10 @@ static void own_slot_task(broker_job *j, broker_queue *q, const char *consumer,
  * (the slot is then unmapped); false if Redis was away, in which case the
  * slot is kept and recovery is tried again before the worker is started
  * anew: a replacement would read the same pending entries and run the
- * failed task again at the same attempt, never spending it. A recovery
- * tried again finishes in resend mode, so a first try that landed unseen
- * counts once. */
-static bool recover_slot(supervisor *s, size_t index, int status)
+ * failed task again at the same attempt, never spending it. resend (a
+ * recovery tried again) sends the finish in resend mode, so a first try
+ * that landed unseen counts once. */
+static bool recover_slot(supervisor *s, size_t index, int status, bool resend)
 {
     worker_proc *p = &s->procs[index];
     slot *snap = p->snap;
@@ -475,8 +474,8 @@ static bool recover_slot(supervisor *s, size_t index, int status)
             death_reason(p, status, t->entry_id, reason, sizeof(reason));
             backoff_fail(j, reason);
         }
-        rc = p->recover_tries ? broker_finish_resend(&s->b, j, 1)
-                              : broker_finish(&s->b, j, 1);
+        rc = resend ? broker_finish_resend(&s->b, j, 1)
+                    : broker_finish(&s->b, j, 1);
         if (rc != 0) {
             lost_connection(s, "recording a dead worker's task");
             goto out;
@@ -515,11 +514,9 @@ static bool retry_recovery(supervisor *s, size_t index)
 
     if (!p->recovering)
         return true;
-    p->recover_tries++;
-    if (!recover_slot(s, index, p->dead_status))
+    if (!recover_slot(s, index, p->dead_status, true))
         return false;
     p->recovering = false;
-    p->recover_tries = 0;
     log_fields(WHARF_LOG_INFO, "a dead worker's tasks are recorded",
                (log_field[]){LOG_STR("worker", p->consumer)}, 1);
     return true;
@@ -542,8 +539,7 @@ static void worker_exited(supervisor *s, size_t index, int status,
     if (clean && p->sl && read_slot(p) == 0 &&
         p->snap->state == SLOT_RUNNING)
         clean = false; /* exit() inside a plugin call */
-    p->recover_tries = 0;
-    p->recovering = !recover_slot(s, index, status);
+    p->recovering = !recover_slot(s, index, status, false);
     p->dead_status = status;
     if (p->recovering)
         log_fields(WHARF_LOG_WARN,
