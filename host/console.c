@@ -301,14 +301,6 @@ static void refresh_view(console *c)
     c->view_fn(c->view_arg, &c->v);
 }
 
-/* Microseconds of a monotonic clock, for the pass's budget. */
-static int64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* What is left of this pass's budget, in microseconds (0 when none). */
 static int64_t budget_left_us(const console *c)
 {
@@ -330,7 +322,7 @@ static void say_down(console *c, const char *what, const char *why)
  * command each wait at most half of what is left of the budget. */
 static pipeline *connection(console *c)
 {
-    int64_t now = slots_now_ms(), start = mono_us();
+    int64_t now = slots_now_ms(), start = slots_now_us();
     int timeout_ms = (int)(budget_left_us(c) / 2000);
     redis_url url;
     char err[512];
@@ -351,11 +343,11 @@ static pipeline *connection(console *c)
     }
     c->nodes.timeout_ms = timeout_ms;
     if (nodes_connect(&c->nodes) != 0) {
-        c->spent_us += mono_us() - start;
+        c->spent_us += slots_now_us() - start;
         say_down(c, "console: redis unreachable", c->nodes.errstr);
         return NULL;
     }
-    c->spent_us += mono_us() - start;
+    c->spent_us += slots_now_us() - start;
     return &c->pipe;
 }
 
@@ -374,7 +366,7 @@ static void lost(console *c, const char *why)
  * budget. 0, or -1 after dropping the connections. */
 static int run_pipe(console *c)
 {
-    int64_t left = budget_left_us(c), start = mono_us();
+    int64_t left = budget_left_us(c), start = slots_now_us();
     struct timeval tv = {(time_t)(left / 1000000),
                          (suseconds_t)(left % 1000000)};
     int rc;
@@ -392,7 +384,7 @@ static int run_pipe(console *c)
         }
     c->nodes.timeout_ms = left / 1000 > 0 ? (int)(left / 1000) : 1;
     rc = pipeline_run(&c->pipe);
-    c->spent_us += mono_us() - start;
+    c->spent_us += slots_now_us() - start;
     if (rc != 0) {
         lost(c, c->pipe.errstr[0] ? c->pipe.errstr : "no reply");
         return -1;
