@@ -56,8 +56,8 @@
 #define STOP_MARGIN_MS 15000
 /* Changes in plugins_dir are gathered this long before a reload. */
 #define WATCH_SETTLE_MS 300
-/* Queue figures (and pressure) are refreshed this often; a scrape older
- * than this refreshes them itself. */
+/* Queue figures (and pressure) are refreshed this often; /metrics and the
+ * console answer from the last refresh. */
 #define FIGURES_EVERY_MS 1000
 
 typedef struct worker_proc {
@@ -113,8 +113,9 @@ typedef struct supervisor {
     int exit_code;
     metrics *m;
     http_server *http;
-    queue_figures *figures; /* one per broker queue */
-    known_types known;      /* figures of the types it does not serve */
+    queue_figures *figures; /* one per broker queue, then (with /metrics)
+                               room for KNOWN_TYPES_MAX unserved types' */
+    known_types known;      /* the unserved types whose figures follow */
     bool figures_ok;
     int64_t figures_ms;
     uint64_t counted_round_trips, counted_errors;
@@ -180,6 +181,7 @@ static int setup_broker(supervisor *s)
 
     count_redis(s);
     broker_destroy(&s->b);
+    known_types_free(&s->known); /* their figures follow the old types' */
     s->counted_round_trips = 0;
     s->counted_errors = 0;
     s->b_ready = false;
@@ -199,7 +201,11 @@ static int setup_broker(supervisor *s)
     }
     s->b.timeout_ms = RUN_SUPERVISOR_REDIS_TIMEOUT_MS;
     free(s->figures);
-    s->figures = calloc(s->n_types + 1, sizeof(*s->figures));
+    /* Only /metrics shows the unserved types, after the served ones in
+     * the same array; [metrics] listen holds across reloads. */
+    s->figures =
+        calloc(s->n_types + 1 + (s->cfg->metrics_listen ? KNOWN_TYPES_MAX : 0),
+               sizeof(*s->figures));
     if (!s->figures) {
         log_msg(WHARF_LOG_ERROR, "supervisor: out of memory");
         return -1;
@@ -847,17 +853,33 @@ static int64_t takeover_every_ms(const supervisor *s)
     return every < 100 ? 100 : every > 5000 ? 5000 : every;
 }
 
-/* Reads every queue's figures and publishes backlog and pressure. */
+/* Reads every queue's figures and publishes backlog and pressure; when
+ * /metrics is served, reads those of the unserved types too. -1 when the
+ * connection failed. */
 static int refresh_figures(supervisor *s, int64_t now)
 {
+    int rc;
+
     s->figures_ms = now;
-    if (pressure_refresh(&s->b, s->figures) != 0 ||
-        known_types_refresh(&s->b, &s->known) != 0) {
+    if (pressure_refresh(&s->b, s->figures) != 0) {
         s->figures_ok = false;
         lost_connection(s, "reading queue figures");
         return -1;
     }
     s->figures_ok = true;
+    /* Only /metrics reads them, and they never make the served types'
+     * figures less sure (figures_ok). */
+    if (!s->http)
+        return 0;
+    rc = known_types_refresh(&s->b, &s->known, s->figures + s->b.n_queues);
+    if (rc == -1) {
+        lost_connection(s, "reading the figures of unserved types");
+        return -1;
+    }
+    if (rc != 0)
+        log_msg(WHARF_LOG_WARN, "supervisor: out of memory reading the "
+                                "figures of unserved types; /metrics shows "
+                                "them as before");
     return 0;
 }
 
@@ -1028,24 +1050,14 @@ static void on_http(void *arg, const char *method, const char *path,
         return;
     }
     if (strcmp(path, "/metrics") == 0) {
-        /* The served types first, then every other known type. */
-        size_t n = s->b.n_queues + s->known.n;
-        queue_figures *all = malloc((n ? n : 1) * sizeof(*all));
         count_redis(s);
-        if (!all) {
-            text_reply(reply, 503, "out of memory\n");
-            return;
-        }
-        memcpy(all, s->figures, s->b.n_queues * sizeof(*all));
-        if (s->known.n)
-            memcpy(all + s->b.n_queues, s->known.figures,
-                   s->known.n * sizeof(*all));
         reply->status = 200;
         reply->content_type = "text/plain; version=0.0.4; charset=utf-8";
-        reply->body = metrics_render(s->m, all, n, &workers,
-                                     broker_connected(&s->b) && s->figures_ok,
-                                     &reply->len);
-        free(all);
+        /* The served types first, then every other known type: one
+         * array, as refresh_figures keeps it. */
+        reply->body = metrics_render(
+            s->m, s->figures, s->b.n_queues + s->known.n, &workers,
+            broker_connected(&s->b) && s->figures_ok, &reply->len);
         return;
     }
     text_reply(reply, 404, "not found: try /metrics, /healthz, /readyz\n");

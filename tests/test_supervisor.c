@@ -600,3 +600,29 @@ Test(supervisor, a_cancel_the_plugin_ignores_ends_as_cancelled)
                  "its entry is still in the stream");
     cr_assert_eq(test_host_runs(&host, "deaf", 0), 1, "it ran again");
 }
+
+/* Only /metrics shows the figures of types no host here serves: without
+ * [metrics] listen (the harness's default) the supervisor never reads
+ * them, so a host with many unserved types in Redis costs its loop
+ * nothing for them. */
+Test(supervisor, no_listener_reads_no_unserved_types)
+{
+    redisReply *r;
+
+    freeReplyObject(test_redis_command(rc, "SADD wharf:types ghost"));
+    freeReplyObject(test_redis_command(rc, "CONFIG RESETSTAT"));
+    start(&host, &(test_host_opts){.host_keys = "workers = 1\n"});
+    /* Two refreshes of the served figures (each writes the backlog): the
+     * first one's unserved types would have been read before the second
+     * began. */
+    cr_assert_eq(test_wait_int(rc, 1, 30000, "EXISTS wharf:{chaos}:backlog"), 1,
+                 "the figures were never refreshed; see %s", host.log);
+    freeReplyObject(test_redis_command(rc, "DEL wharf:{chaos}:backlog"));
+    cr_assert_eq(test_wait_int(rc, 1, 30000, "EXISTS wharf:{chaos}:backlog"), 1,
+                 "the figures were refreshed only once; see %s", host.log);
+    r = test_redis_command(rc, "INFO commandstats");
+    cr_assert(r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
+    cr_assert_null(strstr(r->str, "cmdstat_smembers:"),
+                   "the host read the types set with nothing to show it on");
+    freeReplyObject(r);
+}
