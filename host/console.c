@@ -16,6 +16,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "client_internal.h" /* CLIENT_PROTOCOLS */
 #include "keys.h"
 #include "log.h"
 #include "lua_sources.h"
@@ -300,14 +301,6 @@ static void refresh_view(console *c)
     c->view_fn(c->view_arg, &c->v);
 }
 
-/* Microseconds of a monotonic clock, for the pass's budget. */
-static int64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* What is left of this pass's budget, in microseconds (0 when none). */
 static int64_t budget_left_us(const console *c)
 {
@@ -329,7 +322,7 @@ static void say_down(console *c, const char *what, const char *why)
  * command each wait at most half of what is left of the budget. */
 static pipeline *connection(console *c)
 {
-    int64_t now = slots_now_ms(), start = mono_us();
+    int64_t now = slots_now_ms(), start = slots_now_us();
     int timeout_ms = (int)(budget_left_us(c) / 2000);
     redis_url url;
     char err[512];
@@ -350,11 +343,11 @@ static pipeline *connection(console *c)
     }
     c->nodes.timeout_ms = timeout_ms;
     if (nodes_connect(&c->nodes) != 0) {
-        c->spent_us += mono_us() - start;
+        c->spent_us += slots_now_us() - start;
         say_down(c, "console: redis unreachable", c->nodes.errstr);
         return NULL;
     }
-    c->spent_us += mono_us() - start;
+    c->spent_us += slots_now_us() - start;
     return &c->pipe;
 }
 
@@ -373,7 +366,7 @@ static void lost(console *c, const char *why)
  * budget. 0, or -1 after dropping the connections. */
 static int run_pipe(console *c)
 {
-    int64_t left = budget_left_us(c), start = mono_us();
+    int64_t left = budget_left_us(c), start = slots_now_us();
     struct timeval tv = {(time_t)(left / 1000000),
                          (suseconds_t)(left % 1000000)};
     int rc;
@@ -391,7 +384,7 @@ static int run_pipe(console *c)
         }
     c->nodes.timeout_ms = left / 1000 > 0 ? (int)(left / 1000) : 1;
     rc = pipeline_run(&c->pipe);
-    c->spent_us += mono_us() - start;
+    c->spent_us += slots_now_us() - start;
     if (rc != 0) {
         lost(c, c->pipe.errstr[0] ? c->pipe.errstr : "no reply");
         return -1;
@@ -1328,7 +1321,7 @@ out:
 
 /* The one cancel of every producer, sdk/lua/cancel.lua (KEYS and ARGV:
  * its header): a queued or delayed task is removed, a running one's host
- * asks it to end. Its reply {word, detail} becomes OK or NOT_FOUND. */
+ * asks it to end. Its reply {word, detail} is read by cancel_word. */
 
 static script replay_script = {.name = "dead_replay",
                                .source = wharf_lua_dead_replay};
@@ -1356,6 +1349,28 @@ static const action_spec action_specs[] = {
      {"dead", "dead:", "stream", "task:", "delayed", "entries"}},
     {"purge", &purge_script, {"dead", "dead:", "task:", "delayed"}},
 };
+
+/* The word of a cancel.lua reply {word, detail}, as action answers it:
+ * REMOVED and CANCELLING did it (OK); CANCELLED had been done before
+ * (ALREADY, as `wharf cancel` says "already cancelled"); FINISHED and
+ * UNKNOWN found nothing to cancel (NOT_FOUND); PROTOCOL did nothing. NULL
+ * for any other reply. */
+static const char *cancel_word(const redisReply *r)
+{
+    static const char *const words[][2] = {
+        {"REMOVED", "OK"},        {"CANCELLING", "OK"},
+        {"CANCELLED", "ALREADY"}, {"FINISHED", "NOT_FOUND"},
+        {"UNKNOWN", "NOT_FOUND"}, {"PROTOCOL", "PROTOCOL"}};
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING ||
+        r->element[1]->type != REDIS_REPLY_STRING)
+        return NULL;
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strcmp(r->element[0]->str, words[i][0]) == 0)
+            return words[i][1];
+    return NULL;
+}
 
 /* "host[:port]" of an Origin or Referer URL ("scheme://host[:port]/..."),
  * into out; false if it has none. */
@@ -1490,7 +1505,7 @@ static void action(console *c, const char *what, http_reply *reply)
     argv[argc++] = id;
     if (s == &cancel_script) {
         argv[argc++] = WHARF_GROUP;
-        argv[argc++] = "1"; /* the protocol versions this host speaks */
+        argv[argc++] = CLIENT_PROTOCOLS;
     } else if (s == &replay_script) {
         argv[argc++] = type;
     }
@@ -1501,13 +1516,8 @@ static void action(console *c, const char *what, http_reply *reply)
         unavailable(reply, "2", "redis: the action may not have gone through");
         return;
     }
-    /* cancel.lua answers {word, detail}: REMOVED or CANCELLING did it. */
-    if (s == &cancel_script && r->type == REDIS_REPLY_ARRAY &&
-        r->elements == 2 && r->element[0]->type == REDIS_REPLY_STRING)
-        word = strcmp(r->element[0]->str, "REMOVED") == 0 ||
-                       strcmp(r->element[0]->str, "CANCELLING") == 0
-                   ? "OK"
-                   : "NOT_FOUND";
+    if (s == &cancel_script)
+        word = cancel_word(r);
     else if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
         word = r->str;
     else if (s == &purge_script && r->type == REDIS_REPLY_INTEGER)
@@ -1515,17 +1525,27 @@ static void action(console *c, const char *what, http_reply *reply)
     if (!word) {
         json_error(reply, 502, "redis: %s",
                    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-    } else if (strcmp(word, "OK") == 0) {
-        log_fields(WHARF_LOG_INFO, "console action",
-                   (log_field[]){LOG_STR("action", what), LOG_STR("type", type),
-                                 LOG_STR("task", id)},
-                   3);
+    } else if (strcmp(word, "OK") == 0 || strcmp(word, "ALREADY") == 0) {
+        bool already = strcmp(word, "ALREADY") == 0;
+        if (!already) /* nothing was done for one cancelled before */
+            log_fields(WHARF_LOG_INFO, "console action",
+                       (log_field[]){LOG_STR("action", what),
+                                     LOG_STR("type", type),
+                                     LOG_STR("task", id)},
+                       3);
         jb_printf(&b, "{\"done\":\"%s\",\"type\":", what);
         jb_str(&b, type);
         jb_put(&b, ",\"id\":", 6);
         jb_str(&b, id);
+        if (already)
+            jb_put(&b, ",\"already_cancelled\":true", 25);
         jb_put(&b, "}", 1);
         json_reply(reply, 200, &b);
+    } else if (strcmp(word, "PROTOCOL") == 0) {
+        json_error(reply, 409,
+                   "the hosts serving '%s' speak wharf protocol %.40s; this "
+                   "host speaks " CLIENT_PROTOCOLS ": nothing done",
+                   type, r->element[1]->str);
     } else if (strcmp(word, "MISSING") == 0) {
         json_error(reply, 410,
                    "dead task '%s' had no envelope: dropped it "

@@ -138,6 +138,11 @@ typedef struct http_request {
     char body[HTTP_BODY_MAX + 1];
 } http_request;
 
+/* What *req_cls holds for a request whose headers were read and no body
+ * came yet: most requests (a scrape, a console poll) have none, so its
+ * http_request is allocated only with the first piece of a body. */
+static char no_body;
+
 /* The request a handler is answering, for http_header, http_query and
  * http_form (one loop, one request at a time). */
 static struct MHD_Connection *current_request;
@@ -149,7 +154,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     (void)cls;
     (void)conn;
     (void)why;
-    free(*req_cls);
+    if (*req_cls != &no_body)
+        free(*req_cls);
     *req_cls = NULL;
 }
 
@@ -161,19 +167,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     http_server *s = cls;
     http_reply reply = {.status = 500,
                         .content_type = "text/plain; charset=utf-8"};
-    http_request *req = *req_cls;
+    http_request *req = *req_cls == &no_body ? NULL : *req_cls;
     struct MHD_Response *response;
     enum MHD_Result rc;
 
     (void)version;
-    if (!req) { /* first call: headers only */
-        req = calloc(1, sizeof(*req));
-        if (!req)
-            return MHD_NO;
-        *req_cls = req;
+    if (!*req_cls) { /* first call: headers only */
+        *req_cls = &no_body;
         return MHD_YES;
     }
     if (*upload_size != 0) { /* a piece of the body */
+        if (!req) {
+            req = calloc(1, sizeof(*req));
+            if (!req)
+                return MHD_NO;
+            *req_cls = req;
+        }
         if (req->len + *upload_size > HTTP_BODY_MAX) {
             req->too_large = true;
         } else {
@@ -184,7 +193,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         *upload_size = 0;
         return MHD_YES;
     }
-    if (req->too_large) {
+    if (req && req->too_large) {
         reply.status = 413;
         reply.body = strdup("request body too large\n");
         reply.len = reply.body ? strlen(reply.body) : 0;
@@ -355,6 +364,7 @@ bool http_form(const char *name, char *out, size_t len)
     const char *type = http_header(MHD_HTTP_HEADER_CONTENT_TYPE);
     size_t name_len = strlen(name);
 
+    /* A request that sent no body has no fields (current_body NULL). */
     if (!current_body || !type ||
         strncasecmp(type, "application/x-www-form-urlencoded", 33) != 0 ||
         (type[33] != '\0' && type[33] != ';'))

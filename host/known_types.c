@@ -8,67 +8,68 @@
 #include "client_ids.h"
 #include "keys.h"
 
-/* Commands per type, in this order. */
-enum { K_XLEN, K_PENDING, K_DELAYED, K_DEAD, K_PRESSURE, K_COUNT };
-
 void known_types_free(known_types *k)
 {
     for (size_t i = 0; k->names && i < k->n; i++)
         free(k->names[i]);
     free(k->names);
-    free(k->figures);
     k->names = NULL;
-    k->figures = NULL;
     k->n = 0;
 }
 
-/* Adds the K_COUNT commands of type, each to its key's node. */
-static void append_queries(broker *b, const char *type)
+int known_types_add_queries(pipeline *p, const char *prefix, const char *type)
 {
-    char key[KEY_MAX];
-    const char *prefix = b->cfg->prefix;
-    pipeline *p = &b->pipe;
+    char stream[KEY_MAX], delayed[KEY_MAX], dead[KEY_MAX], pressure[KEY_MAX];
 
-    key_of_type(key, sizeof(key), prefix, type, "stream");
-    pipeline_addf(p, key, "XLEN %s", key);
-    pipeline_addf(p, key, "XPENDING %s %s", key, WHARF_GROUP);
-    key_of_type(key, sizeof(key), prefix, type, "delayed");
-    pipeline_addf(p, key, "ZCARD %s", key);
-    key_of_type(key, sizeof(key), prefix, type, "dead");
-    pipeline_addf(p, key, "ZCARD %s", key);
-    key_of_type(key, sizeof(key), prefix, type, "pressure");
-    pipeline_addf(p, key, "EXISTS %s", key);
+    key_of_type(stream, sizeof(stream), prefix, type, "stream");
+    key_of_type(delayed, sizeof(delayed), prefix, type, "delayed");
+    key_of_type(dead, sizeof(dead), prefix, type, "dead");
+    key_of_type(pressure, sizeof(pressure), prefix, type, "pressure");
+    if (pipeline_addf(p, stream, "XLEN %s", stream) != 0 ||
+        pipeline_addf(p, stream, "XPENDING %s %s", stream, WHARF_GROUP) != 0 ||
+        pipeline_addf(p, delayed, "ZCARD %s", delayed) != 0 ||
+        pipeline_addf(p, dead, "ZCARD %s", dead) != 0 ||
+        pipeline_addf(p, pressure, "EXISTS %s", pressure) != 0)
+        return -1;
+    return 0;
 }
 
-/* Stores reply q of a type into f (an error reply, such as NOGROUP, or a
- * reply of another shape counts as 0). */
-static void take(int q, const redisReply *r, queue_figures *f)
+int known_types_take(int q, const redisReply *r, queue_figures *f)
 {
-    long long v = 0;
-
-    if (q == K_PENDING && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
-        r->element[0]->type == REDIS_REPLY_INTEGER)
-        v = r->element[0]->integer;
-    else if (r->type == REDIS_REPLY_INTEGER)
-        v = r->integer;
-    if (q == K_XLEN)
-        f->ready = v;
-    else if (q == K_PENDING)
-        f->running = v;
-    else if (q == K_DELAYED)
-        f->delayed = v;
-    else if (q == K_DEAD)
-        f->dead = v;
+    if (q == KNOWN_PENDING) {
+        /* [count, first id, last id, consumers] */
+        if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+            r->element[0]->type != REDIS_REPLY_INTEGER)
+            return -1;
+        f->running = r->element[0]->integer;
+        return 0;
+    }
+    if (r->type != REDIS_REPLY_INTEGER)
+        return -1;
+    if (q == KNOWN_XLEN)
+        f->ready = r->integer;
+    else if (q == KNOWN_DELAYED)
+        f->delayed = r->integer;
+    else if (q == KNOWN_DEAD)
+        f->dead = r->integer;
     else
-        f->pressure = v != 0;
+        f->pressure = r->integer != 0;
+    return 0;
 }
 
-int known_types_refresh(broker *b, known_types *k)
+void known_types_settle(queue_figures *f)
 {
-    known_types next = {NULL, NULL, 0};
+    f->ready -= f->running;
+    if (f->ready < 0)
+        f->ready = 0;
+}
+
+int known_types_refresh(broker *b, known_types *k, queue_figures *out)
+{
+    known_types next = {NULL, 0};
     char key[KEY_MAX];
     redisReply *types;
-    int rc = -1;
+    int rc = -2;
 
     if (!broker_connected(b))
         return -1;
@@ -85,8 +86,7 @@ int known_types_refresh(broker *b, known_types *k)
     }
     pipeline_reset(&b->pipe);
     next.names = calloc(types->elements + 1, sizeof(*next.names));
-    next.figures = calloc(types->elements + 1, sizeof(*next.figures));
-    if (!next.names || !next.figures)
+    if (!next.names)
         goto out;
     for (size_t i = 0; i < types->elements && next.n < KNOWN_TYPES_MAX; i++) {
         const char *type = types->element[i]->str;
@@ -95,31 +95,32 @@ int known_types_refresh(broker *b, known_types *k)
             continue;
         if (!(next.names[next.n] = strdup(type)))
             goto out;
-        next.figures[next.n].type = next.names[next.n];
-        append_queries(b, type);
         next.n++;
+        if (known_types_add_queries(&b->pipe, b->cfg->prefix, type) != 0)
+            goto out;
     }
     if (next.n > 0 && pipeline_run(&b->pipe) != 0) {
         snprintf(b->errstr, sizeof(b->errstr),
                  "reading figures of unserved types: %s", b->pipe.errstr);
+        rc = -1;
         goto out;
-    }
-    for (size_t i = 0; i < next.n; i++) {
-        for (int q = 0; q < K_COUNT; q++)
-            take(q, pipeline_reply(&b->pipe, i * K_COUNT + (size_t)q),
-                 &next.figures[i]);
-        snprintf(next.figures[i].node, sizeof(next.figures[i].node), "%s",
-                 nodes_name(&b->nodes, b->pipe.e[i * K_COUNT].node));
-        /* Entries pending are in the stream too, but not ready. */
-        next.figures[i].ready -= next.figures[i].running;
-        if (next.figures[i].ready < 0)
-            next.figures[i].ready = 0;
     }
     known_types_free(k);
     *k = next;
     next.names = NULL;
-    next.figures = NULL;
     next.n = 0;
+    for (size_t i = 0; i < k->n; i++) {
+        queue_figures f = {.type = k->names[i]};
+        /* A reply of another shape leaves its figure at 0. */
+        for (int q = 0; q < KNOWN_COMMANDS; q++)
+            known_types_take(
+                q, pipeline_reply(&b->pipe, i * KNOWN_COMMANDS + (size_t)q),
+                &f);
+        known_types_settle(&f);
+        snprintf(f.node, sizeof(f.node), "%s",
+                 nodes_name(&b->nodes, b->pipe.e[i * KNOWN_COMMANDS].node));
+        out[i] = f;
+    }
     rc = 0;
 out:
     pipeline_reset(&b->pipe);

@@ -106,9 +106,28 @@ int slot_read(const slot *s, slot *copy)
     return -2;
 }
 
+const slot_task *slot_running_task(const slot *s)
+{
+    if (s->state != SLOT_RUNNING || s->running >= s->batch_n)
+        return NULL;
+    return &s->batch[s->running];
+}
+
+bool slot_run_cancelled(const slot *s, uint32_t run)
+{
+    return run != 0 && atomic_load(&s->cancel_requested) == run;
+}
+
 int64_t slots_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t slots_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }

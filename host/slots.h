@@ -13,6 +13,7 @@
 #define WHARF_SLOTS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -83,7 +84,20 @@ void slot_write_end(slot *s);
  * the entries the dead worker held, which is what recovery needs). */
 int slot_read(const slot *s, slot *copy);
 
+/* The task of s's batch whose plugin call is under way, or NULL (none
+ * is, or the slot names no task of its batch). */
+const slot_task *slot_running_task(const slot *s);
+
+/* True if plugin call `run` (not 0) is one a wharf cancel asked to end:
+ * such a run ends as cancelled, whatever it returned or however its
+ * worker died. */
+bool slot_run_cancelled(const slot *s, uint32_t run);
+
 /* CLOCK_MONOTONIC in milliseconds: one clock for every process. */
 int64_t slots_now_ms(void);
+
+/* The same clock in microseconds, for short spans (a plugin call, the
+ * console's budget per pass). */
+int64_t slots_now_us(void);
 
 #endif /* WHARF_SLOTS_H */

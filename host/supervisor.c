@@ -56,8 +56,8 @@
 #define STOP_MARGIN_MS 15000
 /* Changes in plugins_dir are gathered this long before a reload. */
 #define WATCH_SETTLE_MS 300
-/* Queue figures (and pressure) are refreshed this often; a scrape older
- * than this refreshes them itself. */
+/* Queue figures (and pressure) are refreshed this often; /metrics and the
+ * console answer from the last refresh. */
 #define FIGURES_EVERY_MS 1000
 
 typedef struct worker_proc {
@@ -71,7 +71,6 @@ typedef struct worker_proc {
     int64_t cancel_sent_ms;   /* a cancel request (timeout or wharf
                                  cancel), 0 = none */
     uint32_t cancel_run;      /* the run it was for */
-    bool cancel_requested;    /* it came from wharf cancel */
     bool killed_for_timeout;  /* SIGKILLed after the grace */
     char timed_out_entry[SLOT_ENTRY_MAX];
     int64_t timed_out_after_ms;
@@ -79,7 +78,6 @@ typedef struct worker_proc {
                                  kept, and it is not started again, until
                                  recover_slot has recorded its tasks */
     int dead_status;          /* how it ended, for that recovery */
-    unsigned recover_tries;
     bool retiring;            /* asked to stop: reload or shutdown */
     bool replace;             /* reload: stop it, then start it anew */
 } worker_proc;
@@ -115,8 +113,9 @@ typedef struct supervisor {
     int exit_code;
     metrics *m;
     http_server *http;
-    queue_figures *figures; /* one per broker queue */
-    known_types known;      /* figures of the types it does not serve */
+    queue_figures *figures; /* one per broker queue, then (with /metrics)
+                               room for KNOWN_TYPES_MAX unserved types' */
+    known_types known;      /* the unserved types whose figures follow */
     bool figures_ok;
     int64_t figures_ms;
     uint64_t counted_round_trips, counted_errors;
@@ -182,6 +181,7 @@ static int setup_broker(supervisor *s)
 
     count_redis(s);
     broker_destroy(&s->b);
+    known_types_free(&s->known); /* their figures follow the old types' */
     s->counted_round_trips = 0;
     s->counted_errors = 0;
     s->b_ready = false;
@@ -201,7 +201,11 @@ static int setup_broker(supervisor *s)
     }
     s->b.timeout_ms = RUN_SUPERVISOR_REDIS_TIMEOUT_MS;
     free(s->figures);
-    s->figures = calloc(s->n_types + 1, sizeof(*s->figures));
+    /* Only /metrics shows the unserved types, after the served ones in
+     * the same array; [metrics] listen holds across reloads. */
+    s->figures =
+        calloc(s->n_types + 1 + (s->cfg->metrics_listen ? KNOWN_TYPES_MAX : 0),
+               sizeof(*s->figures));
     if (!s->figures) {
         log_msg(WHARF_LOG_ERROR, "supervisor: out of memory");
         return -1;
@@ -349,7 +353,6 @@ static void start_worker(supervisor *s, size_t index, int64_t now)
     p->restart_at_ms = 0;
     p->cancel_sent_ms = 0;
     p->cancel_run = 0;
-    p->cancel_requested = false;
     p->killed_for_timeout = false;
     p->timed_out_entry[0] = '\0';
     p->retiring = false;
@@ -375,10 +378,7 @@ static int read_slot(worker_proc *p)
 static void death_reason(const worker_proc *p, int status, const char *entry_id,
                          char *buf, size_t len)
 {
-    if (p->cancel_requested && p->timed_out_entry[0] &&
-        strcmp(p->timed_out_entry, entry_id) == 0)
-        snprintf(buf, len, "cancelled");
-    else if (p->timed_out_entry[0] && strcmp(p->timed_out_entry, entry_id) == 0)
+    if (p->timed_out_entry[0] && strcmp(p->timed_out_entry, entry_id) == 0)
         snprintf(buf, len, "timeout after %" PRId64 " ms",
                  p->timed_out_after_ms);
     else if (WIFSIGNALED(status))
@@ -403,15 +403,16 @@ static void own_slot_task(broker_job *j, broker_queue *q, const char *consumer,
 }
 
 /* A worker died: records the failure of the task it was running through
- * the normal retry/dead path, and releases the locks of the rest of its
+ * the normal retry/dead path (or its end as cancelled, when a wharf
+ * cancel had asked that run to end), and releases the locks of the rest of its
  * batch so its replacement can run them at once. True when that is done
  * (the slot is then unmapped); false if Redis was away, in which case the
  * slot is kept and recovery is tried again before the worker is started
  * anew: a replacement would read the same pending entries and run the
- * failed task again at the same attempt, never spending it. A recovery
- * tried again finishes in resend mode, so a first try that landed unseen
- * counts once. */
-static bool recover_slot(supervisor *s, size_t index, int status)
+ * failed task again at the same attempt, never spending it. resend (a
+ * recovery tried again) sends the finish in resend mode, so a first try
+ * that landed unseen counts once. */
+static bool recover_slot(supervisor *s, size_t index, int status, bool resend)
 {
     worker_proc *p = &s->procs[index];
     slot *snap = p->snap;
@@ -432,7 +433,7 @@ static bool recover_slot(supervisor *s, size_t index, int status)
     /* Any end of the process while a plugin call was under way (a crash,
      * a kill, or exit() called by the plugin) fails that task's attempt;
      * only an exit between tasks is clean. */
-    mid_task = snap->state == SLOT_RUNNING && snap->running < snap->batch_n;
+    mid_task = slot_running_task(snap) != NULL;
 
     n = snap->batch_n;
     if (n == 0) {
@@ -470,10 +471,17 @@ static bool recover_slot(supervisor *s, size_t index, int status)
             continue; /* already finished: nothing to fail */
         broker_entries(&s->b, q, entries[i], j, 1); /* resets j */
         own_slot_task(j, q, p->consumer, t->token);
-        death_reason(p, status, t->entry_id, reason, sizeof(reason));
-        backoff_fail(j, reason);
-        rc = p->recover_tries ? broker_finish_resend(&s->b, j, 1)
-                              : broker_finish(&s->b, j, 1);
+        if (slot_run_cancelled(p->sl, snap->run)) {
+            /* It ignored a wharf cancel: the run ends as cancelled, as
+             * the worker ends one that returns (run_job). */
+            j->finish = FINISH_CANCEL;
+            j->reason = "cancelled";
+        } else {
+            death_reason(p, status, t->entry_id, reason, sizeof(reason));
+            backoff_fail(j, reason);
+        }
+        rc = resend ? broker_finish_resend(&s->b, j, 1)
+                    : broker_finish(&s->b, j, 1);
         if (rc != 0) {
             lost_connection(s, "recording a dead worker's task");
             goto out;
@@ -484,7 +492,7 @@ static bool recover_slot(supervisor *s, size_t index, int status)
                        LOG_STR("task", j->e.task.id), LOG_STR("type", q->type),
                        LOG_INT("attempt", j->e.task.attempt),
                        LOG_STR("outcome", task_outcome_name(j->outcome)),
-                       LOG_STR("error", reason),
+                       LOG_STR("error", j->reason),
                        LOG_STR("worker", p->consumer)},
                    6);
         j->begin = BEGIN_NONE; /* its lock went with the finish */
@@ -512,11 +520,9 @@ static bool retry_recovery(supervisor *s, size_t index)
 
     if (!p->recovering)
         return true;
-    p->recover_tries++;
-    if (!recover_slot(s, index, p->dead_status))
+    if (!recover_slot(s, index, p->dead_status, true))
         return false;
     p->recovering = false;
-    p->recover_tries = 0;
     log_fields(WHARF_LOG_INFO, "a dead worker's tasks are recorded",
                (log_field[]){LOG_STR("worker", p->consumer)}, 1);
     return true;
@@ -539,8 +545,7 @@ static void worker_exited(supervisor *s, size_t index, int status,
     if (clean && p->sl && read_slot(p) == 0 &&
         p->snap->state == SLOT_RUNNING)
         clean = false; /* exit() inside a plugin call */
-    p->recover_tries = 0;
-    p->recovering = !recover_slot(s, index, status);
+    p->recovering = !recover_slot(s, index, status, false);
     p->dead_status = status;
     if (p->recovering)
         log_fields(WHARF_LOG_WARN,
@@ -600,6 +605,40 @@ static void reap(supervisor *s, int64_t now)
     }
 }
 
+/* Asks p's worker, through its slot, to end the plugin call under way in
+ * p->snap (task t): its deadline passed, or (cancelled) a wharf cancel
+ * asked. The plugin sees wharf_cancelled; enforce_timeouts kills a worker
+ * still in the same run RUN_KILL_GRACE_MS later. */
+static void ask_to_end(worker_proc *p, const slot_task *t, int64_t now,
+                       bool cancelled)
+{
+    uint32_t run = p->snap->run;
+
+    snprintf(p->timed_out_entry, sizeof(p->timed_out_entry), "%s", t->entry_id);
+    p->cancel_sent_ms = now;
+    p->cancel_run = run;
+    if (cancelled) {
+        /* Before cancel: a worker that sees cancel reads it next. */
+        atomic_store(&p->sl->cancel_requested, run);
+    } else {
+        p->timed_out_after_ms = p->snap->timeout_ms;
+    }
+    atomic_store(&p->sl->cancel, run);
+    if (cancelled)
+        log_fields(WHARF_LOG_INFO, "task cancelled; asking it to end",
+                   (log_field[]){LOG_STR("task", t->id),
+                                 LOG_STR("type", t->type),
+                                 LOG_STR("worker", p->consumer)},
+                   3);
+    else
+        log_fields(
+            WHARF_LOG_WARN, "task ran past its timeout; asking it to end",
+            (log_field[]){LOG_STR("task", t->id), LOG_STR("type", t->type),
+                          LOG_INT("timeout_ms", p->snap->timeout_ms),
+                          LOG_STR("worker", p->consumer)},
+            4);
+}
+
 /* A task past its timeout: its worker is asked, through the slot, to end
  * that run (the plugin sees wharf_cancelled, and whatever it returns is
  * recorded as a timeout by the worker itself); a worker still in the same
@@ -631,7 +670,6 @@ static void enforce_timeouts(supervisor *s, int64_t now)
         if (p->cancel_sent_ms) {
             if (snap->state != SLOT_RUNNING || snap->run != p->cancel_run) {
                 p->cancel_sent_ms = 0; /* it ended that run itself */
-                p->cancel_requested = false;
             } else if (now - p->cancel_sent_ms >= RUN_KILL_GRACE_MS) {
                 log_fields(WHARF_LOG_WARN, "task ignored its cancel request; "
                                            "killing its worker",
@@ -641,23 +679,9 @@ static void enforce_timeouts(supervisor *s, int64_t now)
             }
             continue;
         }
-        if (snap->state != SLOT_RUNNING || snap->running >= snap->batch_n ||
-            now - snap->started_ms <= snap->timeout_ms)
-            continue;
-        t = &snap->batch[snap->running];
-        snprintf(p->timed_out_entry, sizeof(p->timed_out_entry), "%s",
-                 t->entry_id);
-        p->timed_out_after_ms = snap->timeout_ms;
-        p->cancel_sent_ms = now;
-        p->cancel_run = snap->run;
-        atomic_store(&p->sl->cancel, snap->run);
-        log_fields(WHARF_LOG_WARN, "task ran past its timeout; asking it to "
-                                   "end",
-                   (log_field[]){LOG_STR("task", t->id),
-                                 LOG_STR("type", t->type),
-                                 LOG_INT("timeout_ms", snap->timeout_ms),
-                                 LOG_STR("worker", p->consumer)},
-                   4);
+        t = slot_running_task(snap);
+        if (t && now - snap->started_ms > snap->timeout_ms)
+            ask_to_end(p, t, now, false);
     }
 }
 
@@ -671,6 +695,7 @@ static int check_cancels(supervisor *s, int64_t now)
     const char *types[s->n_procs ? s->n_procs : 1];
     const char *ids[s->n_procs ? s->n_procs : 1];
     const char *entry_ids[s->n_procs ? s->n_procs : 1];
+    const slot_task *tasks[s->n_procs ? s->n_procs : 1];
     bool cancelled[s->n_procs ? s->n_procs : 1];
     size_t which[s->n_procs ? s->n_procs : 1];
     size_t n = 0;
@@ -678,38 +703,23 @@ static int check_cancels(supervisor *s, int64_t now)
     for (size_t i = 0; i < s->n_procs; i++) {
         worker_proc *p = &s->procs[i];
         const slot_task *t;
+        /* A run already asked to end (its timeout) is left to its grace. */
         if (p->pid <= 0 || p->cancel_sent_ms || read_slot(p) != 0 ||
-            p->snap->state != SLOT_RUNNING ||
-            p->snap->running >= p->snap->batch_n)
+            !(t = slot_running_task(p->snap)))
             continue;
-        t = &p->snap->batch[p->snap->running];
         types[n] = t->type;
         ids[n] = t->id;
         entry_ids[n] = t->entry_id;
+        tasks[n] = t;
         which[n++] = i;
     }
     if (n == 0)
         return 0;
     if (cancel_check(&s->b, types, ids, entry_ids, n, cancelled) != 0)
         return -1;
-    for (size_t k = 0; k < n; k++) {
-        worker_proc *p = &s->procs[which[k]];
-        uint32_t run = p->snap->run;
-        if (!cancelled[k])
-            continue;
-        snprintf(p->timed_out_entry, sizeof(p->timed_out_entry), "%s",
-                 entry_ids[k]);
-        p->cancel_sent_ms = now;
-        p->cancel_run = run;
-        p->cancel_requested = true;
-        atomic_store(&p->sl->cancel_requested, run);
-        atomic_store(&p->sl->cancel, run);
-        log_fields(WHARF_LOG_INFO, "task cancelled; asking it to end",
-                   (log_field[]){LOG_STR("task", ids[k]),
-                                 LOG_STR("type", types[k]),
-                                 LOG_STR("worker", p->consumer)},
-                   3);
-    }
+    for (size_t k = 0; k < n; k++)
+        if (cancelled[k])
+            ask_to_end(&s->procs[which[k]], tasks[k], now, true);
     return 0;
 }
 
@@ -843,17 +853,33 @@ static int64_t takeover_every_ms(const supervisor *s)
     return every < 100 ? 100 : every > 5000 ? 5000 : every;
 }
 
-/* Reads every queue's figures and publishes backlog and pressure. */
+/* Reads every queue's figures and publishes backlog and pressure; when
+ * /metrics is served, reads those of the unserved types too. -1 when the
+ * connection failed. */
 static int refresh_figures(supervisor *s, int64_t now)
 {
+    int rc;
+
     s->figures_ms = now;
-    if (pressure_refresh(&s->b, s->figures) != 0 ||
-        known_types_refresh(&s->b, &s->known) != 0) {
+    if (pressure_refresh(&s->b, s->figures) != 0) {
         s->figures_ok = false;
         lost_connection(s, "reading queue figures");
         return -1;
     }
     s->figures_ok = true;
+    /* Only /metrics reads them, and they never make the served types'
+     * figures less sure (figures_ok). */
+    if (!s->http)
+        return 0;
+    rc = known_types_refresh(&s->b, &s->known, s->figures + s->b.n_queues);
+    if (rc == -1) {
+        lost_connection(s, "reading the figures of unserved types");
+        return -1;
+    }
+    if (rc != 0)
+        log_msg(WHARF_LOG_WARN, "supervisor: out of memory reading the "
+                                "figures of unserved types; /metrics shows "
+                                "them as before");
     return 0;
 }
 
@@ -962,6 +988,7 @@ static void console_view_of(void *arg, console_view *v)
     for (size_t i = 0; i < v->n_slots && i < s->n_procs; i++) {
         worker_proc *p = &s->procs[i];
         console_slot *out = &v->slots[i];
+        const slot_task *t;
         memset(out, 0, sizeof(*out));
         out->consumer = p->consumer;
         out->pid = p->pid > 0 ? p->pid : 0;
@@ -972,9 +999,8 @@ static void console_view_of(void *arg, console_view *v)
         out->state = p->snap->state;
         out->up_ms = now - p->forked_ms;
         out->batch_n = p->snap->batch_n;
-        if (p->snap->state == SLOT_RUNNING &&
-            p->snap->running < p->snap->batch_n) {
-            const slot_task *t = &p->snap->batch[p->snap->running];
+        t = slot_running_task(p->snap);
+        if (t) {
             snprintf(out->type, sizeof(out->type), "%s", t->type);
             snprintf(out->id, sizeof(out->id), "%s", t->id);
             out->running_ms = now - p->snap->started_ms;
@@ -1024,24 +1050,14 @@ static void on_http(void *arg, const char *method, const char *path,
         return;
     }
     if (strcmp(path, "/metrics") == 0) {
-        /* The served types first, then every other known type. */
-        size_t n = s->b.n_queues + s->known.n;
-        queue_figures *all = malloc((n ? n : 1) * sizeof(*all));
         count_redis(s);
-        if (!all) {
-            text_reply(reply, 503, "out of memory\n");
-            return;
-        }
-        memcpy(all, s->figures, s->b.n_queues * sizeof(*all));
-        if (s->known.n)
-            memcpy(all + s->b.n_queues, s->known.figures,
-                   s->known.n * sizeof(*all));
         reply->status = 200;
         reply->content_type = "text/plain; version=0.0.4; charset=utf-8";
-        reply->body = metrics_render(s->m, all, n, &workers,
-                                     broker_connected(&s->b) && s->figures_ok,
-                                     &reply->len);
-        free(all);
+        /* The served types first, then every other known type: one
+         * array, as refresh_figures keeps it. */
+        reply->body = metrics_render(
+            s->m, s->figures, s->b.n_queues + s->known.n, &workers,
+            broker_connected(&s->b) && s->figures_ok, &reply->len);
         return;
     }
     text_reply(reply, 404, "not found: try /metrics, /healthz, /readyz\n");

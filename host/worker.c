@@ -51,13 +51,6 @@ typedef struct worker {
     uint64_t counted_round_trips, counted_errors; /* already in metrics */
 } worker;
 
-static int64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static int64_t wall_ms(void)
 {
     struct timespec ts;
@@ -285,8 +278,7 @@ static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
     context_set_deadline(ctx, started + timeout_ms, w->opts->status, run);
     status = r->plugin->desc->process_business(&ctx->base, &j->e.task);
     ended = slots_now_ms();
-    if (w->opts->status && run &&
-        atomic_load(&w->opts->status->cancel_requested) == run) {
+    if (w->opts->status && slot_run_cancelled(w->opts->status, run)) {
         /* wharf cancel: whatever it returned is dropped, nothing retried
          * (the finish script writes nothing for a cancelled entry). */
         context_end(ctx);
@@ -525,9 +517,9 @@ static int begin_and_run(worker *w, size_t n)
             {
                 uint32_t run = slot_running(w, (uint32_t)i);
                 int64_t wait_us = wait_since(j->e.task.enqueued_at_ms);
-                int64_t started = now_us();
+                int64_t started = slots_now_us();
                 run_job(w, j, &w->ctxs[i], run);
-                int64_t took = now_us() - started;
+                int64_t took = slots_now_us() - started;
                 j->duration_ms = took / 1000;
                 metrics_run(w->opts->metrics, metric_of(w, j), took, wait_us);
             }

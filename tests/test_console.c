@@ -445,7 +445,37 @@ Test(console, actions_need_post_the_token_and_the_same_origin)
                  "%s", body);
     cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:delayed"), 0);
     cr_expect_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:task:later"), 0);
-    cr_expect_eq(request("POST", "/api/cancel?type=chaos&id=later", same), 404);
+    /* cancelled before: what `wharf cancel` calls "already cancelled"
+     * (exit 0), not a task that is not there */
+    cr_expect_eq(request("POST", "/api/cancel?type=chaos&id=later", same), 200,
+                 "%s", body);
+    cr_expect(strstr(body, "\"already_cancelled\":true"), "%s", body);
+    /* finished (replay-me is done) or never enqueued: nothing to cancel */
+    cr_expect_eq(request("POST", "/api/cancel?type=chaos&id=replay-me", same),
+                 404, "%s", body);
+    cr_expect(strstr(body, "no queued, delayed or running task"), "%s", body);
+    cr_expect_eq(request("POST", "/api/cancel?type=chaos&id=never-was", same),
+                 404, "%s", body);
+    /* hosts of another protocol: refused, naming theirs, nothing done */
+    freeReplyObject(test_redis_command(
+        rc, "HSET wharf:{chaos}:task:other-era id other-era type chaos "
+            "payload ok attempt 1 enqueued_at 1700000000000 trace "
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+    freeReplyObject(test_redis_command(
+        rc, "ZADD wharf:{chaos}:delayed 99999999999999 other-era"));
+    freeReplyObject(
+        test_redis_command(rc, "HSET wharf:{chaos}:policy protocol 99"));
+    cr_expect_eq(request("POST", "/api/cancel?type=chaos&id=other-era", same),
+                 409, "%s", body);
+    cr_expect(strstr(body, "speak wharf protocol 99; this host speaks 1"), "%s",
+              body);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:delayed"), 1,
+                 "a refused cancel removed the task");
+    freeReplyObject(
+        test_redis_command(rc, "HSET wharf:{chaos}:policy protocol 1"));
+    cr_expect_eq(request("POST", "/api/cancel?type=chaos&id=other-era", same),
+                 200, "%s", body);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:delayed"), 0);
     cr_expect(test_host_log_has(&host, "console action", "replay", "replay-me",
                                 NULL));
 

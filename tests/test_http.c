@@ -230,6 +230,9 @@ Test(http, a_form_body_reaches_the_handler_decoded)
     /* only a form is a form */
     post_raw("/form", "application/json", "a=1", out, sizeof(out));
     cr_expect(strstr(out, "a=[(none)]"), "%s", out);
+    /* a form with no body has no fields */
+    post_raw("/form", form, "", out, sizeof(out));
+    cr_expect(strstr(out, "a=[(none)] b=[(none)]"), "%s", out);
     /* a body past HTTP_BODY_MAX never reaches the handler */
     memset(big, 'a', sizeof(big) - 1);
     memcpy(big, "a=", 2);

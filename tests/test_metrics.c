@@ -186,6 +186,43 @@ Test(metrics, exact_counts_after_a_known_mix)
     cr_assert_eq(sample(body, "wharf_worker_restarts_total{reason=\"crash\"}"), 0);
 }
 
+/* A type no host here serves (nor any host: its tasks wait for nobody)
+ * has its queue gauges on /metrics too, read as wharf stats reads them:
+ * ready leaves out what is pending, no group yet counts 0 running. */
+Test(metrics, unserved_types_have_their_gauges)
+{
+    redisReply *r;
+
+    start(NULL, NULL);
+    freeReplyObject(test_redis_command(rc, "SADD wharf:types ghost lost"));
+    for (int i = 0; i < 3; i++)
+        freeReplyObject(
+            test_redis_command(rc, "XADD wharf:{ghost}:stream * id g%d", i));
+    freeReplyObject(
+        test_redis_command(rc, "XGROUP CREATE wharf:{ghost}:stream wharf 0"));
+    r = test_redis_command(rc, "XREADGROUP GROUP wharf someone COUNT 1 STREAMS "
+                               "wharf:{ghost}:stream >");
+    cr_assert(r->type == REDIS_REPLY_ARRAY, "XREADGROUP took nothing");
+    freeReplyObject(r);
+    freeReplyObject(
+        test_redis_command(rc, "ZADD wharf:{ghost}:delayed 1 a 2 b"));
+    freeReplyObject(test_redis_command(rc, "ZADD wharf:{ghost}:dead 1 c"));
+    freeReplyObject(test_redis_command(rc, "SET wharf:{ghost}:pressure 1"));
+    freeReplyObject(test_redis_command(rc, "XADD wharf:{lost}:stream * id l"));
+
+    cr_assert_eq(scrape_until("wharf_queue_dead{type=\"ghost\"}", 1), 1,
+                 "no gauges for an unserved type; see %s", host.log);
+    cr_assert_eq(sample(body, "wharf_queue_ready{type=\"ghost\"}"), 2);
+    cr_assert_eq(sample(body, "wharf_queue_running{type=\"ghost\"}"), 1);
+    cr_assert_eq(sample(body, "wharf_queue_delayed{type=\"ghost\"}"), 2);
+    cr_assert_eq(sample(body, "wharf_queue_pressure{type=\"ghost\"}"), 1);
+    cr_assert_eq(sample(body, "wharf_queue_ready{type=\"lost\"}"), 1);
+    cr_assert_eq(sample(body, "wharf_queue_running{type=\"lost\"}"), 0);
+    /* the served type is there as before, and Redis is up */
+    cr_assert_eq(sample(body, "wharf_queue_ready{type=\"chaos\"}"), 0);
+    cr_assert_eq(sample(body, "wharf_redis_up"), 1);
+}
+
 Test(metrics, exposition_passes_promtool_when_available)
 {
     start(NULL, NULL);

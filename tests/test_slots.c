@@ -132,3 +132,32 @@ Test(slots, reading_keeps_the_supervisor_half)
     free(c);
     slot_destroy(s);
 }
+
+Test(slots, the_running_task_is_one_of_the_batch)
+{
+    slot *s = slot_create(4);
+    cr_assert_null(slot_running_task(s), "an empty slot runs nothing");
+    s->state = SLOT_RUNNING;
+    s->batch_n = 2;
+    s->running = 1;
+    strcpy(s->batch[1].id, "task-b");
+    cr_assert_str_eq(slot_running_task(s)->id, "task-b");
+    s->running = 2; /* past the batch: names no task */
+    cr_assert_null(slot_running_task(s));
+    s->running = 1;
+    s->state = SLOT_IDLE;
+    cr_assert_null(slot_running_task(s), "between tasks");
+    slot_destroy(s);
+}
+
+Test(slots, a_cancelled_run_is_that_run_only)
+{
+    slot *s = slot_create(1);
+    cr_assert_not(slot_run_cancelled(s, 0), "0 names no run");
+    cr_assert_not(slot_run_cancelled(s, 1));
+    atomic_store(&s->cancel_requested, 5);
+    cr_assert(slot_run_cancelled(s, 5));
+    cr_assert_not(slot_run_cancelled(s, 6), "the next run is not cancelled");
+    cr_assert_not(slot_run_cancelled(s, 0));
+    slot_destroy(s);
+}

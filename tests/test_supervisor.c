@@ -14,6 +14,7 @@
 #include "host_process.h"
 #include "http_get.h"
 #include "redis_server.h"
+#include "wharf_cli.h"
 
 static test_redis redis;
 static test_host host;
@@ -549,4 +550,79 @@ Test(supervisor, a_silent_redis_holds_neither_timeouts_nor_health)
     cr_assert(test_host_log_has(&host, "\"task\":\"hang\"",
                                 "timeout after 1000 ms", NULL));
     cr_assert_eq(test_host_runs(&host, "hang", 0), 1, "it ran again");
+}
+
+/* A running task whose plugin ignores a wharf cancel: its worker is
+ * killed after the grace, and the supervisor ends that run as cancelled,
+ * as the worker ends one whose plugin returns: nothing retried, nothing
+ * dead. It says so in the finish itself, so this holds even when the
+ * finish finds no cancel:<id> (deleted here once the supervisor acted on
+ * it). */
+Test(supervisor, a_cancel_the_plugin_ignores_ends_as_cancelled)
+{
+    const test_cli_run *r;
+
+    start(&host,
+          &(test_host_opts){.host_keys = "workers = 1\n",
+                            .extra = "[type.chaos]\nmax_attempts = 1\n"});
+    test_add_entry(rc, "chaos", "deaf", "snooze:60");
+    wait_running(&host, "deaf");
+    r = test_cli(redis.url, host.dir,
+                 (const char *const[]){"cancel", "chaos", "deaf", NULL});
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(strstr(r->out, "cancelling"), "%s", r->out);
+    cr_assert(
+        test_host_wait_log(&host, 30000,
+                           (const char *const[]){"task cancelled; asking "
+                                                 "it to end",
+                                                 "\"task\":\"deaf\"", NULL}),
+        "the supervisor did not ask the run to end; see %s", host.log);
+    freeReplyObject(test_redis_command(rc, "DEL wharf:{chaos}:cancel:deaf"));
+    cr_assert(
+        test_host_wait_log(&host, 30000,
+                           (const char *const[]){"task failed with its "
+                                                 "worker",
+                                                 "\"task\":\"deaf\"", NULL}),
+        "the killed worker's task was not recorded; see %s", host.log);
+    cr_assert(
+        test_host_log_has(&host, "ignored its cancel request; killing", NULL),
+        "see %s", host.log);
+    cr_assert(test_host_log_has(&host, "task failed with its worker",
+                                "\"task\":\"deaf\"",
+                                "\"outcome\":\"cancelled\"", NULL),
+              "see %s", host.log);
+    cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 0,
+                 "the cancelled task went to the dead set");
+    cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:result:deaf "
+                                    "wharf:{chaos}:task:deaf"),
+                 0);
+    cr_assert_eq(test_redis_int(rc, "XLEN wharf:{chaos}:stream"), 0,
+                 "its entry is still in the stream");
+    cr_assert_eq(test_host_runs(&host, "deaf", 0), 1, "it ran again");
+}
+
+/* Only /metrics shows the figures of types no host here serves: without
+ * [metrics] listen (the harness's default) the supervisor never reads
+ * them, so a host with many unserved types in Redis costs its loop
+ * nothing for them. */
+Test(supervisor, no_listener_reads_no_unserved_types)
+{
+    redisReply *r;
+
+    freeReplyObject(test_redis_command(rc, "SADD wharf:types ghost"));
+    freeReplyObject(test_redis_command(rc, "CONFIG RESETSTAT"));
+    start(&host, &(test_host_opts){.host_keys = "workers = 1\n"});
+    /* Two refreshes of the served figures (each writes the backlog): the
+     * first one's unserved types would have been read before the second
+     * began. */
+    cr_assert_eq(test_wait_int(rc, 1, 30000, "EXISTS wharf:{chaos}:backlog"), 1,
+                 "the figures were never refreshed; see %s", host.log);
+    freeReplyObject(test_redis_command(rc, "DEL wharf:{chaos}:backlog"));
+    cr_assert_eq(test_wait_int(rc, 1, 30000, "EXISTS wharf:{chaos}:backlog"), 1,
+                 "the figures were refreshed only once; see %s", host.log);
+    r = test_redis_command(rc, "INFO commandstats");
+    cr_assert(r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
+    cr_assert_null(strstr(r->str, "cmdstat_smembers:"),
+                   "the host read the types set with nothing to show it on");
+    freeReplyObject(r);
 }

@@ -10,98 +10,80 @@
 
 #include "cli.h"
 #include "client_internal.h"
+#include "known_types.h"
 
-/* Commands sent per type, in this order. */
-enum { Q_XLEN, Q_PENDING, Q_DELAYED, Q_DEAD, Q_PRESSURE, Q_SERVED, Q_COUNT };
+/* Commands sent per type: the figures' (as /metrics reads them for the
+ * types its host does not serve), then whether a host serves it. */
+enum { Q_SERVED = KNOWN_COMMANDS, Q_COUNT };
 
 typedef struct type_stats {
-    const char *name; /* points into the SMEMBERS reply */
-    long long ready, running, delayed, dead;
-    int pressure;
-    int served;     /* a live host serves it */
-    char node[300]; /* "host:port" of the Redis node serving the type */
+    queue_figures f; /* f.type points into the SMEMBERS reply */
+    int served;      /* a live host serves it */
 } type_stats;
 
 static int by_name(const void *a, const void *b)
 {
-    return strcmp(((const type_stats *)a)->name, ((const type_stats *)b)->name);
+    return strcmp(((const type_stats *)a)->f.type,
+                  ((const type_stats *)b)->f.type);
 }
 
 /* Adds the Q_COUNT queries of type, each to the node of its key. 0, or
  * -1 when out of memory. */
 static int append_queries(cli *ctx, pipeline *p, const char *type)
 {
-    char stream[KEY_MAX], delayed[KEY_MAX], dead[KEY_MAX], pressure[KEY_MAX];
     char hosts[KEY_MAX];
 
-    cli_key(ctx, stream, type, "stream");
-    cli_key(ctx, delayed, type, "delayed");
-    cli_key(ctx, dead, type, "dead");
-    cli_key(ctx, pressure, type, "pressure");
     cli_key(ctx, hosts, type, "hosts");
-    if (pipeline_addf(p, stream, "XLEN %s", stream) != 0 ||
-        pipeline_addf(p, stream, "XPENDING %s %s", stream, WHARF_GROUP) != 0 ||
-        pipeline_addf(p, delayed, "ZCARD %s", delayed) != 0 ||
-        pipeline_addf(p, dead, "ZCARD %s", dead) != 0 ||
-        pipeline_addf(p, pressure, "EXISTS %s", pressure) != 0 ||
+    if (known_types_add_queries(p, ctx->prefix, type) != 0 ||
         pipeline_addf(p, hosts, "EXISTS %s", hosts) != 0)
         return -1;
     return 0;
 }
 
-/* Stores reply number q of a type into s. 0 or an exit code. */
+/* Stores reply number q of a type into s. 0 or an exit code: unlike
+ * /metrics, which counts it 0, stats fails on an error or a reply of
+ * another shape, but for NOGROUP. */
 static int take(cli *ctx, int q, const redisReply *r, type_stats *s)
 {
     int code;
 
-    if (q == Q_PENDING && r->type == REDIS_REPLY_ERROR &&
+    if (q == KNOWN_PENDING && r->type == REDIS_REPLY_ERROR &&
         strncmp(r->str, "NOGROUP", 7) == 0) {
-        s->running = 0; /* no group yet: nothing was ever claimed */
+        s->f.running = 0; /* no group yet: nothing was ever claimed */
         return 0;
     }
     code = cli_reply_check(ctx, r, "stats");
     if (code != 0)
         return code;
-    if (q == Q_PENDING) {
-        /* [count, first id, last id, consumers] */
-        if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
-            r->element[0]->type != REDIS_REPLY_INTEGER)
-            return cli_fail(ctx, EX_SOFTWARE,
-                            "stats: XPENDING of '%s' gave "
-                            "an unexpected reply",
-                            s->name);
-        s->running = r->element[0]->integer;
+    if (q == Q_SERVED && r->type == REDIS_REPLY_INTEGER) {
+        s->served = r->integer != 0;
         return 0;
     }
-    if (r->type != REDIS_REPLY_INTEGER)
-        return cli_fail(ctx, EX_SOFTWARE, "stats: unexpected reply for '%s'",
-                        s->name);
-    if (q == Q_XLEN)
-        s->ready = r->integer;
-    else if (q == Q_DELAYED)
-        s->delayed = r->integer;
-    else if (q == Q_DEAD)
-        s->dead = r->integer;
-    else if (q == Q_PRESSURE)
-        s->pressure = r->integer != 0;
-    else
-        s->served = r->integer != 0;
-    return 0;
+    if (q != Q_SERVED && known_types_take(q, r, &s->f) == 0)
+        return 0;
+    if (q == KNOWN_PENDING)
+        return cli_fail(ctx, EX_SOFTWARE,
+                        "stats: XPENDING of '%s' gave "
+                        "an unexpected reply",
+                        s->f.type);
+    return cli_fail(ctx, EX_SOFTWARE, "stats: unexpected reply for '%s'",
+                    s->f.type);
 }
 
 static void print_json(const type_stats *stats, size_t n)
 {
     printf("{\"types\": {");
     for (size_t i = 0; i < n; i++) {
-        const type_stats *s = &stats[i];
+        const queue_figures *f = &stats[i].f;
         printf("%s", i ? ", " : "");
-        cli_print_json_string(stdout, s->name);
+        cli_print_json_string(stdout, f->type);
         printf(": {\"ready\": %lld, \"running\": %lld, \"delayed\": %lld, "
                "\"dead\": %lld, \"pressure\": %s, \"served\": %s, "
                "\"node\": ",
-               s->ready, s->running, s->delayed, s->dead,
-               s->pressure ? "true" : "false", s->served ? "true" : "false");
-        cli_print_json_string(stdout, s->node);
+               f->ready, f->running, f->delayed, f->dead,
+               f->pressure ? "true" : "false",
+               stats[i].served ? "true" : "false");
+        cli_print_json_string(stdout, f->node);
         putchar('}');
     }
     printf("}}\n");
@@ -112,16 +94,17 @@ static void print_table(const type_stats *stats, size_t n)
     int width = 4;
 
     for (size_t i = 0; i < n; i++)
-        if ((int)strlen(stats[i].name) > width)
-            width = (int)strlen(stats[i].name);
+        if ((int)strlen(stats[i].f.type) > width)
+            width = (int)strlen(stats[i].f.type);
     printf("%-*s %10s %10s %10s %10s  %-8s  %-21s  %s\n", width, "TYPE",
            "READY", "RUNNING", "DELAYED", "DEAD", "PRESSURE", "NODE", "SERVED");
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        const queue_figures *f = &stats[i].f;
         printf("%-*s %10lld %10lld %10lld %10lld  %-8s  %-21s  %s\n", width,
-               stats[i].name, stats[i].ready, stats[i].running,
-               stats[i].delayed, stats[i].dead,
-               stats[i].pressure ? "yes" : "no", stats[i].node,
+               f->type, f->ready, f->running, f->delayed, f->dead,
+               f->pressure ? "yes" : "no", f->node,
                stats[i].served ? "yes" : "NO (no live host)");
+    }
 }
 
 /* Reads every type's figures into stats. 0 or an exit code. */
@@ -132,8 +115,8 @@ static int collect(cli *ctx, const redisReply *types, type_stats *stats)
 
     pipeline_reset(p);
     for (size_t i = 0; i < types->elements; i++) {
-        stats[i].name = types->element[i]->str;
-        if (append_queries(ctx, p, stats[i].name) != 0)
+        stats[i].f.type = types->element[i]->str;
+        if (append_queries(ctx, p, stats[i].f.type) != 0)
             return cli_fail(ctx, EX_OSERR, "stats: %s", p->errstr);
     }
     if (pipeline_run(p) != 0) {
@@ -145,12 +128,9 @@ static int collect(cli *ctx, const redisReply *types, type_stats *stats)
         for (int q = 0; q < Q_COUNT && code == 0; q++)
             code = take(ctx, q, pipeline_reply(p, i * Q_COUNT + (size_t)q),
                         &stats[i]);
-        snprintf(stats[i].node, sizeof(stats[i].node), "%s",
+        snprintf(stats[i].f.node, sizeof(stats[i].f.node), "%s",
                  nodes_name(p->ns, p->e[i * Q_COUNT].node));
-        /* Entries pending are in the stream too, but not ready. */
-        stats[i].ready -= stats[i].running;
-        if (stats[i].ready < 0)
-            stats[i].ready = 0;
+        known_types_settle(&stats[i].f);
     }
     pipeline_reset(p);
     return code;

@@ -289,7 +289,8 @@ async function showTask(type, id, keepMessage) {
   $('read-only').hidden = actionsOn || !state.detail;
   $('act-replay').disabled = t.status !== 'dead';
   $('act-purge').disabled = t.status !== 'dead';
-  $('act-cancel').disabled = t.status !== 'delayed';
+  $('act-cancel').disabled =
+      !['queued', 'delayed', 'running'].includes(t.status);
 }
 
 async function act(action) {
@@ -302,7 +303,10 @@ async function act(action) {
     headers: { Authorization: 'Bearer ' + token },
   });
   await showTask(state.detail.type, state.detail.id, true);
-  say(r.status === 200 ? action + ': done' : action + ': ' + (r.body.error || r.status), r.status !== 200);
+  const done = r.body.already_cancelled ? 'cancelled already' : 'done';
+  say(r.status === 200 ? action + ': ' + done
+                       : action + ': ' + (r.body.error || r.status),
+      r.status !== 200);
   state.deadSeen = -1;
 }
 
