@@ -32,7 +32,11 @@
  * slot, asks for the cancel through the slot once the deadline passes
  * (the plugin sees wharf_cancelled), and SIGKILLs the worker if the same
  * run is still under way RUN_KILL_GRACE_MS later; recover_slot then
- * records the same failure. A worker that dies in any other way during a
+ * records the same failure. A `wharf cancel` of a running task takes the
+ * same road (cancel:<id> in Redis, noticed by the owning supervisor,
+ * then the slot's request): the run ends as `cancelled`, writing
+ * nothing, whether the plugin returns or is killed after the grace. A
+ * worker that dies in any other way during a
  * plugin call (a signal, exit() called by the plugin) fails that run's
  * attempt ("worker crashed: SIGSEGV", "worker exited with status 0 during
  * the task"); the locks of the rest of its batch are released and its
