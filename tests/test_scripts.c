@@ -28,6 +28,8 @@ static script script_dead_replay = {.name = "dead_replay",
                                     .source = wharf_lua_dead_replay};
 static script script_lock_release = {.name = "lock_release",
                                      .source = wharf_lua_lock_release};
+static script script_queue_drop = {.name = "queue_drop",
+                                   .source = wharf_lua_queue_drop};
 
 static void start(void)
 {
@@ -36,6 +38,7 @@ static void start(void)
     script_init(&script_dead_purge);
     script_init(&script_dead_replay);
     script_init(&script_lock_release);
+    script_init(&script_queue_drop);
     test_redis_start(&redis, 0);
     rc = test_redis_connect(&redis);
 }
@@ -49,25 +52,61 @@ static void stop(void)
 
 TestSuite(scripts, .init = start, .fini = stop, .timeout = 60);
 
-/* Runs s with numkeys keys; the rest of the NULL-terminated strings are
- * its arguments. Never NULL: a connection error fails the test. */
-static redisReply *run(const script *s, int numkeys, ...)
+/* Runs s with numkeys keys and the arguments of ap (NULL-terminated):
+ * the reply, error replies too. Never NULL: a connection error fails the
+ * test. */
+static redisReply *vrun(const script *s, int numkeys, va_list ap)
 {
     const char *argv[ARGS_MAX];
     int argc = 0;
     redisReply *r;
-    va_list ap;
 
-    va_start(ap, numkeys);
     for (const char *a; (a = va_arg(ap, const char *)) != NULL;) {
         cr_assert(argc < ARGS_MAX);
         argv[argc++] = a;
     }
-    va_end(ap);
     r = script_run(rc, s, numkeys, argc, argv, NULL);
     cr_assert(r != NULL, "%s: %s", s->name, rc->errstr);
+    return r;
+}
+
+/* Runs s with numkeys keys; the rest of the NULL-terminated strings are
+ * its arguments. Never NULL: a connection error or an error reply fails
+ * the test. */
+static redisReply *run(const script *s, int numkeys, ...)
+{
+    redisReply *r;
+    va_list ap;
+
+    va_start(ap, numkeys);
+    r = vrun(s, numkeys, ap);
+    va_end(ap);
     cr_assert(r->type != REDIS_REPLY_ERROR, "%s: %s", s->name, r->str);
     return r;
+}
+
+/* Runs s as run does, expecting it to refuse: asserts the reply is an
+ * error starting with "WRONGTYPE <key> holds a ", then frees it. */
+static void run_refused(const char *key, const script *s, int numkeys, ...)
+{
+    char want[128];
+    redisReply *r;
+    va_list ap;
+
+    va_start(ap, numkeys);
+    r = vrun(s, numkeys, ap);
+    va_end(ap);
+    snprintf(want, sizeof(want), "WRONGTYPE %s holds a ", key);
+    cr_assert_eq(r->type, REDIS_REPLY_ERROR, "%s: not refused", s->name);
+    cr_assert(strncmp(r->str, want, strlen(want)) == 0, "%s: %s", s->name,
+              r->str);
+    freeReplyObject(r);
+}
+
+/* The number of keys in the database. */
+static long long key_count(void)
+{
+    return test_redis_int(rc, "DBSIZE");
 }
 
 /* The string value of key, or "" (caller frees). */
@@ -538,6 +577,110 @@ Test(scripts, enqueue_of_a_dead_id_leaves_its_record)
     cr_assert_eq(test_redis_int(rc, "XLEN w:{t}:stream"), 1);
     assert_str(hget("w:{t}:dead:d1", "error"), "x");
     cr_assert_eq(test_redis_int(rc, "ZSCORE w:{t}:dead d1"), 5);
+}
+
+/* A key of the wrong kind makes a script fail in the middle, and Redis
+ * does not roll back what it wrote before: each script that writes more
+ * than one key checks them first, so a refused call leaves no trace (an
+ * enqueue that left its seen marker would answer DUPLICATE next time for
+ * a task that exists nowhere). */
+Test(scripts, enqueue_into_a_key_of_the_wrong_kind_writes_nothing)
+{
+    static const char *const keys[] = {"w:{t}:stream", "w:{t}:entries",
+                                       "w:{t}:delayed"};
+
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+        freeReplyObject(test_redis_command(rc, "FLUSHALL"));
+        freeReplyObject(test_redis_command(rc, "SET %s wrong", keys[k]));
+        run_refused(keys[k], &script_enqueue, 9, "w:{t}:policy", "w:{t}:stream",
+                    "w:{t}:delayed", "w:{t}:pressure", "w:{t}:entries",
+                    "w:{t}:seen:k1", "w:{t}:seen:k1", "w:{t}:task:k1",
+                    "w:{t}:task:k1", "t", "11", "0", "1048576", "0", "payload",
+                    "300000", "1", "0", "the payload", TRACE, NULL);
+        cr_assert_eq(key_count(), 1, "%s: a key was written", keys[k]);
+        /* Once the key is fixed, the same task goes in, not DUPLICATE. */
+        freeReplyObject(test_redis_command(rc, "DEL %s", keys[k]));
+        enqueue_one("k1", "OK");
+    }
+    /* A delayed call writes no stream: only the delayed set counts. */
+    freeReplyObject(test_redis_command(rc, "FLUSHALL"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:delayed wrong"));
+    run_refused("w:{t}:delayed", &script_enqueue, 9, "w:{t}:policy",
+                "w:{t}:stream", "w:{t}:delayed", "w:{t}:pressure",
+                "w:{t}:entries", "w:{t}:seen:k2", "w:{t}:seen:k2",
+                "w:{t}:task:k2", "w:{t}:task:k2", "t", "11", "1", "1048576",
+                "0", "payload", "300000", "1", "0", "the payload", TRACE,
+                "60000", NULL);
+    cr_assert_eq(key_count(), 1);
+}
+
+Test(scripts, dead_replay_into_a_key_of_the_wrong_kind_writes_nothing)
+{
+    static const char *const keys[] = {"w:{t}:stream", "w:{t}:entries"};
+
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+        redisReply *r;
+        freeReplyObject(test_redis_command(rc, "FLUSHALL"));
+        freeReplyObject(test_redis_command(rc, "ZADD w:{t}:dead 1 a"));
+        freeReplyObject(test_redis_command(
+            rc, "HSET w:{t}:dead:a id a type t payload p attempt 5"));
+        freeReplyObject(test_redis_command(rc, "SET %s wrong", keys[k]));
+        run_refused(keys[k], &script_dead_replay, 6, "w:{t}:dead",
+                    "w:{t}:dead:a", "w:{t}:stream", "w:{t}:task:a",
+                    "w:{t}:delayed", "w:{t}:entries", "a", "t", NULL);
+        /* Still dead, record and all. */
+        cr_assert_eq(test_redis_int(rc, "ZSCORE w:{t}:dead a"), 1);
+        assert_str(hget("w:{t}:dead:a", "attempt"), "5");
+        cr_assert_eq(key_count(), 3);
+        freeReplyObject(test_redis_command(rc, "DEL %s", keys[k]));
+        r = replay("a");
+        cr_assert_str_eq(r->str, "OK");
+        freeReplyObject(r);
+    }
+}
+
+Test(scripts, dead_purge_with_a_delayed_key_of_the_wrong_kind_writes_nothing)
+{
+    const char *argv[] = {"w:{t}:dead", "w:{t}:dead:a", "w:{t}:task:a",
+                          "w:{t}:delayed", "a"};
+    redisReply *r;
+
+    freeReplyObject(test_redis_command(rc, "ZADD w:{t}:dead 1 a"));
+    freeReplyObject(test_redis_command(rc, "HSET w:{t}:dead:a id a"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:delayed wrong"));
+    r = script_run(rc, &script_dead_purge, 4, 5, argv, NULL);
+    cr_assert(r != NULL, "%s", rc->errstr);
+    cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "ZSCORE w:{t}:dead a"), 1);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:dead:a"), 1);
+}
+
+Test(scripts, queue_drop_with_a_key_of_the_wrong_kind_writes_nothing)
+{
+    char entry[64];
+    redisReply *r;
+
+    pending_entry("b", "c1"); /* b is running; a waits */
+    r = test_redis_command(rc, "XADD w:{t}:stream * id a type t payload p");
+    cr_assert_eq(r->type, REDIS_REPLY_STRING);
+    snprintf(entry, sizeof(entry), "%s", r->str);
+    freeReplyObject(r);
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:seen:a 1"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:entries wrong"));
+    run_refused("w:{t}:entries", &script_queue_drop, 4, "w:{t}:stream",
+                "w:{t}:delayed", "w:{t}:entries", "w:{t}:seen:a", "ready",
+                "wharf", entry, "a", NULL);
+    cr_assert_eq(test_redis_int(rc, "XLEN w:{t}:stream"), 2);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:seen:a"), 1);
+    /* Fixed, the same call drops a. */
+    freeReplyObject(test_redis_command(rc, "DEL w:{t}:entries"));
+    r = run(&script_queue_drop, 4, "w:{t}:stream", "w:{t}:delayed",
+            "w:{t}:entries", "w:{t}:seen:a", "ready", "wharf", entry, "a",
+            NULL);
+    cr_assert_eq(r->element[0]->integer, 1);
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "XLEN w:{t}:stream"), 1);
 }
 
 static redisReply *lock_release(const char *id, const char *force,

@@ -5,9 +5,12 @@
 -- A record written before dead tasks had their own key is task:<id>: it
 -- goes too, unless the id waits in the delayed set (then task:<id> is the
 -- envelope of a new run of the id, not the dead one's).
+-- The delayed set is read before the first write: a script is not rolled
+-- back, and a delayed key of the wrong kind would fail between writes.
+local waiting = redis.call('ZSCORE', KEYS[4], ARGV[1])
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
   redis.call('DEL', KEYS[2])
-  if not redis.call('ZSCORE', KEYS[4], ARGV[1]) then
+  if not waiting then
     redis.call('DEL', KEYS[3])
   end
   return 1

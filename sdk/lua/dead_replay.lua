@@ -8,17 +8,32 @@
 -- A record written before dead tasks had their own key is task:<id>; it is
 -- used when dead:<id> is missing, unless the id waits in the delayed set
 -- (then task:<id> belongs to a new run of the id).
+-- A script is not rolled back when a command in it fails, so everything
+-- is read, and the keys written after the first write (stream, entries)
+-- are checked for their kind, before that first write: a key of the wrong
+-- kind is the error reply "WRONGTYPE <key> holds a <kind>, not a <kind>:
+-- nothing was replayed", and the task stays dead as it was.
+local function wrong_kind(key, want)
+  local kind = redis.call('TYPE', key)['ok']
+  if kind == 'none' or kind == want then return nil end
+  return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. kind ..
+                           ', not a ' .. want .. ': nothing was replayed')
+end
 if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   return 'NOT_FOUND'
 end
-redis.call('ZREM', KEYS[1], ARGV[1])
 local record = KEYS[2]
 local h = redis.call('HGETALL', record)
 if #h == 0 and not redis.call('ZSCORE', KEYS[5], ARGV[1]) then
   record = KEYS[4]
   h = redis.call('HGETALL', record)
 end
-if #h == 0 then return 'MISSING' end
+if #h == 0 then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  return 'MISSING'
+end
+local bad = wrong_kind(KEYS[3], 'stream') or wrong_kind(KEYS[6], 'hash')
+if bad then return bad end
 local drop = {id = 1, type = 1, payload = 1, attempt = 1,
               enqueued_at = 1, trace = 1, error = 1, failed_at = 1,
               worker = 1}
@@ -36,6 +51,7 @@ add('trace', v.trace)
 for i = 1, #h, 2 do
   if not drop[h[i]] then add(h[i], h[i + 1]) end
 end
+redis.call('ZREM', KEYS[1], ARGV[1])
 local entry = redis.call('XADD', KEYS[3], '*', unpack(f))
 redis.call('HSET', KEYS[6], ARGV[1], entry)
 redis.call('DEL', record)

@@ -38,6 +38,25 @@
 -- Every argument costs Redis work on each call, so ids ride in their keys
 -- and a ready task sends no delay; numbers handed to
 -- redis.call are strings, as Lua would format them with printf.
+-- A refused call writes nothing, whatever Redis answers: a script is not
+-- rolled back when a command in it fails, so each key of the type that
+-- the call writes or reads after its first write (delayed; stream and
+-- entries for a ready call) is checked for its kind before anything is
+-- written, and one of the wrong kind is the error reply "WRONGTYPE <key>
+-- holds a <kind>, not a <kind>: nothing was enqueued". (A seen marker of
+-- the wrong kind answers DUPLICATE, as SET NX writes nothing then; a
+-- task:<id> is deleted before it is written.)
+local function wrong_kind(key, want)
+  local kind = redis.call('TYPE', key)['ok']
+  if kind == 'none' or kind == want then return nil end
+  return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. kind ..
+                           ', not a ' .. want .. ': nothing was enqueued')
+end
+local bad = wrong_kind(KEYS[3], 'zset')
+if not bad and ARGV[3] ~= '1' then
+  bad = wrong_kind(KEYS[2], 'stream') or wrong_kind(KEYS[5], 'hash')
+end
+if bad then return bad end
 local p = redis.call('HMGET', KEYS[1], 'max_payload', 'max_backlog',
                      'idempotency', 'idempotency_ttl', 'protocol')
 local served = p[1] or p[2] or p[3] or p[4]

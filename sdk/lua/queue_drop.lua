@@ -10,6 +10,23 @@
 -- A delayed task goes with its envelope; a ready entry is deleted from the
 -- stream and from entries; either way the id's seen marker goes, so the
 -- same task may be enqueued again at once.
+-- Nothing is written when a key holds the wrong kind: a script is not
+-- rolled back, so entries (read after the first XDEL) is checked first,
+-- and so is the key the first write goes to; the error reply is
+-- "WRONGTYPE <key> holds a <kind>, not a <kind>: nothing was dropped".
+local function wrong_kind(key, want)
+  local kind = redis.call('TYPE', key)['ok']
+  if kind == 'none' or kind == want then return nil end
+  return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. kind ..
+                           ', not a ' .. want .. ': nothing was dropped')
+end
+local bad
+if ARGV[1] == 'delayed' then
+  bad = wrong_kind(KEYS[2], 'zset')
+else
+  bad = wrong_kind(KEYS[1], 'stream') or wrong_kind(KEYS[3], 'hash')
+end
+if bad then return bad end
 local removed, running = 0, 0
 if ARGV[1] == 'delayed' then
   for i = 3, #ARGV do
