@@ -34,6 +34,12 @@
 #define GIB (1024 * MIB)
 #define MAX_COUNT UINT64_C(1000000000000) /* watermarks, backlog, dead_max */
 
+/* The largest manifest read: a real one is a few KiB, and a bound keeps a
+ * wrong path (/dev/zero, a log file) from being read into memory without
+ * end. docs/manifest.md states it. */
+#define MANIFEST_MAX_BYTES MIB
+#define MANIFEST_MAX_TEXT "1 MiB"
+
 /* ---- allocation: failure in the host aborts with a message ---- */
 
 static void out_of_memory(void)
@@ -239,12 +245,6 @@ int config_parse_size(const char *text, uint64_t *out_bytes)
     return 0;
 }
 
-static bool is_name_char(char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-           (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-}
-
 /* The name rules live once, with the producer's checks in the SDK, so the
  * manifest, the CLI and the client library agree to the byte. */
 bool config_valid_type_name(const char *name)
@@ -255,49 +255,6 @@ bool config_valid_type_name(const char *name)
 bool config_valid_task_id(const char *id, size_t len)
 {
     return client_valid_id_len(id, len);
-}
-
-/* Reads a TCP port (1..65535) that makes up all of `text`. */
-static bool valid_port(const char *text)
-{
-    uint64_t port = 0;
-    const char *why = NULL;
-
-    return parse_count(text, &port, &why) == PARSE_OK && port >= 1 &&
-           port <= 65535;
-}
-
-static bool valid_host_name(const char *host, size_t len)
-{
-    if (len == 0)
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!is_name_char(host[i]))
-            return false;
-    return true;
-}
-
-/* `host:port`, with an IPv6 host in brackets. On success *port points at the
- * port text (the caller checks what follows it). */
-static const char *check_host_port(const char *text, const char **port)
-{
-    const char *end;
-
-    if (*text == '[') {
-        end = strchr(text, ']');
-        if (end == NULL || end == text + 1)
-            return "bad IPv6 address: expected [address]";
-        for (const char *c = text + 1; c < end; c++)
-            if (!isxdigit((unsigned char)*c) && *c != ':' && *c != '.')
-                return "bad IPv6 address";
-        end++;
-    } else {
-        end = text + strcspn(text, ":/");
-        if (!valid_host_name(text, (size_t)(end - text)))
-            return "expected a host name or address";
-    }
-    *port = end;
-    return NULL;
 }
 
 /* Checks a [redis] url with the SDK's parser of Redis addresses (the one
@@ -314,15 +271,25 @@ static const char *check_redis_url(const char *url, char *why, size_t len)
     return why;
 }
 
-/* Checks a [metrics] listen address (not "off"); NULL if fine. */
-static const char *check_listen(const char *text)
+/* Checks a [metrics] listen address (not "off") with the SDK's parser of
+ * host:port, the one Redis URLs go through, so what --check passes the
+ * start can bind (a host name is resolved then). NULL if fine, else why
+ * not (in why). */
+static const char *check_listen(const char *text, char *why, size_t len)
 {
     static const char usage[] = "expected host:port (port 1..65535) or off";
-    const char *port = NULL;
+    char host[256], reason[128];
+    int port = 0;
 
-    if (check_host_port(text, &port) != NULL || *port != ':' ||
-        !valid_port(port + 1))
-        return usage;
+    if (redis_address_parse(text, strlen(text), host, &port, reason,
+                            sizeof(reason)) != 0) {
+        snprintf(why, len, "%s (%s)", usage, reason);
+        return why;
+    }
+    if (port == 0) {
+        snprintf(why, len, "%s (no port)", usage);
+        return why;
+    }
     return NULL;
 }
 
@@ -349,6 +316,7 @@ typedef struct key_spec {
     size_t size;
     uint64_t min, max;
     const char *const *choices; /* VALUE_ENUM: index = stored value */
+    const char *why_min;        /* why nothing below min will do, or NULL */
 } key_spec;
 
 static const char *const backoff_names[] = {"linear", "exponential", NULL};
@@ -370,11 +338,16 @@ _Static_assert(WHARF_LOG_DEBUG == 0 && WHARF_LOG_INFO == 1 &&
 #define FIELD(type, field) offsetof(type, field), sizeof(((type *)0)->field)
 #define HOST(key, kind, field, lo, hi, choices)                                \
     {                                                                          \
-        key, kind, FIELD(config, field), lo, hi, choices                       \
+        key, kind, FIELD(config, field), lo, hi, choices, NULL                 \
     }
 #define POLICY(key, kind, field, lo, hi, choices)                              \
     {                                                                          \
-        key, kind, FIELD(policy, field), lo, hi, choices                       \
+        key, kind, FIELD(policy, field), lo, hi, choices, NULL                 \
+    }
+/* A policy duration with a floor that has a reason. */
+#define POLICY_FLOOR(key, field, lo, hi, why)                                  \
+    {                                                                          \
+        key, VALUE_DURATION, FIELD(policy, field), lo, hi, NULL, why           \
     }
 
 static const key_spec host_keys[] = {
@@ -387,7 +360,7 @@ static const key_spec host_keys[] = {
          NULL),
     HOST("instance", VALUE_NAME, instance, 0, 0, NULL),
     HOST("init_timeout", VALUE_DURATION, init_timeout_ms, 1, MS_DAY, NULL),
-    {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL},
+    {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL, NULL},
 };
 
 static const key_spec redis_keys[] = {
@@ -399,33 +372,46 @@ static const key_spec redis_keys[] = {
     /* Under the 5 s I/O timeout of every connection. */
     HOST("min_replicas_timeout", VALUE_DURATION, min_replicas_timeout_ms, 1,
          4000, NULL),
-    {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL},
+    {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL, NULL},
 };
 
 static const key_spec metrics_keys[] = {
     HOST("listen", VALUE_LISTEN, metrics_listen, 0, 0, NULL),
-    {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL},
+    {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL, NULL},
 };
 
 static const key_spec console_keys[] = {
     HOST("actions", VALUE_BOOL, console_actions, 0, 1, NULL),
     HOST("token", VALUE_TOKEN, console_token, 0, 0, NULL),
-    {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL},
+    {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL, NULL},
 };
 
 static const key_spec producer_keys[] = {
     HOST("strict", VALUE_BOOL, producer_strict, 0, 1, NULL),
-    {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL},
+    {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL, NULL},
 };
 
 static const key_spec log_keys[] = {
     HOST("level", VALUE_ENUM, log_level, 0, 0, level_names),
     HOST("format", VALUE_ENUM, log_format, 0, 0, format_names),
-    {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL},
+    {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL, NULL},
 };
 
 /* [defaults] and [type.NAME]. */
 enum { POLICY_KEYS = 19 };
+
+/* The shortest lock_ttl and visibility_timeout: 1 s. The supervisor
+ * renews a running task's lock and pending entry every third of the
+ * shorter of the two (host/run.h), and a renewal may have to wait out one
+ * Redis command timeout (a few hundred ms) and be tried once more before
+ * the lease could expire. Below 1 s that no longer fits, and a healthy
+ * host loses its own lease: the task is taken over while it runs, and
+ * runs again beside itself. */
+#define LEASE_FLOOR_MS MS_SECOND
+#define LEASE_FLOOR_WHY                                                        \
+    "below 1s a lease cannot be renewed in time (renewals come every third "   \
+    "of it and may wait out a Redis timeout and a retry), so a healthy host "  \
+    "would take over its own task"
 
 static const key_spec policy_keys[] = {
     POLICY("max_attempts", VALUE_NUMBER, max_attempts, 1, 1000, NULL),
@@ -434,15 +420,16 @@ static const key_spec policy_keys[] = {
            NULL),
     POLICY("backoff_max", VALUE_DURATION, backoff_max_ms, 1, 30 * MS_DAY, NULL),
     POLICY("jitter", VALUE_RATIO, jitter_pct, 0, 100, NULL),
-    POLICY("lock_ttl", VALUE_DURATION, lock_ttl_ms, 1, 30 * MS_DAY, NULL),
+    POLICY_FLOOR("lock_ttl", lock_ttl_ms, LEASE_FLOOR_MS, 30 * MS_DAY,
+                 LEASE_FLOOR_WHY),
     POLICY("lock_retry", VALUE_DURATION, lock_retry_ms, 1, MS_DAY, NULL),
     POLICY("result_ttl", VALUE_DURATION, result_ttl_ms, 1, 3650 * MS_DAY, NULL),
     POLICY("idempotency", VALUE_ENUM, idempotency, 0, 0, idempotency_names),
     POLICY("idempotency_ttl", VALUE_DURATION, idempotency_ttl_ms, 1,
            3650 * MS_DAY, NULL),
     POLICY("timeout", VALUE_DURATION, timeout_ms, 1, 30 * MS_DAY, NULL),
-    POLICY("visibility_timeout", VALUE_DURATION, visibility_timeout_ms, 1,
-           30 * MS_DAY, NULL),
+    POLICY_FLOOR("visibility_timeout", visibility_timeout_ms, LEASE_FLOOR_MS,
+                 30 * MS_DAY, LEASE_FLOOR_WHY),
     POLICY("prefetch", VALUE_NUMBER, prefetch, 1, 10000, NULL),
     POLICY("max_payload", VALUE_SIZE, max_payload, 1, 512 * MIB, NULL),
     POLICY("high_watermark", VALUE_NUMBER, high_watermark, 1, MAX_COUNT, NULL),
@@ -450,7 +437,7 @@ static const key_spec policy_keys[] = {
     POLICY("max_backlog", VALUE_NUMBER, max_backlog, 0, MAX_COUNT, NULL),
     POLICY("dead_max", VALUE_NUMBER, dead_max, 1, MAX_COUNT, NULL),
     POLICY("dead_ttl", VALUE_DURATION, dead_ttl_ms, 1, 3650 * MS_DAY, NULL),
-    {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL},
+    {NULL, VALUE_BOOL, 0, 0, 0, 0, NULL, NULL},
 };
 _Static_assert(sizeof policy_keys / sizeof policy_keys[0] == POLICY_KEYS + 1,
                "POLICY_KEYS counts policy_keys");
@@ -516,8 +503,9 @@ typedef struct seen_key {
 } seen_key;
 
 typedef struct parser {
-    const char *file; /* as given, for messages */
+    char shown[256]; /* the file for messages, as client_quote shows it */
     FILE *stream;
+    uint64_t bytes; /* read so far (MANIFEST_MAX_BYTES) */
     char *buf; /* getline's */
     size_t buf_cap;
     int line; /* of the line inih is working on */
@@ -550,9 +538,9 @@ __attribute__((format(printf, 3, 4))) static void fail(parser *p, int line,
     if (p->failed && p->err_rank <= rank)
         return;
     if (line > 0)
-        used = snprintf(p->err, sizeof p->err, "%s:%d: ", p->file, line);
+        used = snprintf(p->err, sizeof p->err, "%s:%d: ", p->shown, line);
     else if (line == 0)
-        used = snprintf(p->err, sizeof p->err, "%s: ", p->file);
+        used = snprintf(p->err, sizeof p->err, "%s: ", p->shown);
     if (used < 0 || (size_t)used >= sizeof p->err)
         used = 0;
     va_start(ap, fmt);
@@ -775,7 +763,7 @@ static void set_value(parser *p, const key_spec *spec, void *base,
             store_string(field, NULL);
             return;
         }
-        why = check_listen(value);
+        why = check_listen(value, url_why, sizeof(url_why));
         if (why != NULL)
             fail(p, p->line, "bad value '%s' for %s: %s", value, spec->name,
                  why);
@@ -813,8 +801,12 @@ static void set_value(parser *p, const key_spec *spec, void *base,
     if (rc == PARSE_TOO_LARGE || number < spec->min || number > spec->max) {
         format_amount(lo, sizeof lo, spec->kind, spec->min);
         format_amount(hi, sizeof hi, spec->kind, spec->max);
-        fail(p, p->line, "%s = %s is out of range %s..%s", spec->name, value,
-             lo, hi);
+        if (rc != PARSE_TOO_LARGE && number < spec->min && spec->why_min)
+            fail(p, p->line, "%s = %s is out of range %s..%s: %s", spec->name,
+                 value, lo, hi, spec->why_min);
+        else
+            fail(p, p->line, "%s = %s is out of range %s..%s", spec->name,
+                 value, lo, hi);
         return;
     }
     store_number(field, spec->size, spec->kind, number);
@@ -1146,6 +1138,13 @@ static char *read_line(char *str, int num, void *stream)
             fail(p, 0, "cannot read: %s", strerror(errno));
         return NULL;
     }
+    /* The size was checked at open; a file that grows while we read it
+     * is held to the same bound. */
+    p->bytes += (uint64_t)got;
+    if (p->bytes > MANIFEST_MAX_BYTES) {
+        fail(p, 0, "larger than %s: not a manifest", MANIFEST_MAX_TEXT);
+        return NULL;
+    }
     p->line++;
     len = (size_t)got;
     text = p->buf;
@@ -1377,14 +1376,35 @@ static int load(const char *path, bool skip_plugin_files, config **out,
                 char *err, size_t errlen)
 {
     parser p;
+    struct stat st;
     int rc = -1, bad_line;
 
     memset(&p, 0, sizeof p);
-    p.file = path;
+    client_quote(path, p.shown, sizeof p.shown);
     p.skip_plugin_files = skip_plugin_files;
     p.stream = fopen(path, "r");
     if (p.stream == NULL) {
         fail(&p, 0, "cannot open: %s", strerror(errno));
+        goto done;
+    }
+    /* /dev/zero, a FIFO or a directory would be read without end (or fail
+     * at the first line): only a regular file of sane size is a manifest. */
+    if (fstat(fileno(p.stream), &st) != 0) {
+        fail(&p, 0, "cannot stat: %s", strerror(errno));
+        goto done;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fail(&p, 0, "not a regular file (%s)",
+             S_ISDIR(st.st_mode)    ? "a directory"
+             : S_ISCHR(st.st_mode)  ? "a character device"
+             : S_ISBLK(st.st_mode)  ? "a block device"
+             : S_ISFIFO(st.st_mode) ? "a pipe"
+             : S_ISSOCK(st.st_mode) ? "a socket"
+                                    : "not a file");
+        goto done;
+    }
+    if ((uint64_t)st.st_size > MANIFEST_MAX_BYTES) {
+        fail(&p, 0, "larger than %s: not a manifest", MANIFEST_MAX_TEXT);
         goto done;
     }
     p.cfg = config_new(path);

@@ -538,9 +538,59 @@ Test(config, missing_file)
              "%s/nope.ini: cannot open: No such file or directory", dir);
     cr_assert_str_eq(err, want);
 
-    /* A folder opens but cannot be read. */
+    /* A folder, a device or a pipe is no manifest: refused at once (a
+     * read of /dev/zero would never end). */
     cr_assert_eq(config_load(dir, &cfg, err, sizeof err), -1);
-    cr_assert_not_null(strstr(err, "cannot read"), "%s", err);
+    snprintf(want, sizeof want, "%s: not a regular file (a directory)", dir);
+    cr_assert_str_eq(err, want);
+    cr_assert_eq(config_load("/dev/zero", &cfg, err, sizeof err), -1);
+    cr_assert_str_eq(err, "/dev/zero: not a regular file (a character "
+                          "device)");
+    cr_assert_null(cfg);
+}
+
+/* Over 1 MiB is no manifest either (docs/manifest.md states the bound);
+ * 1 MiB itself is read. */
+Test(config, a_manifest_over_1_MiB_is_refused)
+{
+    char err[CONFIG_ERR_LEN], want[PATH_MAX + 64];
+    size_t size = 1024 * 1024;
+    char *text = malloc(size + 2);
+    config *cfg = NULL;
+
+    cr_assert_not_null(text);
+    memset(text, ';', size);
+    text[size - 1] = '\n';
+    for (size_t i = 100; i < size; i += 100)
+        text[i] = '\n'; /* comment lines of 99 bytes */
+    text[size] = '\0';
+    write_file("wharf.ini", text);
+    cr_assert_eq(config_load(manifest, &cfg, err, sizeof err), 0, "%s", err);
+    config_free(cfg);
+    cfg = NULL;
+    text[size] = '\n';
+    text[size + 1] = '\0';
+    write_file("wharf.ini", text);
+    cr_assert_eq(config_load(manifest, &cfg, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: larger than 1 MiB: not a manifest",
+             manifest);
+    cr_assert_str_eq(err, want);
+    cr_assert_null(cfg);
+    free(text);
+}
+
+/* The manifest's path is shown as client_quote shows what a user typed:
+ * no control character of it reaches the terminal. */
+Test(config, a_path_with_control_characters_is_quoted)
+{
+    char err[CONFIG_ERR_LEN], path[PATH_MAX + 16], want[PATH_MAX + 64];
+    config *cfg = NULL;
+
+    snprintf(path, sizeof path, "%s/a\033[2J.ini", dir);
+    cr_assert_eq(config_load(path, &cfg, err, sizeof err), -1);
+    snprintf(want, sizeof want,
+             "%s/a?[2J.ini: cannot open: No such file or directory", dir);
+    cr_assert_str_eq(err, want);
 }
 
 /* ---- one error each, at its line ---- */
@@ -629,7 +679,8 @@ Test(config, out_of_range)
     fails_at("[defaults]\nmax_attempts = 0\n", 2, "out of range 1..1000");
     fails_at("[defaults]\nprefetch = 10001\n", 2, "out of range 1..10000");
     fails_at("[defaults]\nlock_ttl = 0ms\n", 2,
-             "lock_ttl = 0ms is out of range 1ms..30d");
+             "lock_ttl = 0ms is out of range 1s..30d: below 1s a lease "
+             "cannot be renewed in time");
     fails_at("[host]\nshutdown_timeout = 25h\n", 2, "out of range 0s..1d");
     fails_at("[host]\nworkers = -1\n", 2,
              "bad value '-1' for workers: expected a whole number");
@@ -659,8 +710,51 @@ Test(config, bad_url)
     fails_at("[redis]\nurl = redis://a b\n", 2, "for url");
 }
 
+/* A lease the supervisor cannot renew in time is refused, with why: a
+ * healthy host would take over its own running task (1 s is the floor:
+ * renewals every third of it, each allowed a Redis timeout and a retry). */
+Test(config, leases_below_the_floor_are_refused)
+{
+    static const char *const keys[] = {"lock_ttl", "visibility_timeout"};
+    static const char *const short_ones[] = {"1ms", "10ms", "30ms", "999ms"};
+    char text[128], want[128];
+    config *cfg;
+
+    for (size_t k = 0; k < 2; k++) {
+        for (size_t v = 0; v < 4; v++) {
+            snprintf(text, sizeof text, "[defaults]\n%s = %s\n", keys[k],
+                     short_ones[v]);
+            snprintf(want, sizeof want,
+                     "%s = %s is out of range 1s..30d: below 1s a lease "
+                     "cannot be renewed in time",
+                     keys[k], short_ones[v]);
+            fails_at(text, 2, want);
+            snprintf(text, sizeof text, "[type.x]\n%s = %s\n", keys[k],
+                     short_ones[v]);
+            fails_at(text, 2, want);
+        }
+        snprintf(text, sizeof text, "[defaults]\n%s = 1s\n", keys[k]);
+        cfg = load(text);
+        cr_assert_eq(k == 0 ? cfg->defaults.lock_ttl_ms
+                            : cfg->defaults.visibility_timeout_ms,
+                     1000);
+        config_free(cfg);
+    }
+}
+
 Test(config, bad_listen)
 {
+    /* Checked whole when read, so --check fails where the start would. */
+    fails_at("[metrics]\nlisten = 256.0.0.1:9464\n", 2,
+             "bad value '256.0.0.1:9464' for listen: expected host:port");
+    fails_at("[metrics]\nlisten = 1.2.3:9464\n", 2, "for listen");
+    fails_at("[metrics]\nlisten = [::1::2]:9464\n", 2, "for listen");
+    fails_at("[metrics]\nlisten = a..b:9464\n", 2, "for listen");
+    fails_at("[metrics]\nlisten = 127.0.0.1:65536\n", 2, "for listen");
+    fails_at("[redis]\nurl = redis://256.0.0.1:6379\n", 2,
+             "bad value 'redis://256.0.0.1:6379' for url");
+    fails_at("[redis]\nurl = redis+cluster://10.0.0.1:7000,10.0.0.300:7001\n",
+             2, "for url");
     fails_at("[metrics]\nlisten = 9464\n", 2,
              "bad value '9464' for listen: expected host:port "
              "(port 1..65535) or off");

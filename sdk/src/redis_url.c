@@ -1,6 +1,7 @@
 /* Redis addresses and connecting to them; see redis_url.h. */
 #include "redis_url.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -140,28 +141,41 @@ static int parse_userinfo(const char **p, redis_url *u, char *err,
     return 0;
 }
 
-/* A host name or IPv4 address (letters, digits, '.', '_', '-') or, from
- * inside brackets, an IPv6 address (hex digits, ':' and '.'). */
+/* A host name (labels of 1-63 letters, digits, '_' or '-', joined by
+ * '.', at most 253 in all), a dotted IPv4 address (a name of digits and
+ * dots alone must be one: 256.0.0.1 is neither) or, from inside brackets,
+ * an IPv6 address. Checked whole here, so a bad address is refused when
+ * it is read (wharfd --check), not when it is first used. */
 static int valid_host(const char *host)
 {
-    int v6 = strchr(host, ':') != NULL;
+    unsigned char addr[sizeof(struct in6_addr)];
+    size_t label = 0, n = strlen(host);
+    int numeric = 1;
 
-    if (host[0] == '\0')
+    if (strchr(host, ':'))
+        return inet_pton(AF_INET6, host, addr) == 1;
+    if (n == 0 || n > 253)
         return 0;
     for (const char *c = host; *c; c++) {
-        if (v6 ? !(isxdigit((unsigned char)*c) || *c == ':' || *c == '.')
-               : !(isalnum((unsigned char)*c) || *c == '.' || *c == '_' ||
-                   *c == '-'))
+        if (*c == '.') {
+            if (label == 0)
+                return 0;
+            label = 0;
+            continue;
+        }
+        if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '-') ||
+            ++label > 63)
             return 0;
+        if (!isdigit((unsigned char)*c))
+            numeric = 0;
     }
+    if (numeric)
+        return inet_pton(AF_INET, host, addr) == 1;
     return 1;
 }
 
-/* Parses the address "host[:port]" or "[v6]:port" of text[0..n) into
- * host (of 256 bytes) and *port (left as it is when none is given). 0, or
- * -1 with why in err. */
-static int parse_address(const char *p, size_t n, char *host, int *port,
-                         char *err, size_t errlen)
+int redis_address_parse(const char *p, size_t n, char *host, int *port,
+                        char *err, size_t errlen)
 {
     const char *end = p + n, *port_start = NULL;
     long v;
@@ -226,8 +240,8 @@ static int parse_tcp(const char *text, redis_url *u, char *err, size_t errlen)
     if (parse_userinfo(&p, u, err, errlen) != 0)
         return -1;
     path = strchr(p, '/');
-    if (parse_address(p, path ? (size_t)(path - p) : strlen(p), u->host,
-                      &u->port, err, errlen) != 0)
+    if (redis_address_parse(p, path ? (size_t)(path - p) : strlen(p), u->host,
+                            &u->port, err, errlen) != 0)
         return -1;
     return parse_db(path, &u->db, err, errlen);
 }
@@ -258,7 +272,8 @@ static int parse_seeds(const char *p, size_t n, int default_port, redis_url *u,
             snprintf(err, errlen, "an empty address in the list");
             return -1;
         }
-        if (parse_address(p, len, seed->host, &seed->port, err, errlen) != 0)
+        if (redis_address_parse(p, len, seed->host, &seed->port, err, errlen) !=
+            0)
             return -1;
         u->n_seeds++;
         if (!comma)

@@ -46,6 +46,14 @@ typedef struct redis_url {
  * library all use it. */
 int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen);
 
+/* Parses the address "host[:port]" or "[v6]:port" of text[0..n) into
+ * host (of 256 bytes) and *port (left as it is when none is given). A
+ * host is a name, a dotted IPv4 address or a bracketed IPv6 address,
+ * checked whole; a port is 1..65535. 0, or -1 with why in err. The one
+ * parser of host:port: Redis URLs and the manifest's [metrics] listen. */
+int redis_address_parse(const char *text, size_t n, char *host, int *port,
+                        char *err, size_t errlen);
+
 /* Connects to the one node of a redis:// or unix:// url (for the others,
  * nodes.h makes one of each node they name) with a connect/command timeout (0 =
  * none), sends AUTH (password overrides the URL's when not NULL) and SELECT, or
