@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sysexits.h>
 
+#include "client_ids.h"
 #include "config.h"
 #include "loader.h"
 #include "log.h"
@@ -47,8 +48,11 @@ static int check(const config *cfg)
                r->plugin->desc->version ? r->plugin->desc->version : "-",
                r->plugin->path);
     }
-    if (ld->n_routes == 0)
-        fprintf(stderr, "%s: no plugin serves any type\n", cfg->file);
+    if (ld->n_routes == 0) {
+        char file[256];
+        client_quote(cfg->file, file, sizeof(file));
+        fprintf(stderr, "%s: no plugin serves any type\n", file);
+    }
     status = ld->n_routes == 0 ? EX_CONFIG : EX_OK;
 out:
     loader_close(ld);
@@ -65,11 +69,12 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     const char *config_path = NULL;
     int check_only = 0;
-    char err[CONFIG_ERR_LEN];
+    char err[CONFIG_ERR_LEN], quoted[256];
     config *cfg = NULL;
     int opt, status;
 
-    while ((opt = getopt_long(argc, argv, "c:nhV", options, NULL)) != -1) {
+    opterr = 0; /* our own one-line messages, with what was typed quoted */
+    while ((opt = getopt_long(argc, argv, ":c:nhV", options, NULL)) != -1) {
         switch (opt) {
         case 'c':
             config_path = optarg;
@@ -84,13 +89,21 @@ int main(int argc, char **argv)
             printf("wharfd %s (plugin ABI %d)\n", WHARF_VERSION,
                    WHARF_PLUGIN_ABI);
             return EX_OK;
+        case ':':
+            client_quote(argv[optind - 1], quoted, sizeof(quoted));
+            fprintf(stderr, "wharfd: option '%s' needs a value\n", quoted);
+            usage(stderr);
+            return EX_USAGE;
         default:
+            client_quote(argv[optind - 1], quoted, sizeof(quoted));
+            fprintf(stderr, "wharfd: unknown option '%s'\n", quoted);
             usage(stderr);
             return EX_USAGE;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "wharfd: unexpected argument '%s'\n", argv[optind]);
+        client_quote(argv[optind], quoted, sizeof(quoted));
+        fprintf(stderr, "wharfd: unexpected argument '%s'\n", quoted);
         usage(stderr);
         return EX_USAGE;
     }

@@ -424,8 +424,104 @@ Test(cli, usage_errors_are_64)
     assert_usage(run_with(NULL, 0, NULL, "--bogus", "stats", NULL),
                  "wharf: unknown option '--bogus'");
     assert_usage(run_with(NULL, 0, NULL, NULL), "wharf: missing a command");
-    assert_usage(run_with(NULL, 0, NULL, "--redis", "bogus", "stats", NULL),
+}
+
+/* A bad address is configuration wherever it came from: --redis, the
+ * manifest or WHARF_REDIS_URL all exit 78 (README, "Exit codes"). */
+Test(cli, a_bad_redis_url_is_78_from_the_command_line_too)
+{
+    static const char *const envs[] = {"WHARF_REDIS_URL=http://x", NULL};
+
+    assert_error(run_with(NULL, 0, NULL, "--redis", "bogus", "stats", NULL), 78,
                  "wharf: --redis: bad Redis URL 'bogus'");
+    assert_error(run_with(NULL, 0, NULL, "--redis", "http://x", "stats", NULL),
+                 78, "wharf: --redis: bad Redis URL 'http://x'");
+    assert_error(run_with(NULL, 0, envs, "stats", NULL), 78,
+                 "wharf: WHARF_REDIS_URL: bad Redis URL 'http://x'");
+}
+
+/* True if text holds a byte a terminal would act on (below 0x20 but the
+ * newline that ends a line, or 0x7f and up). */
+static int has_control(const char *text)
+{
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+        if ((*c < 0x20 && *c != '\n') || *c >= 0x7f)
+            return 1;
+    return 0;
+}
+
+/* Whatever the user typed is echoed as the type and id rule shows it
+ * (client_quote: '?' for every byte outside 0x20..0x7e), so an escape
+ * sequence in an operand, option, path or URL cannot reach the terminal.
+ * The cases are the ones a terminal would act on. */
+Test(cli, control_characters_never_reach_the_terminal)
+{
+    static const char esc[] = "fr\033[2Job";
+    static char env[64];
+    const char *envs[] = {env, NULL};
+    char path[300];
+    run *r;
+
+    r = wharf(esc);
+    assert_usage(r, "wharf: unknown command 'fr?[2Job'");
+    cr_assert(!has_control(r->err), "%s", r->err);
+    r = wharf("dead", esc);
+    assert_usage(r, "wharf: dead: unknown command 'fr?[2Job'");
+    r = run_with(NULL, 0, NULL, "--x\033[2J", "stats", NULL);
+    assert_usage(r, "wharf: unknown option '--x?[2J'");
+    cr_assert(!has_control(r->err), "%s", r->err);
+    r = wharf("stats", "--x\033[2J");
+    assert_usage(r, "wharf: stats: unknown option '--x?[2J'");
+    r = wharf("stats", esc);
+    assert_usage(r, "unexpected argument 'fr?[2Job'");
+    cr_assert(!has_control(r->err), "%s", r->err);
+    r = wharf("enqueue", "t", "--delay", esc);
+    assert_usage(r, "--delay 'fr?[2Job' is not a duration");
+    r = wharf("enqueue", "t", "--file", esc);
+    assert_error(r, 66, "wharf: enqueue: cannot open 'fr?[2Job'");
+    r = run_with(NULL, 0, NULL, "--redis", "redis://h\033[2J", "stats", NULL);
+    assert_error(r, 78, "wharf: --redis: bad Redis URL 'redis://h?[2J'");
+    snprintf(env, sizeof(env), "WHARF_REDIS_URL=%s", "x\033[2J");
+    r = run_with(NULL, 0, envs, "stats", NULL);
+    assert_error(r, 78, "wharf: WHARF_REDIS_URL: bad Redis URL 'x?[2J'");
+    snprintf(path, sizeof(path), "%s/m\033[2J.ini", dir);
+    r = run_with(NULL, 0, NULL, "--config", path, "stats", NULL);
+    assert_error(r, 78, "wharf: ");
+    cr_assert(strstr(r->err, "/m?[2J.ini: cannot open"), "%s", r->err);
+    cr_assert(!has_control(r->err), "%s", r->err);
+}
+
+/* A path that is no manifest (/dev/zero would be read without end) is
+ * refused at once, in one line. */
+Test(cli, a_manifest_that_is_not_a_regular_file_is_78)
+{
+    run *r = run_with(NULL, 0, NULL, "--config", "/dev/zero", "stats", NULL);
+
+    assert_error(r, 78, "wharf: /dev/zero: not a regular file");
+    r = run_with(NULL, 0, NULL, "--config", dir, "stats", NULL);
+    assert_error(r, 78, "wharf: ");
+    cr_assert(strstr(r->err, "not a regular file (a directory)"), "%s", r->err);
+}
+
+/* A stream key of the wrong kind: the enqueue is refused in one line that
+ * does not say "enqueue" twice, nothing is written (no seen marker that
+ * would make the next try a "duplicate" of a task that exists nowhere),
+ * and once the key is fixed the same enqueue goes in. */
+Test(cli, an_enqueue_into_a_key_of_the_wrong_kind_writes_nothing)
+{
+    run *r;
+
+    command("SET wharf:{wt}:stream oops");
+    r = wharf("enqueue", "wt", "same payload");
+    assert_error(r, 70,
+                 "wharf: enqueue: redis answered: WRONGTYPE wharf:{wt}:stream "
+                 "holds a string, not a stream: nothing was enqueued");
+    cr_assert_eq(test_redis_int(redis, "DBSIZE"), 1, "a key was written");
+    command("DEL wharf:{wt}:stream");
+    r = wharf("enqueue", "wt", "same payload");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_null(strstr(r->err, "duplicate"), "%s", r->err);
+    cr_assert_eq(test_redis_int(redis, "XLEN wharf:{wt}:stream"), 1);
 }
 
 Test(cli, help_goes_to_stdout)

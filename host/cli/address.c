@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sysexits.h>
 
+#include "client_ids.h"
 #include "redis_url.h"
 
 #define DEFAULT_URL "redis://127.0.0.1:6379"
@@ -23,16 +24,19 @@ static int manifest_url(const config *cfg, char *buf, size_t len)
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
-/* Checks ctx->url, which came from `source`; 0 or the exit code. */
-static int check_url(cli *ctx, const char *source, int code)
+/* Checks ctx->url, which came from `source` (shown as it is: the caller
+ * quotes a path); 0, or 78 after saying why. A bad address is
+ * configuration wherever it came from, as wharfd says of its own. */
+static int check_url(cli *ctx, const char *source)
 {
-    char err[800];
+    char err[800], shown[sizeof(ctx->url)];
     redis_url parsed;
 
     if (redis_url_parse(ctx->url, &parsed, err, sizeof(err)) != 0) {
-        fprintf(stderr, "wharf: %s: bad Redis URL '%s': %s\n", source,
-                ctx->url, err);
-        return code;
+        client_quote(ctx->url, shown, sizeof(shown));
+        fprintf(stderr, "wharf: %s: bad Redis URL '%s': %s\n", source, shown,
+                err);
+        return EX_CONFIG;
     }
     /* A password in the URL itself wins over WHARF_REDIS_PASSWORD. */
     if (parsed.password[0])
@@ -59,25 +63,22 @@ int address_resolve(cli *ctx, const char *redis_option, const char *config_path)
     }
     if (redis_option) {
         snprintf(ctx->url, sizeof(ctx->url), "%s", redis_option);
-        if (check_url(ctx, "--redis", EX_USAGE) == 0)
-            return 0;
-        fprintf(stderr,
-                "usage: wharf [--config FILE | --redis URL] COMMAND ...\n");
-        return EX_USAGE;
+        return check_url(ctx, "--redis");
     }
     if (ctx->config) {
+        char path[256];
         /* config_load already applied WHARF_REDIS_URL over the file, as
          * wharfd does, so both talk to the same Redis. */
+        client_quote(config_path, path, sizeof(path));
         if (manifest_url(ctx->config, ctx->url, sizeof(ctx->url)) != 0) {
-            fprintf(stderr, "wharf: %s: the Redis address is too long\n",
-                    config_path);
+            fprintf(stderr, "wharf: %s: the Redis address is too long\n", path);
             return EX_CONFIG;
         }
-        return check_url(ctx, config_path, EX_CONFIG);
+        return check_url(ctx, path);
     }
     if (env_url && env_url[0]) {
         snprintf(ctx->url, sizeof(ctx->url), "%s", env_url);
-        return check_url(ctx, "WHARF_REDIS_URL", EX_CONFIG);
+        return check_url(ctx, "WHARF_REDIS_URL");
     }
     snprintf(ctx->url, sizeof(ctx->url), "%s", DEFAULT_URL);
     return 0;

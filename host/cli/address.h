@@ -7,8 +7,8 @@
 
 /* Fills ctx->url, ->password, ->prefix and ->config (which ctx then owns)
  * from the --redis and --config values (NULL if not given) and the
- * environment. 0, or the exit code after one line on stderr: 64 for a bad
- * --redis, 78 for a bad manifest or environment. */
+ * environment. 0, or the exit code after one line on stderr: 78 for a bad
+ * manifest or Redis address (--redis, the manifest's, WHARF_REDIS_URL). */
 int address_resolve(cli *ctx, const char *redis_option,
                     const char *config_path);
 

@@ -12,11 +12,33 @@
 #include "client_ids.h"
 #include "client_internal.h"
 
+/* Prints "wharf: NAME: message". A message that names the command itself
+ * (the client library's "enqueue: redis answered: ...", which a program
+ * printing it alone needs) loses that word here, so the line does not say
+ * "enqueue: enqueue:". */
 static void vsay(cli *ctx, const char *fmt, va_list ap)
 {
-    fprintf(stderr, "wharf: %s: ", ctx->command->name);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    const char *name = ctx->command->name, *text;
+    size_t n = strlen(name);
+    char small[1024], *line = small;
+    va_list again;
+    int len;
+
+    va_copy(again, ap);
+    len = vsnprintf(small, sizeof(small), fmt, ap);
+    if (len >= (int)sizeof(small) && (line = malloc((size_t)len + 1)) != NULL)
+        vsnprintf(line, (size_t)len + 1, fmt, again);
+    va_end(again);
+    if (len < 0)
+        small[0] = '\0';
+    if (!line)
+        line = small; /* cut, rather than nothing */
+    text = line;
+    if (strncmp(text, name, n) == 0 && strncmp(text + n, ": ", 2) == 0)
+        text += n + 2;
+    fprintf(stderr, "wharf: %s: %s\n", name, text);
+    if (line != small)
+        free(line);
 }
 
 int cli_fail(cli *ctx, int code, const char *fmt, ...)
@@ -43,6 +65,7 @@ int cli_usage(cli *ctx, const char *fmt, ...)
 
 int cli_option(cli *ctx, int argc, char **argv, const struct option *opts)
 {
+    char quoted[120];
     int opt;
 
     opterr = 0; /* our own messages: one line, then the usage */
@@ -56,14 +79,24 @@ int cli_option(cli *ctx, int argc, char **argv, const struct option *opts)
             printf("\n%s", ctx->command->help);
         return CLI_OPTION_HELP;
     case ':':
-        cli_usage(ctx, "option '%s' needs a value", argv[optind - 1]);
+        client_quote(argv[optind - 1], quoted, sizeof(quoted));
+        cli_usage(ctx, "option '%s' needs a value", quoted);
         return CLI_OPTION_BAD;
     case '?':
-        cli_usage(ctx, "unknown option '%s'", argv[optind - 1]);
+        client_quote(argv[optind - 1], quoted, sizeof(quoted));
+        cli_usage(ctx, "unknown option '%s'", quoted);
         return CLI_OPTION_BAD;
     default:
         return opt;
     }
+}
+
+int cli_unexpected(cli *ctx, const char *arg)
+{
+    char quoted[120];
+
+    client_quote(arg, quoted, sizeof(quoted));
+    return cli_usage(ctx, "unexpected argument '%s'", quoted);
 }
 
 int cli_option_exit(int result)
@@ -133,7 +166,7 @@ int cli_type_arg(cli *ctx, int argc, char **argv, const char **type)
     if (optind >= argc)
         return cli_usage(ctx, "missing TYPE");
     if (argc - optind > 1)
-        return cli_usage(ctx, "unexpected argument '%s'", argv[optind + 1]);
+        return cli_unexpected(ctx, argv[optind + 1]);
     if ((code = cli_check_type(ctx, argv[optind])) != 0)
         return code;
     *type = argv[optind];
@@ -149,7 +182,7 @@ int cli_type_and_id(cli *ctx, int argc, char **argv, const char **type,
     if (argc - optind < 2)
         return cli_usage(ctx, "missing %s", optind < argc ? "ID" : "TYPE");
     if (argc - optind > 2)
-        return cli_usage(ctx, "unexpected argument '%s'", argv[optind + 2]);
+        return cli_unexpected(ctx, argv[optind + 2]);
     if ((code = cli_check_type(ctx, argv[optind])) != 0 ||
         (code = cli_check_id(ctx, argv[optind + 1])) != 0)
         return code;

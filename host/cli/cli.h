@@ -62,7 +62,9 @@ extern const cli_command cmd_queue_drop_entry;
 #define CLI_DEAD 2
 #define CLI_CANCELLED 3
 
-/* Prints "wharf: NAME: message" on stderr and returns code. */
+/* Prints "wharf: NAME: message" on stderr and returns code. Strings the
+ * user gave go through client_quote (bytes outside 0x20..0x7e as '?') so
+ * no control character reaches the terminal. */
 int cli_fail(cli *ctx, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -80,6 +82,10 @@ enum { CLI_OPTIONS_END = 0, CLI_OPTION_HELP = -1, CLI_OPTION_BAD = -2 };
  * end, optind indexes the first operand. Call with the same argv until it
  * returns <= 0. */
 int cli_option(cli *ctx, int argc, char **argv, const struct option *opts);
+
+/* cli_usage saying arg (an operand too many, shown as client_quote
+ * shows it) was not expected: 64. */
+int cli_unexpected(cli *ctx, const char *arg);
 
 /* The exit code for a cli_option result below zero. */
 int cli_option_exit(int result);

@@ -148,7 +148,7 @@ static int run(cli *ctx, int argc, char **argv)
     if (all && argc - optind > 1)
         return cli_usage(ctx, "give an ID or --all, not both");
     if (argc - optind > 2)
-        return cli_usage(ctx, "unexpected argument '%s'", argv[optind + 2]);
+        return cli_unexpected(ctx, argv[optind + 2]);
     if ((code = cli_check_type(ctx, argv[optind])) != 0 ||
         (!all && (code = cli_check_id(ctx, argv[optind + 1])) != 0))
         return code;

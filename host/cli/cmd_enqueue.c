@@ -131,7 +131,7 @@ static int run(cli *ctx, int argc, char **argv)
     if (file && task.id)
         return cli_usage(ctx, "--id names one task; --file enqueues many");
     if (optind + 1 < argc)
-        return cli_usage(ctx, "unexpected argument '%s'", argv[optind + 1]);
+        return cli_unexpected(ctx, argv[optind + 1]);
     if ((delay_text && (code = cli_duration(ctx, "--delay", delay_text,
                                             &task.delay_ms)) != 0) ||
         (wait_text &&

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "client_ids.h"
 #include "client_internal.h"
 
 /* Tasks per wharf_enqueue_batch call. */
@@ -39,7 +40,8 @@ typedef struct line_batch {
 /* One --file run. */
 typedef struct file_run {
     cli *ctx;
-    const char *name; /* for messages: the path, or "stdin" */
+    const char *name;      /* for messages: the path (quoted), or "stdin" */
+    char quoted_path[256]; /* the path as client_quote shows it */
     FILE *in;
     const wharf_enqueue_opts *base;
     int64_t wait_ms;
@@ -286,10 +288,12 @@ static int open_input(file_run *run, const char *path)
         run->in = stdin;
         run->name = "stdin";
     } else if (!(run->in = fopen(path, "rb"))) {
-        return cli_fail(run->ctx, EX_NOINPUT, "cannot open '%s': %s", path,
-                        strerror(errno));
+        client_quote(path, run->quoted_path, sizeof(run->quoted_path));
+        return cli_fail(run->ctx, EX_NOINPUT, "cannot open '%s': %s",
+                        run->quoted_path, strerror(errno));
     } else {
-        run->name = path;
+        client_quote(path, run->quoted_path, sizeof(run->quoted_path));
+        run->name = run->quoted_path;
     }
     if (fstat(fileno(run->in), &st) == 0 && S_ISREG(st.st_mode))
         run->size = st.st_size;

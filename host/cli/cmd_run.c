@@ -186,7 +186,7 @@ static int run(cli *ctx, int argc, char **argv)
         {NULL, 0, NULL, 0}};
     const char *config_path = NULL, *id = NULL, *trace = NULL;
     const char *so, *type, *slash;
-    char real[PATH_MAX], stem[PATH_MAX], err[CONFIG_ERR_LEN];
+    char real[PATH_MAX], stem[PATH_MAX], err[CONFIG_ERR_LEN], quoted[256];
     char id_buf[CLIENT_HASH_ID_SIZE], trace_buf[CLIENT_TRACE_SIZE];
     unsigned char random_bytes[CLIENT_TRACE_BYTES];
     config *own_config = NULL, run_config;
@@ -218,9 +218,11 @@ static int run(cli *ctx, int argc, char **argv)
             errno = 0;
             attempt = strtoul(optarg, &end, 10);
             if (errno || *end || optarg[0] == '-' || attempt == 0 ||
-                attempt > UINT_MAX)
+                attempt > UINT_MAX) {
+                client_quote(optarg, quoted, sizeof(quoted));
                 return cli_usage(ctx, "--attempt '%s' is not a number >= 1",
-                                 optarg);
+                                 quoted);
+            }
         } else if (opt == OPT_ID) {
             id = optarg;
         } else if (opt == OPT_TRACE) {
@@ -235,7 +237,7 @@ static int run(cli *ctx, int argc, char **argv)
         return cli_usage(ctx, "missing %s",
                          optind < argc ? "TYPE" : "PLUGIN.so");
     if (argc - optind > 3)
-        return cli_usage(ctx, "unexpected argument '%s'", argv[optind + 3]);
+        return cli_unexpected(ctx, argv[optind + 3]);
     so = argv[optind];
     type = argv[optind + 1];
     if ((code = cli_check_type(ctx, type)) != 0 ||
@@ -281,7 +283,8 @@ static int run(cli *ctx, int argc, char **argv)
     log_setup(manifest->log_level, manifest->log_format);
 
     if (realpath(so, real) == NULL) {
-        code = cli_fail(ctx, EX_CONFIG, "%s: %s", so, strerror(errno));
+        client_quote(so, quoted, sizeof(quoted));
+        code = cli_fail(ctx, EX_CONFIG, "%s: %s", quoted, strerror(errno));
         goto out;
     }
     slash = strrchr(real, '/');

@@ -151,7 +151,7 @@ static int run(cli *ctx, int argc, char **argv)
     if (opt < 0)
         return cli_option_exit(opt);
     if (optind < argc)
-        return cli_usage(ctx, "unexpected argument '%s'", argv[optind]);
+        return cli_unexpected(ctx, argv[optind]);
     key_global(key, sizeof(key), ctx->prefix, "types");
     types = cli_run(ctx, &code, "stats", "SMEMBERS %s", key);
     if (!types)

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "client_ids.h"
 
 #define HTTP_TIMEOUT_MS 2000
 #define BODY_MAX (4 << 20)
@@ -336,23 +337,26 @@ static int parse_target(const char *url, target *t, char *err, size_t len)
         return -1;
     }
     const char *s = url, *slash, *colon;
+    char shown[420]; /* url for messages, as client_quote shows it */
     size_t n;
 
+    client_quote(url, shown, sizeof(shown));
+
     if (strncmp(s, "http://", 7) != 0) {
-        snprintf(err, len, "'%s': expected http://HOST:PORT", url);
+        snprintf(err, len, "'%s': expected http://HOST:PORT", shown);
         return -1;
     }
     s += 7;
     slash = strchr(s, '/');
     n = slash ? (size_t)(slash - s) : strlen(s);
     if (n == 0 || n >= sizeof(t->host)) {
-        snprintf(err, len, "'%s': no host", url);
+        snprintf(err, len, "'%s': no host", shown);
         return -1;
     }
     if (s[0] == '[') { /* [v6]:port */
         const char *close = memchr(s, ']', n);
         if (!close) {
-            snprintf(err, len, "'%s': missing ']'", url);
+            snprintf(err, len, "'%s': missing ']'", shown);
             return -1;
         }
         snprintf(t->host, sizeof(t->host), "%.*s", (int)(close - s - 1), s + 1);
@@ -831,7 +835,7 @@ static int run(cli *ctx, int argc, char **argv)
     if (opt < 0)
         return cli_option_exit(opt);
     if (optind < argc)
-        return cli_usage(ctx, "unexpected argument '%s'", argv[optind]);
+        return cli_unexpected(ctx, argv[optind]);
     if (interval_ms < 100)
         interval_ms = 100;
     if (parse_target(url, &t, err, sizeof(err)) != 0)

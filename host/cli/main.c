@@ -8,6 +8,7 @@
 
 #include "address.h"
 #include "cli.h"
+#include "client_ids.h"
 
 static const cli_command *const commands[] = {
     &cmd_enqueue_entry,       &cmd_result_entry,
@@ -52,6 +53,7 @@ static int is_family(const char *name, const char *word)
  * sets *words to how many it used. NULL after a usage error. */
 static const cli_command *find_command(int argc, char **argv, int *words)
 {
+    char quoted[120];
     int family = 0;
 
     for (size_t i = 0; commands[i]; i++) {
@@ -69,13 +71,15 @@ static const cli_command *find_command(int argc, char **argv, int *words)
         }
     }
     if (!family) {
-        fprintf(stderr, "wharf: unknown command '%s'\n", argv[0]);
+        client_quote(argv[0], quoted, sizeof(quoted));
+        fprintf(stderr, "wharf: unknown command '%s'\n", quoted);
         usage(stderr);
     } else {
-        if (argc > 1)
+        if (argc > 1) {
+            client_quote(argv[1], quoted, sizeof(quoted));
             fprintf(stderr, "wharf: %s: unknown command '%s'\n", argv[0],
-                    argv[1]);
-        else
+                    quoted);
+        } else
             fprintf(stderr, "wharf: %s: missing a command\n", argv[0]);
         fprintf(stderr, "usage:\n");
         usage_lines(stderr, argv[0]);
@@ -103,6 +107,7 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     const char *config_path = NULL, *redis_option = NULL;
     const cli_command *command;
+    char quoted[120];
     cli ctx;
     int opt, words = 1, status;
 
@@ -124,12 +129,13 @@ int main(int argc, char **argv)
             printf("wharf %s\n", WHARF_VERSION);
             return finish_output(EX_OK);
         case ':':
-            fprintf(stderr, "wharf: option '%s' needs a value\n",
-                    argv[optind - 1]);
+            client_quote(argv[optind - 1], quoted, sizeof(quoted));
+            fprintf(stderr, "wharf: option '%s' needs a value\n", quoted);
             usage(stderr);
             return EX_USAGE;
         default:
-            fprintf(stderr, "wharf: unknown option '%s'\n", argv[optind - 1]);
+            client_quote(argv[optind - 1], quoted, sizeof(quoted));
+            fprintf(stderr, "wharf: unknown option '%s'\n", quoted);
             usage(stderr);
             return EX_USAGE;
         }
