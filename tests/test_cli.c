@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <pty.h>
 #include <regex.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1416,4 +1417,23 @@ Test(cli, queue_drop_needs_yes_and_removes_the_waiting_tasks)
     r = wharf("enqueue", "dq", "5");
     cr_assert_eq(r->status, 0, "%s", r->err);
     cr_assert_eq(r->err_len, 0, "%s", r->err);
+}
+
+/* A Redis that accepts the connection but does not answer (paused with
+ * SIGSTOP) is said to be so, after the 5 s timeout, naming the address
+ * without its password; not hiredis' "Resource temporarily
+ * unavailable". */
+Test(cli, a_paused_redis_is_said_to_not_answer)
+{
+    char url[128];
+    run *r;
+
+    snprintf(url, sizeof(url), "redis://:sekrit@127.0.0.1:%d/0", server.port);
+    cr_assert_eq(kill(server.pid, SIGSTOP), 0);
+    r = run_with(NULL, 0, NULL, "--redis", url, "stats", NULL);
+    cr_assert_eq(kill(server.pid, SIGCONT), 0);
+    assert_error(r, 69, "wharf: stats: redis://127.0.0.1:");
+    cr_assert(strstr(r->err, ": AUTH: Redis did not answer in 5 s"), "%s",
+              r->err);
+    cr_assert_null(strstr(r->err, "sekrit"), "%s", r->err);
 }

@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 
 #include <wharf/client.h>
 
+#include "client_internal.h"
 #include "redis_server.h"
 #include "redis_url.h"
 
@@ -941,4 +943,75 @@ Test(client, shared_library_exports_only_the_api)
     for (size_t i = 0; i < sizeof(hidden) / sizeof(*hidden); i++)
         cr_assert_null(dlsym(lib, hidden[i]), "%s exported", hidden[i]);
     dlclose(lib);
+}
+
+/* A stream key of the wrong kind: the enqueue is refused with a line
+ * that says so, and nothing is left (no seen marker, which would make
+ * the next try a DUPLICATE of a task that exists nowhere); once the key
+ * is fixed the same enqueue goes in. */
+Test(client, enqueue_into_a_stream_of_the_wrong_kind_writes_nothing)
+{
+    wharf_enqueue_opts t = {.type = "wk", .payload = "p", .payload_len = 1};
+    wharf_enqueue_reply reply;
+
+    freeReplyObject(test_redis_command(redis, "SET wharf:{wk}:stream oops"));
+    cr_assert_eq(wharf_enqueue(client, &t, &reply), WHARF_CLIENT_ERROR);
+    cr_assert_str_eq(wharf_client_errstr(client),
+                     "enqueue: redis answered: WRONGTYPE wharf:{wk}:stream "
+                     "holds a string, not a stream: nothing was enqueued");
+    cr_assert_eq(test_redis_int(redis, "DBSIZE"), 1, "a key was written");
+    freeReplyObject(test_redis_command(redis, "DEL wharf:{wk}:stream"));
+    cr_assert_eq(wharf_enqueue(client, &t, &reply), WHARF_CLIENT_OK, "%s",
+                 wharf_client_errstr(client));
+    cr_assert_eq(reply.duplicate, 0);
+    cr_assert_eq(test_redis_int(redis, "XLEN wharf:{wk}:stream"), 1);
+}
+
+/* 0 if a program exec'd now would not have fd open: the child shell
+ * looks at its own fd table. */
+static int exec_sees_fd(int fd)
+{
+    char line[160];
+    pid_t pid;
+    int status;
+
+    snprintf(line, sizeof(line),
+             "case \"$(readlink /proc/$$/fd/%d)\" in socket:*) exit 1;; "
+             "esac; exit 0",
+             fd);
+    pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", line, (char *)NULL);
+        _exit(127);
+    }
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) != 127);
+    return WEXITSTATUS(status);
+}
+
+/* A program a plugin starts with exec must not keep the worker's Redis
+ * connection: every connection is made by redis_url_connect, which sets
+ * close-on-exec on its socket. */
+Test(client, redis_connections_are_closed_on_exec)
+{
+    redis_url url;
+    redisContext *c;
+    char err[256];
+
+    cr_assert_eq(redis_url_parse(server.url, &url, err, sizeof(err)), 0);
+    c = redis_url_connect(&url, NULL, 5000, err, sizeof(err));
+    cr_assert_not_null(c, "%s", err);
+    cr_assert(fcntl(c->fd, F_GETFD) & FD_CLOEXEC);
+    cr_assert_eq(exec_sees_fd(c->fd), 0, "the exec'd program has fd %d", c->fd);
+    /* The check itself sees a socket without the flag. */
+    cr_assert_eq(fcntl(c->fd, F_SETFD, 0), 0);
+    cr_assert_eq(exec_sees_fd(c->fd), 1);
+    redisFree(c);
+
+    /* The client's own connection, as a worker's is. */
+    cr_assert_not_null(client_redis_of(client, "wharf:{t}:stream"), "%s",
+                       wharf_client_errstr(client));
+    cr_assert(fcntl(client_redis_of(client, "wharf:{t}:stream")->fd, F_GETFD) &
+              FD_CLOEXEC);
 }

@@ -3,6 +3,7 @@
  * printing; see cli.h. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "client_ids.h"
 #include "client_internal.h"
+#include "redis_url.h"
 
 /* Prints "wharf: NAME: message". A message that names the command itself
  * (the client library's "enqueue: redis answered: ...", which a program
@@ -255,6 +257,17 @@ redisContext *cli_redis(cli *ctx, int *code)
     return redis;
 }
 
+/* Puts why a command on redis got no reply (saved_errno: errno right
+ * after it) where cli_reply_check finds it: "Redis did not answer in 5 s"
+ * for a Redis that is paused or stuck, rather than hiredis' "Resource
+ * temporarily unavailable". */
+static void say_no_reply(cli *ctx, const redisContext *redis, int saved_errno)
+{
+    redis_url_io_error(redis, saved_errno, CLIENT_TIMEOUT_MS,
+                       ctx->client->pipe.errstr,
+                       sizeof(ctx->client->pipe.errstr));
+}
+
 int cli_reply_check(cli *ctx, const redisReply *reply, const char *what)
 {
     wharf_client_status status = client_reply_status(ctx->client, reply, what);
@@ -276,6 +289,8 @@ redisReply *cli_run(cli *ctx, int *code, const char *what, const char *fmt, ...)
     va_start(ap, fmt);
     reply = redisvCommand(redis, fmt, ap);
     va_end(ap);
+    if (!reply)
+        say_no_reply(ctx, redis, errno);
     *code = cli_reply_check(ctx, reply, what);
     if (*code == 0)
         return reply;
@@ -291,8 +306,7 @@ redisReply *cli_read(cli *ctx, int *code, const char *what)
     if (ctx->redis && redisGetReply(ctx->redis, (void **)&reply) == REDIS_OK)
         return reply;
     if (ctx->redis)
-        snprintf(ctx->client->pipe.errstr, sizeof(ctx->client->pipe.errstr),
-                 "%s", ctx->redis->errstr);
+        say_no_reply(ctx, ctx->redis, errno);
     *code = cli_reply_check(ctx, NULL, what);
     client_drop(ctx->client);
     ctx->redis = NULL;

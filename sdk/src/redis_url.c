@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -453,18 +454,39 @@ static void explain_error(const char *where, const char *what, const char *text,
         snprintf(err, errlen, "%s: %s: %s", where, what, text);
 }
 
-/* Checks the reply of a command that opens a connection (AUTH, SELECT,
- * PING): 0, or -1 with what it means in err. Frees reply. */
-static int expect_ok(redisContext *c, redisReply *reply, const char *what,
-                     const redis_url *url, const char *where, char *err,
-                     size_t errlen)
+void redis_url_io_error(const redisContext *c, int saved_errno, int timeout_ms,
+                        char *buf, size_t len)
 {
+    /* hiredis reports a read or write past the socket's timeout as
+     * strerror(EAGAIN), "Resource temporarily unavailable", which says
+     * nothing of what happened. */
+    if (c->err == REDIS_ERR_IO &&
+        (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK) &&
+        timeout_ms > 0) {
+        if (timeout_ms % 1000 == 0)
+            snprintf(buf, len, "Redis did not answer in %d s",
+                     timeout_ms / 1000);
+        else
+            snprintf(buf, len, "Redis did not answer in %d ms", timeout_ms);
+        return;
+    }
+    snprintf(buf, len, "%s", c->errstr[0] ? c->errstr : "connection lost");
+}
+
+/* Checks the reply of a command that opens a connection (AUTH, SELECT,
+ * PING), sent with timeout_ms; saved_errno is errno right after it. 0, or
+ * -1 with what it means in err. Frees reply. */
+static int expect_ok(redisContext *c, redisReply *reply, int saved_errno,
+                     int timeout_ms, const char *what, const redis_url *url,
+                     const char *where, char *err, size_t errlen)
+{
+    char why[160];
     int rc = -1;
 
-    if (!reply)
-        snprintf(err, errlen, "%s: %s: %s", where, what,
-                 c->errstr[0] ? c->errstr : "connection lost");
-    else if (reply->type == REDIS_REPLY_ERROR)
+    if (!reply) {
+        redis_url_io_error(c, saved_errno, timeout_ms, why, sizeof(why));
+        snprintf(err, errlen, "%s: %s: %s", where, what, why);
+    } else if (reply->type == REDIS_REPLY_ERROR)
         explain_error(where, what, reply->str, url->path[0] == '\0', err,
                       errlen);
     else
@@ -487,9 +509,19 @@ void redis_url_explain(const redis_url *url, const char *what,
     explain_error(where, what, reply_text, url->path[0] == '\0', err, errlen);
 }
 
+int redis_url_close_on_exec(const redisContext *c)
+{
+    int flags = fcntl(c->fd, F_GETFD);
+
+    if (flags < 0 || fcntl(c->fd, F_SETFD, flags | FD_CLOEXEC) < 0)
+        return -1;
+    return 0;
+}
+
 redisContext *redis_url_connect(const redis_url *url, const char *password,
                                 int timeout_ms, char *err, size_t errlen)
 {
+    redisReply *r;
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     char where[600];
     redisContext *c;
@@ -510,26 +542,37 @@ redisContext *redis_url_connect(const redis_url *url, const char *password,
         snprintf(err, errlen, "%s: %s", where, c->errstr);
         goto fail;
     }
+    /* A program a plugin starts with exec must not inherit our Redis
+     * connection (it would hold it open past our end, and could write to
+     * it). hiredis 0.14 opens its socket without SOCK_CLOEXEC, so the flag
+     * is set here, before any command. */
+    if (redis_url_close_on_exec(c) != 0) {
+        snprintf(err, errlen, "%s: cannot set close-on-exec: %s", where,
+                 strerror(errno));
+        goto fail;
+    }
     if (timeout_ms > 0 && redisSetTimeout(c, tv) != REDIS_OK) {
         snprintf(err, errlen, "%s: cannot set timeout", where);
         goto fail;
     }
     if (pass && pass[0]) {
-        redisReply *r = url->user[0]
-                            ? redisCommand(c, "AUTH %s %s", url->user, pass)
-                            : redisCommand(c, "AUTH %s", pass);
-        if (expect_ok(c, r, "AUTH", url, where, err, errlen) != 0)
+        r = url->user[0] ? redisCommand(c, "AUTH %s %s", url->user, pass)
+                         : redisCommand(c, "AUTH %s", pass);
+        if (expect_ok(c, r, errno, timeout_ms, "AUTH", url, where, err,
+                      errlen) != 0)
             goto fail;
     }
     if (url->db != 0) {
-        if (expect_ok(c, redisCommand(c, "SELECT %d", url->db), "SELECT", url,
-                      where, err, errlen) != 0)
+        r = redisCommand(c, "SELECT %d", url->db);
+        if (expect_ok(c, r, errno, timeout_ms, "SELECT", url, where, err,
+                      errlen) != 0)
             goto fail;
     } else if (!(pass && pass[0])) {
         /* A Redis that wants a password answers the first command with
          * NOAUTH, or drops a long one as a "Protocol error": ask it now,
          * so the caller hears "authentication required" at connect. */
-        if (expect_ok(c, redisCommand(c, "PING"), "PING", url, where, err,
+        r = redisCommand(c, "PING");
+        if (expect_ok(c, r, errno, timeout_ms, "PING", url, where, err,
                       errlen) != 0)
             goto fail;
     }

@@ -63,6 +63,19 @@ int redis_address_parse(const char *text, size_t n, char *host, int *port,
 redisContext *redis_url_connect(const redis_url *url, const char *password,
                                 int timeout_ms, char *err, size_t errlen);
 
+/* Sets close-on-exec on c's socket, so no program exec'd by this process
+ * (or a child of it) inherits the connection. redis_url_connect does it
+ * for every connection it makes; call it on a context made otherwise. 0,
+ * or -1 with errno set. */
+int redis_url_close_on_exec(const redisContext *c);
+
+/* Writes into buf why a command on c got no reply: "Redis did not answer
+ * in 5 s" when it timed out (c->err is REDIS_ERR_IO and saved_errno, errno
+ * right after the failed call, is EAGAIN; timeout_ms is c's timeout),
+ * else c->errstr. */
+void redis_url_io_error(const redisContext *c, int saved_errno, int timeout_ms,
+                        char *buf, size_t len);
+
 /* True if err, as redis_url_connect or redis_url_explain wrote it, says
  * Redis wants a password we did not give, or refused the one we gave
  * ("...: authentication required: ..." / "...: authentication failed:
