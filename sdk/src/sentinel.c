@@ -26,6 +26,7 @@ int sentinel_master(const redis_url *url, int timeout_ms, char *host,
             continue;
         }
         redisSetTimeout(c, tv);
+        redis_url_close_on_exec(c); /* as every connection of ours */
         r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", url->master);
         if (!r) {
             snprintf(err, errlen, "sentinel %s:%d: %s", s->host, s->port,
