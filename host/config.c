@@ -1129,7 +1129,7 @@ static char *read_line(char *str, int num, void *stream)
     size_t len, limit = num > 2 ? (size_t)num - 2 : 0;
     char *text;
 
-    if (p->failed)
+    if (p->failed || p->stream == NULL)
         return NULL;
     errno = 0;
     got = getline(&p->buf, &p->buf_cap, p->stream);
@@ -1380,8 +1380,14 @@ static int load(const char *path, bool skip_plugin_files, config **out,
     int rc = -1, bad_line;
 
     memset(&p, 0, sizeof p);
-    client_quote(path, p.shown, sizeof p.shown);
     p.skip_plugin_files = skip_plugin_files;
+    if (path == NULL) {
+        /* config_load_defaults: no file, no line. */
+        p.cfg = config_new("");
+        p.cfg->dir = folder_of("");
+        goto parse;
+    }
+    client_quote(path, p.shown, sizeof p.shown);
     p.stream = fopen(path, "r");
     if (p.stream == NULL) {
         fail(&p, 0, "cannot open: %s", strerror(errno));
@@ -1409,6 +1415,7 @@ static int load(const char *path, bool skip_plugin_files, config **out,
     }
     p.cfg = config_new(path);
     p.cfg->dir = folder_of(path);
+parse:
     if (p.cfg->dir == NULL) {
         fail(&p, 0, "cannot resolve its folder: %s", strerror(errno));
         goto done;
@@ -1449,6 +1456,17 @@ int config_load_producer(const char *path, config **out, char *err,
                          size_t errlen)
 {
     return load(path, true, out, err, errlen);
+}
+
+int config_load_defaults(config **out, char *err, size_t errlen)
+{
+    int rc = load(NULL, true, out, err, errlen);
+
+    if (rc == 0) {
+        free((*out)->file);
+        (*out)->file = NULL;
+    }
+    return rc;
 }
 
 void config_free(config *cfg)

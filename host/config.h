@@ -129,6 +129,11 @@ int config_load(const char *path, config **out, char *err, size_t errlen);
 int config_load_producer(const char *path, config **out, char *err,
                          size_t errlen);
 
+/* Every key at its default, as an empty manifest in the current folder
+ * would give (wharf run without a manifest); cfg->file is NULL. 0, or -1
+ * with why in err. */
+int config_load_defaults(config **out, char *err, size_t errlen);
+
 void config_free(config *cfg);
 
 /* The effective policy of `type`: its [type.NAME] section or [defaults]. */

@@ -1095,3 +1095,18 @@ Test(config, producer_load_does_not_need_the_plugin_files)
     cr_assert_not_null(strstr(err, "wharf.ini:2: bad value 'nope' for url"),
                        "%s", err);
 }
+
+/* wharf run without a manifest: every key at its default, no file (the
+ * null device, once used for it, is no regular file). */
+Test(config, defaults_need_no_file)
+{
+    char err[CONFIG_ERR_LEN];
+    config *cfg = NULL;
+
+    cr_assert_eq(config_load_defaults(&cfg, err, sizeof err), 0, "%s", err);
+    cr_assert_null(cfg->file);
+    cr_assert_eq(cfg->workers, 2);
+    cr_assert_eq(cfg->defaults.lock_ttl_ms, 60000);
+    cr_assert_eq(cfg->n_plugins, 0);
+    config_free(cfg);
+}

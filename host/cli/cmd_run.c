@@ -269,13 +269,11 @@ static int run(cli *ctx, int argc, char **argv)
     } else if (ctx->config) {
         manifest = ctx->config;
     } else {
-        if (config_load_producer("/dev/null", &own_config, err,
-                                 sizeof(err)) != 0) {
+        if (config_load_defaults(&own_config, err, sizeof(err)) != 0) {
             code = cli_fail(ctx, EX_SOFTWARE, "default settings: %s", err);
             goto out;
         }
-        free(own_config->file);
-        own_config->file = NULL; /* messages name the plugin alone */
+        /* own_config->file is NULL: messages name the plugin alone. */
         own_config->log_level = WHARF_LOG_DEBUG;
         own_config->log_format = LOG_FORMAT_TEXT;
         manifest = own_config;
