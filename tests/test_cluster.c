@@ -615,6 +615,31 @@ Test(cluster, bad_addresses_are_one_line_and_a_sysexits_code)
                    (const char *const[]){"stats", NULL});
     cr_assert_eq(out->status, 64, "%d %s", out->status, out->err);
     cr_assert(strstr(out->err, "master's name"), "%s", out->err);
+    /* An address list nothing answers on says that every seed or
+     * sentinel was tried, and shows no password. */
+    int p1 = test_free_port(), p2 = test_free_port();
+    snprintf(url, sizeof(url),
+             "redis+sentinel://u:s3cret@127.0.0.1:%d,127.0.0.1:%d/mymaster", p1,
+             p2);
+    out = test_cli(url, dir, (const char *const[]){"enqueue", "t", "x", NULL});
+    cr_assert_eq(out->status, 69, "%d %s", out->status, out->err);
+    cr_assert(strstr(out->err, "wharf: enqueue: redis+sentinel://127.0.0.1:"),
+              "%s", out->err);
+    cr_assert(strstr(out->err, "/mymaster"), "%s", out->err);
+    cr_assert(strstr(out->err, ": no sentinel answered (tried 2): "), "%s",
+              out->err);
+    cr_assert_null(strstr(out->err, "s3cret"), "%s", out->err);
+    cr_assert_eq(strchr(out->err, '\n'), out->err + strlen(out->err) - 1, "%s",
+                 out->err);
+    snprintf(url, sizeof(url),
+             "redis+cluster://:s3cret@127.0.0.1:%d,127.0.0.1:%d", p1, p2);
+    out = test_cli(url, dir, (const char *const[]){"enqueue", "t", "x", NULL});
+    cr_assert_eq(out->status, 69, "%d %s", out->status, out->err);
+    cr_assert(strstr(out->err, "wharf: enqueue: redis+cluster://127.0.0.1:"),
+              "%s", out->err);
+    cr_assert(strstr(out->err, ": no seed answered (tried 2): "), "%s",
+              out->err);
+    cr_assert_null(strstr(out->err, "s3cret"), "%s", out->err);
     test_redis_stop(&r);
 }
 
