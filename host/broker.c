@@ -25,6 +25,8 @@
 #define CALL_TASKS 64
 /* Script calls per round trip. */
 #define PIPE_CALLS 16
+/* The shortest WAIT while replicas are known short (wait_timeout). */
+#define WAIT_SHORT_MIN_MS 10
 
 /* One call: the jobs [first, end) it was built from, n of them taken. */
 typedef struct batch_call {
@@ -450,9 +452,11 @@ int broker_release_key(broker *b, const char *key, const char *value)
 /* What one batched script does with jobs. */
 typedef struct batch_ops {
     const script *s;
-    const char *what; /* for messages */
-    bool durable;     /* WAIT for min_replicas_ack replicas after it */
-    size_t max_tasks; /* per call */
+    const char *what;         /* for messages */
+    bool durable;             /* WAIT for min_replicas_ack replicas after it */
+    bool durable_on_sentinel; /* so too on a Sentinel master, while its
+                                 replicas keep up (see begin_ops) */
+    size_t max_tasks;         /* per call */
     bool (*takes)(const broker_job *j);
     bool (*shares)(const broker *b, const broker_job *a, const broker_job *c);
     /* Builds the call's keys and arguments with push/push_key. */
@@ -598,11 +602,11 @@ static bool next_call(const broker *b, const batch_ops *ops,
     return true;
 }
 
-/* After a durable call's WAIT: says once when replicas stop keeping up
- * with min_replicas_ack, and once when they are back. A finish Redis took
- * stays taken; what a failover could lose then is the finish itself, and
- * the task would run again. */
-static void replicas_acked(broker *b, int fewest)
+/* After a call's WAIT that the master's move did not fail (pipeline.h):
+ * says once when replicas stop keeping up with min_replicas_ack, and once
+ * when they are back. A finish Redis took stays taken; what a failover
+ * could lose then is the finish itself, and the task would run again. */
+static void replicas_acked(broker *b, int fewest, const char *what)
 {
     bool short_now = fewest < (int)b->cfg->min_replicas_ack;
 
@@ -611,14 +615,31 @@ static void replicas_acked(broker *b, int fewest)
     b->replicas_short = short_now;
     if (short_now)
         log_fields(WHARF_LOG_WARN,
-                   "finish: fewer replicas than min_replicas_ack acknowledged "
-                   "it in time; a failover now could run such tasks again",
+                   "fewer replicas than min_replicas_ack acknowledged a "
+                   "write in time; a failover now could run such tasks again",
                    (log_field[]){
-                       LOG_INT("acknowledged", fewest),
+                       LOG_STR("call", what), LOG_INT("acknowledged", fewest),
                        LOG_INT("min_replicas_ack", b->cfg->min_replicas_ack)},
-                   2);
+                   3);
     else
-        log_msg(WHARF_LOG_INFO, "finish: replicas acknowledge again");
+        log_msg(WHARF_LOG_INFO, "%s: replicas acknowledge again", what);
+}
+
+/* How long a WAIT may take: min_replicas_timeout, or while replicas are
+ * known short a tenth of it (at least WAIT_SHORT_MIN_MS), so a replica
+ * that is gone (or, after a Sentinel switchover, the old master not yet
+ * resynced as the new one's replica) costs each batch that much rather
+ * than the whole timeout. The first WAIT that counts enough replicas
+ * again brings the whole timeout back. */
+static int wait_timeout(const broker *b)
+{
+    int64_t full = b->cfg->min_replicas_timeout_ms, part = full / 10;
+
+    if (!b->replicas_short)
+        return (int)full;
+    return (int)(part < WAIT_SHORT_MIN_MS
+                     ? (full < WAIT_SHORT_MIN_MS ? full : WAIT_SHORT_MIN_MS)
+                     : part);
 }
 
 /* Runs ops over the jobs it takes, up to PIPE_CALLS calls a round trip,
@@ -655,9 +676,12 @@ static int run_batch(broker *b, const batch_ops *ops, broker_job *jobs,
         }
         if (calls == 0)
             break;
-        p->wait = ops->durable && b->cfg->min_replicas_ack > 0;
+        p->wait = b->cfg->min_replicas_ack > 0 &&
+                  (ops->durable ||
+                   (ops->durable_on_sentinel &&
+                    b->url.kind == REDIS_URL_SENTINEL && !b->replicas_short));
         p->min_replicas = (int)b->cfg->min_replicas_ack;
-        p->wait_timeout_ms = (int)b->cfg->min_replicas_timeout_ms;
+        p->wait_timeout_ms = wait_timeout(b);
         if (pipeline_run(p) != 0)
             rc = -1;
         for (int i = 0; i < calls; i++)
@@ -665,7 +689,7 @@ static int run_batch(broker *b, const batch_ops *ops, broker_job *jobs,
                 ops->apply(b, jobs, &sc->calls[i],
                            pipeline_reply(p, (size_t)i));
         if (p->wait && rc == 0)
-            replicas_acked(b, p->fewest_acks);
+            replicas_acked(b, p->fewest_acks, ops->what);
     }
     if (rc != 0)
         broker_failed(b, ops->what, NULL);
@@ -785,9 +809,21 @@ static void begin_apply(broker *b, broker_job *jobs, const batch_call *c,
     }
 }
 
+/* On a Sentinel master begin WAITs too: the claim (on the same
+ * connection, just before) and the locks are on a replica before any
+ * plugin runs. A planned switchover promotes the replica at once but
+ * leaves the old master answering as one for seconds; a claim and a
+ * begin it took then are thrown away when it is demoted, and the task
+ * would run again on the new master. A WAIT that comes back short there
+ * with the master moved fails the begin like a broken connection (see
+ * pipeline.h): the worker releases what it may hold on the new master
+ * and claims again there; nothing ran. While replicas are known short
+ * (a finish's WAIT said so) begin does not wait, so a replica that is
+ * down costs each batch one WAIT timeout, not two. */
 static const batch_ops begin_ops = {
     .s = &script_begin,
     .what = "begin",
+    .durable_on_sentinel = true,
     .max_tasks = CALL_TASKS,
     .takes = job_begins,
     .shares = same_queue,

@@ -63,8 +63,8 @@ typedef struct broker_queue {
     char dead[KEY_MAX];
     char fence[KEY_MAX];
     char policy_key[KEY_MAX];
-    char entries[KEY_MAX];     /* the id -> stream entry index */
-    unsigned slot; /* the Redis Cluster slot of every key of the type */
+    char entries[KEY_MAX]; /* the id -> stream entry index */
+    unsigned slot;         /* the Redis Cluster slot of every key of the type */
     char task_prefix[KEY_MAX]; /* "<prefix>:{<type>}:", for task keys */
     size_t task_prefix_len;
     bool history_done;     /* this consumer's own pending entries were read */
@@ -115,7 +115,8 @@ typedef struct broker {
                              it before broker_connect */
     uint64_t round_trips; /* claims and connects; the pipe counts its own */
     uint64_t redis_errors;
-    bool replicas_short; /* the last finish's WAIT came up short */
+    bool replicas_short; /* the last WAIT came up short (the master did
+                            not move: replicas slow or gone) */
     char errstr[1024];
 } broker;
 

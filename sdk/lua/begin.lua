@@ -11,7 +11,10 @@
 --       when its entry was cancelled (cancel:<id> holds the entry id);
 --       else it draws a fresh fencing token from fence and takes the lock
 --       with SET NX PX: the lock's value "<token>-<owner>" (a string), or
---       -1 when another run holds the lock.
+--       -1 when another run holds the lock. A lock this same owner holds
+--       already (a begin sent again, after its reply was lost, to a
+--       master that had it) is this run's: its value is the reply, its
+--       TTL renewed, and the token drawn for it goes unused.
 -- A task whose lock it takes is marked begun in entries: id -> "<entry
 -- id> <now ms>" (one HSET per call), which status reads as "running
 -- since".
@@ -50,11 +53,19 @@ for i = 1, n do
   else
     token = token + 1
     local t = format('%d-%s', token, owner)
-    if call('SET', keys[2 + 2 * n + i], t, 'NX', 'PX', ttl) then
+    local lock = keys[2 + 2 * n + i]
+    if call('SET', lock, t, 'NX', 'PX', ttl) then
       out[i] = t
       begun[#begun + 1] = i
     else
-      out[i] = -1
+      local held = call('GET', lock)
+      if held and #held > #owner + 1 and
+         string.sub(held, -#owner - 1) == '-' .. owner then
+        call('PEXPIRE', lock, ttl)
+        out[i] = held
+      else
+        out[i] = -1
+      end
     end
   end
 end

@@ -73,6 +73,7 @@ static int node_index(nodes *ns, const char *host, size_t host_len, int port)
     memcpy(nd->host, host, host_len);
     nd->host[host_len] = '\0';
     nd->port = port;
+    nd->acks = -1;
     snprintf(nd->name, sizeof(nd->name),
              strchr(nd->host, ':') ? "[%s]:%d" : "%s:%d", nd->host, port);
     return (int)ns->n++;
@@ -349,6 +350,8 @@ static int read_map(nodes *ns, redisContext *c, const redis_seed *s)
 
 static int connect_cluster(nodes *ns)
 {
+    char last[sizeof(ns->errstr)];
+    size_t refused = 0;
     int rc = -1;
 
     for (size_t i = 0; i < ns->url.n_seeds; i++) {
@@ -364,6 +367,7 @@ static int connect_cluster(nodes *ns)
         if (!c) {
             if (redis_url_auth_refused(ns->errstr))
                 return -2;
+            refused++;
             continue;
         }
         rc = read_map(ns, c, s);
@@ -374,6 +378,15 @@ static int connect_cluster(nodes *ns)
     }
     if (rc != 0) {
         nodes_disconnect(ns);
+        if (refused == ns->url.n_seeds) {
+            /* Say that every seed was tried, not just the last. */
+            char where[400];
+            redis_url_describe(&ns->url, where, sizeof(where));
+            memcpy(last, ns->errstr, sizeof(last));
+            snprintf(ns->errstr, sizeof(ns->errstr),
+                     "%.250s: no seed answered (tried %zu): %.280s", where,
+                     ns->url.n_seeds, last);
+        }
         return rc;
     }
     /* Reach one node now, so a refused password shows at once. */
@@ -389,15 +402,148 @@ static int connect_cluster(nodes *ns)
     return -1;
 }
 
+/* The ROLE of c: "master", "slave", ... into role (of len bytes); false
+ * when c gives none. */
+static bool role_of(redisContext *c, char *role, size_t len)
+{
+    redisReply *r = redisCommand(c, "ROLE");
+    bool ok = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+              r->element[0]->type == REDIS_REPLY_STRING;
+
+    snprintf(role, len, "%s", ok ? r->element[0]->str : "unreachable");
+    freeReplyObject(r);
+    return ok;
+}
+
+/* Nodes asked after a short WAIT, and how long each may take. */
+#define PROBE_NODES 16
+#define PROBE_TIMEOUT_MS 1000
+
+/* What INFO replication says of a node. */
+typedef struct replication {
+    char role[16];    /* "master", "slave"; "" when unknown */
+    char replid[48];  /* its replication id */
+    char replid2[48]; /* the id it had before a promotion, or zeros */
+} replication;
+
+/* Copies the value of "name:" in info into out (len bytes). */
+static void info_field(const char *info, const char *name, char *out,
+                       size_t len)
+{
+    size_t name_len = strlen(name), n = 0;
+    const char *at = info;
+
+    out[0] = '\0';
+    while ((at = strstr(at, name)) != NULL) {
+        if ((at == info || at[-1] == '\n') && at[name_len] == ':')
+            break;
+        at += name_len;
+    }
+    if (!at)
+        return;
+    at += name_len + 1;
+    while (at[n] && at[n] != '\r' && at[n] != '\n' && n + 1 < len)
+        n++;
+    memcpy(out, at, n);
+    out[n] = '\0';
+}
+
+/* INFO replication of c into *out; false when c gives none. */
+static bool replication_of(redisContext *c, replication *out)
+{
+    redisReply *r = redisCommand(c, "INFO replication");
+    bool ok = r && r->type == REDIS_REPLY_STRING;
+
+    memset(out, 0, sizeof(*out));
+    if (ok) {
+        info_field(r->str, "role", out->role, sizeof(out->role));
+        info_field(r->str, "master_replid", out->replid, sizeof(out->replid));
+        info_field(r->str, "master_replid2", out->replid2,
+                   sizeof(out->replid2));
+    }
+    freeReplyObject(r);
+    return ok && out->role[0] && out->replid[0];
+}
+
+/* True if a node the sentinels name as master, or list as a replica, of
+ * the master host:port (whose replication is ours) is a master promoted
+ * from it: its previous replication id is ours. The old master of a
+ * switchover still answering as one sees it; the new master, which sees
+ * the old one as a master too until the sentinels demote it, does not
+ * (the old one's previous id is not the new one's). ns->errstr says
+ * which node. */
+static bool switch_seen(nodes *ns, const char *host, int port,
+                        const replication *ours)
+{
+    sentinel_replica peers[PROBE_NODES];
+    int timeout =
+        ns->timeout_ms < PROBE_TIMEOUT_MS ? ns->timeout_ms : PROBE_TIMEOUT_MS;
+    size_t n =
+        sentinel_candidates(&ns->url, timeout, host, port, peers, PROBE_NODES);
+    char err[sizeof(ns->errstr)];
+
+    for (size_t i = 0; i < n; i++) {
+        redis_url url = ns->url;
+        redisContext *c;
+        replication theirs;
+        bool promoted;
+
+        url.kind = REDIS_URL_TCP;
+        snprintf(url.host, sizeof(url.host), "%.255s", peers[i].host);
+        url.port = peers[i].port;
+        url.n_seeds = 0;
+        c = redis_url_connect(&url, ns->password, timeout, err, sizeof(err));
+        promoted = c && replication_of(c, &theirs) &&
+                   strcmp(theirs.role, "master") == 0 &&
+                   strcmp(theirs.replid2, ours->replid) == 0;
+        redisFree(c);
+        if (promoted) {
+            snprintf(ns->errstr, sizeof(ns->errstr),
+                     "%.250s:%d was promoted from it (a switchover of master "
+                     "'%.100s')",
+                     peers[i].host, peers[i].port, ns->url.master);
+            return true;
+        }
+    }
+    return false;
+}
+
+int nodes_master_moved(nodes *ns, int index)
+{
+    redis_node *nd;
+    replication ours;
+    char why[sizeof(ns->errstr)];
+
+    if (ns->url.kind != REDIS_URL_SENTINEL || index < 0 ||
+        (size_t)index >= ns->n)
+        return 0;
+    nd = &ns->list[index];
+    if (!nd->redis || nd->redis->err || !replication_of(nd->redis, &ours))
+        return 0; /* a broken connection fails the run by itself */
+    if (strcmp(ours.role, "master") != 0)
+        snprintf(ns->errstr, sizeof(ns->errstr), "it says it is a %s now",
+                 ours.role);
+    else if (!switch_seen(ns, nd->host, nd->port, &ours))
+        return 0;
+    memcpy(why, ns->errstr, sizeof(why));
+    snprintf(ns->errstr, sizeof(ns->errstr),
+             "%.200s: the master moved after a write fewer replicas than "
+             "asked acknowledged: %.300s",
+             nd->name, why);
+    snprintf(ns->suspect, sizeof(ns->suspect), "%s", nd->name);
+    return 1;
+}
+
 /* Connects to the master the sentinels name, and checks with ROLE that
  * it is one: after a failover a sentinel may still name the old master
- * for a moment, and it comes back as a replica. */
+ * for a moment, and it comes back as a replica. A master found moved
+ * (ns->suspect) is refused while the switch it saw is still visible: its
+ * writes would be lost when Sentinel demotes it. */
 static int connect_sentinel(nodes *ns)
 {
-    char host[256], err[sizeof(ns->errstr)];
+    char host[256], err[sizeof(ns->errstr)], role[32];
     int port = 0, rc, index;
     redisContext *c;
-    redisReply *r;
 
     rc = sentinel_master(&ns->url, ns->timeout_ms, host, sizeof(host), &port,
                          err, sizeof(err));
@@ -415,24 +561,28 @@ static int connect_sentinel(nodes *ns)
         nodes_disconnect(ns);
         return rc;
     }
-    r = redisCommand(c, "ROLE");
-    if (r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
-        is_text(r->element[0], "master")) {
-        freeReplyObject(r);
-        return 0;
+    if (!role_of(c, role, sizeof(role)) || strcmp(role, "master") != 0) {
+        snprintf(ns->errstr, sizeof(ns->errstr),
+                 "sentinels name %s:%d as master '%s' but it says it is %s "
+                 "(a failover under way?)",
+                 host, port, ns->url.master, role);
+        nodes_disconnect(ns);
+        return -1;
     }
-    snprintf(ns->errstr, sizeof(ns->errstr),
-             "sentinels name %s:%d as master '%s' but it says it is %s "
-             "(a failover under way?)",
-             host, port, ns->url.master,
-             !r ? "unreachable"
-             : r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
-                     r->element[0]->type == REDIS_REPLY_STRING
-                 ? r->element[0]->str
-                 : "not a master");
-    freeReplyObject(r);
-    nodes_disconnect(ns);
-    return -1;
+    if (ns->suspect[0] && strcmp(ns->suspect, ns->list[index].name) == 0) {
+        replication ours;
+        if (replication_of(c, &ours) && switch_seen(ns, host, port, &ours)) {
+            memcpy(err, ns->errstr, sizeof(err));
+            snprintf(ns->errstr, sizeof(ns->errstr),
+                     "sentinels still name %.100s:%d as master '%.60s', "
+                     "which lost its replica to a switchover: %.300s",
+                     host, port, ns->url.master, err);
+            nodes_disconnect(ns);
+            return -1;
+        }
+    }
+    ns->suspect[0] = '\0';
+    return 0;
 }
 
 int nodes_connect(nodes *ns)

@@ -30,6 +30,7 @@ typedef struct redis_node {
     redisContext *redis; /* NULL until used, or after it broke */
     bool sent;           /* pipeline.c: commands went to it this run */
     bool unwaited;       /* pipeline.c: it wrote since its last WAIT */
+    int acks;            /* pipeline.c: what its last WAIT counted, or -1 */
 } redis_node;
 
 typedef struct nodes {
@@ -42,6 +43,9 @@ typedef struct nodes {
     size_t n, cap;
     uint16_t slot_node[NODES_SLOTS]; /* index into list, or NODES_NONE */
     const script *const *scripts;    /* loaded on every new connection */
+    char suspect[300]; /* Sentinel: the name of a master found moved
+                          (nodes_master_moved), refused by nodes_connect
+                          while a replica still says it is a master; "" */
     char errstr[600];
 } nodes;
 
@@ -57,7 +61,11 @@ void nodes_set_scripts(nodes *ns, const script *const *scripts);
 /* Finds the nodes: the one node, the master the sentinels name (and
  * checks its ROLE), or the cluster's slot map from the first seed that
  * answers; connects to the node found first. 0; -1 when nothing answers
- * or the master is a replica (a failover under way: try again later);
+ * (for a list of seeds or sentinels, errstr says every one was tried),
+ * or the master is a replica (a failover under way: try again later), or
+ * it is the master nodes_master_moved found moved and one of its
+ * replicas still says it is a master (the sentinels have not caught up
+ * with a switchover yet);
  * -2 when retrying cannot help: Redis refuses our credentials
  * (redis_url_auth_refused tells), a seed is not in cluster mode, no
  * sentinel knows the master. ns->errstr says why in one line. */
@@ -101,6 +109,19 @@ void nodes_drop(nodes *ns, int index);
  * Returns 0 for any other reply, -1 (ns->errstr set) for a redirection
  * that cannot be read. */
 int nodes_redirected(nodes *ns, const redisReply *r, int *index, bool *ask);
+
+/* After a WAIT on node index that fewer replicas than asked acknowledged:
+ * on a Sentinel deployment, 1 when the master moved under us: the node
+ * says it is no longer a master, a sentinel names another, or a replica
+ * the sentinels list says it is a master (a switchover: Sentinel
+ * promotes the replica at once and demotes the old master only seconds
+ * later, and until then the old master takes writes that its resync
+ * throws away). ns->errstr says which, and ns->suspect remembers the
+ * node, so nodes_connect does not go back to it while the switch is
+ * under way. 0 otherwise (replicas slow or gone, but this is the master),
+ * and always on other deployments. Asks the sentinels and the replicas
+ * on connections of its own, each with a timeout of at most 1 s. */
+int nodes_master_moved(nodes *ns, int index);
 
 /* "host:port" of node index, or "" when there is no such node. */
 const char *nodes_name(const nodes *ns, int index);

@@ -339,25 +339,56 @@ unanswered:
     return -1;
 }
 
-/* Sends WAIT to node index and reads the count into p->fewest_acks. */
+/* Reads node index's WAIT reply: its count into the node's acks and
+ * p->fewest_acks (0 for a reply that is not a count). */
 static void read_wait(pipeline *p, int index)
 {
-    redisContext *c = p->ns->list[index].redis;
+    redis_node *nd = &p->ns->list[index];
+    redisContext *c = nd->redis;
     void *r = NULL;
 
     if (!c)
         return;
     if (redisGetReply(c, &r) != REDIS_OK) {
         node_failed(p, index, c->errstr);
-        p->fewest_acks = 0;
+        nd->acks = p->fewest_acks = 0;
         return;
     }
-    p->ns->list[index].unwaited = false;
-    if (((redisReply *)r)->type != REDIS_REPLY_INTEGER)
-        p->fewest_acks = 0;
-    else if (p->fewest_acks < 0 || ((redisReply *)r)->integer < p->fewest_acks)
-        p->fewest_acks = (int)((redisReply *)r)->integer;
+    nd->unwaited = false;
+    nd->acks = ((redisReply *)r)->type == REDIS_REPLY_INTEGER
+                   ? (int)((redisReply *)r)->integer
+                   : 0;
+    if (p->fewest_acks < 0 || nd->acks < p->fewest_acks)
+        p->fewest_acks = nd->acks;
     freeReplyObject(r);
+}
+
+/* After the WAITs: a node whose WAIT came back short and whose master
+ * moved (nodes_master_moved: a Sentinel switchover, the old master still
+ * answering as one) took writes that will be thrown away, so what went
+ * there has no answer, as if its connection had broken: the caller
+ * reconnects (to the new master) and sends it again. -1 when one did. */
+static int check_moved(pipeline *p)
+{
+    nodes *ns = p->ns;
+    int rc = 0;
+
+    for (size_t i = 0; i < ns->n; i++) {
+        redis_node *nd = &ns->list[i];
+        if (!nd->redis || nd->acks < 0 || nd->acks >= p->min_replicas ||
+            !nodes_master_moved(ns, (int)i))
+            continue;
+        snprintf(p->errstr, sizeof(p->errstr), "%s", ns->errstr);
+        for (size_t k = 0; k < p->n; k++) {
+            if (p->e[k].node != (int)i)
+                continue;
+            freeReplyObject(p->e[k].reply);
+            p->e[k].reply = NULL;
+        }
+        nodes_drop(ns, (int)i);
+        rc = -1;
+    }
+    return rc;
 }
 
 static int append_wait(pipeline *p, int index)
@@ -379,8 +410,10 @@ int pipeline_run(pipeline *p)
 
     p->errstr[0] = '\0';
     p->fewest_acks = -1;
-    for (size_t i = 0; i < ns->n; i++)
+    for (size_t i = 0; i < ns->n; i++) {
         ns->list[i].sent = ns->list[i].unwaited = false;
+        ns->list[i].acks = -1;
+    }
     for (size_t i = 0; i < p->n; i++) {
         pipeline_entry *e = &p->e[i];
         int index = target_of(p, e);
@@ -411,6 +444,8 @@ int pipeline_run(pipeline *p)
         if (append_wait(p, (int)i) == 0 && flush(p, (int)i) == 0)
             read_wait(p, (int)i);
     }
+    if (p->wait && p->fewest_acks < p->min_replicas && check_moved(p) != 0)
+        rc = -1;
     for (size_t i = 0; i < p->n; i++)
         if (!p->e[i].reply)
             rc = -1;

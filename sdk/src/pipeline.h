@@ -9,7 +9,11 @@
  * READONLY, MASTERDOWN: it did not run), has no reply and fails the run,
  * so its caller reconnects and sends it again. With wait set, each node
  * that took a command is asked WAIT min_replicas timeout after it, in the
- * same round trip. Buffers are kept from run to run. */
+ * same round trip; when a WAIT comes back short on a Sentinel master that
+ * moved (nodes_master_moved: a switchover, the old master still taking
+ * writes it will lose), the commands sent there lose their replies too
+ * and the run fails as if the connection had broken. Buffers are kept
+ * from run to run. */
 #ifndef WHARF_PIPELINE_H
 #define WHARF_PIPELINE_H
 
@@ -77,7 +81,8 @@ int pipeline_add_script(pipeline *p, const script *s, int numkeys, int argc,
 
 /* Sends every command and reads and settles every reply (see the top).
  * 0 when each command has its answer (which may be an error reply); -1
- * with p->errstr set when any has none: those left unanswered have a NULL
+ * with p->errstr set when any has none: those left unanswered (their node
+ * broke, refused them for now, or was a master that moved) have a NULL
  * reply, the others keep theirs. */
 int pipeline_run(pipeline *p);
 

@@ -1,47 +1,68 @@
 /* Finding the master through Redis Sentinel; see sentinel.h. */
 #include "sentinel.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <hiredis/hiredis.h>
 
+/* A connection to sentinel s with timeout tv; NULL with why in err. */
+static redisContext *sentinel_connect(const redis_seed *s, struct timeval tv,
+                                      char *err, size_t errlen)
+{
+    redisContext *c = redisConnectWithTimeout(s->host, s->port, tv);
+
+    if (!c || c->err) {
+        snprintf(err, errlen, "%s:%d: %s", s->host, s->port,
+                 c ? c->errstr : "out of memory");
+        redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    redis_url_close_on_exec(c); /* as every connection of ours */
+    return c;
+}
+
+/* True if r is get-master-addr-by-name's [host, port]. */
+static bool is_address(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+           r->element[0]->type == REDIS_REPLY_STRING &&
+           r->element[1]->type == REDIS_REPLY_STRING;
+}
+
 int sentinel_master(const redis_url *url, int timeout_ms, char *host,
                     size_t hostlen, int *port, char *err, size_t errlen)
 {
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    size_t answered = 0, unknown = 0;
+    size_t answered = 0, unknown = 0, refused = 0;
+    char where[600], last[400] = "no sentinel given";
 
-    snprintf(err, errlen, "no sentinel given");
+    redis_url_describe(url, where, sizeof(where));
     for (size_t i = 0; i < url->n_seeds; i++) {
         const redis_seed *s = &url->seeds[i];
-        redisContext *c = redisConnectWithTimeout(s->host, s->port, tv);
+        redisContext *c = sentinel_connect(s, tv, last, sizeof(last));
         redisReply *r = NULL;
 
-        if (!c || c->err) {
-            snprintf(err, errlen, "sentinel %s:%d: %s", s->host, s->port,
-                     c ? c->errstr : "out of memory");
-            redisFree(c);
+        if (!c) {
+            refused++;
             continue;
         }
-        redisSetTimeout(c, tv);
-        redis_url_close_on_exec(c); /* as every connection of ours */
         r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", url->master);
         if (!r) {
-            snprintf(err, errlen, "sentinel %s:%d: %s", s->host, s->port,
+            refused++;
+            snprintf(last, sizeof(last), "%s:%d: %s", s->host, s->port,
                      c->errstr);
         } else if (r->type == REDIS_REPLY_ERROR) {
             /* A plain Redis says "unknown command": a wrong port. */
-            snprintf(err, errlen, "sentinel %s:%d: %s (is it a sentinel?)",
+            snprintf(last, sizeof(last), "%s:%d: %s (is it a sentinel?)",
                      s->host, s->port, r->str);
         } else if (r->type == REDIS_REPLY_NIL) {
             answered++;
             unknown++;
-        } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-                   r->element[0]->type == REDIS_REPLY_STRING &&
-                   r->element[1]->type == REDIS_REPLY_STRING &&
-                   r->element[0]->len < hostlen) {
+        } else if (is_address(r) && r->element[0]->len < hostlen) {
             int p = atoi(r->element[1]->str);
             answered++;
             if (p > 0 && p <= 65535) {
@@ -51,8 +72,10 @@ int sentinel_master(const redis_url *url, int timeout_ms, char *host,
                 redisFree(c);
                 return 0;
             }
+            snprintf(last, sizeof(last), "%s:%d: names no valid address",
+                     s->host, s->port);
         } else {
-            snprintf(err, errlen, "sentinel %s:%d: unexpected reply", s->host,
+            snprintf(last, sizeof(last), "%s:%d: unexpected reply", s->host,
                      s->port);
         }
         freeReplyObject(r);
@@ -60,10 +83,102 @@ int sentinel_master(const redis_url *url, int timeout_ms, char *host,
     }
     if (answered > 0 && unknown == answered) {
         snprintf(err, errlen,
-                 "no sentinel of %zu that answered knows a master named "
+                 "%s: no sentinel of %zu that answered knows a master named "
                  "'%s' (see SENTINEL MASTERS)",
-                 answered, url->master);
+                 where, answered, url->master);
         return -2;
     }
+    if (refused == url->n_seeds)
+        snprintf(err, errlen, "%s: no sentinel answered (tried %zu): %s", where,
+                 url->n_seeds, last);
+    else
+        snprintf(err, errlen,
+                 "%s: no sentinel names master '%s' (tried %zu): %s", where,
+                 url->master, url->n_seeds, last);
     return -1;
+}
+
+/* The value of field name in r, a RESP2 map (name, value, ...), or
+ * NULL. */
+static const redisReply *field(const redisReply *r, const char *name)
+{
+    if (r->type != REDIS_REPLY_ARRAY)
+        return NULL;
+    for (size_t i = 0; i + 1 < r->elements; i += 2)
+        if (r->element[i]->type == REDIS_REPLY_STRING &&
+            r->element[i + 1]->type == REDIS_REPLY_STRING &&
+            strcmp(r->element[i]->str, name) == 0)
+            return r->element[i + 1];
+    return NULL;
+}
+
+/* Adds host:port (len bytes of host) to out unless there, or it is
+ * not_host:not_port, or out is full. */
+static void add_candidate(sentinel_replica *out, size_t max, size_t *n,
+                          const char *host, size_t len, int port,
+                          const char *not_host, int not_port)
+{
+    if (*n == max || len >= sizeof(out->host) || port <= 0 || port > 65535 ||
+        (port == not_port && strlen(not_host) == len &&
+         memcmp(host, not_host, len) == 0))
+        return;
+    for (size_t i = 0; i < *n; i++)
+        if (out[i].port == port && strlen(out[i].host) == len &&
+            memcmp(out[i].host, host, len) == 0)
+            return;
+    memcpy(out[*n].host, host, len);
+    out[*n].host[len] = '\0';
+    out[*n].port = port;
+    (*n)++;
+}
+
+/* Adds the replicas of SENTINEL REPLICAS' reply r that are not down;
+ * true if r listed any. */
+static bool add_replicas(const redisReply *r, sentinel_replica *out, size_t max,
+                         size_t *n, const char *host, int port)
+{
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements == 0)
+        return false;
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *ip = field(r->element[i], "ip");
+        const redisReply *p = field(r->element[i], "port");
+        const redisReply *flags = field(r->element[i], "flags");
+        if (!ip || !p ||
+            (flags && (strstr(flags->str, "s_down") ||
+                       strstr(flags->str, "disconnected"))))
+            continue;
+        add_candidate(out, max, n, ip->str, ip->len, atoi(p->str), host, port);
+    }
+    return true;
+}
+
+size_t sentinel_candidates(const redis_url *url, int timeout_ms,
+                           const char *host, int port, sentinel_replica *out,
+                           size_t max)
+{
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    bool listed = false;
+    char err[300];
+    size_t n = 0;
+
+    for (size_t i = 0; i < url->n_seeds; i++) {
+        redisContext *c =
+            sentinel_connect(&url->seeds[i], tv, err, sizeof(err));
+        redisReply *r;
+
+        if (!c)
+            continue;
+        r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", url->master);
+        if (is_address(r))
+            add_candidate(out, max, &n, r->element[0]->str, r->element[0]->len,
+                          atoi(r->element[1]->str), host, port);
+        freeReplyObject(r);
+        if (!listed) {
+            r = redisCommand(c, "SENTINEL REPLICAS %s", url->master);
+            listed = add_replicas(r, out, max, &n, host, port);
+            freeReplyObject(r);
+        }
+        redisFree(c);
+    }
+    return n;
 }

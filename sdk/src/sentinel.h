@@ -1,6 +1,8 @@
 /* Asking Redis Sentinel where the master is: each sentinel of a
  * redis+sentinel:// address in turn, until one names it. Used by
- * nodes_connect, which then checks the ROLE of what it reached. */
+ * nodes_connect, which then checks the ROLE of what it reached, and by
+ * nodes_master_moved, which after a WAIT that came back short asks every
+ * sentinel whether the master moved and which replicas it has. */
 #ifndef WHARF_SENTINEL_H
 #define WHARF_SENTINEL_H
 
@@ -10,10 +12,28 @@
 
 /* Writes into host (of hostlen bytes) and *port the address of the master
  * url->master that the first answering sentinel of url names. 0; -1 when
- * no sentinel answers or the ones that do know the master but have no
+ * no sentinel answers ("no sentinel answered (tried N): ...", the last
+ * one's reason after it) or the ones that do know the master but have no
  * address for it yet; -2 when every sentinel that answers knows no such
- * master (a configuration error). err says why in one line. */
+ * master (a configuration error). err says why in one line, the address
+ * list first and never a password. */
 int sentinel_master(const redis_url *url, int timeout_ms, char *host,
                     size_t hostlen, int *port, char *err, size_t errlen);
+
+/* A replica as a sentinel lists it. */
+typedef struct sentinel_replica {
+    char host[256];
+    int port;
+} sentinel_replica;
+
+/* The nodes that may have taken over from the master host:port, for
+ * nodes_master_moved to ask: every address a sentinel of url names as
+ * master url->master other than host:port, then the replicas the first
+ * sentinel that lists any lists, less those it holds down or
+ * disconnected; each once, at most max. A sentinel that does not answer
+ * is passed over. Their number. */
+size_t sentinel_candidates(const redis_url *url, int timeout_ms,
+                           const char *host, int port, sentinel_replica *out,
+                           size_t max);
 
 #endif /* WHARF_SENTINEL_H */

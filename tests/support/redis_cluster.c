@@ -466,3 +466,58 @@ void test_sentinels_revive(test_sentinels *s)
     }
     cr_assert_fail("the old primary did not come back as a replica");
 }
+
+/* True if r says ROLE master. */
+static bool says_master(const test_redis *r)
+{
+    redisReply *reply = ask(r, "ROLE");
+    bool master = reply && reply->type == REDIS_REPLY_ARRAY &&
+                  reply->elements > 0 &&
+                  reply->element[0]->type == REDIS_REPLY_STRING &&
+                  strcmp(reply->element[0]->str, "master") == 0;
+
+    freeReplyObject(reply);
+    return master;
+}
+
+void test_sentinels_switchover(test_sentinels *s)
+{
+    int64_t deadline = test_now_ms() + 60000;
+    test_redis old = s->primary;
+    bool asked = false;
+
+    while (!asked && test_now_ms() < deadline) {
+        redisReply *r = ask(&s->sentinel[0], "SENTINEL FAILOVER wharf");
+        asked = r && r->type == REDIS_REPLY_STATUS;
+        if (!asked)
+            test_sleep_ms(50); /* NOGOODSLAVE: not yet seen in sync */
+        freeReplyObject(r);
+    }
+    cr_assert(asked, "the sentinels refused SENTINEL FAILOVER (see %s)",
+              s->sentinel[0].dir);
+    while (!says_master(&s->replica) && test_now_ms() < deadline)
+        test_sleep_ms(5);
+    cr_assert(says_master(&s->replica), "the replica was never promoted");
+    s->primary = s->replica;
+    s->replica = old;
+}
+
+void test_sentinels_settle(test_sentinels *s)
+{
+    int64_t deadline = test_now_ms() + 90000;
+
+    while (test_now_ms() < deadline) {
+        redisReply *r = ask(&s->primary, "INFO replication");
+        bool up = r && r->type == REDIS_REPLY_STRING &&
+                  strstr(r->str, "connected_slaves:1") != NULL;
+        freeReplyObject(r);
+        if (up && !says_master(&s->replica) &&
+            master_port_of(s, 0) == s->primary.port &&
+            master_port_of(s, 1) == s->primary.port &&
+            master_port_of(s, 2) == s->primary.port)
+            return;
+        test_sleep_ms(20);
+    }
+    cr_assert_fail("the old master was not demoted to a replica of port %d",
+                   s->primary.port);
+}

@@ -72,6 +72,18 @@ int test_sentinels_master_port(const test_sentinels *s);
  * the replica and it says it is a master. */
 void test_sentinels_kill_primary(test_sentinels *s);
 
+/* A planned switchover: SENTINEL FAILOVER wharf (sent again while the
+ * sentinels find no good replica yet), then waits until the replica says
+ * it is a master. Returns at once after that: the old primary still
+ * answers as a master until the sentinels demote it, seconds later. Then
+ * primary names the new master and replica the old one. */
+void test_sentinels_switchover(test_sentinels *s);
+
+/* After test_sentinels_switchover: waits (up to 90 s) until every
+ * sentinel names the new master and the old one is its connected
+ * replica. */
+void test_sentinels_settle(test_sentinels *s);
+
 /* Starts the killed primary again; the sentinels make it a replica of the
  * new master. Waits until the new master counts it as a connected
  * replica. */
