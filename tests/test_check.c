@@ -102,8 +102,9 @@ Test(check, valid_manifest_lists_each_served_type)
     /* echo named with two types; multi (alpha, beta) autoloaded. */
     copy_plugin(WHARF_PLUGIN_DIR "/echo.so", "echo.so");
     copy_plugin(WHARF_FIXTURE_DIR "/multi.so", "multi.so");
-    write_file("wharf.ini", "[host]\nplugins_dir = plugins\n"
-                            "[plugin.echo]\npath = echo.so\ntypes = echo, shout\n");
+    write_file("wharf.ini",
+               "[host]\nplugins_dir = plugins\n"
+               "[plugin.echo]\npath = echo.so\ntypes = echo, shout\n");
     cr_assert_eq(check("wharf.ini"), 0, "stderr: %s", err);
     char want[1024];
     snprintf(want, sizeof(want),
@@ -137,8 +138,8 @@ Test(check, misspelled_key_is_refused_with_file_line_and_78)
     write_file("wharf.ini", "[host]\nplugins_dir = .\nwokers = 4\n");
     cr_assert_eq(check("wharf.ini"), 78);
     char want[256];
-    snprintf(want, sizeof(want), "%s/wharf.ini:3: unknown key 'wokers' in [host]",
-             dir);
+    snprintf(want, sizeof(want),
+             "%s/wharf.ini:3: unknown key 'wokers' in [host]", dir);
     cr_assert(strncmp(err, want, strlen(want)) == 0, "stderr: %s", err);
     cr_assert(strchr(err, '\n') == err + strlen(err) - 1, "not one line: %s",
               err);
@@ -162,14 +163,16 @@ Test(check, fixture_refusals_name_their_reason)
                  cases[i].fixture);
         snprintf(name, sizeof(name), "%s.so", cases[i].fixture);
         copy_plugin(from, name);
-        write_file("bad.ini", "[host]\nplugins_dir = plugins\nautoload = no\n"
-                              "[plugin.x]\npath = %s\ntypes = x\n", name);
+        write_file("bad.ini",
+                   "[host]\nplugins_dir = plugins\nautoload = no\n"
+                   "[plugin.x]\npath = %s\ntypes = x\n",
+                   name);
         cr_assert_eq(check("bad.ini"), 78, "%s: stderr %s", cases[i].fixture,
                      err);
         cr_assert(strstr(err, cases[i].reason), "%s: stderr %s",
                   cases[i].fixture, err);
-        cr_assert(strstr(err, name), "%s: names no file: %s",
-                  cases[i].fixture, err);
+        cr_assert(strstr(err, name), "%s: names no file: %s", cases[i].fixture,
+                  err);
         cr_assert(strstr(err, "bad.ini:5: "), "no FILE:LINE: %s", err);
     }
 }
@@ -259,7 +262,7 @@ static int wharfd_exit_against(const char *url)
 
     test_host_manifest_opts(&host, &locked, &o);
     test_host_start(&host);
-    return test_host_wait_exit(&host, 60000);
+    return test_host_wait_exit(&host, TEST_EVENT_MS);
 }
 
 /* The next two wait for a one-line change in host/broker.c, whose owner
@@ -277,8 +280,9 @@ Test(startup, wrong_password_exits_78_with_one_clear_line)
     snprintf(url, sizeof(url), "redis://:wrong@127.0.0.1:%d/0", locked.port);
     code = wharfd_exit_against(url);
     cr_assert_eq(code, 78, "wharfd gave %d, not 78 (see %s)", code, host.log);
-    cr_assert(test_host_log_has(&host, "authentication failed: wrong user "
-                                       "or password (WRONGPASS)",
+    cr_assert(test_host_log_has(&host,
+                                "authentication failed: wrong user "
+                                "or password (WRONGPASS)",
                                 NULL),
               "see %s", host.log);
     cr_assert_not(test_host_log_has(&host, "unreachable", NULL),
@@ -293,8 +297,9 @@ Test(startup, missing_password_exits_78_with_one_clear_line)
     test_redis_start_with(&locked, "s3cret", args);
     code = wharfd_exit_against(locked.url);
     cr_assert_eq(code, 78, "wharfd gave %d, not 78 (see %s)", code, host.log);
-    cr_assert(test_host_log_has(&host, "authentication required: set a "
-                                       "password in the URL",
+    cr_assert(test_host_log_has(&host,
+                                "authentication required: set a "
+                                "password in the URL",
                                 NULL),
               "see %s", host.log);
 }
@@ -314,8 +319,9 @@ Test(startup, percent_encoded_password_is_decoded)
     test_host_start(&host);
     c = test_redis_connect(&locked);
     test_add_entry(c, "chaos", "pw", "ok");
-    cr_assert_eq(test_wait_int(c, 1, 30000, "EXISTS wharf:{chaos}:result:pw"),
-                 1, "the task never ran (see %s)", host.log);
+    cr_assert_eq(
+        test_wait_int(c, 1, TEST_EVENT_MS, "EXISTS wharf:{chaos}:result:pw"), 1,
+        "the task never ran (see %s)", host.log);
     redisFree(c);
     cr_assert_eq(test_host_stop(&host), 0);
 }

@@ -205,7 +205,8 @@ static void chaos_run(void)
     wait_overview("\"type\":\"chaos\",\"ready\":0,\"running\":0,"
                   "\"delayed\":0,\"dead\":5,",
                   30000);
-    wait_overview("\"totals\":{\"ok\":8,\"retry\":4,\"dead\":5,", 5000);
+    wait_overview("\"totals\":{\"ok\":8,\"retry\":4,\"dead\":5,",
+                  TEST_EVENT_MS);
     /* At least 14 runs that returned: 6 ok, 2 x 2 fail:1, 3 fatal, 1
      * <script>. Tasks that ran in a batch before the crash, and had not
      * finished, run again (so count twice); the crashed ones never
@@ -223,7 +224,7 @@ static void chaos_run(void)
                   "\"delayed\":0,\"dead\":0,",
                   5000);
     /* the crashes, each a restart of its slot, with the reason */
-    wait_overview("\"restarts\":{\"crash\":3,", 10000);
+    wait_overview("\"restarts\":{\"crash\":3,", TEST_EVENT_MS);
 }
 
 static char *read_file(const char *path)
@@ -411,9 +412,9 @@ Test(console, actions_need_post_the_token_and_the_same_origin)
     /* with the token, from the console's own page: back to the queue */
     cr_expect_eq(request("POST", "/api/replay?type=chaos&id=replay-me", same),
                  200, "%s", body);
-    cr_expect_eq(
-        test_wait_int(rc, 1, 10000, "EXISTS wharf:{chaos}:result:replay-me"), 1,
-        "the replayed task never ran");
+    cr_expect_eq(test_wait_int(rc, 1, TEST_EVENT_MS,
+                               "EXISTS wharf:{chaos}:result:replay-me"),
+                 1, "the replayed task never ran");
     cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 0);
     cr_expect_eq(test_host_runs(&host, "replay-me", 1), 1,
                  "the replay did not start again at attempt 1");
@@ -527,8 +528,9 @@ Test(console, api_reads_page_find_and_escape)
     }
     test_add_entry(rc, "chaos", "done-1", "ok");
     test_add_entry(rc, "chaos", "crash-1", "crash");
-    cr_assert_eq(
-        test_wait_int(rc, 1, 10000, "EXISTS wharf:{chaos}:result:done-1"), 1);
+    cr_assert_eq(test_wait_int(rc, 1, TEST_EVENT_MS,
+                               "EXISTS wharf:{chaos}:result:done-1"),
+                 1);
 
     /* paging: a bounded page, newest first, with the total */
     cr_expect_eq(request("GET", "/api/dead?type=chaos&limit=2", NULL), 200);
@@ -571,8 +573,9 @@ Test(console, api_reads_page_find_and_escape)
     cr_expect_eq(request_to("[::1]:1", "GET", "/api/overview", NULL), 200);
 
     /* hosts say which types they serve, and slots why they restarted */
-    wait_overview("\"reason\":\"crash\",\"how\":\"signal SIGSEGV\"", 10000);
-    wait_overview("\"hosts\":[{\"name\":", 3000);
+    wait_overview("\"reason\":\"crash\",\"how\":\"signal SIGSEGV\"",
+                  TEST_EVENT_MS);
+    wait_overview("\"hosts\":[{\"name\":", TEST_EVENT_MS);
     p = strstr(body, "\"type\":\"chaos\"");
     cr_assert(p);
     cr_expect(strstr(p, "\"hosts\":[\""), "%s", body);
@@ -789,9 +792,9 @@ Test(console, page_replay_button_in_chromium)
         char *text = read_file(log);
         cr_assert_fail("the page's replay failed: %s", text);
     }
-    cr_expect_eq(
-        test_wait_int(rc, 1, 10000, "EXISTS wharf:{chaos}:result:click-me"), 1,
-        "the task replayed from the page never ran");
+    cr_expect_eq(test_wait_int(rc, 1, TEST_EVENT_MS,
+                               "EXISTS wharf:{chaos}:result:click-me"),
+                 1, "the task replayed from the page never ran");
     cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 0);
     cr_expect(test_host_log_has(&host, "console action", "click-me", NULL));
 }
@@ -928,7 +931,7 @@ Test(console, leases_hold_while_the_api_is_hammered_on_a_slow_redis)
     /* renewed every 5/3 s: a loop held up for 5 s loses the lock */
     start_host("lock_ttl = 5s\nvisibility_timeout = 5s\n");
     test_add_entry(rc, "chaos", "long-1", "sleep:12000");
-    wait_overview("\"task\":\"long-1\"", 10000);
+    wait_overview("\"task\":\"long-1\"", TEST_EVENT_MS);
 
     cr_assert_eq(pipe(fds), 0);
     slow = slow_redis_start();

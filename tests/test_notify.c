@@ -266,7 +266,7 @@ Test(notify, wharfd_tells_systemd_ready_watchdog_reloading_and_stopping,
               "no STOPPING=1");
     /* host_process's manifest: shutdown_timeout = 10s. */
     cr_assert_str_eq(buf, "STOPPING=1\nEXTEND_TIMEOUT_USEC=25000000\n");
-    cr_assert_eq(test_host_wait_exit(&host, 60000), 0);
+    cr_assert_eq(test_host_wait_exit(&host, TEST_EVENT_MS), 0);
     close(fd);
     test_redis_stop(&redis);
     snprintf(buf, sizeof(buf), "rm -rf %s", host.dir);

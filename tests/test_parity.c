@@ -4,9 +4,12 @@
  * and cancel, and must agree: the same ids (one run, the rest
  * duplicates), the same delays, traces, refusals and exit codes. The
  * Python and Node calls go through tests/clients/driver.{py,js}, which
- * exit with their errors' exit codes as the CLI does. */
+ * exit with their errors' exit codes as the CLI does. Every test runs
+ * twice: over TCP (suite parity) and with producers and host on Redis's
+ * unix socket (parity_unix), as the embedded Redis is reached. */
 #include <criterion/criterion.h>
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +29,10 @@
 static test_redis redis;
 static test_host host;
 static redisContext *rc;
+/* What every producer and the host are given: redis.url, or the unix
+ * socket's URL; sock_dir holds that socket. */
+static char url[320];
+static char sock_dir[64], sock_path[128];
 
 /* Python, Node, C, the CLI. */
 enum { PY, NODE, C, CLI, PRODUCERS };
@@ -42,28 +49,64 @@ static void stop_all(void)
     if (rc)
         redisFree(rc);
     test_redis_stop(&redis);
-}
-
-/* A wharfd serving chaos and bp (at most one task waiting). */
-static void start_all(void)
-{
-    test_redis_start(&redis, 0);
-    rc = test_redis_connect(&redis);
-    test_host_manifest(&host, &redis,
-                       "types = chaos bp\n"
-                       "[type.bp]\nmax_backlog = 1\n"
-                       "[type.chaos]\nprefetch = 1\n");
-    test_host_start(&host);
-    for (int i = 0; i < 3000; i++) {
-        if (test_redis_int(rc, "EXISTS wharf:{chaos}:policy") == 1 &&
-            test_redis_int(rc, "EXISTS wharf:{bp}:policy") == 1)
-            return;
-        test_sleep_ms(10);
+    if (sock_dir[0]) {
+        unlink(sock_path);
+        rmdir(sock_dir);
     }
-    cr_assert_fail("wharfd did not publish its policies; see %s", host.log);
 }
 
-TestSuite(parity, .init = start_all, .fini = stop_all, .timeout = 240);
+/* A wharfd serving chaos and bp (at most one task waiting), reached at
+ * url: redis.url, or unix_socket's. */
+static void start(int unix_socket)
+{
+    static const char *const sock_args[] = {"--unixsocket", sock_path,
+                                            "--unixsocketperm", "700", NULL};
+    test_host_opts o = {.extra = "types = chaos bp\n"
+                                 "[type.bp]\nmax_backlog = 1\n"
+                                 "[type.chaos]\nprefetch = 1\n"};
+
+    if (unix_socket) {
+        snprintf(sock_dir, sizeof(sock_dir), "/tmp/wharf-parity-XXXXXX");
+        cr_assert(mkdtemp(sock_dir) != NULL, "mkdtemp: %s", strerror(errno));
+        snprintf(sock_path, sizeof(sock_path), "%s/redis.sock", sock_dir);
+        test_redis_start_with(&redis, NULL, sock_args);
+        snprintf(url, sizeof(url), "unix://%s", sock_path);
+        o.redis_url = url;
+    } else {
+        test_redis_start(&redis, 0);
+        snprintf(url, sizeof(url), "%s", redis.url);
+    }
+    rc = test_redis_connect(&redis);
+    test_host_manifest_opts(&host, &redis, &o);
+    test_host_start(&host);
+    if (test_wait_int(rc, 2, 60000,
+                      "EXISTS wharf:{chaos}:policy wharf:{bp}:policy") != 2)
+        cr_assert_fail("wharfd did not publish its policies; see %s", host.log);
+    if (unix_socket) {
+        /* The host's connections are the socket's (Redis names a unix
+         * client's address by the socket path). */
+        char want[160];
+        redisReply *list = test_redis_command(rc, "CLIENT LIST");
+        snprintf(want, sizeof(want), "addr=%s", sock_path);
+        cr_assert(list->type == REDIS_REPLY_STRING,
+                  "CLIENT LIST: reply type %d", list->type);
+        cr_assert(strstr(list->str, want), "no client on %s: %s", sock_path,
+                  list->str);
+        freeReplyObject(list);
+    }
+}
+
+static void start_tcp(void)
+{
+    start(0);
+}
+static void start_unix(void)
+{
+    start(1);
+}
+
+TestSuite(parity, .init = start_tcp, .fini = stop_all, .timeout = 240);
+TestSuite(parity_unix, .init = start_unix, .fini = stop_all, .timeout = 240);
 
 static void slurp(FILE *f, char *buf, size_t cap)
 {
@@ -110,7 +153,7 @@ static void run_c(const char *op, const char *const *args, answer *a)
     memset(a, 0, sizeof(*a));
     for (size_t i = 0; args[i]; i++)
         strict |= strcmp(args[i], "--strict") == 0;
-    s = wharf_client_open(&c, redis.url, NULL, NULL, err, sizeof(err));
+    s = wharf_client_open(&c, url, NULL, NULL, err, sizeof(err));
     cr_assert_eq(s, WHARF_CLIENT_OK, "%s", err);
     wharf_client_set_strict(c, strict);
     if (strcmp(op, "enqueue") == 0) {
@@ -204,7 +247,7 @@ static const answer *produce(int who, const char *op, ...)
         argv[k++] = WHARF;
         argv[k++] = "--redis";
     }
-    argv[k++] = redis.url;
+    argv[k++] = url;
     argv[k++] = op;
     for (size_t i = 0; i < n; i++) {
         /* The CLI takes durations with a unit, and status --json. */
@@ -253,7 +296,7 @@ static void wait_state(int who, const char *type, const char *id,
                    a ? a->out : "", a ? a->err : "");
 }
 
-Test(parity, same_payload_same_id_one_run_the_same_result)
+static void same_payload_same_id_one_run_the_same_result(void)
 {
     char ids[PRODUCERS][80];
     const answer *a;
@@ -284,7 +327,7 @@ Test(parity, same_payload_same_id_one_run_the_same_result)
     cr_assert(strstr(b->out, ids[0]), "%s", b->out);
 }
 
-Test(parity, delays_traces_refusals_and_dead_tasks_alike)
+static void delays_traces_refusals_and_dead_tasks_alike(void)
 {
     char id[80], want[128];
     const answer *a;
@@ -366,7 +409,7 @@ Test(parity, delays_traces_refusals_and_dead_tasks_alike)
 
 /* A running task cancelled from each producer: its plugin sees the cancel,
  * the run ends as cancelled and writes no result. */
-Test(parity, cancel_of_a_running_task_from_each)
+static void cancel_of_a_running_task_from_each(void)
 {
     char id[80], want[128];
     const answer *a;
@@ -406,3 +449,18 @@ Test(parity, cancel_of_a_running_task_from_each)
         cr_assert_eq(a->status, 1, "%s: %d %s", names[who], a->status, a->err);
     }
 }
+
+/* Each test over TCP and over the unix socket. */
+#define BOTH(name)                                                             \
+    Test(parity, name)                                                         \
+    {                                                                          \
+        name();                                                                \
+    }                                                                          \
+    Test(parity_unix, name)                                                    \
+    {                                                                          \
+        name();                                                                \
+    }
+
+BOTH(same_payload_same_id_one_run_the_same_result)
+BOTH(delays_traces_refusals_and_dead_tasks_alike)
+BOTH(cancel_of_a_running_task_from_each)

@@ -131,7 +131,7 @@ static void start_two_sections(void)
     snprintf(manifest, sizeof(manifest), "%s", host.manifest);
     write_manifest(manifest, redis.url);
     test_host_start(&host);
-    cr_assert_eq(wait_count(phases_file, "init 0", 4, 20000), 4,
+    cr_assert_eq(wait_count(phases_file, "init 0", 4, TEST_EVENT_MS), 4,
                  "the workers did not init; see %s", host.log);
 }
 
@@ -147,7 +147,8 @@ Test(phases, workers_run_init_in_the_worker_phase_and_log_by_section)
     cr_assert_eq(count(phases_file, "init 0"), 4);
     snprintf(id, sizeof(id), "p1");
     test_add_entry(rc, "pa", id, "x");
-    cr_assert_eq(test_wait_int(rc, 1, 20000, "EXISTS wharf:{pa}:result:p1"), 1);
+    cr_assert_eq(
+        test_wait_int(rc, 1, TEST_EVENT_MS, "EXISTS wharf:{pa}:result:p1"), 1);
     cr_assert_eq(count(phases_file, "task 0"), 1);
     cr_assert_eq(test_host_stop(&host), 0);
     /* A graceful stop runs fini in every worker, and it can log. */
@@ -165,13 +166,13 @@ Test(phases, a_reload_checks_in_the_check_phase_then_replaces_each_worker)
     cr_assert_eq(kill(host.pid, SIGHUP), 0);
     /* The reload's check: init then fini of both sections, in the check
      * phase, in a child of its own. */
-    cr_assert_eq(wait_count(phases_file, "fini 1", 4, 20000), 4,
+    cr_assert_eq(wait_count(phases_file, "fini 1", 4, TEST_EVENT_MS), 4,
                  "no check at the reload; see %s", host.log);
     cr_assert_eq(count(phases_file, "init 1"), 4);
     /* Then each worker stops gracefully (fini) and a new one inits. */
-    cr_assert_eq(wait_count(phases_file, "init 0", 8, 30000), 8,
+    cr_assert_eq(wait_count(phases_file, "init 0", 8, TEST_EVENT_MS), 8,
                  "the workers were not replaced; see %s", host.log);
-    cr_assert_eq(wait_count(phases_file, "fini 0", 4, 10000), 4);
+    cr_assert_eq(wait_count(phases_file, "fini 0", 4, TEST_EVENT_MS), 4);
     cr_assert_eq(test_host_stop(&host), 0);
     cr_assert_eq(count(phases_file, "fini 0"), 8);
 }

@@ -58,7 +58,7 @@ static void start(test_host *h, const test_host_opts *o)
 {
     test_host_manifest_opts(h, &redis, o);
     test_host_start(h);
-    cr_assert(wait_log(h, 20000, "\"msg\":\"worker serving\"", NULL),
+    cr_assert(wait_log(h, TEST_EVENT_MS, "\"msg\":\"worker serving\"", NULL),
               "wharfd did not start; see %s", h->log);
 }
 
@@ -72,9 +72,11 @@ static void assert_died_of(const char *id, const char *error)
 {
     char task[300];
     snprintf(task, sizeof(task), "\"task\":\"%s\"", id);
-    cr_assert_eq(wait_key("ZSCORE wharf:{chaos}:dead %s", id, 30000) >= 0, 1);
-    cr_assert(test_wait_int(rc, 1, 30000, "ZCARD wharf:{chaos}:dead") >= 1);
-    cr_assert(wait_log(&host, 30000, task, error),
+    cr_assert_eq(
+        wait_key("ZSCORE wharf:{chaos}:dead %s", id, TEST_EVENT_MS) >= 0, 1);
+    cr_assert(test_wait_int(rc, 1, TEST_EVENT_MS, "ZCARD wharf:{chaos}:dead") >=
+              1);
+    cr_assert(wait_log(&host, TEST_EVENT_MS, task, error),
               "no line says %s died of '%s'; see %s", id, error, host.log);
 }
 
@@ -116,7 +118,8 @@ Test(run, cancel_request_ends_a_polite_plugin_without_a_kill)
     cr_assert(!test_host_log_has(&host, "worker died", NULL),
               "the worker was killed though the plugin returned");
     test_add_entry(rc, "chaos", "after", "ok");
-    cr_assert_eq(wait_key("EXISTS wharf:{chaos}:result:%s", "after", 10000), 1);
+    cr_assert_eq(
+        wait_key("EXISTS wharf:{chaos}:result:%s", "after", TEST_EVENT_MS), 1);
 }
 
 /* Makes a fifo in h's folder for a read: task. */
@@ -152,12 +155,13 @@ Test(run, blocked_read_survives_sighup_and_sigterm)
         test_sleep_ms(10);
     cr_assert_eq(test_host_runs(&host, "r1", 0), 1, "r1 never started");
     kill(host.pid, SIGHUP);
-    cr_assert(wait_log(&host, 20000, "reload checked", NULL),
+    cr_assert(wait_log(&host, TEST_EVENT_MS, "reload checked", NULL),
               "the reload did not pass its check");
     test_sleep_ms(300); /* the worker has been asked to stop by now */
     feed_fifo(fifo1);
-    cr_assert_eq(wait_key("EXISTS wharf:{chaos}:result:%s", "r1", 20000), 1,
-                 "the read was broken by the reload; see %s", host.log);
+    cr_assert_eq(
+        wait_key("EXISTS wharf:{chaos}:result:%s", "r1", TEST_EVENT_MS), 1,
+        "the read was broken by the reload; see %s", host.log);
 
     snprintf(payload, sizeof(payload), "read:%s", fifo2);
     test_add_entry(rc, "chaos", "r2", payload);
@@ -165,11 +169,11 @@ Test(run, blocked_read_survives_sighup_and_sigterm)
         test_sleep_ms(10);
     cr_assert_eq(test_host_runs(&host, "r2", 0), 1, "r2 never started");
     kill(host.pid, SIGTERM);
-    cr_assert(
-        wait_log(&host, 20000, "stopping: running tasks may finish", NULL));
+    cr_assert(wait_log(&host, TEST_EVENT_MS,
+                       "stopping: running tasks may finish", NULL));
     test_sleep_ms(300); /* time for any signal a stop sent to land */
     feed_fifo(fifo2);
-    cr_assert_eq(test_host_wait_exit(&host, 20000), 0);
+    cr_assert_eq(test_host_wait_exit(&host, TEST_EVENT_MS), 0);
     host.pid = 0;
     cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:result:r2"), 1,
                  "the read was broken by the stop; see %s", host.log);
@@ -207,8 +211,9 @@ Test(run, leases_hold_for_a_batch_of_200)
     }
     for (int i = 0; i < 200; i++) {
         snprintf(id, sizeof(id), "l%d", i);
-        cr_assert_eq(wait_key("EXISTS wharf:{chaos}:result:%s", id, 60000), 1,
-                     "%s never finished; see %s", id, host.log);
+        cr_assert_eq(
+            wait_key("EXISTS wharf:{chaos}:result:%s", id, TEST_EVENT_MS), 1,
+            "%s never finished; see %s", id, host.log);
     }
     for (int i = 0; i < 200; i++) {
         snprintf(id, sizeof(id), "l%d", i);
@@ -239,12 +244,12 @@ Test(run, reload_that_grows_the_batch_keeps_timeouts)
                  "[type.chaos2]\ntimeout = 1s\nmax_attempts = 1\n"};
     test_host_rewrite(&host, &redis, &grown);
     kill(host.pid, SIGHUP);
-    cr_assert(wait_log(&host, 20000, "reload checked", NULL));
+    cr_assert(wait_log(&host, TEST_EVENT_MS, "reload checked", NULL));
     /* chaos and chaos2, 10 each */
-    cr_assert(wait_log(&host, 20000, "\"slot_capacity\":20", NULL),
+    cr_assert(wait_log(&host, TEST_EVENT_MS, "\"slot_capacity\":20", NULL),
               "no worker with the grown slot; see %s", host.log);
-    cr_assert_eq(test_wait_int(rc, 1, 20000, "EXISTS wharf:{chaos2}:stream"),
-                 1);
+    cr_assert_eq(
+        test_wait_int(rc, 1, TEST_EVENT_MS, "EXISTS wharf:{chaos2}:stream"), 1);
     /* One transaction, so the worker claims all of it in one batch. */
     redisAppendCommand(rc, "MULTI");
     for (int i = 0; i < 9; i++)
@@ -264,13 +269,16 @@ Test(run, reload_that_grows_the_batch_keeps_timeouts)
         cr_assert_eq(redisGetReply(rc, (void **)&r), REDIS_OK);
         freeReplyObject(r);
     }
-    cr_assert_eq(wait_key("ZSCORE wharf:{chaos2}:dead %s", "hang", 30000) >= 0,
-                 1);
-    cr_assert_eq(test_wait_int(rc, 1, 30000, "ZCARD wharf:{chaos2}:dead"), 1,
-                 "the hanging task was never stopped; see %s", host.log);
-    cr_assert(
-        wait_log(&host, 10000, "\"task\":\"hang\"", "timeout after 1000 ms"));
-    cr_assert_eq(wait_key("EXISTS wharf:{chaos}:result:%s", "g8", 10000), 1);
+    cr_assert_eq(
+        wait_key("ZSCORE wharf:{chaos2}:dead %s", "hang", TEST_EVENT_MS) >= 0,
+        1);
+    cr_assert_eq(
+        test_wait_int(rc, 1, TEST_EVENT_MS, "ZCARD wharf:{chaos2}:dead"), 1,
+        "the hanging task was never stopped; see %s", host.log);
+    cr_assert(wait_log(&host, TEST_EVENT_MS, "\"task\":\"hang\"",
+                       "timeout after 1000 ms"));
+    cr_assert_eq(
+        wait_key("EXISTS wharf:{chaos}:result:%s", "g8", TEST_EVENT_MS), 1);
 }
 
 /* A reload whose plugin init hangs is refused at init_timeout, and the
@@ -303,9 +311,10 @@ Test(run, hanging_init_refuses_the_reload_and_leases_hold)
                            .extra = extra};
     test_host_rewrite(runner, &redis, &hang);
     kill(runner->pid, SIGHUP);
-    cr_assert(wait_log(runner, 20000, "reload refused", "init_timeout"),
+    cr_assert(wait_log(runner, TEST_EVENT_MS, "reload refused", "init_timeout"),
               "the hanging reload was not refused; see %s", runner->log);
-    cr_assert_eq(wait_key("EXISTS wharf:{chaos}:result:%s", "long", 30000), 1);
+    cr_assert_eq(
+        wait_key("EXISTS wharf:{chaos}:result:%s", "long", TEST_EVENT_MS), 1);
     cr_assert_eq(test_host_runs(runner, "long", 0), 1);
     cr_assert_eq(test_host_runs(idle, "long", 0), 0, "run a second time");
     cr_assert(!test_host_log_has(idle, "taken over", NULL),
@@ -327,12 +336,14 @@ Test(run, worker_killed_mid_slot_write_is_replaced_and_its_slot_works)
     setenv("WHARF_TEST_DIE_IN_SLOT_WRITE", marker, 1);
     test_host_start(&host);
     unsetenv("WHARF_TEST_DIE_IN_SLOT_WRITE");
-    cr_assert(wait_log(&host, 20000, "worker died; restarting", "SIGKILL"),
-              "the hook did not fire; see %s", host.log);
+    cr_assert(
+        wait_log(&host, TEST_EVENT_MS, "worker died; restarting", "SIGKILL"),
+        "the hook did not fire; see %s", host.log);
     test_add_entry(rc, "chaos", "after-death", "snooze:60");
     assert_died_of("after-death", "timeout after 1000 ms");
     test_add_entry(rc, "chaos", "fine", "ok");
-    cr_assert_eq(wait_key("EXISTS wharf:{chaos}:result:%s", "fine", 20000), 1);
+    cr_assert_eq(
+        wait_key("EXISTS wharf:{chaos}:result:%s", "fine", TEST_EVENT_MS), 1);
 }
 
 /* exit() inside process_business is a failed attempt, never a clean
@@ -349,7 +360,8 @@ Test(run, exit_inside_a_plugin_fails_the_attempt)
     cr_assert_eq(test_host_runs(&host, "quitter", 2), 1);
     cr_assert_eq(test_host_runs(&host, "quitter", 0), 2);
     test_add_entry(rc, "chaos", "next", "ok");
-    cr_assert_eq(wait_key("EXISTS wharf:{chaos}:result:%s", "next", 20000), 1);
+    cr_assert_eq(
+        wait_key("EXISTS wharf:{chaos}:result:%s", "next", TEST_EVENT_MS), 1);
 }
 
 /* The inode of the socket listening on 127.0.0.1:port, from
@@ -450,13 +462,14 @@ Test(run, finish_held_across_an_outage_survives_sigterm)
     redisFree(rc);
     rc = NULL;
     test_redis_stop(&redis); /* append-only: what was acked is kept */
-    cr_assert(wait_log(&host, 20000, "connection lost mid-batch", NULL),
+    cr_assert(wait_log(&host, TEST_EVENT_MS, "connection lost mid-batch", NULL),
               "the finish did not meet the outage; see %s", host.log);
     kill(host.pid, SIGTERM);
-    cr_assert(wait_log(&host, 20000, "stopping", NULL));
+    cr_assert(wait_log(&host, TEST_EVENT_MS, "stopping", NULL));
     test_redis_restart(&redis);
     rc = test_redis_connect(&redis);
-    cr_assert_eq(test_host_wait_exit(&host, 30000), 0, "see %s", host.log);
+    cr_assert_eq(test_host_wait_exit(&host, TEST_EVENT_MS), 0, "see %s",
+                 host.log);
     host.pid = 0;
     cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:result:held"), 1,
                  "the held finish was dropped; see %s", host.log);

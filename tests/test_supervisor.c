@@ -43,7 +43,7 @@ static void start(test_host *h, const test_host_opts *o)
 {
     test_host_manifest_opts(h, &redis, o);
     test_host_start(h);
-    for (int i = 0; i < 1000; i++) {
+    for (int64_t end = test_now_ms() + TEST_EVENT_MS; test_now_ms() < end;) {
         if (test_host_log_has(h, "\"msg\":\"worker started\"", NULL) &&
             test_redis_int(rc, "EXISTS wharf:{chaos}:stream") == 1)
             return;
@@ -61,48 +61,40 @@ static long long wait_result(const char *id, int ms)
  * its envelope task:<id> (waiting for a retry). */
 static char *envelope_field(const char *id, const char *f)
 {
-    const char *record =
-        test_redis_int(rc, "EXISTS wharf:{chaos}:dead:%s", id) ? "dead"
-                                                               : "task";
-    redisReply *r = test_redis_command(rc, "HGET wharf:{chaos}:%s:%s %s",
-                                       record, id, f);
+    const char *record = test_redis_int(rc, "EXISTS wharf:{chaos}:dead:%s", id)
+                             ? "dead"
+                             : "task";
+    redisReply *r =
+        test_redis_command(rc, "HGET wharf:{chaos}:%s:%s %s", record, id, f);
     char *s = strdup(r->type == REDIS_REPLY_STRING ? r->str : "");
     freeReplyObject(r);
     return s;
 }
 
-/* The pid of the worker that holds entry of task id pending, from the
- * consumer name in XPENDING and the "worker started" lines of the log. */
+/* The pid of the worker that runs task id: the consumer its "task
+ * started" line names (waited for, as long as a loaded machine needs),
+ * then that consumer's "worker started" line. Read from the log, not
+ * XPENDING, so a run that has already ended (a short timeout) is found. */
 static pid_t worker_running(const test_host *h, const char *id)
 {
-    char consumer[300] = "";
-    for (int i = 0; i < 500 && !consumer[0]; i++) {
-        redisReply *p = test_redis_command(
-            rc, "XPENDING wharf:{chaos}:stream wharf - + 100");
-        for (size_t k = 0; p->type == REDIS_REPLY_ARRAY && k < p->elements;
-             k++) {
-            redisReply *e = p->element[k];
-            redisReply *r = test_redis_command(
-                rc, "XRANGE wharf:{chaos}:stream %s %s", e->element[0]->str,
-                e->element[0]->str);
-            if (r->elements == 1) {
-                redisReply *f = r->element[0]->element[1];
-                for (size_t x = 0; x + 1 < f->elements; x += 2)
-                    if (strcmp(f->element[x]->str, "id") == 0 &&
-                        strcmp(f->element[x + 1]->str, id) == 0)
-                        snprintf(consumer, sizeof(consumer), "%s",
-                                 e->element[1]->str);
-            }
-            freeReplyObject(r);
-        }
-        freeReplyObject(p);
-        if (!consumer[0])
-            test_sleep_ms(10);
-    }
-    cr_assert(consumer[0], "task %s was never claimed", id);
+    char consumer[300] = "", task[300];
+    snprintf(task, sizeof(task), "\"task\":\"%s\"", id);
+    cr_assert(test_host_wait_log(h, TEST_EVENT_MS,
+                                 (const char *const[]){"\"msg\":\"task "
+                                                       "started\"",
+                                                       task, NULL}),
+              "task %s was never started; see %s", id, h->log);
     FILE *f = fopen(h->log, "r");
     char line[8192], want[400];
     pid_t pid = 0;
+    while (f && !consumer[0] && fgets(line, sizeof(line), f)) {
+        char *w = strstr(line, "\"worker\":\"");
+        if (strstr(line, "\"msg\":\"task started\"") && strstr(line, task) && w)
+            sscanf(w + 10, "%299[^\"]", consumer);
+    }
+    cr_assert(consumer[0], "no worker named for %s", id);
+    if (f)
+        rewind(f);
     snprintf(want, sizeof(want), "\"worker\":\"%s\"", consumer);
     while (f && fgets(line, sizeof(line), f)) {
         char *p = strstr(line, "\"pid\":");
@@ -118,7 +110,8 @@ static pid_t worker_running(const test_host *h, const char *id)
 
 static void wait_running(const test_host *h, const char *id)
 {
-    for (int i = 0; i < 500 && test_host_runs(h, id, 0) == 0; i++)
+    for (int64_t end = test_now_ms() + TEST_EVENT_MS;
+         test_host_runs(h, id, 0) == 0 && test_now_ms() < end;)
         test_sleep_ms(10);
     cr_assert(test_host_runs(h, id, 0) > 0, "%s never started", id);
 }
@@ -126,12 +119,29 @@ static void wait_running(const test_host *h, const char *id)
 Test(supervisor, killed_worker_task_finishes_exactly_once)
 {
     test_host_opts o = {.extra = "[defaults]\nbackoff_base = 50ms\n"};
+    char fifo[320], payload[340];
     start(&host, &o);
-    test_add_entry(rc, "chaos", "k9", "sleep:2000");
+    /* Held by a fifo, not a sleep: the kill lands in the run however slow
+     * the machine, and the second attempt ends when fed. */
+    snprintf(fifo, sizeof(fifo), "%s/k9.fifo", host.dir);
+    test_fifo_make(fifo);
+    snprintf(payload, sizeof(payload), "read:%s", fifo);
+    test_add_entry(rc, "chaos", "k9", payload);
     wait_running(&host, "k9");
     pid_t pid = worker_running(&host, "k9");
     cr_assert_eq(kill(pid, SIGKILL), 0);
-    cr_assert_eq(wait_result("k9", 15000), 1, "the task never finished");
+    /* Fed once the killed reader is gone (reaped), so the byte is the
+     * second attempt's. */
+    cr_assert(test_host_wait_log(&host, TEST_EVENT_MS,
+                                 (const char *const[]){"\"task\":\"k9\"",
+                                                       "worker crashed: "
+                                                       "SIGKILL",
+                                                       NULL}),
+              "the kill was not seen; see %s", host.log);
+    cr_assert(test_fifo_feed(fifo, TEST_EVENT_MS),
+              "no second attempt opened %s; see %s", fifo, host.log);
+    cr_assert_eq(wait_result("k9", TEST_EVENT_MS), 1,
+                 "the task never finished");
     test_sleep_ms(300);
     cr_assert_eq(test_host_done(&host, "k9"), 1, "completed %d times",
                  test_host_done(&host, "k9"));
@@ -153,8 +163,9 @@ Test(supervisor, crash_is_dead_after_max_attempts_and_others_finish)
         snprintf(id, sizeof(id), "fine-%d", i);
         test_add_entry(rc, "chaos", id, "ok");
     }
-    cr_assert_eq(test_wait_int(rc, 1, 30000, "ZCARD wharf:{chaos}:dead"), 1,
-                 "the crashing task is not dead");
+    cr_assert_eq(
+        test_wait_int(rc, 1, TEST_EVENT_MS, "ZCARD wharf:{chaos}:dead"), 1,
+        "the crashing task is not dead");
     char *err = envelope_field("boom", "error");
     cr_assert_str_eq(err, "worker crashed: SIGSEGV");
     free(err);
@@ -164,7 +175,8 @@ Test(supervisor, crash_is_dead_after_max_attempts_and_others_finish)
     cr_assert_eq(test_host_runs(&host, "boom", 0), 3, "not a bounded loop");
     for (int i = 0; i < 30; i++) {
         snprintf(id, sizeof(id), "fine-%d", i);
-        cr_assert_eq(wait_result(id, 10000), 1, "%s never finished", id);
+        cr_assert_eq(wait_result(id, TEST_EVENT_MS), 1, "%s never finished",
+                     id);
         cr_assert_eq(test_host_done(&host, id), 1, "%s done %d times", id,
                      test_host_done(&host, id));
     }
@@ -178,14 +190,15 @@ Test(supervisor, timeout_stops_the_task_and_replaces_the_worker)
     test_add_entry(rc, "chaos", "slow", "sleep:5000");
     wait_running(&host, "slow");
     pid_t pid = worker_running(&host, "slow");
-    cr_assert_eq(test_wait_int(rc, 1, 10000, "ZCARD wharf:{chaos}:dead"), 1);
+    cr_assert_eq(
+        test_wait_int(rc, 1, TEST_EVENT_MS, "ZCARD wharf:{chaos}:dead"), 1);
     char *err = envelope_field("slow", "error");
     cr_assert_str_eq(err, "timeout after 300 ms");
     free(err);
     cr_assert(kill(pid, 0) != 0, "the hung worker still runs");
     /* Its slot serves again. */
     test_add_entry(rc, "chaos", "after", "ok");
-    cr_assert_eq(wait_result("after", 10000), 1);
+    cr_assert_eq(wait_result("after", TEST_EVENT_MS), 1);
 }
 
 Test(supervisor, sigterm_exits_0_and_restart_runs_the_rest_once)
@@ -207,9 +220,10 @@ Test(supervisor, sigterm_exits_0_and_restart_runs_the_rest_once)
         finished += test_redis_int(rc, "EXISTS wharf:{chaos}:result:%s", id);
     }
     cr_assert(finished < 12, "everything finished before the stop");
-    cr_assert_eq(test_redis_int(rc, "EVAL %s 0",
-                                "return #redis.call('KEYS', 'wharf:instance:*')"),
-                 0, "the instance key outlived a clean stop");
+    cr_assert_eq(
+        test_redis_int(rc, "EVAL %s 0",
+                       "return #redis.call('KEYS', 'wharf:instance:*')"),
+        0, "the instance key outlived a clean stop");
 
     test_host restarted = host;
     host.pid = 0;
@@ -217,7 +231,7 @@ Test(supervisor, sigterm_exits_0_and_restart_runs_the_rest_once)
     host = restarted;
     for (int i = 0; i < 12; i++) {
         snprintf(id, sizeof(id), "term-%d", i);
-        cr_assert_eq(wait_result(id, 20000), 1, "%s lost", id);
+        cr_assert_eq(wait_result(id, TEST_EVENT_MS), 1, "%s lost", id);
         cr_assert_eq(test_host_done(&host, id), 1, "%s ran %d times", id,
                      test_host_done(&host, id));
     }
@@ -245,7 +259,7 @@ Test(supervisor, silent_host_tasks_are_taken_over)
     host.pid = 0;
     for (int i = 0; i < 20; i++) {
         snprintf(id, sizeof(id), "two-%d", i);
-        cr_assert_eq(wait_result(id, 30000), 1, "%s lost", id);
+        cr_assert_eq(wait_result(id, TEST_EVENT_MS), 1, "%s lost", id);
     }
     cr_assert(test_host_log_has(&other, "taken over", NULL),
               "nothing was taken over");
@@ -256,12 +270,12 @@ Test(supervisor, same_instance_name_is_refused)
     start(&host, &(test_host_opts){0});
     test_host_manifest_opts(&other, &redis, &(test_host_opts){0});
     test_host_start(&other);
-    int status = test_host_wait_exit(&other, 15000);
+    int status = test_host_wait_exit(&other, TEST_EVENT_MS);
     cr_assert_eq(status, 78, "second host with the same instance: %d", status);
     cr_assert(test_host_log_has(&other, "held by another", NULL));
     /* The first one still serves. */
     test_add_entry(rc, "chaos", "still", "ok");
-    cr_assert_eq(wait_result("still", 5000), 1);
+    cr_assert_eq(wait_result("still", TEST_EVENT_MS), 1);
 }
 
 Test(supervisor, redis_restart_loses_nothing_and_runs_nothing_twice)
@@ -330,17 +344,17 @@ Test(supervisor, sighup_with_broken_manifest_keeps_serving)
 {
     start(&host, &(test_host_opts){0});
     test_add_entry(rc, "chaos", "h1", "ok");
-    cr_assert_eq(wait_result("h1", 5000), 1);
+    cr_assert_eq(wait_result("h1", TEST_EVENT_MS), 1);
     FILE *f = fopen(host.manifest, "a");
     fprintf(f, "[host]\nbroken line\n");
     fclose(f);
     kill(host.pid, SIGHUP);
-    for (int i = 0; i < 300 && !test_host_log_has(&host, "reload refused",
-                                                 NULL); i++)
+    for (int i = 0;
+         i < 300 && !test_host_log_has(&host, "reload refused", NULL); i++)
         test_sleep_ms(10);
     cr_assert(test_host_log_has(&host, "reload refused", "wharf.ini:", NULL));
     test_add_entry(rc, "chaos", "h2", "ok");
-    cr_assert_eq(wait_result("h2", 5000), 1, "stopped serving");
+    cr_assert_eq(wait_result("h2", TEST_EVENT_MS), 1, "stopped serving");
     cr_assert_eq(kill(host.pid, 0), 0);
 }
 
@@ -369,7 +383,8 @@ static void plugin_dir(char *dir, size_t len)
 
 static char *versioned_result(const char *id)
 {
-    test_wait_int(rc, 1, 10000, "EXISTS wharf:{versioned}:result:%s", id);
+    test_wait_int(rc, 1, TEST_EVENT_MS, "EXISTS wharf:{versioned}:result:%s",
+                  id);
     redisReply *r =
         test_redis_command(rc, "GET wharf:{versioned}:result:%s", id);
     char *s = strdup(r->type == REDIS_REPLY_STRING ? r->str : "");
@@ -415,8 +430,8 @@ static void reload_test(bool watch)
     for (int i = 0; i < 40; i++) {
         snprintf(id, sizeof(id), "during-%d", i);
         res = versioned_result(id);
-        cr_assert(strcmp(res, "v1") == 0 || strcmp(res, "v2") == 0,
-                  "%s: '%s'", id, res);
+        cr_assert(strcmp(res, "v1") == 0 || strcmp(res, "v2") == 0, "%s: '%s'",
+                  id, res);
         free(res);
     }
     /* Every worker has been replaced (each replacement logs its start
@@ -466,8 +481,9 @@ Test(supervisor, embedded_redis_is_started_and_stopped)
     }
     cr_assert(c != NULL, "no embedded redis at %s", url);
     test_add_entry(c, "chaos", "emb", "ok");
-    cr_assert_eq(test_wait_int(c, 1, 5000, "EXISTS wharf:{chaos}:result:emb"),
-                 1);
+    cr_assert_eq(
+        test_wait_int(c, 1, TEST_EVENT_MS, "EXISTS wharf:{chaos}:result:emb"),
+        1);
     redisFree(c);
     cr_assert_eq(test_host_stop(&host), 0);
     c = redisConnectUnix(url);
@@ -491,14 +507,14 @@ Test(supervisor, smallest_prefetch_bounds_what_a_worker_holds)
         test_add_entry(rc, "chaos", id, "sleep:200");
     }
     for (int i = 0; i < 40; i++) {
-        redisReply *p = test_redis_command(
-            rc, "XPENDING wharf:{chaos}:stream wharf");
+        redisReply *p =
+            test_redis_command(rc, "XPENDING wharf:{chaos}:stream wharf");
         long long held = p->element[0]->integer;
         freeReplyObject(p);
         cr_assert(held <= 1, "a worker holds %lld chaos tasks", held);
         test_sleep_ms(20);
     }
-    cr_assert_eq(wait_result("one-4", 10000), 1);
+    cr_assert_eq(wait_result("one-4", TEST_EVENT_MS), 1);
 }
 
 /* Redis stops answering (SIGSTOP: connections hang instead of failing)
@@ -531,7 +547,7 @@ Test(supervisor, a_silent_redis_holds_neither_timeouts_nor_health)
     }
     cr_assert(asked_at, "no timeout in 60 s of a silent Redis; see %s",
               host.log);
-    cr_assert(test_host_wait_log(&host, 30000,
+    cr_assert(test_host_wait_log(&host, TEST_EVENT_MS,
                                  (const char *const[]){"ignored its cancel "
                                                        "request; killing",
                                                        NULL}),
@@ -545,8 +561,9 @@ Test(supervisor, a_silent_redis_holds_neither_timeouts_nor_health)
     cr_assert_lt(asked_at - stopped_at, 9000,
                  "the timeout waited %lld ms for a silent Redis",
                  (long long)(asked_at - stopped_at));
-    cr_assert_eq(test_wait_int(rc, 1, 30000, "ZCARD wharf:{chaos}:dead"), 1,
-                 "the task never died; see %s", host.log);
+    cr_assert_eq(
+        test_wait_int(rc, 1, TEST_EVENT_MS, "ZCARD wharf:{chaos}:dead"), 1,
+        "the task never died; see %s", host.log);
     cr_assert(test_host_log_has(&host, "\"task\":\"hang\"",
                                 "timeout after 1000 ms", NULL));
     cr_assert_eq(test_host_runs(&host, "hang", 0), 1, "it ran again");
@@ -572,14 +589,14 @@ Test(supervisor, a_cancel_the_plugin_ignores_ends_as_cancelled)
     cr_assert_eq(r->status, 0, "%s", r->err);
     cr_assert(strstr(r->out, "cancelling"), "%s", r->out);
     cr_assert(
-        test_host_wait_log(&host, 30000,
+        test_host_wait_log(&host, TEST_EVENT_MS,
                            (const char *const[]){"task cancelled; asking "
                                                  "it to end",
                                                  "\"task\":\"deaf\"", NULL}),
         "the supervisor did not ask the run to end; see %s", host.log);
     freeReplyObject(test_redis_command(rc, "DEL wharf:{chaos}:cancel:deaf"));
     cr_assert(
-        test_host_wait_log(&host, 30000,
+        test_host_wait_log(&host, TEST_EVENT_MS,
                            (const char *const[]){"task failed with its "
                                                  "worker",
                                                  "\"task\":\"deaf\"", NULL}),
@@ -615,11 +632,13 @@ Test(supervisor, no_listener_reads_no_unserved_types)
     /* Two refreshes of the served figures (each writes the backlog): the
      * first one's unserved types would have been read before the second
      * began. */
-    cr_assert_eq(test_wait_int(rc, 1, 30000, "EXISTS wharf:{chaos}:backlog"), 1,
-                 "the figures were never refreshed; see %s", host.log);
+    cr_assert_eq(
+        test_wait_int(rc, 1, TEST_EVENT_MS, "EXISTS wharf:{chaos}:backlog"), 1,
+        "the figures were never refreshed; see %s", host.log);
     freeReplyObject(test_redis_command(rc, "DEL wharf:{chaos}:backlog"));
-    cr_assert_eq(test_wait_int(rc, 1, 30000, "EXISTS wharf:{chaos}:backlog"), 1,
-                 "the figures were refreshed only once; see %s", host.log);
+    cr_assert_eq(
+        test_wait_int(rc, 1, TEST_EVENT_MS, "EXISTS wharf:{chaos}:backlog"), 1,
+        "the figures were refreshed only once; see %s", host.log);
     r = test_redis_command(rc, "INFO commandstats");
     cr_assert(r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
     cr_assert_null(strstr(r->str, "cmdstat_smembers:"),

@@ -41,7 +41,8 @@ static void start_host_redis(const char *redis_keys, const char *extra)
     test_host_manifest_redis(&host, &redis, redis_keys, extra);
     test_host_start(&host);
     for (int i = 0; i < 500; i++) {
-        redisReply *r = test_redis_command(rc, "XINFO GROUPS wharf:{chaos}:stream");
+        redisReply *r =
+            test_redis_command(rc, "XINFO GROUPS wharf:{chaos}:stream");
         int ready = r->type == REDIS_REPLY_ARRAY && r->elements > 0;
         freeReplyObject(r);
         if (ready)
@@ -59,7 +60,8 @@ static void start_host(const char *extra)
 /* The result of a task as a string ("" if none). */
 static char *result_of(const char *type, const char *id)
 {
-    redisReply *r = test_redis_command(rc, "GET wharf:{%s}:result:%s", type, id);
+    redisReply *r =
+        test_redis_command(rc, "GET wharf:{%s}:result:%s", type, id);
     char *s = strdup(r->type == REDIS_REPLY_STRING ? r->str : "");
     freeReplyObject(r);
     return s;
@@ -72,8 +74,8 @@ static char *envelope_field(const char *type, const char *id, const char *f)
     const char *record =
         test_redis_int(rc, "EXISTS wharf:{%s}:dead:%s", type, id) ? "dead"
                                                                   : "task";
-    redisReply *r = test_redis_command(rc, "HGET wharf:{%s}:%s:%s %s", type,
-                                       record, id, f);
+    redisReply *r =
+        test_redis_command(rc, "HGET wharf:{%s}:%s:%s %s", type, record, id, f);
     char *s = strdup(r->type == REDIS_REPLY_STRING ? r->str : "");
     freeReplyObject(r);
     return s;
@@ -87,8 +89,7 @@ static long long wait_result(const char *type, const char *id, int ms)
 /* True once id is in type's dead set (waiting up to ms). */
 static bool wait_dead(const char *type, const char *id, int ms)
 {
-    return test_wait_int(rc, 1, ms,
-                         "EVAL %s 1 wharf:{%s}:dead %s",
+    return test_wait_int(rc, 1, ms, "EVAL %s 1 wharf:{%s}:dead %s",
                          "return redis.call('ZSCORE', KEYS[1], ARGV[1]) "
                          "and 1 or 0",
                          type, id) == 1;
@@ -100,12 +101,13 @@ Test(worker, ok_task_stores_result_and_leaves_no_entry)
 {
     start_host(NULL);
     test_add_entry(rc, "chaos", "t-ok", "ok");
-    cr_assert_eq(wait_result("chaos", "t-ok", 5000), 1, "no result");
+    cr_assert_eq(wait_result("chaos", "t-ok", TEST_EVENT_MS), 1, "no result");
     char *res = result_of("chaos", "t-ok");
     cr_assert_str_eq(res, "ok attempt=1");
     free(res);
-    cr_assert_eq(test_wait_int(rc, 0, 2000, "XLEN wharf:{chaos}:stream"), 0,
-                 "acked entry not deleted");
+    cr_assert_eq(
+        test_wait_int(rc, 0, TEST_EVENT_MS, "XLEN wharf:{chaos}:stream"), 0,
+        "acked entry not deleted");
     cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:lock:t-ok"), 0,
                  "lock not released");
     cr_assert(test_redis_int(rc, "PTTL wharf:{chaos}:result:t-ok") > 0,
@@ -118,10 +120,11 @@ Test(worker, cached_result_is_not_run_again)
 {
     start_host(NULL);
     test_add_entry(rc, "chaos", "t-cache", "ok");
-    cr_assert_eq(wait_result("chaos", "t-cache", 5000), 1);
+    cr_assert_eq(wait_result("chaos", "t-cache", TEST_EVENT_MS), 1);
     /* The same id again (its dedupe marker bypassed by a raw XADD). */
     test_add_entry(rc, "chaos", "t-cache", "ok");
-    cr_assert_eq(test_wait_int(rc, 0, 5000, "XLEN wharf:{chaos}:stream"), 0);
+    cr_assert_eq(
+        test_wait_int(rc, 0, TEST_EVENT_MS, "XLEN wharf:{chaos}:stream"), 0);
     test_sleep_ms(100);
     cr_assert_eq(test_host_runs(&host, "t-cache", 0), 1,
                  "a cached task ran twice");
@@ -134,12 +137,13 @@ Test(worker, echo_result_is_the_payload)
 {
     start_host("[plugin.echo]\npath = echo.so\n");
     redisReply *r = test_redis_command(
-        rc, "XADD wharf:{echo}:stream * id e1 type echo payload %b attempt 1 "
-            "enqueued_at 1 trace "
-            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        rc,
+        "XADD wharf:{echo}:stream * id e1 type echo payload %b attempt 1 "
+        "enqueued_at 1 trace "
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
         "a\0b\nc", (size_t)5);
     freeReplyObject(r);
-    cr_assert_eq(wait_result("echo", "e1", 5000), 1);
+    cr_assert_eq(wait_result("echo", "e1", TEST_EVENT_MS), 1);
     r = test_redis_command(rc, "GET wharf:{echo}:result:e1");
     cr_assert_eq(r->len, 5);
     cr_assert(memcmp(r->str, "a\0b\nc", 5) == 0, "binary payload changed");
@@ -150,7 +154,7 @@ Test(worker, retries_until_success_with_attempts_visible)
 {
     start_host("[defaults]\nbackoff_base = 50ms\njitter = 0%\n");
     test_add_entry(rc, "chaos", "t-fail2", "fail:2");
-    cr_assert_eq(wait_result("chaos", "t-fail2", 10000), 1);
+    cr_assert_eq(wait_result("chaos", "t-fail2", TEST_EVENT_MS), 1);
     char *res = result_of("chaos", "t-fail2");
     cr_assert_str_eq(res, "ok attempt=3");
     free(res);
@@ -171,21 +175,22 @@ Test(worker, retry_waits_for_its_backoff)
     /* linear: attempt 1 fails -> due 400 ms later. */
     start_host("[defaults]\nbackoff_base = 400ms\njitter = 0%\n");
     test_add_entry(rc, "chaos", "t-back", "fail:1");
-    cr_assert_eq(test_wait_int(rc, 1, 5000, "ZCARD wharf:{chaos}:delayed"), 1);
+    cr_assert_eq(
+        test_wait_int(rc, 1, TEST_EVENT_MS, "ZCARD wharf:{chaos}:delayed"), 1);
     char *attempt = envelope_field("chaos", "t-back", "attempt");
     cr_assert_str_eq(attempt, "2", "the delayed envelope keeps attempt+1");
     free(attempt);
     test_sleep_ms(200);
     cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:result:t-back"), 0,
                  "ran before its backoff was over");
-    cr_assert_eq(wait_result("chaos", "t-back", 5000), 1);
+    cr_assert_eq(wait_result("chaos", "t-back", TEST_EVENT_MS), 1);
 }
 
 Test(worker, fatal_goes_to_dead_set_with_reason)
 {
     start_host(NULL);
     test_add_entry(rc, "chaos", "t-fatal", "fatal");
-    cr_assert(wait_dead("chaos", "t-fatal", 5000), "not dead");
+    cr_assert(wait_dead("chaos", "t-fatal", TEST_EVENT_MS), "not dead");
     char *err = envelope_field("chaos", "t-fatal", "error");
     cr_assert_str_eq(err, "fatal: asked to fail for good");
     free(err);
@@ -205,7 +210,7 @@ Test(worker, exhausted_retries_go_to_dead_set)
 {
     start_host("[type.chaos]\nmax_attempts = 3\nbackoff_base = 10ms\n");
     test_add_entry(rc, "chaos", "t-exh", "fail:100");
-    cr_assert(wait_dead("chaos", "t-exh", 10000), "not dead");
+    cr_assert(wait_dead("chaos", "t-exh", TEST_EVENT_MS), "not dead");
     cr_assert_eq(test_host_runs(&host, "t-exh", 0), 3);
     char *err = envelope_field("chaos", "t-exh", "error");
     cr_assert_str_eq(err, "fail:100: attempt 3 fails");
@@ -219,18 +224,19 @@ Test(worker, locked_task_is_rescheduled_not_run)
 {
     start_host("[defaults]\nlock_retry = 200ms\n");
     /* Another run holds the lock of this id. */
-    freeReplyObject(test_redis_command(
-        rc, "SET wharf:{chaos}:lock:t-locked 999 PX 600"));
+    freeReplyObject(
+        test_redis_command(rc, "SET wharf:{chaos}:lock:t-locked 999 PX 600"));
     test_add_entry(rc, "chaos", "t-locked", "ok");
-    cr_assert_eq(test_wait_int(rc, 1, 5000, "ZCARD wharf:{chaos}:delayed"), 1,
-                 "locked task was not rescheduled");
+    cr_assert_eq(
+        test_wait_int(rc, 1, TEST_EVENT_MS, "ZCARD wharf:{chaos}:delayed"), 1,
+        "locked task was not rescheduled");
     char *attempt = envelope_field("chaos", "t-locked", "attempt");
     cr_assert_str_eq(attempt, "1", "a locked reschedule spent an attempt");
     free(attempt);
     cr_assert_eq(test_host_runs(&host, "t-locked", 0), 0,
                  "ran while another run held the lock");
     /* Once the other holder's lock is gone, it runs, still attempt 1. */
-    cr_assert_eq(wait_result("chaos", "t-locked", 5000), 1);
+    cr_assert_eq(wait_result("chaos", "t-locked", TEST_EVENT_MS), 1);
     char *res = result_of("chaos", "t-locked");
     cr_assert_str_eq(res, "ok attempt=1");
     free(res);
@@ -243,10 +249,11 @@ Test(worker, stale_run_writes_nothing)
     start_host(NULL);
     test_add_entry(rc, "chaos", "t-stale", "sleep:1500");
     /* Wait until wharfd has claimed it, then take it over. */
-    cr_assert_eq(test_wait_int(rc, 1, 5000,
-                               "EXISTS wharf:{chaos}:lock:t-stale"), 1);
-    redisReply *p = test_redis_command(
-        rc, "XPENDING wharf:{chaos}:stream wharf - + 10");
+    cr_assert_eq(test_wait_int(rc, 1, TEST_EVENT_MS,
+                               "EXISTS wharf:{chaos}:lock:t-stale"),
+                 1);
+    redisReply *p =
+        test_redis_command(rc, "XPENDING wharf:{chaos}:stream wharf - + 10");
     cr_assert_eq(p->type, REDIS_REPLY_ARRAY);
     cr_assert_eq(p->elements, 1);
     char entry[64];
@@ -258,8 +265,9 @@ Test(worker, stale_run_writes_nothing)
     for (int i = 0; i < 100 && test_host_runs(&host, "t-stale", 1) == 0; i++)
         test_sleep_ms(10);
     cr_assert_eq(test_host_runs(&host, "t-stale", 1), 1);
-    for (int i = 0; i < 300 && !test_host_log_has(&host, "\"outcome\":\"stale\"",
-                                                  NULL); i++)
+    for (int i = 0;
+         i < 300 && !test_host_log_has(&host, "\"outcome\":\"stale\"", NULL);
+         i++)
         test_sleep_ms(10);
     cr_assert(test_host_log_has(&host, "\"task\":\"t-stale\"",
                                 "\"outcome\":\"stale\"", NULL));
@@ -298,28 +306,34 @@ Test(worker, bad_entries_are_dead_lettered_and_queue_goes_on)
         const char *fields;
         const char *reason;
     } cases[] = {
-        {"b-noattempt", "id b-noattempt type chaos payload ok enqueued_at 1 "
-                        "trace 00-0af7651916cd43dd8448eb211c80319c-"
-                        "b7ad6b7169203331-01",
+        {"b-noattempt",
+         "id b-noattempt type chaos payload ok enqueued_at 1 "
+         "trace 00-0af7651916cd43dd8448eb211c80319c-"
+         "b7ad6b7169203331-01",
          "missing field 'attempt'"},
-        {"b-attempt", "id b-attempt type chaos payload ok attempt zero "
-                      "enqueued_at 1 trace 00-0af7651916cd43dd8448eb211c80319c"
-                      "-b7ad6b7169203331-01",
+        {"b-attempt",
+         "id b-attempt type chaos payload ok attempt zero "
+         "enqueued_at 1 trace 00-0af7651916cd43dd8448eb211c80319c"
+         "-b7ad6b7169203331-01",
          "attempt 'zero' is not a number"},
-        {"b-type", "id b-type type echo payload ok attempt 1 enqueued_at 1 "
-                   "trace 00-0af7651916cd43dd8448eb211c80319c-"
-                   "b7ad6b7169203331-01",
+        {"b-type",
+         "id b-type type echo payload ok attempt 1 enqueued_at 1 "
+         "trace 00-0af7651916cd43dd8448eb211c80319c-"
+         "b7ad6b7169203331-01",
          "type field 'echo' does not match its stream 'chaos'"},
-        {"b-trace", "id b-trace type chaos payload ok attempt 1 enqueued_at 1 "
-                    "trace nope",
+        {"b-trace",
+         "id b-trace type chaos payload ok attempt 1 enqueued_at 1 "
+         "trace nope",
          "trace 'nope' is not a W3C traceparent"},
-        {"b-time", "id b-time type chaos payload ok attempt 1 enqueued_at "
-                   "yesterday trace 00-0af7651916cd43dd8448eb211c80319c-"
-                   "b7ad6b7169203331-01",
+        {"b-time",
+         "id b-time type chaos payload ok attempt 1 enqueued_at "
+         "yesterday trace 00-0af7651916cd43dd8448eb211c80319c-"
+         "b7ad6b7169203331-01",
          "enqueued_at 'yesterday' is not a time"},
-        {"b-big", "id b-big type chaos payload 0123456789abcdefX attempt 1 "
-                  "enqueued_at 1 trace 00-0af7651916cd43dd8448eb211c80319c-"
-                  "b7ad6b7169203331-01",
+        {"b-big",
+         "id b-big type chaos payload 0123456789abcdefX attempt 1 "
+         "enqueued_at 1 trace 00-0af7651916cd43dd8448eb211c80319c-"
+         "b7ad6b7169203331-01",
          "payload of 17 bytes is over max_payload 16"},
     };
     size_t n = sizeof(cases) / sizeof(cases[0]);
@@ -332,19 +346,21 @@ Test(worker, bad_entries_are_dead_lettered_and_queue_goes_on)
         rc, "XADD wharf:{chaos}:stream * type chaos payload ok"));
     test_add_entry(rc, "chaos", "good-after", "ok");
 
-    cr_assert_eq(wait_result("chaos", "good-after", 5000), 1,
+    cr_assert_eq(wait_result("chaos", "good-after", TEST_EVENT_MS), 1,
                  "the queue stopped after bad entries");
     for (size_t i = 0; i < n; i++) {
-        cr_assert(wait_dead("chaos", cases[i].id, 2000), "%s not dead",
+        cr_assert(wait_dead("chaos", cases[i].id, TEST_EVENT_MS), "%s not dead",
                   cases[i].id);
         char *err = envelope_field("chaos", cases[i].id, "error");
         cr_assert(strstr(err, cases[i].reason), "%s: reason '%s' lacks '%s'",
                   cases[i].id, err, cases[i].reason);
         free(err);
     }
-    cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), (long long)n + 1);
+    cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"),
+                 (long long)n + 1);
     cr_assert_eq(test_host_runs(&host, "b-type", 0), 0, "a bad entry ran");
-    cr_assert_eq(test_wait_int(rc, 0, 2000, "XLEN wharf:{chaos}:stream"), 0);
+    cr_assert_eq(
+        test_wait_int(rc, 0, TEST_EVENT_MS, "XLEN wharf:{chaos}:stream"), 0);
 }
 
 /* After a mixed run every key is a queue structure or carries a TTL. */
@@ -352,8 +368,8 @@ Test(worker, retention_every_key_is_bounded)
 {
     start_host("[defaults]\nbackoff_base = 10ms\nmax_attempts = 2\n"
                "[plugin.echo]\npath = echo.so\n");
-    static const char *const payloads[] = {"ok", "fail:1", "fatal", "fail:9",
-                                           "sleep:10", "big:1000"};
+    static const char *const payloads[] = {"ok",     "fail:1",   "fatal",
+                                           "fail:9", "sleep:10", "big:1000"};
     char id[32];
     for (int i = 0; i < 60; i++) {
         snprintf(id, sizeof(id), "mix-%d", i);
@@ -361,11 +377,12 @@ Test(worker, retention_every_key_is_bounded)
     }
     test_add_entry(rc, "echo", "e-1", "hello");
     /* 40 end with a result, 20 dead. */
-    cr_assert_eq(test_wait_int(rc, 20, 10000, "ZCARD wharf:{chaos}:dead"), 20);
+    cr_assert_eq(
+        test_wait_int(rc, 20, TEST_EVENT_MS, "ZCARD wharf:{chaos}:dead"), 20);
     for (int i = 0; i < 60; i++) {
         snprintf(id, sizeof(id), "mix-%d", i);
         if (i % 6 != 2 && i % 6 != 3)
-            cr_assert_eq(wait_result("chaos", id, 5000), 1, "%s", id);
+            cr_assert_eq(wait_result("chaos", id, TEST_EVENT_MS), 1, "%s", id);
     }
     cr_assert_eq(test_redis_int(rc, "XLEN wharf:{chaos}:stream"), 0);
     cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:delayed"), 0);
@@ -401,8 +418,10 @@ Test(worker, dead_set_is_capped_at_dead_max)
     }
     /* All twelve have died once the stream is empty; the trim (every
      * second) then brings the set down to dead_max. */
-    cr_assert_eq(test_wait_int(rc, 0, 10000, "XLEN wharf:{chaos}:stream"), 0);
-    cr_assert_eq(test_wait_int(rc, 5, 5000, "ZCARD wharf:{chaos}:dead"), 5);
+    cr_assert_eq(
+        test_wait_int(rc, 0, TEST_EVENT_MS, "XLEN wharf:{chaos}:stream"), 0);
+    cr_assert_eq(
+        test_wait_int(rc, 5, TEST_EVENT_MS, "ZCARD wharf:{chaos}:dead"), 5);
     /* The newest stay; the trimmed ones' envelopes are gone too. */
     cr_assert(test_redis_int(rc, "ZSCORE wharf:{chaos}:dead cap-11") > 0);
     cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:dead:cap-00"), 0);
@@ -411,8 +430,8 @@ Test(worker, dead_set_is_capped_at_dead_max)
 
 Test(worker, refuses_an_evicting_redis)
 {
-    freeReplyObject(test_redis_command(
-        rc, "CONFIG SET maxmemory-policy allkeys-lru"));
+    freeReplyObject(
+        test_redis_command(rc, "CONFIG SET maxmemory-policy allkeys-lru"));
     test_host_manifest(&host, &redis, NULL);
     test_host_start(&host);
     int status = 0;
@@ -424,17 +443,17 @@ Test(worker, refuses_an_evicting_redis)
     }
     cr_assert_eq(host.pid, 0, "wharfd kept running on an evicting Redis");
     cr_assert_eq(WEXITSTATUS(status), 78);
-    cr_assert(test_host_log_has(&host, "maxmemory-policy is 'allkeys-lru'",
-                                NULL));
+    cr_assert(
+        test_host_log_has(&host, "maxmemory-policy is 'allkeys-lru'", NULL));
 }
 
 Test(worker, allow_eviction_starts_anyway)
 {
-    freeReplyObject(test_redis_command(
-        rc, "CONFIG SET maxmemory-policy allkeys-lru"));
+    freeReplyObject(
+        test_redis_command(rc, "CONFIG SET maxmemory-policy allkeys-lru"));
     start_host_redis("allow_eviction = yes\n", NULL);
     test_add_entry(rc, "chaos", "t-evict", "ok");
-    cr_assert_eq(wait_result("chaos", "t-evict", 5000), 1);
+    cr_assert_eq(wait_result("chaos", "t-evict", TEST_EVENT_MS), 1);
 }
 
 Test(worker, sigterm_finishes_the_running_task_and_exits_0)
@@ -456,7 +475,7 @@ Test(worker, survives_a_redis_restart)
 {
     start_host(NULL);
     test_add_entry(rc, "chaos", "before", "ok");
-    cr_assert_eq(wait_result("chaos", "before", 5000), 1);
+    cr_assert_eq(wait_result("chaos", "before", TEST_EVENT_MS), 1);
     redisFree(rc);
     rc = NULL;
     test_redis_stop(&redis);
@@ -473,7 +492,7 @@ Test(worker, survives_a_redis_restart)
         test_sleep_ms(10);
     }
     test_add_entry(rc, "chaos", "after", "ok");
-    cr_assert_eq(wait_result("chaos", "after", 10000), 1,
+    cr_assert_eq(wait_result("chaos", "after", TEST_EVENT_MS), 1,
                  "no work done after Redis came back");
     cr_assert(test_host_log_has(&host, "redis", "reconnect", NULL) ||
               test_host_log_has(&host, "unreachable", NULL));
@@ -486,11 +505,13 @@ Test(worker, delayed_enqueue_does_not_run_before_it_is_due)
     char err[256];
 
     start_host(NULL);
-    cr_assert_eq(wharf_client_open(&client, redis.url, NULL, NULL, err,
-                                   sizeof(err)),
-                 WHARF_CLIENT_OK, "%s", err);
-    wharf_enqueue_opts task = {.type = "chaos", .payload = "ok",
-                               .payload_len = 2, .id = "later",
+    cr_assert_eq(
+        wharf_client_open(&client, redis.url, NULL, NULL, err, sizeof(err)),
+        WHARF_CLIENT_OK, "%s", err);
+    wharf_enqueue_opts task = {.type = "chaos",
+                               .payload = "ok",
+                               .payload_len = 2,
+                               .id = "later",
                                .delay_ms = 700};
     /* Polled, not slept: a check after a fixed sleep would fail whenever
      * a loaded machine delays this process past the due time. Being
@@ -507,7 +528,8 @@ Test(worker, delayed_enqueue_does_not_run_before_it_is_due)
     long elapsed = (long)(t1.tv_sec - t0.tv_sec) * 1000 +
                    (t1.tv_nsec - t0.tv_nsec) / 1000000;
     cr_assert_geq(elapsed, 690, "ran %ld ms after a 700 ms delay", elapsed);
-    cr_assert_eq(wait_result("chaos", "later", 5000), 1, "never finished");
+    cr_assert_eq(wait_result("chaos", "later", TEST_EVENT_MS), 1,
+                 "never finished");
     wharf_client_close(client);
 }
 
@@ -517,7 +539,7 @@ Test(worker, replayed_dead_task_runs_again)
 
     start_host("[type.chaos]\nmax_attempts = 1\n");
     test_add_entry(rc, "chaos", "phoenix", "fail:1");
-    cr_assert(wait_dead("chaos", "phoenix", 5000), "not dead");
+    cr_assert(wait_dead("chaos", "phoenix", TEST_EVENT_MS), "not dead");
     cr_assert_eq(test_host_runs(&host, "phoenix", 0), 1);
     snprintf(cmd, sizeof(cmd),
              "%s/wharf --redis %s dead replay chaos phoenix >/dev/null",
@@ -527,5 +549,5 @@ Test(worker, replayed_dead_task_runs_again)
     for (int i = 0; i < 500 && test_host_runs(&host, "phoenix", 0) < 2; i++)
         test_sleep_ms(10);
     cr_assert_eq(test_host_runs(&host, "phoenix", 1), 2, "replay did not run");
-    cr_assert(wait_dead("chaos", "phoenix", 5000), "not dead again");
+    cr_assert(wait_dead("chaos", "phoenix", TEST_EVENT_MS), "not dead again");
 }

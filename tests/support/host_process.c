@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -108,7 +109,7 @@ int test_host_stop(test_host *h)
     if (h->pid <= 0)
         return -1;
     kill(h->pid, SIGTERM);
-    for (int i = 0; i < 1000; i++) {
+    for (int64_t end = test_now_ms() + 30000; test_now_ms() < end;) {
         if (waitpid(h->pid, &status, WNOHANG) == h->pid)
             goto done;
         test_sleep_ms(10);
@@ -117,8 +118,7 @@ int test_host_stop(test_host *h)
     waitpid(h->pid, &status, 0);
 done:
     h->pid = 0;
-    return WIFEXITED(status) ? WEXITSTATUS(status)
-                             : 128 + WTERMSIG(status);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 int test_host_wait_exit(test_host *h, int timeout_ms)
@@ -165,8 +165,7 @@ int test_host_runs(const test_host *h, const char *id, unsigned attempt)
         return 0;
     snprintf(want, sizeof(want), "%s %u\n", id, attempt);
     while (fgets(line, sizeof(line), f)) {
-        if (attempt == 0 ? (strncmp(line, id, idlen) == 0 &&
-                            line[idlen] == ' ')
+        if (attempt == 0 ? (strncmp(line, id, idlen) == 0 && line[idlen] == ' ')
                          : strcmp(line, want) == 0)
             n++;
     }
@@ -226,6 +225,29 @@ bool test_host_wait_log(const test_host *h, int timeout_ms,
         test_sleep_ms(10);
     }
     return true;
+}
+
+void test_fifo_make(const char *path)
+{
+    cr_assert(mkfifo(path, 0600) == 0, "mkfifo %s: %s", path, strerror(errno));
+}
+
+bool test_fifo_feed(const char *path, int timeout_ms)
+{
+    int64_t deadline = test_now_ms() + timeout_ms;
+
+    for (;;) {
+        /* ENXIO until a reader has the fifo open. */
+        int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd >= 0) {
+            bool ok = write(fd, "x", 1) == 1;
+            close(fd);
+            return ok;
+        }
+        if (errno != ENXIO || test_now_ms() >= deadline)
+            return false;
+        test_sleep_ms(10);
+    }
 }
 
 int64_t test_now_ms(void)

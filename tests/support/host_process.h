@@ -14,20 +14,20 @@
 
 typedef struct test_host {
     pid_t pid;
-    char dir[256];      /* manifest, log and runs file live here */
+    char dir[256]; /* manifest, log and runs file live here */
     char manifest[300];
-    char log[300];      /* wharfd's stderr */
-    char runs[300];     /* the chaos plugin's runs_file */
-    char done[300];     /* the chaos plugin's done_file */
+    char log[300];  /* wharfd's stderr */
+    char runs[300]; /* the chaos plugin's runs_file */
+    char done[300]; /* the chaos plugin's done_file */
 } test_host;
 
 /* What a test's manifest differs in; NULL fields keep the defaults. */
 typedef struct test_host_opts {
-    const char *plugins_dir; /* default: the built plugins */
-    const char *host_keys;   /* more [host] keys */
-    const char *redis_keys;  /* more [redis] keys */
-    const char *redis_url;   /* default: the test server's */
-    const char *extra;       /* more sections, verbatim */
+    const char *plugins_dir;    /* default: the built plugins */
+    const char *host_keys;      /* more [host] keys */
+    const char *redis_keys;     /* more [redis] keys */
+    const char *redis_url;      /* default: the test server's */
+    const char *extra;          /* more sections, verbatim */
     const char *metrics_listen; /* default: off */
     const char *log_level;      /* default: debug */
 } test_host_opts;
@@ -61,8 +61,9 @@ void test_host_manifest_redis(test_host *h, const test_redis *r,
 /* Starts wharfd --config dir/wharf.ini; aborts the test on failure. */
 void test_host_start(test_host *h);
 
-/* SIGTERM, then waits up to 10 s; returns the exit code (or 128 + the
- * signal). Accepts a host that is not running (returns -1). */
+/* SIGTERM, then waits up to 30 s (a loaded machine's drain); returns the exit
+ * code (or 128 + the signal). Accepts a host that is not running (returns -1).
+ */
 int test_host_stop(test_host *h);
 
 /* Lines of the runs file that are exactly "<id> <attempt>"; attempt 0
@@ -91,6 +92,21 @@ int test_host_log_count(const test_host *h, const char *const *parts);
  * one of parts (NULL-terminated); true when there is one. */
 bool test_host_wait_log(const test_host *h, int timeout_ms,
                         const char *const *parts);
+
+/* How long a test waits for an event it expects (a result, a log line,
+ * an exit): a deadline, not a delay, so it costs nothing when the event
+ * comes, and generous enough for a 2-core machine under stress-ng --cpu 4,
+ * where a start or a run can take many times its unloaded time. */
+#define TEST_EVENT_MS 60000
+
+/* Makes a fifo at path for a chaos "read:PATH" task, which then runs
+ * until test_fifo_feed: a task held by an event, not by a sleep a loaded
+ * machine can outlast. Aborts the test on failure. */
+void test_fifo_make(const char *path);
+
+/* Writes one byte to the fifo at path as soon as a reader has it open,
+ * waiting up to timeout_ms for one; true when written. */
+bool test_fifo_feed(const char *path, int timeout_ms);
 
 /* Sleeps ms milliseconds. */
 void test_sleep_ms(long ms);

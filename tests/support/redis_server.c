@@ -67,11 +67,23 @@ static pid_t spawn(const test_redis *r)
         dup2(devnull, STDOUT_FILENO);
     }
     {
-        const char *fixed[] = {"redis-server", "--port", port, "--bind",
-                               "127.0.0.1", "--save", "", "--appendonly",
-                               r->appendonly ? "yes" : "no", "--appendfsync",
-                               "no", "--dir", r->dir, "--logfile", log,
-                               "--daemonize", "no"};
+        const char *fixed[] = {"redis-server",
+                               "--port",
+                               port,
+                               "--bind",
+                               "127.0.0.1",
+                               "--save",
+                               "",
+                               "--appendonly",
+                               r->appendonly ? "yes" : "no",
+                               "--appendfsync",
+                               "no",
+                               "--dir",
+                               r->dir,
+                               "--logfile",
+                               log,
+                               "--daemonize",
+                               "no"};
         for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
             argv[n++] = fixed[i];
     }
@@ -87,10 +99,11 @@ static pid_t spawn(const test_redis *r)
     _exit(127);
 }
 
-/* Waits up to 5 s for PING; 0 when it answers, -1 if the server exited. */
+/* Waits up to 30 s (a start on a loaded machine) for PING; 0 when it
+ * answers, -1 if the server exited. */
 static int wait_ready(test_redis *r)
 {
-    for (int i = 0; i < 500; i++) {
+    for (int i = 0; i < 3000; i++) {
         int status;
         if (waitpid(r->pid, &status, WNOHANG) == r->pid) {
             r->pid = 0;
@@ -144,8 +157,7 @@ void test_redis_start_with(test_redis *r, const char *password,
         r->pid = spawn(r);
         cr_assert(r->pid > 0, "fork: %s", strerror(errno));
         if (wait_ready(r) == 0) {
-            snprintf(r->url, sizeof(r->url), "redis://127.0.0.1:%d/0",
-                     r->port);
+            snprintf(r->url, sizeof(r->url), "redis://127.0.0.1:%d/0", r->port);
             return;
         }
         test_redis_stop(r);
@@ -223,8 +235,9 @@ long long test_redis_int(redisContext *c, const char *fmt, ...)
     else if (reply->type == REDIS_REPLY_STRING)
         v = strtoll(reply->str, NULL, 10);
     else
-        cr_assert(reply->type == REDIS_REPLY_NIL, "unexpected reply type %d%s%s",
-                  reply->type, reply->type == REDIS_REPLY_ERROR ? ": " : "",
+        cr_assert(reply->type == REDIS_REPLY_NIL,
+                  "unexpected reply type %d%s%s", reply->type,
+                  reply->type == REDIS_REPLY_ERROR ? ": " : "",
                   reply->type == REDIS_REPLY_ERROR ? reply->str : "");
     freeReplyObject(reply);
     return v;

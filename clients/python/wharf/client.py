@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import inspect
 import re
 import urllib.parse
 import secrets
@@ -15,6 +16,7 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Union
 
 import redis
 import redis.cluster
+import redis.connection
 import redis.sentinel
 
 from . import errors
@@ -251,9 +253,29 @@ def _open(url: str, password: Optional[str], timeout: float):
         return redis.sentinel.Sentinel(
             seeds, socket_timeout=timeout).master_for(
                 name, db=int(db or 0), **common)
-    return redis.Redis.from_url(url, password=password,
-                                socket_timeout=timeout,
-                                socket_connect_timeout=timeout)
+    common = dict(password=password, socket_timeout=timeout)
+    # A unix socket's connection class takes socket_connect_timeout only
+    # from redis-py 4.5 (4.3, Debian's, refuses it when it first connects;
+    # there socket_timeout bounds the connect too).
+    if not url.startswith("unix://") or _accepts(
+            redis.connection.UnixDomainSocketConnection,
+            "socket_connect_timeout"):
+        common["socket_connect_timeout"] = timeout
+    return redis.Redis.from_url(url, **common)
+
+
+def _accepts(cls, name: str) -> bool:
+    """Whether cls(name=...) is accepted: a parameter of its __init__ or,
+    through **kwargs, of a base class's."""
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass) or klass is object:
+            continue
+        params = inspect.signature(klass.__init__).parameters
+        if name in params:
+            return True
+        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            return False
+    return False
 
 
 class _Task(NamedTuple):
