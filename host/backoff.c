@@ -46,8 +46,9 @@ void backoff_fail(broker_job *j, const char *reason)
 
 double backoff_random_unit(void)
 {
-    static unsigned short state[3];
-    static pid_t seeded_for;
+    /* One stream per thread (the supervisor's lease keeper draws too). */
+    static _Thread_local unsigned short state[3];
+    static _Thread_local pid_t seeded_for;
 
     /* Reseed in each forked worker, so workers do not jitter in step. */
     if (seeded_for != getpid()) {

@@ -44,7 +44,8 @@ struct broker_scratch {
 };
 
 static const char *const outcome_names[OUTCOME_COUNT] = {
-    "ok", "retry", "dead", "cached", "locked", "stale", "cancelled"};
+    "ok", "retry", "dead", "cached", "locked", "stale", "cancelled",
+    "rescheduled"};
 
 const char *task_outcome_name(task_outcome outcome)
 {
@@ -542,7 +543,8 @@ static redisReply *run_call(broker *b, const script *s)
 
 long broker_renew(broker *b, broker_queue *q, const char *consumer,
                   const char *const *entry_ids, const char *const *task_ids,
-                  const char *const *tokens, size_t n)
+                  const char *const *tokens, size_t n, int64_t *idle_ms,
+                  int64_t *ttl_ms)
 {
     command *cmd = &b->scratch->cmd;
     char key[KEY_MAX];
@@ -565,10 +567,19 @@ long broker_renew(broker *b, broker_queue *q, const char *consumer,
     for (size_t i = 0; i < n; i++)
         push_str(b, tokens[i]);
     r = run_call(b, &script_renew);
-    if (r && r->type == REDIS_REPLY_INTEGER)
-        result = (long)r->integer;
-    else if (r)
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 * n) {
+        result = 0;
+        for (size_t i = 0; i < n; i++) {
+            const redisReply *idle = r->element[2 * i];
+            const redisReply *ttl = r->element[2 * i + 1];
+            idle_ms[i] = idle->type == REDIS_REPLY_INTEGER ? idle->integer : -1;
+            ttl_ms[i] = ttl->type == REDIS_REPLY_INTEGER ? ttl->integer : -2;
+            if (idle_ms[i] >= 0)
+                result++;
+        }
+    } else if (r) {
         broker_failed(b, "renew", r);
+    }
     freeReplyObject(r);
     return result;
 }
@@ -984,7 +995,7 @@ static task_outcome outcome_done(const broker_job *j)
     case FINISH_RETRY:
         return OUTCOME_RETRY;
     case FINISH_RESCHEDULE:
-        return OUTCOME_LOCKED;
+        return j->begin == BEGIN_LOCKED ? OUTCOME_LOCKED : OUTCOME_RESCHEDULED;
     case FINISH_DEAD:
         return OUTCOME_DEAD;
     case FINISH_CANCEL:

@@ -30,6 +30,8 @@ typedef enum task_outcome {
     OUTCOME_LOCKED,
     OUTCOME_STALE,
     OUTCOME_CANCELLED, /* wharf cancel: nothing written, not retried */
+    OUTCOME_RESCHEDULED, /* back unrun, no attempt spent: its host was
+                            stopping, or its lease could not be kept */
     OUTCOME_COUNT
 } task_outcome;
 
@@ -224,10 +226,15 @@ redisReply *broker_entry(broker *b, broker_queue *q, const char *entry_id);
 
 /* Renews the leases of n entries of q pending under consumer (their idle
  * time) and of the locks that still hold the given tokens ("" = none), in
- * one script. Returns the number of entries renewed, or -1 on an error. */
+ * one script. For each task, idle_ms gets the entry's idle time before
+ * the renewal (-1: not pending under consumer) and ttl_ms the lock's time
+ * to live before it (-1: no token; -2: the lock no longer holds it).
+ * Returns the number of entries renewed, or -1 on an error (the arrays
+ * are then unset). */
 long broker_renew(broker *b, broker_queue *q, const char *consumer,
                   const char *const *entry_ids, const char *const *task_ids,
-                  const char *const *tokens, size_t n);
+                  const char *const *tokens, size_t n, int64_t *idle_ms,
+                  int64_t *ttl_ms);
 
 /* Holds key with value for ttl_ms (taking it if free). 1 if held, 0 if
  * another holder has it, -1 on an error. */

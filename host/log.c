@@ -23,8 +23,9 @@
 #define LOG_FIELDS_MAX 12
 #define LOG_LINE_MAX (256 + LOG_MSG_MAX + LOG_FIELDS_MAX * (2 * LOG_FIELD_MAX + 8))
 
-static int log_min_level = WHARF_LOG_INFO;
-static log_format log_fmt = LOG_FORMAT_JSON;
+/* Read by every thread (the supervisor's lease keeper logs too). */
+static _Atomic int log_min_level = WHARF_LOG_INFO;
+static _Atomic log_format log_fmt = LOG_FORMAT_JSON;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
@@ -35,7 +36,7 @@ static const char *const level_names[] = {"debug", "info", "warn", "error"};
  * out its timestamp, which the journal adds to every line anyway. JSON
  * keeps "ts": it is a field of the line that log shippers parse. */
 static const char *const journal_priorities[] = {"<7>", "<6>", "<4>", "<3>"};
-static int log_journal = -1; /* -1: not yet looked at */
+static _Atomic int log_journal = -1; /* -1: not yet looked at */
 
 static int log_to_journal(void)
 {
@@ -158,7 +159,8 @@ static void write_all(const char *data, size_t len)
 void log_fields(int level, const char *msg, const log_field *fields,
                 size_t n_fields)
 {
-    static line_buf b; /* large; one logger per process, never re-entered */
+    /* large; one per thread, never re-entered */
+    static _Thread_local line_buf b;
     int json = log_fmt == LOG_FORMAT_JSON;
     char num[32];
 

@@ -235,6 +235,37 @@ char *metrics_render(const metrics *m, const queue_figures *queues,
             "# TYPE wharf_lock_contended_total counter\n"
             "wharf_lock_contended_total %" PRIu64 "\n",
         load(&m->lock_contended));
+    put(&t, "# HELP wharf_lease_renewals_total Renewal calls of the lease "
+            "keeper (one per worker and type), by result.\n"
+            "# TYPE wharf_lease_renewals_total counter\n"
+            "wharf_lease_renewals_total{result=\"ok\"} %" PRIu64 "\n"
+            "wharf_lease_renewals_total{result=\"failed\"} %" PRIu64 "\n",
+        load(&m->lease_renewals[LEASE_RENEWED]),
+        load(&m->lease_renewals[LEASE_FAILED]));
+    put(&t, "# HELP wharf_lease_margin_seconds The least time a running "
+            "task's lock or lease had left when the lease keeper renewed it, "
+            "over the last minute.\n"
+            "# TYPE wharf_lease_margin_seconds gauge\n");
+    for (uint32_t i = 0; i < n; i++)
+        if (atomic_load(&m->types[i].lease_margin_known))
+            put(&t, "wharf_lease_margin_seconds{type=\"%s\"} %.3f\n",
+                m->types[i].type,
+                (double)atomic_load(&m->types[i].lease_margin_ms) / 1000.0);
+    put(&t, "# HELP wharf_lease_ttl_seconds The shorter of lock_ttl and "
+            "visibility_timeout: what a lease starts with.\n"
+            "# TYPE wharf_lease_ttl_seconds gauge\n");
+    for (uint32_t i = 0; i < n; i++)
+        if (atomic_load(&m->types[i].lease_ttl_ms) > 0)
+            put(&t, "wharf_lease_ttl_seconds{type=\"%s\"} %.3f\n",
+                m->types[i].type,
+                (double)atomic_load(&m->types[i].lease_ttl_ms) / 1000.0);
+    put(&t, "# HELP wharf_leases_lost_total Runs whose lock could not be "
+            "kept (Redis away longer than lock_ttl, or the lock gone): asked "
+            "to end.\n"
+            "# TYPE wharf_leases_lost_total counter\n");
+    for (uint32_t i = 0; i < n; i++)
+        put(&t, "wharf_leases_lost_total{type=\"%s\"} %" PRIu64 "\n",
+            m->types[i].type, load(&m->types[i].leases_lost));
     put(&t, "# HELP wharf_worker_restarts_total Worker processes started "
             "again, by why the last one ended.\n"
             "# TYPE wharf_worker_restarts_total counter\n");

@@ -24,6 +24,13 @@ typedef enum restart_reason {
     RESTART_REASON_COUNT
 } restart_reason;
 
+/* How a lease keeper's renewal call went. */
+typedef enum lease_result {
+    LEASE_RENEWED = 0, /* answered */
+    LEASE_FAILED,      /* an error or no answer in time (retried) */
+    LEASE_RESULT_COUNT
+} lease_result;
+
 typedef struct histogram {
     _Atomic uint64_t buckets[METRICS_BUCKETS]; /* not cumulative */
     _Atomic uint64_t sum_us;
@@ -34,6 +41,14 @@ typedef struct type_metrics {
     _Atomic uint64_t outcomes[OUTCOME_COUNT];
     histogram duration; /* plugin run time */
     histogram wait;     /* enqueue to start */
+    /* Written by the lease keeper: the least time a lock or lease of the
+     * type had left when renewed, over the last minute or so (known: 1
+     * once there is one), the shorter of lock_ttl and visibility_timeout,
+     * and the runs whose lock could not be kept. */
+    _Atomic int64_t lease_margin_ms;
+    _Atomic int lease_margin_known;
+    _Atomic int64_t lease_ttl_ms;
+    _Atomic uint64_t leases_lost;
 } type_metrics;
 
 typedef struct metrics {
@@ -43,6 +58,7 @@ typedef struct metrics {
     _Atomic uint64_t redis_errors;
     _Atomic uint64_t round_trips;
     _Atomic uint64_t restarts[RESTART_REASON_COUNT];
+    _Atomic uint64_t lease_renewals[LEASE_RESULT_COUNT];
 } metrics;
 
 /* Queue figures of one type, read from Redis in O(1) commands. */

@@ -86,4 +86,10 @@
  * anything expires. */
 #define RUN_RENEWALS_PER_TTL 3
 
+/* The instance key lives this long unless the lease keeper refreshes it
+ * (every RUN_INSTANCE_EVERY_MS), so a host killed with -9 frees its name
+ * within a few seconds. */
+#define RUN_INSTANCE_TTL_MS 5000
+#define RUN_INSTANCE_EVERY_MS 1000
+
 #endif /* WHARF_RUN_H */

@@ -12,7 +12,8 @@
 static size_t bytes_for(size_t capacity)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t size = sizeof(slot) + capacity * sizeof(slot_task);
+    size_t size =
+        sizeof(slot) + capacity * sizeof(slot_task) + SLOT_ARENA_BYTES;
 
     return (size + page - 1) / page * page;
 }
@@ -46,6 +47,11 @@ void slot_destroy(slot *s)
 size_t slot_size(const slot *s)
 {
     return sizeof(slot) + (size_t)s->capacity * sizeof(slot_task);
+}
+
+unsigned char *slot_arena(slot *s)
+{
+    return (unsigned char *)s + slot_size(s);
 }
 
 void slot_write_begin(slot *s)
@@ -116,6 +122,11 @@ const slot_task *slot_running_task(const slot *s)
 bool slot_run_cancelled(const slot *s, uint32_t run)
 {
     return run != 0 && atomic_load(&s->cancel_requested) == run;
+}
+
+bool slot_run_lease_lost(const slot *s, uint32_t run)
+{
+    return run != 0 && atomic_load(&s->lease_lost) == run;
 }
 
 int64_t slots_now_ms(void)

@@ -1,6 +1,9 @@
-/* The supervisor; see supervisor.h. One thread, one poll loop: signals
- * arrive through a self-pipe, plugin folder changes through inotify, and
- * a 50 ms tick drives timeouts, restarts and the Redis maintenance. */
+/* The supervisor; see supervisor.h. One poll loop: signals arrive
+ * through a self-pipe, plugin folder changes through inotify, and a 50 ms
+ * tick drives restarts, reloads, HTTP and the Redis maintenance. The
+ * leases, the deadlines and the instance name are the lease keeper's, a
+ * thread of its own (lease.h), so nothing this loop does can starve
+ * them. */
 #define _GNU_SOURCE /* pipe2, sigabbrev_np */
 #include "supervisor.h"
 
@@ -26,6 +29,7 @@
 #include "embedded.h"
 #include "http.h"
 #include "known_types.h"
+#include "lease.h"
 #include "loader.h"
 #include "log.h"
 #include "metrics.h"
@@ -37,12 +41,11 @@
 #include "worker.h"
 
 #define TICK_MS 50
-/* The instance key lives this long unless refreshed every second, so a
- * host killed with -9 frees its name within a few seconds. */
-#define HEARTBEAT_TTL_MS 5000
-#define HEARTBEAT_EVERY_MS 1000
-/* Restart delays of a worker that keeps dying: 100 ms doubling to 10 s;
- * a worker that lived this long resets the count. */
+/* Restart delays of a worker that keeps dying before it takes a task (in
+ * init, loading its plugins): 100 ms doubling to 10 s; a worker that
+ * lived this long resets the count. One that died in a plugin call is
+ * started again at once: that crash is the task's, charged to it as a
+ * failed attempt, and must not slow the host. */
 #define RESTART_MIN_MS 100
 #define RESTART_MAX_MS 10000
 #define STABLE_AFTER_MS 10000
@@ -68,12 +71,8 @@ typedef struct worker_proc {
     int64_t forked_ms;
     int64_t restart_at_ms;    /* when to fork it again; 0 = not waiting */
     unsigned crashes;         /* deaths in a row, each before STABLE_AFTER */
-    int64_t cancel_sent_ms;   /* a cancel request (timeout or wharf
-                                 cancel), 0 = none */
-    uint32_t cancel_run;      /* the run it was for */
-    bool killed_for_timeout;  /* SIGKILLed after the grace */
-    char timed_out_entry[SLOT_ENTRY_MAX];
-    int64_t timed_out_after_ms;
+    lease_end end;            /* what the lease keeper did to it (its
+                                 deadline, a cancel, a lost lease) */
     bool recovering;          /* died while Redis was away: its slot is
                                  kept, and it is not started again, until
                                  recover_slot has recorded its tasks */
@@ -98,10 +97,12 @@ typedef struct supervisor {
     char consumer[300];
     char instance_key[KEY_MAX];
     char instance_value[64];
+    lease_keeper *keeper; /* leases, deadlines, the instance name */
+    bool instance_lost;   /* the keeper found it taken: stopping */
     embedded_redis embedded;
     bool embedded_on;
-    int64_t last_promote_ms, last_trim_ms, last_renew_ms, last_takeover_ms,
-        last_heartbeat_ms, last_cancel_check_ms;
+    int64_t last_promote_ms, last_trim_ms, last_takeover_ms,
+        last_cancel_check_ms;
     int watch_fd;
     int64_t reload_at_ms; /* a watched change asks for a reload then */
     plugin_check check;   /* a reload's plugin check under way */
@@ -192,6 +193,18 @@ static int setup_broker(supervisor *s)
     }
     for (size_t i = 0; i < s->n_types; i++)
         policies[i] = config_policy(s->cfg, s->types[i]);
+    /* The counters exist before the keeper or any worker that adds to
+     * them uses them. */
+    for (size_t i = 0; i < s->n_types; i++)
+        if (metrics_type_add(s->m, s->types[i]) < 0)
+            log_fields(WHARF_LOG_WARN, "too many types to count; this one "
+                                       "has no metrics",
+                       (log_field[]){LOG_STR("type", s->types[i])}, 1);
+    /* The keeper serves the new manifest before the old one is freed. */
+    if (s->keeper)
+        lease_keeper_configure(s->keeper, s->cfg,
+                               (const char *const *)s->types, policies,
+                               s->n_types);
     free(s->policies);
     s->policies = policies;
     if (broker_init(&s->b, s->cfg, (const char *const *)s->types, policies,
@@ -211,12 +224,6 @@ static int setup_broker(supervisor *s)
         return -1;
     }
     s->figures_ok = false;
-    /* Counters exist before any worker that adds to them is forked. */
-    for (size_t i = 0; i < s->n_types; i++)
-        if (metrics_type_add(s->m, s->types[i]) < 0)
-            log_fields(WHARF_LOG_WARN, "too many types to count; this one "
-                                       "has no metrics",
-                       (log_field[]){LOG_STR("type", s->types[i])}, 1);
     s->b_ready = true;
     return 0;
 }
@@ -351,11 +358,9 @@ static void start_worker(supervisor *s, size_t index, int64_t now)
     p->pid = pid;
     p->forked_ms = now;
     p->restart_at_ms = 0;
-    p->cancel_sent_ms = 0;
-    p->cancel_run = 0;
-    p->killed_for_timeout = false;
-    p->timed_out_entry[0] = '\0';
+    memset(&p->end, 0, sizeof(p->end));
     p->retiring = false;
+    lease_keeper_attach(s->keeper, index, pid, p->sl, p->consumer, now);
     log_fields(WHARF_LOG_INFO, "worker started",
                (log_field[]){LOG_INT("pid", pid), LOG_INT("slot", index),
                              LOG_INT("slot_capacity",
@@ -378,9 +383,13 @@ static int read_slot(worker_proc *p)
 static void death_reason(const worker_proc *p, int status, const char *entry_id,
                          char *buf, size_t len)
 {
-    if (p->timed_out_entry[0] && strcmp(p->timed_out_entry, entry_id) == 0)
-        snprintf(buf, len, "timeout after %" PRId64 " ms",
-                 p->timed_out_after_ms);
+    bool asked = p->end.entry[0] && strcmp(p->end.entry, entry_id) == 0;
+
+    if (asked && p->end.timeout_ms > 0)
+        snprintf(buf, len, "timeout after %" PRId64 " ms", p->end.timeout_ms);
+    else if (asked && p->end.lease_lost)
+        snprintf(buf, len, "lease lost: its lock could not be renewed in "
+                           "time");
     else if (WIFSIGNALED(status))
         snprintf(buf, len, "worker crashed: SIG%s",
                  sigabbrev_np(WTERMSIG(status))
@@ -402,25 +411,61 @@ static void own_slot_task(broker_job *j, broker_queue *q, const char *consumer,
     j->begin = token[0] ? BEGIN_RUN : BEGIN_NONE;
 }
 
-/* A worker died: records the failure of the task it was running through
- * the normal retry/dead path (or its end as cancelled, when a wharf
- * cancel had asked that run to end), and releases the locks of the rest of its
- * batch so its replacement can run them at once. True when that is done
- * (the slot is then unmapped); false if Redis was away, in which case the
- * slot is kept and recovery is tried again before the worker is started
- * anew: a replacement would read the same pending entries and run the
- * failed task again at the same attempt, never spending it. resend (a
- * recovery tried again) sends the finish in resend mode, so a first try
- * that landed unseen counts once. */
-static bool recover_slot(supervisor *s, size_t index, int status, bool resend)
+/* Job j (task t of the dead worker's batch, whose entry r holds, queue q)
+ * finishes as the worker's plugin returned, from what the slot kept:
+ * reason and result are copied out of the arena into buf (reason, then
+ * result). False when the arena's figures do not add up (a torn write). */
+static bool returned_job(broker_job *j, const slot_task *t, slot *sl,
+                         char **buf)
+{
+    const slot_return *r = &t->ret;
+    const unsigned char *arena = slot_arena(sl);
+
+    if ((uint64_t)r->reason_off + r->reason_len > SLOT_ARENA_BYTES ||
+        (uint64_t)r->result_off + r->result_len > SLOT_ARENA_BYTES)
+        return false;
+    *buf = malloc((size_t)r->reason_len + 1 + r->result_len + 1);
+    if (!*buf) {
+        log_msg(WHARF_LOG_ERROR, "recovering a dead worker: out of memory");
+        abort();
+    }
+    memcpy(*buf, arena + r->reason_off, r->reason_len);
+    (*buf)[r->reason_len] = '\0';
+    memcpy(*buf + r->reason_len + 1, arena + r->result_off, r->result_len);
+    j->finish = (finish_kind)r->finish;
+    j->next_attempt = r->next_attempt;
+    j->delay_ms = r->delay_ms;
+    j->reason = r->reason_len ? *buf : NULL;
+    j->result = r->has_result
+                    ? (const unsigned char *)*buf + r->reason_len + 1
+                    : NULL;
+    j->result_len = r->has_result ? r->result_len : 0;
+    return true;
+}
+
+/* A worker died: finishes what its plugins had returned (kept in the
+ * slot as each returned), records the failure of the task it was running
+ * through the normal retry/dead path (or its end as cancelled, when a
+ * wharf cancel had asked that run to end), and releases the locks of the
+ * rest of its batch so its replacement can run them at once. So a death
+ * costs one attempt of the task in hand and runs nothing else again.
+ * True when that is done (the slot is then unmapped); false if Redis was
+ * away, in which case the slot is kept and recovery is tried again before
+ * the worker is started anew: a replacement would read the same pending
+ * entries and run the failed task again at the same attempt, never
+ * spending it. Everything is finished in resend mode: the worker may have
+ * sent its batch's finish itself before it died, or an earlier try of
+ * this recovery may have landed unseen; either counts once. */
+static bool recover_slot(supervisor *s, size_t index, int status)
 {
     worker_proc *p = &s->procs[index];
     slot *snap = p->snap;
     broker_job *jobs = NULL;
     redisReply **entries = NULL;
+    char **bufs = NULL;
     char reason[256];
     bool mid_task, done = false;
-    size_t n;
+    size_t n, n_returned = 0;
 
     if (!p->sl || !snap)
         return true;
@@ -444,7 +489,8 @@ static bool recover_slot(supervisor *s, size_t index, int status, bool resend)
         goto out;
     jobs = calloc(n, sizeof(*jobs));
     entries = calloc(n, sizeof(*entries));
-    if (!jobs || !entries) {
+    bufs = calloc(n, sizeof(*bufs));
+    if (!jobs || !entries || !bufs) {
         log_msg(WHARF_LOG_ERROR, "recovering a dead worker: out of memory");
         goto out;
     }
@@ -452,26 +498,34 @@ static bool recover_slot(supervisor *s, size_t index, int status, bool resend)
         const slot_task *t = &snap->batch[i];
         broker_job *j = &jobs[i];
         broker_queue *q = broker_queue_of(&s->b, t->type);
-        int rc;
+        bool running = mid_task && i == snap->running;
+        bool returned = t->ret.finish != 0 && !t->ret.finished;
         if (!q)
             continue;
         own_slot_task(j, q, p->consumer, t->token);
         j->e.task.id = t->id;
         j->e.task.trace = "";
         j->e.enqueued_at = "";
-        if (!mid_task || i != snap->running)
-            continue;
-        /* The task it was running: its failure goes through retry/dead. */
+        if (!running && !returned)
+            continue; /* not begun, or not run: its lock is released */
         entries[i] = broker_entry(&s->b, q, t->entry_id);
         if (!entries[i]) {
             lost_connection(s, "reading a dead worker's task");
             goto out;
         }
-        if (entries[i]->elements != 1)
-            continue; /* already finished: nothing to fail */
+        if (entries[i]->elements != 1) {
+            j->begin = BEGIN_NONE; /* finished already: nothing to do */
+            continue;
+        }
         broker_entries(&s->b, q, entries[i], j, 1); /* resets j */
         own_slot_task(j, q, p->consumer, t->token);
-        if (slot_run_cancelled(p->sl, snap->run)) {
+        if (returned) {
+            if (!returned_job(j, t, p->sl, &bufs[i])) {
+                j->finish = FINISH_NONE; /* torn: it runs again */
+                continue;
+            }
+            n_returned++;
+        } else if (slot_run_cancelled(p->sl, snap->run)) {
             /* It ignored a wharf cancel: the run ends as cancelled, as
              * the worker ends one that returns (run_job). */
             j->finish = FINISH_CANCEL;
@@ -480,23 +534,37 @@ static bool recover_slot(supervisor *s, size_t index, int status, bool resend)
             death_reason(p, status, t->entry_id, reason, sizeof(reason));
             backoff_fail(j, reason);
         }
-        rc = resend ? broker_finish_resend(&s->b, j, 1)
-                    : broker_finish(&s->b, j, 1);
-        if (rc != 0) {
-            lost_connection(s, "recording a dead worker's task");
-            goto out;
-        }
-        metrics_outcome(s->m, metrics_type_find(s->m, q->type), j->outcome);
-        log_fields(WHARF_LOG_WARN, "task failed with its worker",
-                   (log_field[]){
-                       LOG_STR("task", j->e.task.id), LOG_STR("type", q->type),
-                       LOG_INT("attempt", j->e.task.attempt),
-                       LOG_STR("outcome", task_outcome_name(j->outcome)),
-                       LOG_STR("error", j->reason),
-                       LOG_STR("worker", p->consumer)},
-                   6);
+    }
+    /* One finish for every job that has one: the returned ones and the
+     * one in hand; the rest have FINISH_NONE and are left to release. */
+    if (broker_finish_resend(&s->b, jobs, n) != 0) {
+        lost_connection(s, "recording a dead worker's tasks");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        broker_job *j = &jobs[i];
+        if (j->finish == FINISH_NONE || !j->queue)
+            continue;
+        metrics_outcome(s->m, metrics_type_find(s->m, j->queue->type),
+                        j->outcome);
+        if (mid_task && i == snap->running)
+            log_fields(WHARF_LOG_WARN, "task failed with its worker",
+                       (log_field[]){LOG_STR("task", j->e.task.id),
+                                     LOG_STR("type", j->queue->type),
+                                     LOG_INT("attempt", j->e.task.attempt),
+                                     LOG_STR("outcome",
+                                             task_outcome_name(j->outcome)),
+                                     LOG_STR("error", j->reason),
+                                     LOG_STR("worker", p->consumer)},
+                       6);
         j->begin = BEGIN_NONE; /* its lock went with the finish */
     }
+    if (n_returned > 0)
+        log_fields(WHARF_LOG_INFO,
+                   "finished what a dead worker's plugins had returned",
+                   (log_field[]){LOG_INT("tasks", (int64_t)n_returned),
+                                 LOG_STR("worker", p->consumer)},
+                   2);
     if (broker_release(&s->b, jobs, n) != 0) {
         lost_connection(s, "releasing a dead worker's locks");
         goto out;
@@ -505,6 +573,9 @@ static bool recover_slot(supervisor *s, size_t index, int status, bool resend)
 out:
     for (size_t i = 0; entries && i < n; i++)
         freeReplyObject(entries[i]);
+    for (size_t i = 0; bufs && i < n; i++)
+        free(bufs[i]);
+    free(bufs);
     free(entries);
     free(jobs);
     if (done)
@@ -520,7 +591,7 @@ static bool retry_recovery(supervisor *s, size_t index)
 
     if (!p->recovering)
         return true;
-    if (!recover_slot(s, index, p->dead_status, true))
+    if (!recover_slot(s, index, p->dead_status))
         return false;
     p->recovering = false;
     log_fields(WHARF_LOG_INFO, "a dead worker's tasks are recorded",
@@ -533,6 +604,7 @@ static void worker_exited(supervisor *s, size_t index, int status,
 {
     worker_proc *p = &s->procs[index];
     bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    bool in_task = false, retired = lease_keeper_retired(s->keeper, index);
     int64_t lived = now - p->forked_ms;
     char how[64];
 
@@ -542,10 +614,11 @@ static void worker_exited(supervisor *s, size_t index, int status,
                                                 : "?");
     else
         snprintf(how, sizeof(how), "exit %d", WEXITSTATUS(status));
-    if (clean && p->sl && read_slot(p) == 0 &&
-        p->snap->state == SLOT_RUNNING)
+    if (p->sl && read_slot(p) == 0)
+        in_task = slot_running_task(p->snap) != NULL;
+    if (clean && in_task)
         clean = false; /* exit() inside a plugin call */
-    p->recovering = !recover_slot(s, index, status, false);
+    p->recovering = !recover_slot(s, index, status);
     p->dead_status = status;
     if (p->recovering)
         log_fields(WHARF_LOG_WARN,
@@ -555,14 +628,14 @@ static void worker_exited(supervisor *s, size_t index, int status,
     p->pid = 0;
     if (s->stopping)
         return;
-    if (clean && (p->retiring || p->replace)) {
+    if (clean && (p->retiring || p->replace || retired)) {
         p->replace = false;
         p->crashes = 0;
         p->restart_at_ms = now;
         metrics_add(s->m, &s->m->restarts[RESTART_RELOAD], 1);
         console_worker_exited(s->console, index, RESTART_RELOAD, how);
     } else {
-        restart_reason why = p->killed_for_timeout  ? RESTART_TIMEOUT
+        restart_reason why = p->end.killed          ? RESTART_TIMEOUT
                              : WIFSIGNALED(status) ? RESTART_CRASH
                                                    : RESTART_EXIT;
         metrics_add(s->m, &s->m->restarts[why], 1);
@@ -570,11 +643,17 @@ static void worker_exited(supervisor *s, size_t index, int status,
         unsigned shift;
         int64_t delay;
         p->replace = false; /* it starts with the current plugins */
-        p->crashes = lived >= STABLE_AFTER_MS ? 1 : p->crashes + 1;
-        shift = p->crashes - 1 > 7 ? 7 : p->crashes - 1;
-        delay = (int64_t)RESTART_MIN_MS << shift;
-        if (delay > RESTART_MAX_MS)
-            delay = RESTART_MAX_MS;
+        if (in_task) {
+            /* The task's fault, charged to it: no delay for the host. */
+            p->crashes = 0;
+            delay = 0;
+        } else {
+            p->crashes = lived >= STABLE_AFTER_MS ? 1 : p->crashes + 1;
+            shift = p->crashes - 1 > 7 ? 7 : p->crashes - 1;
+            delay = (int64_t)RESTART_MIN_MS << shift;
+            if (delay > RESTART_MAX_MS)
+                delay = RESTART_MAX_MS;
+        }
         p->restart_at_ms = now + delay;
         log_fields(WHARF_LOG_WARN, "worker died; restarting",
                    (log_field[]){LOG_STR("how", how),
@@ -589,8 +668,20 @@ static void reap(supervisor *s, int64_t now)
     int status;
     pid_t pid;
     char err[256];
+    siginfo_t info;
 
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    /* Each child is looked at before it is reaped: a worker is detached
+     * from the lease keeper while its pid cannot yet be reused, so the
+     * keeper never kills another process by that number. */
+    while (memset(&info, 0, sizeof(info)),
+           waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+               info.si_pid > 0) {
+        pid = info.si_pid;
+        for (size_t i = 0; i < s->n_procs; i++)
+            if (s->procs[i].pid == pid)
+                lease_keeper_detach(s->keeper, i, &s->procs[i].end);
+        if (waitpid(pid, &status, 0) != pid)
+            break;
         if (s->embedded_on && embedded_reaped(&s->embedded, pid, status, err,
                                               sizeof(err))) {
             log_fields(WHARF_LOG_ERROR, "embedded redis-server stopped",
@@ -605,97 +696,18 @@ static void reap(supervisor *s, int64_t now)
     }
 }
 
-/* Asks p's worker, through its slot, to end the plugin call under way in
- * p->snap (task t): its deadline passed, or (cancelled) a wharf cancel
- * asked. The plugin sees wharf_cancelled; enforce_timeouts kills a worker
- * still in the same run RUN_KILL_GRACE_MS later. */
-static void ask_to_end(worker_proc *p, const slot_task *t, int64_t now,
-                       bool cancelled)
-{
-    uint32_t run = p->snap->run;
-
-    snprintf(p->timed_out_entry, sizeof(p->timed_out_entry), "%s", t->entry_id);
-    p->cancel_sent_ms = now;
-    p->cancel_run = run;
-    if (cancelled) {
-        /* Before cancel: a worker that sees cancel reads it next. */
-        atomic_store(&p->sl->cancel_requested, run);
-    } else {
-        p->timed_out_after_ms = p->snap->timeout_ms;
-    }
-    atomic_store(&p->sl->cancel, run);
-    if (cancelled)
-        log_fields(WHARF_LOG_INFO, "task cancelled; asking it to end",
-                   (log_field[]){LOG_STR("task", t->id),
-                                 LOG_STR("type", t->type),
-                                 LOG_STR("worker", p->consumer)},
-                   3);
-    else
-        log_fields(
-            WHARF_LOG_WARN, "task ran past its timeout; asking it to end",
-            (log_field[]){LOG_STR("task", t->id), LOG_STR("type", t->type),
-                          LOG_INT("timeout_ms", p->snap->timeout_ms),
-                          LOG_STR("worker", p->consumer)},
-            4);
-}
-
-/* A task past its timeout: its worker is asked, through the slot, to end
- * that run (the plugin sees wharf_cancelled, and whatever it returns is
- * recorded as a timeout by the worker itself); a worker still in the same
- * run after a short grace is killed, and recover_slot records the
- * timeout. A worker that takes longer than init_timeout to load its
- * plugins is killed too. No signal but SIGKILL is ever sent. */
-static void enforce_timeouts(supervisor *s, int64_t now)
-{
-    for (size_t i = 0; i < s->n_procs; i++) {
-        worker_proc *p = &s->procs[i];
-        slot *snap = p->snap;
-        const slot_task *t;
-        if (p->pid <= 0 || p->killed_for_timeout || read_slot(p) != 0)
-            continue;
-        if (snap->state == SLOT_EMPTY) {
-            if (now - p->forked_ms > s->cfg->init_timeout_ms) {
-                log_fields(WHARF_LOG_ERROR,
-                           "worker still loading its plugins after "
-                           "init_timeout; killing it",
-                           (log_field[]){LOG_INT("init_timeout_ms",
-                                                 s->cfg->init_timeout_ms),
-                                         LOG_STR("worker", p->consumer)},
-                           2);
-                kill(p->pid, SIGKILL);
-                p->killed_for_timeout = true;
-            }
-            continue;
-        }
-        if (p->cancel_sent_ms) {
-            if (snap->state != SLOT_RUNNING || snap->run != p->cancel_run) {
-                p->cancel_sent_ms = 0; /* it ended that run itself */
-            } else if (now - p->cancel_sent_ms >= RUN_KILL_GRACE_MS) {
-                log_fields(WHARF_LOG_WARN, "task ignored its cancel request; "
-                                           "killing its worker",
-                           (log_field[]){LOG_STR("worker", p->consumer)}, 1);
-                kill(p->pid, SIGKILL);
-                p->killed_for_timeout = true;
-            }
-            continue;
-        }
-        t = slot_running_task(snap);
-        if (t && now - snap->started_ms > snap->timeout_ms)
-            ask_to_end(p, t, now, false);
-    }
-}
-
 /* Asks the running plugin of each worker whose task was cancelled
  * (cancel:<id> names its entry, see cancel_check.h) to end, through the
- * slot as a timeout does: the plugin sees wharf_cancelled, the worker
- * ends the run as cancelled, and one that ignores it is killed after the
- * same grace (its finish writes nothing either way). */
-static int check_cancels(supervisor *s, int64_t now)
+ * lease keeper, which ends it as it ends a run past its deadline: the
+ * plugin sees wharf_cancelled, the worker ends the run as cancelled, and
+ * one that ignores it is killed after the same grace (its finish writes
+ * nothing either way). */
+static int check_cancels(supervisor *s)
 {
     const char *types[s->n_procs ? s->n_procs : 1];
     const char *ids[s->n_procs ? s->n_procs : 1];
     const char *entry_ids[s->n_procs ? s->n_procs : 1];
-    const slot_task *tasks[s->n_procs ? s->n_procs : 1];
+    uint32_t runs[s->n_procs ? s->n_procs : 1];
     bool cancelled[s->n_procs ? s->n_procs : 1];
     size_t which[s->n_procs ? s->n_procs : 1];
     size_t n = 0;
@@ -703,14 +715,13 @@ static int check_cancels(supervisor *s, int64_t now)
     for (size_t i = 0; i < s->n_procs; i++) {
         worker_proc *p = &s->procs[i];
         const slot_task *t;
-        /* A run already asked to end (its timeout) is left to its grace. */
-        if (p->pid <= 0 || p->cancel_sent_ms || read_slot(p) != 0 ||
+        if (p->pid <= 0 || read_slot(p) != 0 ||
             !(t = slot_running_task(p->snap)))
             continue;
         types[n] = t->type;
         ids[n] = t->id;
         entry_ids[n] = t->entry_id;
-        tasks[n] = t;
+        runs[n] = p->snap->run;
         which[n++] = i;
     }
     if (n == 0)
@@ -718,78 +729,18 @@ static int check_cancels(supervisor *s, int64_t now)
     if (cancel_check(&s->b, types, ids, entry_ids, n, cancelled) != 0)
         return -1;
     for (size_t k = 0; k < n; k++)
-        if (cancelled[k])
-            ask_to_end(&s->procs[which[k]], tasks[k], now, true);
+        if (cancelled[k] && lease_keeper_cancel(s->keeper, which[k], runs[k],
+                                                entry_ids[k]))
+            log_fields(WHARF_LOG_INFO, "task cancelled; asking it to end",
+                       (log_field[]){LOG_STR("task", ids[k]),
+                                     LOG_STR("type", types[k]),
+                                     LOG_STR("worker",
+                                             s->procs[which[k]].consumer)},
+                       3);
     return 0;
 }
 
 /* ---- maintenance ---- */
-
-/* How often leases are renewed: a third of the shortest lock_ttl or
- * visibility_timeout of the served types. */
-static int64_t renew_every_ms(const supervisor *s)
-{
-    int64_t every = INT64_MAX;
-    for (size_t i = 0; i < s->n_types; i++) {
-        const policy *pol = s->policies[i];
-        int64_t shortest = pol->lock_ttl_ms < pol->visibility_timeout_ms
-                               ? pol->lock_ttl_ms
-                               : pol->visibility_timeout_ms;
-        if (shortest / RUN_RENEWALS_PER_TTL < every)
-            every = shortest / RUN_RENEWALS_PER_TTL;
-    }
-    return every < TICK_MS ? TICK_MS : every;
-}
-
-/* Keeps every live worker's batch from looking idle and its locks from
- * expiring while the tasks run: one renew call per worker and type, of
- * any size. */
-static int renew_leases(supervisor *s)
-{
-    const char **entry_ids = NULL, **ids = NULL, **tokens = NULL;
-    size_t room = 0;
-    int rc = 0;
-
-    for (size_t i = 0; i < s->n_procs && rc == 0; i++) {
-        worker_proc *p = &s->procs[i];
-        slot *snap = p->snap;
-        if (p->pid <= 0 || read_slot(p) != 0 || snap->batch_n == 0)
-            continue;
-        if (snap->batch_n > room) {
-            room = snap->batch_n;
-            free(entry_ids);
-            free(ids);
-            free(tokens);
-            entry_ids = calloc(room, sizeof(*entry_ids));
-            ids = calloc(room, sizeof(*ids));
-            tokens = calloc(room, sizeof(*tokens));
-            if (!entry_ids || !ids || !tokens) {
-                log_msg(WHARF_LOG_ERROR, "renewing leases: out of memory");
-                room = 0;
-                break;
-            }
-        }
-        for (size_t q = 0; q < s->b.n_queues && rc == 0; q++) {
-            broker_queue *queue = &s->b.queues[q];
-            size_t n = 0;
-            for (size_t k = 0; k < snap->batch_n; k++) {
-                if (strcmp(snap->batch[k].type, queue->type) != 0)
-                    continue;
-                entry_ids[n] = snap->batch[k].entry_id;
-                ids[n] = snap->batch[k].id;
-                tokens[n] = snap->batch[k].token;
-                n++;
-            }
-            if (n > 0 && broker_renew(&s->b, queue, p->consumer, entry_ids,
-                                      ids, tokens, n) < 0)
-                rc = -1;
-        }
-    }
-    free(entry_ids);
-    free(ids);
-    free(tokens);
-    return rc;
-}
 
 /* Takes over the entries of silent hosts (idle past visibility_timeout):
  * each takeover is a failed attempt, so the task goes through retry/dead
@@ -883,63 +834,42 @@ static int refresh_figures(supervisor *s, int64_t now)
     return 0;
 }
 
-/* One pass of the Redis housekeeping that is due. -2 when the instance
- * name was lost to another host. */
-static int maintain(supervisor *s, int64_t now)
+/* One pass of the Redis housekeeping that is due (the leases and the
+ * instance name are the lease keeper's). */
+static void maintain(supervisor *s, int64_t now)
 {
-    int held;
-
     if (ensure_connected(s, now) != 0)
-        return 0;
-    if (now - s->last_heartbeat_ms >= HEARTBEAT_EVERY_MS) {
-        s->last_heartbeat_ms = now;
-        held = broker_heartbeat(&s->b, s->instance_key, s->instance_value,
-                                HEARTBEAT_TTL_MS);
-        if (held < 0) {
-            lost_connection(s, "heartbeat");
-            return 0;
-        }
-        if (held == 0)
-            return -2;
-    }
-    if (now - s->last_renew_ms >= renew_every_ms(s)) {
-        s->last_renew_ms = now;
-        if (renew_leases(s) != 0) {
-            lost_connection(s, "renewing leases");
-            return 0;
-        }
-    }
+        return;
     if (now - s->last_cancel_check_ms >= CANCEL_CHECK_EVERY_MS) {
         s->last_cancel_check_ms = now;
-        if (check_cancels(s, now) != 0) {
+        if (check_cancels(s) != 0) {
             lost_connection(s, "looking for cancel requests");
-            return 0;
+            return;
         }
     }
     if (now - s->last_promote_ms >= TICK_MS) {
         s->last_promote_ms = now;
         if (broker_promote(&s->b) < 0) {
             lost_connection(s, "promoting due tasks");
-            return 0;
+            return;
         }
     }
     if (now - s->last_trim_ms >= TRIM_EVERY_MS) {
         s->last_trim_ms = now;
         if (broker_trim_dead(&s->b) < 0) {
             lost_connection(s, "trimming dead sets");
-            return 0;
+            return;
         }
     }
     if (now - s->last_takeover_ms >= takeover_every_ms(s)) {
         s->last_takeover_ms = now;
         if (take_over(s) != 0) {
             lost_connection(s, "taking over silent hosts' tasks");
-            return 0;
+            return;
         }
     }
-    if (now - s->figures_ms >= FIGURES_EVERY_MS && refresh_figures(s, now) != 0)
-        return 0;
-    return 0;
+    if (now - s->figures_ms >= FIGURES_EVERY_MS)
+        refresh_figures(s, now);
 }
 
 /* ---- the HTTP endpoint ---- */
@@ -1069,7 +999,7 @@ static void on_http(void *arg, const char *method, const char *path,
  * it, up to a little longer than the key lives unrefreshed. */
 static int acquire_instance(supervisor *s)
 {
-    int64_t deadline = slots_now_ms() + HEARTBEAT_TTL_MS + 2000;
+    int64_t deadline = slots_now_ms() + RUN_INSTANCE_TTL_MS + 2000;
     bool said = false;
 
     while (!got_stop) {
@@ -1081,11 +1011,9 @@ static int acquire_instance(supervisor *s)
         }
         if (rc == 0) {
             int held = broker_heartbeat(&s->b, s->instance_key,
-                                        s->instance_value, HEARTBEAT_TTL_MS);
-            if (held == 1) {
-                s->last_heartbeat_ms = now;
+                                        s->instance_value, RUN_INSTANCE_TTL_MS);
+            if (held == 1)
                 return 0;
-            }
             if (held < 0) {
                 lost_connection(s, "heartbeat");
             } else if (now >= deadline) {
@@ -1232,13 +1160,17 @@ static void finish_reload(supervisor *s)
         notify_ready();
         return;
     }
-    config_free(s->cfg);
+    /* The old manifest and types are freed once the broker and the lease
+     * keeper serve the new ones (setup_broker). */
+    config *old_cfg = s->cfg;
+    char **old_types = s->types;
     s->cfg = next;
-    check_free_types(s->types);
     s->types = types;
     s->n_types = n_types;
     log_setup(s->cfg->log_level, s->cfg->log_format);
     setup_broker(s);
+    config_free(old_cfg);
+    check_free_types(old_types);
     for (size_t i = 0; i < s->n_procs; i++)
         s->procs[i].replace = true;
     log_fields(WHARF_LOG_INFO, "reload checked; replacing the workers",
@@ -1320,6 +1252,23 @@ static void drain_signal_pipe(void)
         ;
 }
 
+/* A test hook: with WHARF_TEST_STALL_FILE=PATH, each pass of the loop
+ * sleeps 5 s while PATH exists, as a loop held by a slow console, a slow
+ * Redis or a loaded machine would, so the tests can show that leases and
+ * deadlines do not depend on it. */
+static void stall_if_asked(void)
+{
+    static const char *path;
+    static bool looked;
+
+    if (!looked) {
+        path = getenv("WHARF_TEST_STALL_FILE");
+        looked = true;
+    }
+    if (path && access(path, F_OK) == 0)
+        usleep(5000 * 1000);
+}
+
 static int run_loop(supervisor *s)
 {
     struct pollfd fds[4];
@@ -1392,7 +1341,6 @@ static int run_loop(supervisor *s)
             replace_workers(s);
             start_due_workers(s, now);
         }
-        enforce_timeouts(s, now);
         if (s->watchdog_every_ms &&
             now - s->last_watchdog_ms >= s->watchdog_every_ms) {
             notify_watchdog(); /* the loop turns: timeouts hold */
@@ -1400,7 +1348,10 @@ static int run_loop(supervisor *s)
         }
         count_redis(s);
         console_tick(s->console, now);
-        if (maintain(s, now) == -2) {
+        maintain(s, now);
+        stall_if_asked();
+        if (lease_keeper_instance_lost(s->keeper) && !s->instance_lost) {
+            s->instance_lost = true;
             log_fields(WHARF_LOG_ERROR,
                        "another wharfd took this instance name; stopping",
                        (log_field[]){LOG_STR("key", s->instance_key)}, 1);
@@ -1495,6 +1446,15 @@ int supervisor_run(const char *config_path, config *cfg)
                  "%s:%s:%zu", host, cfg->instance, i);
         s.procs[i].restart_at_ms = slots_now_ms();
     }
+    s.keeper = lease_keeper_start(s.cfg, (const char *const *)s.types,
+                                  s.policies, s.n_types, s.n_procs,
+                                  s.consumer, s.instance_key,
+                                  s.instance_value, s.m, err, sizeof(err));
+    if (!s.keeper) {
+        log_msg(WHARF_LOG_ERROR, "%s", err);
+        status = EX_OSERR;
+        goto out;
+    }
     snprintf(err, sizeof(err), "%s:%s", host, cfg->instance);
     s.console =
         console_create(err, s.embedded_on ? s.embedded.url : cfg->redis_url,
@@ -1510,6 +1470,9 @@ int supervisor_run(const char *config_path, config *cfg)
                   cfg->workers);
     status = run_loop(&s);
     reap(&s, slots_now_ms());
+    /* Every worker is gone: nothing is left to renew. */
+    lease_keeper_stop(s.keeper);
+    s.keeper = NULL;
     /* A last try for what a worker that died while Redis was away left:
      * otherwise its tasks stay pending and run again at the next start. */
     for (size_t i = 0; i < s.n_procs; i++)
@@ -1520,6 +1483,7 @@ int supervisor_run(const char *config_path, config *cfg)
     log_fields(WHARF_LOG_INFO, "wharfd stopped",
                (log_field[]){LOG_INT("status", status)}, 1);
 out:
+    lease_keeper_stop(s.keeper);
     http_stop(s.http);
     console_destroy(s.console);
     broker_destroy(&s.b);

@@ -46,6 +46,7 @@ typedef struct worker {
     redisReply *held_claim; /* the jobs point into it */
     size_t held_n;
     int64_t stop_seen_ms;    /* when a stop request was first seen, or 0 */
+    int64_t begin_ms;        /* when the batch's begin was sent */
     bool signalled;          /* a SIGTERM / SIGINT is pending */
     int *metric_index;       /* per broker queue: its metrics type index */
     uint64_t counted_round_trips, counted_errors; /* already in metrics */
@@ -286,6 +287,14 @@ static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
         j->reason = "cancelled";
         return;
     }
+    if (w->opts->status && slot_run_lease_lost(w->opts->status, run)) {
+        /* The lease keeper could not keep its lock: another host may run
+         * it now, so what it returned is not kept (if the lock is in
+         * fact gone, the finish is stale and writes nothing). */
+        context_end(ctx);
+        backoff_fail(j, "lease lost: its lock could not be renewed in time");
+        return;
+    }
     if (ended - started > timeout_ms || context_cancelled(ctx)) {
         context_end(ctx);
         snprintf(ctx->error, sizeof(ctx->error), "timeout after %" PRId64
@@ -434,16 +443,86 @@ static void slot_publish_batch(worker *w, size_t n)
         snprintf(t->entry_id, sizeof(t->entry_id), "%s", j->e.entry_id);
         snprintf(t->token, sizeof(t->token), "%s",
                  j->begin == BEGIN_RUN ? j->token : "");
+        t->locked_ms = w->begin_ms;
+        memset(&t->ret, 0, sizeof(t->ret)); /* nothing has returned yet */
     }
     sl->batch_n = (uint32_t)n;
+    sl->arena_used = 0;
+    sl->finishing = 0;
     sl->running = SLOT_NONE;
     sl->state = stopping(w) ? SLOT_STOPPING : SLOT_IDLE;
     slot_write_end(sl);
 }
 
-/* Marks job i as running (or, with i == SLOT_NONE, nothing running).
- * Returns the run number that names this plugin call (0 without a
- * slot). */
+/* Keeps what job i's plugin returned in the slot, where the supervisor
+ * finds it if this process dies before the batch's finish is sent, and
+ * marks nothing running. False when its result and reason do not fit
+ * the arena: the caller finishes it at once instead. */
+static bool slot_returned(worker *w, uint32_t i)
+{
+    slot *sl = w->opts->status;
+    const broker_job *j = &w->jobs[i];
+    size_t reason_len = j->reason ? strlen(j->reason) : 0;
+    size_t result_len = j->finish == FINISH_OK && j->result ? j->result_len : 0;
+    bool fits;
+
+    if (!sl)
+        return true;
+    fits = i < sl->capacity &&
+           reason_len + result_len <= SLOT_ARENA_BYTES - sl->arena_used;
+    slot_write_begin(sl);
+    if (fits) {
+        slot_return *r = &sl->batch[i].ret;
+        unsigned char *arena = slot_arena(sl);
+        r->next_attempt = j->next_attempt;
+        r->delay_ms = j->delay_ms;
+        r->reason_off = sl->arena_used;
+        r->reason_len = (uint32_t)reason_len;
+        memcpy(arena + sl->arena_used, j->reason ? j->reason : "", reason_len);
+        sl->arena_used += (uint32_t)reason_len;
+        r->has_result = j->finish == FINISH_OK && j->result != NULL;
+        r->result_off = sl->arena_used;
+        r->result_len = (uint32_t)result_len;
+        if (result_len)
+            memcpy(arena + sl->arena_used, j->result, result_len);
+        sl->arena_used += (uint32_t)result_len;
+        r->finish = (int)j->finish;
+    }
+    sl->running = SLOT_NONE;
+    sl->state = stopping(w) ? SLOT_STOPPING : SLOT_IDLE;
+    slot_write_end(sl);
+    return fits;
+}
+
+/* Marks jobs [from, to) of the slot as finished already (finish_now). */
+static void slot_finished(worker *w, size_t from, size_t to)
+{
+    slot *sl = w->opts->status;
+
+    if (!sl)
+        return;
+    slot_write_begin(sl);
+    for (size_t i = from; i < to && i < sl->capacity; i++)
+        sl->batch[i].ret.finished = 1;
+    sl->arena_used = 0; /* every return kept there is finished */
+    slot_write_end(sl);
+}
+
+/* The batch's finish is about to be sent: from here its locks go away
+ * with it, which the lease keeper must not take for a lost lease. */
+static void slot_finishing(worker *w)
+{
+    slot *sl = w->opts->status;
+
+    if (!sl)
+        return;
+    slot_write_begin(sl);
+    sl->finishing = 1;
+    slot_write_end(sl);
+}
+
+/* Marks job i as running (slot_returned ends that). Returns the run
+ * number that names this plugin call (0 without a slot). */
 static uint32_t slot_running(worker *w, uint32_t i)
 {
     slot *sl = w->opts->status;
@@ -453,23 +532,76 @@ static uint32_t slot_running(worker *w, uint32_t i)
         return 0;
     slot_write_begin(sl);
     sl->running = i < sl->capacity ? i : SLOT_NONE;
-    if (i != SLOT_NONE) {
-        sl->run = sl->run + 1 ? sl->run + 1 : 1;
-        sl->started_ms = slots_now_ms();
-        sl->timeout_ms = w->jobs[i].queue->pol->timeout_ms;
-        sl->state = SLOT_RUNNING;
-    } else {
-        sl->state = stopping(w) ? SLOT_STOPPING : SLOT_IDLE;
-    }
+    sl->run = sl->run + 1 ? sl->run + 1 : 1;
+    sl->started_ms = slots_now_ms();
+    sl->timeout_ms = w->jobs[i].queue->pol->timeout_ms;
+    sl->state = SLOT_RUNNING;
     run = sl->run;
     slot_write_end(sl);
     return run;
 }
 
+/* Counts and logs finished jobs [from, to). */
+static void report_jobs(worker *w, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        const broker_job *j = &w->jobs[i];
+        if (j->finish == FINISH_NONE || j->e.deleted)
+            continue;
+        w->counts.outcomes[j->outcome]++;
+        metrics_outcome(w->opts->metrics, metric_of(w, j), j->outcome);
+        log_job(w, j, j->duration_ms);
+    }
+}
+
+/* Counts and logs a finished batch. */
+static void report(worker *w, size_t n)
+{
+    slot_publish_batch(w, 0);
+    report_jobs(w, 0, n);
+    w->counts.batches++;
+}
+
+/* Finishes jobs [from, to) of the batch at once: a return too large for
+ * the slot's arena is sent now rather than kept where a crash would lose
+ * it. Those jobs are then left out of the batch's own finish (FINISH_NONE,
+ * counted here). 0, or -1 on a connection error. */
+static int finish_now(worker *w, size_t from, size_t to)
+{
+    if (broker_finish(&w->b, w->jobs + from, to - from) != 0)
+        return -1;
+    slot_finished(w, from, to);
+    report_jobs(w, from, to);
+    for (size_t i = from; i < to; i++)
+        w->jobs[i].finish = FINISH_NONE;
+    return 0;
+}
+
+/* After a connection error mid-batch: the jobs from i on that have not
+ * run go back unrun, their locks released, no attempt spent, with the
+ * batch's finish once Redis is back. */
+static void reschedule_rest(worker *w, size_t i, size_t n)
+{
+    for (; i < n; i++) {
+        broker_job *j = &w->jobs[i];
+        if (j->begin != BEGIN_RUN)
+            continue;
+        j->finish = FINISH_RESCHEDULE;
+        j->next_attempt = j->e.task.attempt;
+        j->delay_ms = 0;
+        j->reason = "redis connection lost mid-batch";
+    }
+}
+
 /* Begins one claimed batch and runs the plugin of each task it may run.
- * -1 if the connection broke before every begin was answered. */
+ * -1 if the connection broke before every begin was answered; -2 if it
+ * broke while a return too large for the slot was being finished (the
+ * batch is then held for its finish; what had not started goes back
+ * unrun). */
 static int begin_and_run(worker *w, size_t n)
 {
+    size_t unfinished = 0; /* jobs before this one are finished already */
+
     for (size_t i = 0; i < n; i++) {
         broker_job *j = &w->jobs[i];
         if (j->e.deleted) {
@@ -480,6 +612,7 @@ static int begin_and_run(worker *w, size_t n)
             j->reason = j->e.bad;
         }
     }
+    w->begin_ms = slots_now_ms(); /* before the locks can exist */
     slot_publish_batch(w, n);
     if (broker_begin(&w->b, w->jobs, n) != 0)
         return -1;
@@ -523,28 +656,20 @@ static int begin_and_run(worker *w, size_t n)
                 j->duration_ms = took / 1000;
                 metrics_run(w->opts->metrics, metric_of(w, j), took, wait_us);
             }
-            slot_running(w, SLOT_NONE);
+            if (!slot_returned(w, (uint32_t)i)) {
+                if (finish_now(w, unfinished, i + 1) != 0) {
+                    reschedule_rest(w, i + 1, n);
+                    return -2;
+                }
+                unfinished = i + 1;
+            }
             break;
         case BEGIN_NONE:
             break;
         }
     }
+    slot_finishing(w);
     return 0;
-}
-
-/* Counts and logs a finished batch. */
-static void report(worker *w, size_t n)
-{
-    slot_publish_batch(w, 0);
-    for (size_t i = 0; i < n; i++) {
-        const broker_job *j = &w->jobs[i];
-        if (j->finish == FINISH_NONE || j->e.deleted)
-            continue;
-        w->counts.outcomes[j->outcome]++;
-        metrics_outcome(w->opts->metrics, metric_of(w, j), j->outcome);
-        log_job(w, j, j->duration_ms);
-    }
-    w->counts.batches++;
 }
 
 /* Keeps a batch whose begin or finish the connection broke. */
@@ -629,6 +754,7 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
     while (true) {
         redisReply *claim;
         size_t n;
+        int ran;
 
         read_pending_signals(&w);
         if (stopping(&w) && !(w.held && keep_trying(&w)))
@@ -660,9 +786,11 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
             continue;
         }
         n = broker_jobs(&w.b, claim, w.jobs, w.capacity);
-        if (n > 0 && begin_and_run(&w, n) != 0) {
+        ran = n > 0 ? begin_and_run(&w, n) : 0;
+        if (ran == -1) {
             hold(&w, HELD_RELEASE, claim, n);
-        } else if (n > 0 && broker_finish(&w.b, w.jobs, n) != 0) {
+        } else if (ran == -2 ||
+                   (n > 0 && broker_finish(&w.b, w.jobs, n) != 0)) {
             hold(&w, HELD_FINISH, claim, n);
         } else {
             if (n > 0)

@@ -356,6 +356,7 @@ Test(broker, entries_behind_older_pending_ones_are_still_owned)
 Test(broker, renew_of_two_hundred_tasks_in_one_call)
 {
     static const char *entry_ids[200], *task_ids[200], *tokens[200];
+    static int64_t idle[200], ttl[200];
     redisReply *reply = NULL;
     size_t n;
 
@@ -377,13 +378,25 @@ Test(broker, renew_of_two_hundred_tasks_in_one_call)
             rc, "PEXPIRE wharf:{alpha}:lock:%s 1000", task_ids[i]));
     }
     cr_assert_eq(broker_renew(&b, &b.queues[0], b.consumer, entry_ids, task_ids,
-                              tokens, n),
+                              tokens, n, idle, ttl),
                  200, "%s", b.errstr);
-    /* Every lock got lock_ttl again (60 s by default). */
-    for (size_t i = 0; i < n; i++)
+    /* Every lock got lock_ttl again (60 s by default), and the reply says
+     * how much each had left before: at most the 1 s set above. */
+    for (size_t i = 0; i < n; i++) {
         cr_assert_gt(
             test_redis_int(rc, "PTTL wharf:{alpha}:lock:%s", task_ids[i]), 1000,
             "%s", task_ids[i]);
+        cr_assert(ttl[i] >= 0 && ttl[i] <= 1000, "%s: %lld", task_ids[i],
+                  (long long)ttl[i]);
+        cr_assert_geq(idle[i], 0, "%s", task_ids[i]);
+    }
+    /* A lock that no longer holds the token is reported lost (-2). */
+    freeReplyObject(test_redis_command(rc, "DEL wharf:{alpha}:lock:%s",
+                                       task_ids[0]));
+    cr_assert_eq(broker_renew(&b, &b.queues[0], b.consumer, entry_ids, task_ids,
+                              tokens, 1, idle, ttl),
+                 1, "%s", b.errstr);
+    cr_assert_eq(ttl[0], -2);
     freeReplyObject(reply);
 }
 

@@ -976,7 +976,8 @@ Test(console, leases_hold_while_the_api_is_hammered_on_a_slow_redis)
     cr_expect(!test_host_log_has(&host, "\"outcome\":\"stale\"", NULL),
               "a finish came back stale: its lock was lost");
     wait_overview("\"totals\":{\"ok\":1,\"retry\":0,\"dead\":0,\"cached\":0,"
-                  "\"locked\":0,\"stale\":0,\"cancelled\":0}",
+                  "\"locked\":0,\"stale\":0,\"cancelled\":0,"
+                  "\"rescheduled\":0}",
                   5000);
     /* Every request was answered: with the page, or told when to come
      * back. */

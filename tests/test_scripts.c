@@ -365,7 +365,14 @@ Test(scripts, renew_resets_idle_time_and_extends_our_locks)
     usleep(50 * 1000);
     r = run(&script_renew, 3, "w:{t}:stream", "w:{t}:lock:a", "w:{t}:lock:b",
             "wharf", "c1", "60000", entry, "0-1", "3", "5", NULL);
-    cr_assert_eq(r->integer, 1); /* 0-1 is not pending */
+    /* Per task: idle before (-1: 0-1 is not pending), then the lock's
+     * time left before (a: ours, at most 1000; b: another token, -2). */
+    cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->elements, 4);
+    cr_assert_geq(r->element[0]->integer, 40); /* slept 50 ms */
+    cr_assert(r->element[1]->integer > 0 && r->element[1]->integer <= 1000);
+    cr_assert_eq(r->element[2]->integer, -1);
+    cr_assert_eq(r->element[3]->integer, -2);
     freeReplyObject(r);
     cr_assert(test_redis_int(rc, "PTTL w:{t}:lock:a") > 1000);
     /* b's lock holds another token: left alone. */

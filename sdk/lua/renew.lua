@@ -3,22 +3,36 @@
 -- ARGV: 1 group, 2 consumer, 3 lock_ttl_ms, then the entry id of each
 --       task, then the lock token of each task ("" for no lock), in the
 --       order of the lock keys.
--- Reply: the number of entries renewed.
+-- Reply: two integers per task, in order: the entry's idle time in ms
+--        before it was renewed (-1: not pending under the consumer), and
+--        the lock's time to live in ms before it was renewed (-1: no
+--        token given; -2: the lock no longer holds the token).
 -- Each entry still pending under the consumer gets its idle time reset
 -- (XCLAIM JUSTID: no delivery counted), so no other host takes it over,
--- and each lock still holding its token lives lock_ttl longer.
+-- and each lock still holding its token lives lock_ttl longer. The times
+-- before the renewal say how close each lease came to running out.
 local n = #KEYS - 1
-local renewed = 0
+local out = {}
 for i = 1, n do
   local entry = ARGV[3 + i]
   local token = ARGV[3 + n + i]
-  local p = redis.call('XPENDING', KEYS[1], ARGV[1], entry, entry, 1, ARGV[2])
+  local idle = -1
+  local p = redis.call('XPENDING', KEYS[1], ARGV[1], 'IDLE', 0, entry, entry,
+                       1, ARGV[2])
   if #p > 0 then
+    idle = p[1][3]
     redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, entry, 'JUSTID')
-    renewed = renewed + 1
   end
-  if token ~= '' and redis.call('GET', KEYS[1 + i]) == token then
-    redis.call('PEXPIRE', KEYS[1 + i], ARGV[3])
+  local ttl = -1
+  if token ~= '' then
+    if redis.call('GET', KEYS[1 + i]) == token then
+      ttl = redis.call('PTTL', KEYS[1 + i])
+      redis.call('PEXPIRE', KEYS[1 + i], ARGV[3])
+    else
+      ttl = -2
+    end
   end
+  out[2 * i - 1] = idle
+  out[2 * i] = ttl
 end
-return renewed
+return out
