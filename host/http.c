@@ -78,6 +78,7 @@ typedef struct http_conn {
     int64_t since_ms; /* when the current phase began (monotonic) */
     bool line_seen;   /* libmicrohttpd parsed this request's first line */
     bool line_judged; /* we checked the start of the first request */
+    bool refused;     /* answered 400 by http_judge_line, closing */
     bool cut;         /* past its deadline: shut down, closing */
 } http_conn;
 
@@ -175,7 +176,9 @@ static int http_line_start(const char *buf, size_t n)
  * kernel holds; if it cannot be a request line, we answer 400 ourselves
  * and shut our side, and the library then closes the connection. Once
  * the library has read a byte the start is no longer in view, and it
- * has the last word (as for a line on a kept-alive connection). */
+ * has the last word: for a line on a kept-alive connection, and for one
+ * that lands in the microseconds between our look (before every MHD_run)
+ * and the library's read, closed without an answer as before. */
 static void http_judge_line(http_conn *c)
 {
     static const char body[] = "bad request: this is not an HTTP request\n";
@@ -215,6 +218,7 @@ static void http_judge_line(http_conn *c)
                  sizeof(body) - 1, body);
     (void)send(c->fd, refusal, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)shutdown(c->fd, SHUT_WR);
+    c->refused = true;
 }
 
 /* Keeps s->conns in step with MHD's connections: their fds (for
@@ -396,6 +400,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 
     (void)version;
     if (!*req_cls) { /* first call: headers only */
+        http_conn *c = http_slot(conn);
+        /* MHD may still make a request of what we refused (a method it
+         * takes, we do not): it is not one. */
+        if (c && c->refused)
+            return MHD_NO;
         *req_cls = &no_body;
         if ((bad = http_bad_head(conn)) == NULL)
             return MHD_YES;

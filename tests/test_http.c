@@ -125,7 +125,11 @@ static void teardown(void)
     server = NULL;
 }
 
-TestSuite(http, .init = setup, .fini = teardown, .timeout = 120);
+/* Room for 25 health checks of up to HEALTH_BOUND_S each in one test. The
+ * suites of this file share one timeout: with two values, criterion
+ * 2.4.1's parallel runner leaks 48 bytes, which the sanitizer build
+ * reports as a failure. */
+TestSuite(http, .init = setup, .fini = teardown, .timeout = 300);
 
 /* A TCP connection from source address `from` (NULL: any) to the server
  * that sends nothing; -1 if refused. */
@@ -530,8 +534,6 @@ Test(http, malformed_requests_are_answered_400)
     raw_exchange(RAW("GET /healthz HTTP/1.1\r\nHost : 127.0.0.1\r\n\r\n"), out,
                  sizeof(out));
     cr_expect(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "%s", out);
-    cr_expect_eq(atomic_load(&served), before,
-                 "a malformed request reached the handler");
     /* A request line with no space, which the library closed without a
      * word; and bytes that are no HTTP at all (a TLS hello), which it
      * waited on until its timeout. */
@@ -541,6 +543,12 @@ Test(http, malformed_requests_are_answered_400)
     raw_exchange(RAW("\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03"), out,
                  sizeof(out));
     cr_expect(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "%s", out);
+    /* A method that is no token: the library would take it. */
+    raw_exchange(RAW("G@T /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"), out,
+                 sizeof(out));
+    cr_expect(strncmp(out, "HTTP/1.1 400 ", 13) == 0, "%s", out);
+    cr_expect_eq(atomic_load(&served), before,
+                 "a malformed request reached the handler");
     /* Sound requests still pass: empty lines first, and a name with the
      * punctuation a token may hold. */
     raw_exchange(RAW("\r\nGET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -749,7 +757,8 @@ static void host_fini(void)
     test_redis_stop(&host_redis);
 }
 
-TestSuite(http_host, .fini = host_fini, .timeout = 120);
+/* The timeout of the http suite (see there). */
+TestSuite(http_host, .fini = host_fini, .timeout = 300);
 
 Test(http_host, wharfd_healthz_answers_while_100_idle_connections_are_open)
 {
