@@ -55,9 +55,13 @@ void http_reply_header(http_reply *reply, const char *name, const char *value);
 int http_fd(const http_server *s);
 
 /* Serves what is ready without blocking. Call when http_fd is readable
- * and on every tick (for timeouts and unfinished writes): idle
- * connections are closed after a few seconds, within about one under
- * pressure, so idle clients cannot starve /healthz. */
+ * and on every tick (for deadlines and unfinished writes): a connection
+ * that has not sent its whole request within 5 s of its accept or of its
+ * previous answer (1 s once half the 64 slots are taken) is closed, and
+ * past 64 connections newcomers wait in the kernel's queue in arrival
+ * order, so no mix of clients can starve /healthz. A request line,
+ * header name or pair of Host headers that is malformed is answered 400
+ * without calling the handler. */
 void http_run(http_server *s);
 
 /* In a child just forked from the process that runs s: closes the
