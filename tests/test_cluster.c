@@ -607,13 +607,15 @@ Test(cluster, bad_addresses_are_one_line_and_a_sysexits_code)
     cr_assert(strstr(out->err, "is not in cluster mode"), "%s", out->err);
     cr_assert_eq(strchr(out->err, '\n'), out->err + strlen(out->err) - 1, "%s",
                  out->err);
+    /* A bad URL is a configuration error (78), from --redis as from the
+     * manifest or WHARF_REDIS_URL. */
     out = test_cli("redis+cluster://127.0.0.1:1/2", dir,
                    (const char *const[]){"stats", NULL});
-    cr_assert_eq(out->status, 64, "%d %s", out->status, out->err);
+    cr_assert_eq(out->status, 78, "%d %s", out->status, out->err);
     cr_assert(strstr(out->err, "database 0 only"), "%s", out->err);
     out = test_cli("redis+sentinel://127.0.0.1:1", dir,
                    (const char *const[]){"stats", NULL});
-    cr_assert_eq(out->status, 64, "%d %s", out->status, out->err);
+    cr_assert_eq(out->status, 78, "%d %s", out->status, out->err);
     cr_assert(strstr(out->err, "master's name"), "%s", out->err);
     /* An address list nothing answers on says that every seed or
      * sentinel was tried, and shows no password. */
