@@ -4,8 +4,12 @@
  * microseconds of CLOCK_REALTIME) and the plugin appends "now - sent" in
  * microseconds, one number a line, to that file. With sleep_us set, each
  * task sleeps that long first (a task that waits on I/O), for the tuning
- * guide's runs of tasks that take time. */
+ * guide's runs of tasks that take time. With crash_permille set, that
+ * many tasks in a thousand (chosen by a hash of the id, so the same ones
+ * every run) kill their worker with SIGSEGV at their first attempt: the
+ * bench's row of poison tasks. */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +21,7 @@
 typedef struct noop_state {
     int fd;        /* latency_file, or -1 */
     long sleep_us; /* 0: no sleep */
+    long crash_permille;
 } noop_state;
 
 /* Reads sleep_us and opens latency_file (O_APPEND: the workers share it,
@@ -25,6 +30,7 @@ static int noop_init(wharf_ctx *ctx, void **state)
 {
     const char *path = wharf_config(ctx, "latency_file");
     const char *sleep_us = wharf_config(ctx, "sleep_us");
+    const char *crash = wharf_config(ctx, "crash_permille");
     noop_state *s = malloc(sizeof(*s));
     char *end;
 
@@ -38,6 +44,13 @@ static int noop_init(wharf_ctx *ctx, void **state)
     if (sleep_us && (*end != '\0' || s->sleep_us < 0)) {
         wharf_error(ctx, "sleep_us '%s' is not a number of microseconds",
                     sleep_us);
+        free(s);
+        return -1;
+    }
+    s->crash_permille = crash ? strtol(crash, &end, 10) : 0;
+    if (crash && (*end != '\0' || s->crash_permille < 0 ||
+                  s->crash_permille > 1000)) {
+        wharf_error(ctx, "crash_permille '%s' is not 0..1000", crash);
         free(s);
         return -1;
     }
@@ -77,10 +90,25 @@ static void record_latency(int fd, const wharf_task *task)
         return; /* a lost sample shows as a count below what was sent */
 }
 
+/* FNV-1a of the id: which tasks crash, the same every run. */
+static unsigned long id_hash(const char *id)
+{
+    unsigned long h = 2166136261UL;
+
+    for (; *id; id++)
+        h = (h ^ (unsigned char)*id) * 16777619UL;
+    return h;
+}
+
 static wharf_status noop_process(wharf_ctx *ctx, const wharf_task *task)
 {
     const noop_state *s = wharf_state(ctx);
 
+    if (s && s->crash_permille > 0 && task->attempt == 1 &&
+        (long)(id_hash(task->id) % 1000) < s->crash_permille) {
+        signal(SIGSEGV, SIG_DFL);
+        raise(SIGSEGV);
+    }
     if (s && s->fd >= 0)
         record_latency(s->fd, task);
     if (s && s->sleep_us > 0) {

@@ -15,7 +15,13 @@
 #      Redis commands each costs per task (they run the same script the
 #      same way, so the figures must be equal).
 #   8. the cluster rows (bench/cluster.sh): one node against a 3-primary
-#      Redis Cluster, and the cost of min_replicas_ack = 1.
+#      Redis Cluster, and the cost of min_replicas_ack = 1;
+#   9. poison tasks: BENCH_CRASH_TASKS tasks that each take 1 ms (as a task
+#      that waits on I/O does), run crash-free and again with 1% of them
+#      killing their worker (max_attempts 1: they go dead), the two rates
+#      side by side; and the no-op run again with 1% crashing, where the
+#      cost of a restart (a fork, the plugins' load, a connect: a few ms)
+#      is all there is to see.
 # Only processes it started are stopped, and always. Needs bash, awk and
 # the redis-server/redis-cli/redis-benchmark of scripts/bootstrap.
 set -euo pipefail
@@ -28,7 +34,10 @@ PREFETCH=${BENCH_PREFETCH:-16}
 SINGLE=${BENCH_SINGLE:-20000}
 RATE=${BENCH_RATE:-1000}
 STEADY_SECONDS=${BENCH_STEADY_SECONDS:-5}
-PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,latency,cluster}
+PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,crash,latency,cluster}
+# Tasks in a thousand that crash their worker in the poison row.
+CRASH_PERMILLE=${BENCH_CRASH_PERMILLE:-10}
+CRASH_TASKS=${BENCH_CRASH_TASKS:-20000}
 CLIENT_TASKS=${BENCH_CLIENT_TASKS:-50000}
 # Another wharfd (say, last release's) to run the processing phase with
 # too, against the same server: its rate is shown beside ours.
@@ -208,22 +217,23 @@ cpu_ticks() { # utime + stime
 }
 CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
 
-# process NAME WHARFD: one processing run; writes $WORK/NAME.* files.
+# process NAME WHARFD [EXTRA]: one processing run; writes $WORK/NAME.*
+# files. EXTRA goes into the manifest after the noop plugin's section.
 process() {
-    local name=$1 bin=$2 mport ini log
+    local name=$1 bin=$2 extra=${3:-} tasks=${4:-$TASKS} mport ini log
     ini=$WORK/$name.ini log=$WORK/$name.log
     rcli FLUSHALL >/dev/null
-    echo "bench: $name: enqueueing $TASKS tasks in bulk" >&2
-    "$TOOL" enqueue "$port" noop "$TASKS" bulk >"$WORK/$name.bulk" ||
+    echo "bench: $name: enqueueing $tasks tasks in bulk" >&2
+    "$TOOL" enqueue "$port" noop "$tasks" bulk >"$WORK/$name.bulk" ||
         fail "bulk enqueue failed"
     if [ "$name" = wharf ] && has_phase ceiling; then
         echo "bench: redis-benchmark SET, before processing" >&2
         set_before=$(set_rate)
     fi
     mport=$("$TOOL" free-port)
-    manifest "$ini" "$WORKERS" "127.0.0.1:$mport"
+    manifest "$ini" "$WORKERS" "127.0.0.1:$mport" "$extra"
     rm -f "$WORK/ready"
-    "$TOOL" watch "$port" "$STREAM" "$TASKS" "$WORK/ready" 60 \
+    "$TOOL" watch "$port" "$STREAM" "$tasks" "$WORK/ready" 120 \
         >"$WORK/$name.watch" &
     watch_pid=$!
     while [ ! -e "$WORK/ready" ]; do
@@ -289,6 +299,20 @@ if has_phase process; then
     process wharf "$WHARFD"
     [ -n "$BASELINE" ] && process baseline "$BASELINE"
 fi
+# The tasks that crash die at once (max_attempts 1), so the run ends when
+# the stream is empty, as the crash-free one does.
+crash_dead=0 slow_crash_dead=0
+if has_phase crash; then
+    poison="crash_permille = $CRASH_PERMILLE
+[type.noop]
+max_attempts = 1"
+    process slow "$WHARFD" "sleep_us = 1000" "$CRASH_TASKS"
+    process slow_crash "$WHARFD" "sleep_us = 1000
+$poison" "$CRASH_TASKS"
+    slow_crash_dead=$(rcli ZCARD 'wharf:{noop}:dead')
+    process crash "$WHARFD" "$poison"
+    crash_dead=$(rcli ZCARD 'wharf:{noop}:dead')
+fi
 has_phase latency && latency
 
 # ---- report ----
@@ -324,6 +348,12 @@ if has_phase process; then
         "$W.procs")
     worker_cpu=$(awk '$1 == "worker" { s += $3 } END { print s + 0 }' "$W.procs")
     [ -n "$BASELINE" ] && base_rate=$(value_of "$WORK/baseline.watch" rate)
+fi
+crash_rate=0 slow_rate=0 slow_crash_rate=0
+if has_phase crash; then
+    crash_rate=$(value_of "$WORK/crash.watch" rate)
+    slow_rate=$(value_of "$WORK/slow.watch" rate)
+    slow_crash_rate=$(value_of "$WORK/slow_crash.watch" rate)
 fi
 p50=0 p99=0 p999=0 pmax=0 samples=0
 if has_phase latency; then
@@ -385,6 +415,19 @@ if has_phase process; then
     row "worker peak RSS, largest (MiB)" "$(mib "$worker_hwm_max")" "< 8" \
         "$(verdict "$(mib "$worker_hwm_max")" "<=" 7.99)"
 fi
+if has_phase crash; then
+    row "1 ms tasks, none crash (tasks/s)" "$slow_rate" "" ""
+    row "1 ms tasks, $CRASH_PERMILLE/1000 crash (tasks/s)" \
+        "$slow_crash_rate" "" ""
+    row "  workers killed (tasks dead)" "$slow_crash_dead" "" ""
+    row "  of the crash-free rate" "$(ratio "$slow_crash_rate" "$slow_rate")" \
+        ">= 0.70" \
+        "$(verdict "$(ratio "$slow_crash_rate" "$slow_rate")" ">=" 0.70)"
+    row "no-op tasks, $CRASH_PERMILLE/1000 crash (tasks/s)" "$crash_rate" "" ""
+    row "  workers killed (tasks dead)" "$crash_dead" "" ""
+    has_phase process &&
+        row "  of the crash-free rate" "$(ratio "$crash_rate" "$rate")" "" ""
+fi
 if has_phase clients; then
     same=$(awk -v a="$c_client_cmds" -v b="$py_client_cmds" \
         -v c="$node_client_cmds" 'BEGIN { print (a == b && b == c) ? "yes" : "NO" }')
@@ -423,6 +466,14 @@ cat >"$OUT" <<EOF
               "c": {"per_s": $(num "$c_client_rate"), "commands_per_task": $(num "$c_client_cmds")},
               "python": {"per_s": $(num "$py_client_rate"), "commands_per_task": $(num "$py_client_cmds")},
               "node": {"per_s": $(num "$node_client_rate"), "commands_per_task": $(num "$node_client_cmds")}},
+  "poison": {"crash_permille": $CRASH_PERMILLE, "tasks_1ms": $CRASH_TASKS,
+             "tasks_1ms_per_s": $(num "$slow_rate"),
+             "tasks_1ms_crashing_per_s": $(num "$slow_crash_rate"),
+             "tasks_1ms_crashed": $(num "$slow_crash_dead"),
+             "tasks_1ms_of_crash_free": $(ratio "$slow_crash_rate" "$slow_rate"),
+             "noop_crashing_per_s": $(num "$crash_rate"),
+             "noop_crashed": $(num "$crash_dead"),
+             "noop_of_crash_free": $(ratio "$crash_rate" "$rate")},
   "processing": {"tasks_per_s": $(num "$rate"), "seconds": $(num "$seconds"),
                  "share_of_set": $(num "$of_set"),
                  "baseline_tasks_per_s": $(num "$base_rate")},
