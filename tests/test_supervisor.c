@@ -332,7 +332,7 @@ Test(supervisor, redis_restart_loses_nothing_and_runs_nothing_twice)
     redisFree(rc);
     rc = NULL;
     test_redis_stop(&redis);
-    test_sleep_ms(1000);
+    test_sleep_ms(1000); /* the outage's length, not a wait for an event */
     test_redis_restart(&redis);
     rc = test_redis_connect(&redis);
     long long results = 0;
