@@ -296,7 +296,7 @@ Test(metrics, pressure_sets_above_high_and_clears_below_low)
 {
     wharf_client *client = NULL;
     wharf_enqueue_reply reply;
-    char err[256], id[32];
+    char err[256], id[32], fifo[320], payload[340];
     long long backlog = -1, pressure = 0, last = -1;
     bool between = false;
     int64_t deadline;
@@ -304,9 +304,15 @@ Test(metrics, pressure_sets_above_high_and_clears_below_low)
     start("workers = 1\n", "[defaults]\nprefetch = 1\n"
                            "[type.chaos]\nhigh_watermark = 8\n"
                            "low_watermark = 3\n");
+    /* The one worker is held by the first task (a fifo) until the test
+     * has seen the pressure on: the backlog stays above the high mark
+     * however slow the machine, then drains. */
+    snprintf(fifo, sizeof(fifo), "%s/hold.fifo", host.dir);
+    test_fifo_make(fifo);
+    snprintf(payload, sizeof(payload), "read:%s", fifo);
     for (int i = 0; i < 20; i++) {
         snprintf(id, sizeof(id), "slow-%d", i);
-        test_add_entry(rc, "chaos", id, "sleep:150");
+        test_add_entry(rc, "chaos", id, i == 0 ? payload : "sleep:150");
     }
     cr_assert_eq(test_wait_int(rc, 1, EVENT_DEADLINE_MS,
                                "EXISTS wharf:{chaos}:pressure"),
@@ -321,7 +327,9 @@ Test(metrics, pressure_sets_above_high_and_clears_below_low)
                                .payload_len = 2, .id = "told"};
     cr_assert_eq(wharf_enqueue(client, &task, &reply), WHARF_CLIENT_OK);
     cr_assert_eq(reply.pressure, 1);
-    cr_assert_eq(scrape("wharf_queue_pressure{type=\"chaos\"}"), 1);
+    cr_assert_eq(scrape_until("wharf_queue_pressure{type=\"chaos\"}", 1), 1);
+    cr_assert(test_fifo_feed(fifo, EVENT_DEADLINE_MS),
+              "the first task was not reading");
     /* Follow each published figure down: at every moment the flag must
      * agree with the hysteresis. Above high it is on, between the marks
      * it stays on (it was set on the way up), below low it clears. */

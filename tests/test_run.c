@@ -62,6 +62,14 @@ static void start(test_host *h, const test_host_opts *o)
               "wharfd did not start; see %s", h->log);
 }
 
+/* Waits up to ms until id has run on h (any attempt). */
+static void wait_runs(const test_host *h, const char *id, int ms)
+{
+    for (int64_t end = test_now_ms() + ms;
+         test_host_runs(h, id, 0) == 0 && test_now_ms() < end;)
+        test_sleep_ms(10);
+}
+
 static long long wait_key(const char *fmt, const char *id, int ms)
 {
     return test_wait_int(rc, 1, ms, fmt, id);
@@ -151,13 +159,18 @@ Test(run, blocked_read_survives_sighup_and_sigterm)
 
     snprintf(payload, sizeof(payload), "read:%s", fifo1);
     test_add_entry(rc, "chaos", "r1", payload);
-    for (int i = 0; i < 1000 && test_host_runs(&host, "r1", 0) == 0; i++)
-        test_sleep_ms(10);
+    wait_runs(&host, "r1", TEST_EVENT_MS);
     cr_assert_eq(test_host_runs(&host, "r1", 0), 1, "r1 never started");
     kill(host.pid, SIGHUP);
     cr_assert(wait_log(&host, TEST_EVENT_MS, "reload checked", NULL),
               "the reload did not pass its check");
-    test_sleep_ms(300); /* the worker has been asked to stop by now */
+    /* The worker is asked to stop right after that line. A bounded sleep,
+     * not an event (the request is a flag in its slot, with nothing to
+     * see): it gives a stop that wrongly came as a signal time to land
+     * and break the read. On a slow machine it may land only after the
+     * feed, and then this passes without having tested it; it can never
+     * fail for being slow. */
+    test_sleep_ms(300);
     feed_fifo(fifo1);
     cr_assert_eq(
         wait_key("EXISTS wharf:{chaos}:result:%s", "r1", TEST_EVENT_MS), 1,
@@ -165,13 +178,15 @@ Test(run, blocked_read_survives_sighup_and_sigterm)
 
     snprintf(payload, sizeof(payload), "read:%s", fifo2);
     test_add_entry(rc, "chaos", "r2", payload);
-    for (int i = 0; i < 1000 && test_host_runs(&host, "r2", 0) == 0; i++)
-        test_sleep_ms(10);
+    wait_runs(&host, "r2", TEST_EVENT_MS);
     cr_assert_eq(test_host_runs(&host, "r2", 0), 1, "r2 never started");
     kill(host.pid, SIGTERM);
     cr_assert(wait_log(&host, TEST_EVENT_MS,
                        "stopping: running tasks may finish", NULL));
-    test_sleep_ms(300); /* time for any signal a stop sent to land */
+    /* Every worker was asked to stop in the same pass that logged that
+     * line; as above, a bounded sleep gives a wrongly sent signal time to
+     * land, and a slow machine can only make this miss, never fail. */
+    test_sleep_ms(300);
     feed_fifo(fifo2);
     cr_assert_eq(test_host_wait_exit(&host, TEST_EVENT_MS), 0);
     host.pid = 0;
@@ -185,13 +200,14 @@ Test(run, blocked_read_survives_sighup_and_sigterm)
  * times, the first and the last of them each running longer than
  * lock_ttl and visibility_timeout on their own: every lease and lock
  * must be renewed, in one call of any size, both of the task in hand and
- * of those waiting behind it. */
+ * of those waiting behind it. Leases of 2 s (renewed every 667 ms) leave
+ * a loaded machine 1.3 s for each renewal; the batch runs about 12 s. */
 Test(run, leases_hold_for_a_batch_of_200)
 {
     char id[32];
     test_host_opts o = {.host_keys = "workers = 1\n",
                         .extra = "[defaults]\nprefetch = 200\n"
-                                 "lock_ttl = 1s\nvisibility_timeout = 2s\n"};
+                                 "lock_ttl = 2s\nvisibility_timeout = 3s\n"};
     start(&host, &o);
     redisAppendCommand(rc, "MULTI");
     for (int i = 0; i < 200; i++) {
@@ -201,7 +217,7 @@ Test(run, leases_hold_for_a_batch_of_200)
                            "payload %s attempt 1 enqueued_at 1 trace "
                            "00-0af7651916cd43dd8448eb211c80319c-"
                            "b7ad6b7169203331-01",
-                           id, i == 0 || i == 199 ? "sleep:2500" : "sleep:25");
+                           id, i == 0 || i == 199 ? "sleep:3500" : "sleep:25");
     }
     redisAppendCommand(rc, "EXEC");
     for (int i = 0; i < 202; i++) {
@@ -286,28 +302,32 @@ Test(run, reload_that_grows_the_batch_keeps_timeouts)
  * host with a short visibility_timeout takes nothing over. */
 Test(run, hanging_init_refuses_the_reload_and_leases_hold)
 {
-    const char *policy = "[type.chaos]\nvisibility_timeout = 1s\n"
-                         "lock_ttl = 1s\n";
+    /* Leases of 2 s, renewed every 667 ms, leave a loaded machine 1.3 s
+     * for each renewal; the init hangs for 6 s (init_timeout), three
+     * leases, so renewals held up by it would surely lose the task to the
+     * other host; the task runs 10 s, through all of it. */
+    const char *policy = "[type.chaos]\nvisibility_timeout = 2s\n"
+                         "lock_ttl = 2s\n";
     char extra[400];
-    test_host_opts o = {.host_keys = "workers = 1\ninit_timeout = 2s\n",
+    test_host_opts o = {.host_keys = "workers = 1\ninit_timeout = 6s\n",
                         .extra = policy};
     start(&host, &o);
     test_host_opts b = {.host_keys = "instance = other\nworkers = 1\n",
                         .extra = policy};
     start(&other, &b);
-    test_add_entry(rc, "chaos", "long", "sleep:6000");
-    for (int i = 0; i < 1000 && test_host_runs(&host, "long", 0) +
-                                        test_host_runs(&other, "long", 0) ==
-                                    0;
-         i++)
+    test_add_entry(rc, "chaos", "long", "sleep:10000");
+    for (int64_t end = test_now_ms() + TEST_EVENT_MS;
+         test_host_runs(&host, "long", 0) + test_host_runs(&other, "long", 0) ==
+             0 &&
+         test_now_ms() < end;)
         test_sleep_ms(10);
     test_host *runner = test_host_runs(&host, "long", 0) ? &host : &other;
     test_host *idle = runner == &host ? &other : &host;
     snprintf(extra, sizeof(extra), "init_sleep_ms = 60000\n%s", policy);
     test_host_opts hang = {.host_keys = runner == &host
-                                            ? "workers = 1\ninit_timeout = 2s\n"
+                                            ? "workers = 1\ninit_timeout = 6s\n"
                                             : "instance = other\nworkers = 1\n"
-                                              "init_timeout = 2s\n",
+                                              "init_timeout = 6s\n",
                            .extra = extra};
     test_host_rewrite(runner, &redis, &hang);
     kill(runner->pid, SIGHUP);
@@ -454,14 +474,20 @@ Test(run, workers_inherit_no_descriptor)
  * instead of dropping it, so the task is not run a second time. */
 Test(run, finish_held_across_an_outage_survives_sigterm)
 {
+    char fifo[400], payload[420];
+
     start(&host, &(test_host_opts){.host_keys = "workers = 1\n"});
-    test_add_entry(rc, "chaos", "held", "sleep:1500");
-    for (int i = 0; i < 1000 && test_host_runs(&host, "held", 0) == 0; i++)
-        test_sleep_ms(10);
+    /* Held by a fifo until Redis is down, so its finish surely meets the
+     * outage (a sleep could end first on a slow machine). */
+    make_fifo(&host, "held", fifo, sizeof(fifo));
+    snprintf(payload, sizeof(payload), "read:%s", fifo);
+    test_add_entry(rc, "chaos", "held", payload);
+    wait_runs(&host, "held", TEST_EVENT_MS);
     cr_assert_eq(test_host_runs(&host, "held", 0), 1, "never started");
     redisFree(rc);
     rc = NULL;
     test_redis_stop(&redis); /* append-only: what was acked is kept */
+    feed_fifo(fifo);
     cr_assert(wait_log(&host, TEST_EVENT_MS, "connection lost mid-batch", NULL),
               "the finish did not meet the outage; see %s", host.log);
     kill(host.pid, SIGTERM);

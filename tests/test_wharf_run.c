@@ -234,13 +234,13 @@ Test(wharf_run, deadline_is_the_types_timeout)
     /* polite: works until wharf_cancelled, then returns OK, which the
      * host throws away as a timeout. */
     cr_assert_eq(wharf(NULL, "run", "--config", ini, CHAOS, "chaos",
-                       "polite:5000", NULL),
+                       "polite:60000", NULL),
                  75, "%s", err);
     cr_assert(strstr(out, "status: retry\nerror: timeout after 200 ms"), "%s",
               out);
     /* sleep: ignores the deadline; given up on after a grace. */
     cr_assert_eq(wharf(NULL, "run", "--config", ini, CHAOS, "chaos",
-                       "sleep:10000", NULL),
+                       "sleep:60000", NULL),
                  75, "%s", err);
     cr_assert(strstr(err, "timeout after 200 ms"), "%s", err);
 }

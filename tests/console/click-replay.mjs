@@ -27,7 +27,9 @@ function finish(code, message) {
   try { rmSync(profile, { recursive: true, force: true }); } catch (e) { /* gone */ }
   process.exit(code);
 }
-setTimeout(() => finish(1, 'timed out'), 40000);
+// Generous: a loaded machine starts Chromium and answers slowly; each
+// step below waits for what the page shows, not for a time.
+setTimeout(() => finish(1, 'timed out'), 150000);
 chrome.on('error', (e) => finish(1, `chromium: ${e.message}`));
 
 const toChrome = chrome.stdio[3], fromChrome = chrome.stdio[4];
@@ -62,7 +64,7 @@ async function evaluate(expression) {
   return r.result && r.result.result ? r.result.result.value : undefined;
 }
 async function until(expression, what) {
-  for (let i = 0; i < 100; i++) {
+  for (const end = Date.now() + 60000; Date.now() < end;) {
     if (await evaluate(expression)) return;
     await new Promise((r) => setTimeout(r, 100));
   }

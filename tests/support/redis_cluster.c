@@ -19,7 +19,11 @@
 
 static const char *const cluster_args[] = {
     "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-    "--cluster-node-timeout", "1000",
+    /* Not 1 s: on a loaded machine a node busy for a second (a big
+     * pipeline, a starved CPU) would be failed by the others, and a run
+     * that expects no failover would see one. 3 s makes a killed
+     * primary's failover take about 2 s longer; no test bounds it. */
+    "--cluster-node-timeout", "3000",
     /* A replica takes over however long it was cut off. */
     "--cluster-replica-validity-factor", "0",
     /* Replicas sync at once, not after the default 5 s wait for more. */
