@@ -7,7 +7,7 @@ WERROR ?= ON
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap build build-sanitize build-tsan clients demo bench test test-plain \
+.PHONY: all bootstrap build build-sanitize build-tsan clients demo bench soak test test-plain \
         test-sanitize test-tsan clean \
         install uninstall deb
 
@@ -50,6 +50,11 @@ demo: build
 # redis-server, beside redis-benchmark; see bench/run.sh and docs/tuning.md.
 bench: build clients
 	@BUILD=$(BUILD) bash bench/run.sh
+
+# Chaos tasks through kills, reloads and a Redis restart; counts what was
+# lost or run twice (bench/soak.sh says what it checks).
+soak: build
+	@BUILD=$(BUILD) bash bench/soak.sh
 
 # The whole suite, then the whole suite again under ASan + UBSan, then the
 # tests of wharfd's threads against a ThreadSanitizer wharfd. Every part
