@@ -437,16 +437,21 @@ static void *clock_main(void *arg)
 
 /* ---- renewals (the Redis thread) ---- */
 
-static void grow_args(lease_keeper *k, size_t n)
+static void free_args(lease_keeper *k)
 {
-    if (n <= k->room)
-        return;
     free(k->entry_ids);
     free(k->ids);
     free(k->tokens);
     free(k->idle);
     free(k->ttl);
     free(k->index);
+}
+
+static void grow_args(lease_keeper *k, size_t n)
+{
+    if (n <= k->room)
+        return;
+    free_args(k);
     k->room = n;
     k->entry_ids = xcalloc(n, sizeof(*k->entry_ids));
     k->ids = xcalloc(n, sizeof(*k->ids));
@@ -756,12 +761,7 @@ void lease_keeper_stop(lease_keeper *k)
     free(k->workers);
     free(k->margins);
     free(k->fresh);
-    free(k->entry_ids);
-    free(k->ids);
-    free(k->tokens);
-    free(k->idle);
-    free(k->ttl);
-    free(k->index);
+    free_args(k);
     pthread_cond_destroy(&k->wake);
     pthread_cond_destroy(&k->applied);
     pthread_mutex_destroy(&k->lock);
