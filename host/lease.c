@@ -31,7 +31,12 @@
  * would hold memory only a thread it does not have points to (a
  * connection being made, a reply being read), which is a leak to
  * LeakSanitizer and nothing anyone could free. The wait is one pass at
- * most: microseconds, or a Redis command's timeout while Redis hangs. */
+ * most: microseconds, or a Redis command's timeout while Redis hangs.
+ * A thread's start is outside any pass and allocates too (the C library
+ * and a sanitizer's allocator set the thread up), so lease_keeper_start
+ * returns only once both threads are past it (thread_entered): a child
+ * forked in that start would inherit the allocator's lock held and hang
+ * in its first malloc or at exit. */
 static pthread_rwlock_t fork_gate;
 static pthread_once_t fork_gate_once = PTHREAD_ONCE_INIT;
 static atomic_int keepers_running;
@@ -122,7 +127,8 @@ struct lease_keeper {
     bool counted; /* in keepers_running */
     pthread_mutex_t lock;
     pthread_cond_t wake;    /* a stop or a reload for the thread */
-    pthread_cond_t applied; /* a reload taken, for lease_keeper_configure */
+    pthread_cond_t applied; /* a reload taken or a thread started */
+    int threads_in;         /* threads past their start, under the mutex */
     atomic_bool stop;
     atomic_bool instance_lost;
     atomic_bool connected;
@@ -414,10 +420,20 @@ static void nap(lease_keeper *k, int64_t ms, bool for_reload)
     pthread_mutex_unlock(&k->lock);
 }
 
+/* Each thread's first step: lease_keeper_start waits for both. */
+static void thread_entered(lease_keeper *k)
+{
+    pthread_mutex_lock(&k->lock);
+    k->threads_in++;
+    pthread_cond_broadcast(&k->applied);
+    pthread_mutex_unlock(&k->lock);
+}
+
 static void *clock_main(void *arg)
 {
     lease_keeper *k = arg;
 
+    thread_entered(k);
     while (!atomic_load(&k->stop)) {
         int64_t now;
         pthread_rwlock_rdlock(&fork_gate);
@@ -650,6 +666,7 @@ static void *keeper_main(void *arg)
 {
     lease_keeper *k = arg;
 
+    thread_entered(k);
     while (!atomic_load(&k->stop)) {
         int64_t now, next;
 
@@ -730,6 +747,12 @@ lease_keeper *lease_keeper_start(const config *cfg, const char *const *types,
         lease_keeper_stop(k);
         return NULL;
     }
+    /* No fork before both threads are past their start (the gate's
+     * comment says why). */
+    pthread_mutex_lock(&k->lock);
+    while (k->threads_in < 2)
+        pthread_cond_wait(&k->applied, &k->lock);
+    pthread_mutex_unlock(&k->lock);
     return k;
 }
 
