@@ -43,15 +43,6 @@ struct broker_scratch {
     batch_call calls[PIPE_CALLS];
 };
 
-static const char *const outcome_names[OUTCOME_COUNT] = {
-    "ok", "retry", "dead", "cached", "locked", "stale", "cancelled",
-    "rescheduled"};
-
-const char *task_outcome_name(task_outcome outcome)
-{
-    return outcome < OUTCOME_COUNT ? outcome_names[outcome] : "unknown";
-}
-
 int broker_init(broker *b, const config *cfg, const char *const *types,
                 const policy *const *policies, size_t n, const char *consumer)
 {
@@ -141,24 +132,6 @@ void broker_destroy(broker *b)
     b->scratch = NULL;
     pipeline_free(&b->pipe);
     nodes_free(&b->nodes);
-}
-
-/* Records a failed command: the connection's error, or the error reply. */
-void broker_failed(broker *b, const char *what, const redisReply *r)
-{
-    char where[400];
-
-    b->redis_errors++;
-    redis_url_describe(&b->url, where, sizeof(where));
-    if (!r)
-        snprintf(b->errstr, sizeof(b->errstr), "%s: %s: %s", where, what,
-                 b->pipe.errstr[0] ? b->pipe.errstr : "not connected");
-    else if (r->type == REDIS_REPLY_ERROR)
-        snprintf(b->errstr, sizeof(b->errstr), "%s: %s: %s", where, what,
-                 r->str);
-    else
-        snprintf(b->errstr, sizeof(b->errstr), "%s: %s: unexpected reply",
-                 where, what);
 }
 
 /* An evicted lock, lease or result silently breaks every guarantee, so a

@@ -18,24 +18,9 @@
 #include "entry.h"
 #include "keys.h"
 #include "nodes.h"
+#include "outcome.h"
 #include "pipeline.h"
 #include "redis_url.h"
-
-/* How a task's run ended; the numbers index metrics arrays. */
-typedef enum task_outcome {
-    OUTCOME_OK = 0,
-    OUTCOME_RETRY,
-    OUTCOME_DEAD,
-    OUTCOME_CACHED,
-    OUTCOME_LOCKED,
-    OUTCOME_STALE,
-    OUTCOME_CANCELLED, /* wharf cancel: nothing written, not retried */
-    OUTCOME_RESCHEDULED, /* back unrun, no attempt spent: its host was
-                            stopping, or its lease could not be kept */
-    OUTCOME_COUNT
-} task_outcome;
-
-const char *task_outcome_name(task_outcome outcome);
 
 /* What broker_finish does with a job. */
 typedef enum finish_kind {

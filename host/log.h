@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <wharf/plugin.h> /* the levels: WHARF_LOG_* */
+
 #include "config.h"
 
 /* One extra field of a log line: a string (str != NULL) or an integer. */

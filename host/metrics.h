@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker.h"
+#include "outcome.h"
 
 #define METRICS_MAX_TYPES 256
 #define METRICS_TYPE_LEN 101

@@ -7,7 +7,7 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "broker.h"
+#include "outcome.h"
 #include "config.h"
 #include "loader.h"
 #include "metrics.h"
