@@ -1,0 +1,126 @@
+/* The supervisor's HTTP endpoint: /metrics, /healthz, /readyz, and the
+ * console's requests, answered from the loop's last figures. */
+
+#include <stdio.h>
+#include <string.h>
+
+#include "supervisor_internal.h"
+
+static worker_figures count_workers(supervisor *s)
+{
+    worker_figures w = {0, 0, 0, 0};
+
+    for (size_t i = 0; i < s->n_procs; i++) {
+        worker_proc *p = &s->procs[i];
+        if (p->pid <= 0 || read_slot(p) != 0) {
+            w.down++;
+            continue;
+        }
+        switch (p->snap->state) {
+        case SLOT_RUNNING:
+            w.running++;
+            break;
+        case SLOT_STOPPING:
+            w.stopping++;
+            break;
+        case SLOT_IDLE:
+            w.idle++;
+            break;
+        default:
+            w.down++;
+            break;
+        }
+    }
+    return w;
+}
+
+/* What the console shows, from what the loop already knows. */
+void console_view_of(void *arg, console_view *v)
+{
+    supervisor *s = arg;
+    int64_t now = slots_now_ms();
+
+    v->cfg = s->cfg;
+    v->types = (const char *const *)s->types;
+    v->n_types = s->b.n_queues;
+    v->figures = s->figures;
+    v->figures_ok = s->figures_ok;
+    v->redis_up = broker_connected(&s->b);
+    v->workers = count_workers(s);
+    for (size_t i = 0; i < v->n_slots && i < s->n_procs; i++) {
+        worker_proc *p = &s->procs[i];
+        console_slot *out = &v->slots[i];
+        const slot_task *t;
+        memset(out, 0, sizeof(*out));
+        out->consumer = p->consumer;
+        out->pid = p->pid > 0 ? p->pid : 0;
+        out->state = -1;
+        out->restart_in_ms = p->restart_at_ms ? p->restart_at_ms - now : 0;
+        if (p->pid <= 0 || read_slot(p) != 0)
+            continue;
+        out->state = p->snap->state;
+        out->up_ms = now - p->forked_ms;
+        out->batch_n = p->snap->batch_n;
+        t = slot_running_task(p->snap);
+        if (t) {
+            snprintf(out->type, sizeof(out->type), "%s", t->type);
+            snprintf(out->id, sizeof(out->id), "%s", t->id);
+            out->running_ms = now - p->snap->started_ms;
+        }
+    }
+}
+
+static void text_reply(http_reply *reply, unsigned status, const char *body)
+{
+    reply->status = status;
+    reply->content_type = "text/plain; charset=utf-8";
+    reply->body = strdup(body);
+    reply->len = reply->body ? strlen(reply->body) : 0;
+}
+
+/* /metrics, /healthz, /readyz. Answered from what the loop already knows
+ * (the queue figures it refreshes every second, the connection's state),
+ * never by a Redis call of its own: a slow Redis must not hold the loop
+ * that enforces timeouts and renews leases. */
+void on_http(void *arg, const char *method, const char *path,
+                    http_reply *reply)
+{
+    supervisor *s = arg;
+    worker_figures workers;
+
+    if (s->console && console_handles(path)) {
+        console_http(s->console, method, path, reply);
+        return;
+    }
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        text_reply(reply, 405, "only GET\n");
+        return;
+    }
+    if (strcmp(path, "/healthz") == 0) {
+        text_reply(reply, 200, "ok\n");
+        return;
+    }
+    workers = count_workers(s);
+    if (strcmp(path, "/readyz") == 0) {
+        bool up = broker_connected(&s->b);
+        if (!up)
+            text_reply(reply, 503, "not ready: redis unreachable\n");
+        else if (workers.idle + workers.running == 0)
+            text_reply(reply, 503, "not ready: no worker up\n");
+        else
+            text_reply(reply, 200, "ready\n");
+        return;
+    }
+    if (strcmp(path, "/metrics") == 0) {
+        count_redis(s);
+        reply->status = 200;
+        reply->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        /* The served types first, then every other known type: one
+         * array, as refresh_figures keeps it. */
+        reply->body = metrics_render(
+            s->m, s->figures, s->b.n_queues + s->known.n, &workers,
+            broker_connected(&s->b) && s->figures_ok, &reply->len);
+        return;
+    }
+    text_reply(reply, 404, "not found: try /metrics, /healthz, /readyz\n");
+}
