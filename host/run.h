@@ -7,11 +7,13 @@
  * Who owns what. Each worker process has its own Redis connection and
  * owns its batch: it claims, begins, runs and finishes, and writes the
  * worker half of its slot. The supervisor process runs three threads:
- *   - the loop (supervisor.c): signals, reaping and restarting workers,
- *     reloads, HTTP and the console, and on its own connection the
- *     maintenance (promote, trim the dead sets, take over silent hosts'
- *     entries, queue figures and pressure, cancel polling) and the
- *     recovery of a dead worker's slot;
+ *   - the loop (supervisor.c): signals, reaping and restarting workers
+ *     (supervisor_workers.c), reloads (supervisor_reload.c), HTTP and the
+ *     console (supervisor_http.c), and on its own connection the
+ *     maintenance (supervisor_redis.c: promote, trim the dead sets, take
+ *     over silent hosts' entries, queue figures and pressure, cancel
+ *     polling) and the recovery of a dead worker's slot
+ *     (supervisor_recovery.c);
  *   - the lease keeper's Redis thread (lease.c), on a connection of its
  *     own that nothing else uses: the renewals of every published
  *     batch's entries and locks (wharf:{T}:lock:<id>, the idle time of
