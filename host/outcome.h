@@ -13,7 +13,7 @@ typedef enum task_outcome {
     OUTCOME_CACHED,
     OUTCOME_LOCKED,
     OUTCOME_STALE,
-    OUTCOME_CANCELLED, /* wharf cancel: nothing written, not retried */
+    OUTCOME_CANCELLED,   /* wharf cancel: nothing written, not retried */
     OUTCOME_RESCHEDULED, /* back unrun, no attempt spent: its host was
                             stopping, or its lease could not be kept */
     OUTCOME_COUNT

@@ -70,13 +70,13 @@ static void begin_stop(supervisor *s, int code)
     s->exit_code = code;
     s->stop_deadline_ms = slots_now_ms() + s->cfg->shutdown_timeout_ms;
     log_fields(WHARF_LOG_INFO, "stopping: running tasks may finish",
-               (log_field[]){LOG_INT("shutdown_timeout_ms",
-                                     s->cfg->shutdown_timeout_ms)},
+               (log_field[]){
+                   LOG_INT("shutdown_timeout_ms", s->cfg->shutdown_timeout_ms)},
                1);
     for (size_t i = 0; i < s->n_procs; i++)
         ask_to_stop(&s->procs[i]);
     if (s->check.running) {
-        check_abandon(&s->check);
+        plugin_check_abandon(&s->check);
         config_free(s->next_cfg);
         s->next_cfg = NULL;
     }
@@ -172,10 +172,10 @@ static int run_loop(supervisor *s)
                 s->reload_at_ms = 0;
                 start_reload(s);
             }
-            if (s->check.running && check_step(&s->check, now))
+            if (s->check.running && plugin_check_step(&s->check, now))
                 finish_reload(s);
-            if (s->embedded_on && embedded_check(&s->embedded, err,
-                                                 sizeof(err)) != 0 &&
+            if (s->embedded_on &&
+                embedded_check(&s->embedded, err, sizeof(err)) != 0 &&
                 embedded_start(&s->embedded, s->cfg->data_dir, err,
                                sizeof(err)) != 0)
                 log_fields(WHARF_LOG_ERROR, "cannot restart embedded redis",
@@ -222,8 +222,8 @@ int supervisor_run(const char *config_path, config *cfg)
         status = EX_OSERR;
         goto out;
     }
-    if (check_run(cfg, cfg->init_timeout_ms, &s.types, &s.n_types, err,
-                  sizeof(err)) != 0) {
+    if (plugin_check_run(cfg, cfg->init_timeout_ms, &s.types, &s.n_types, err,
+                         sizeof(err)) != 0) {
         fprintf(stderr, "%s\n", err);
         goto out;
     }
@@ -251,16 +251,14 @@ int supervisor_run(const char *config_path, config *cfg)
     }
     s.m = metrics_create();
     if (!s.m) {
-        log_msg(WHARF_LOG_ERROR, "cannot map the metrics: %s",
-                strerror(errno));
+        log_msg(WHARF_LOG_ERROR, "cannot map the metrics: %s", strerror(errno));
         status = EX_OSERR;
         goto out;
     }
     if (setup_broker(&s) != 0)
         goto out;
     if (cfg->metrics_listen) {
-        s.http = http_start(cfg->metrics_listen, on_http, &s, err,
-                            sizeof(err));
+        s.http = http_start(cfg->metrics_listen, on_http, &s, err, sizeof(err));
         if (!s.http) {
             fprintf(stderr, "%s: [metrics] listen: %s\n", cfg->file, err);
             status = EX_CONFIG;
@@ -284,14 +282,13 @@ int supervisor_run(const char *config_path, config *cfg)
     }
     setup_watch(&s);
     for (size_t i = 0; i < s.n_procs; i++) {
-        snprintf(s.procs[i].consumer, sizeof(s.procs[i].consumer),
-                 "%s:%s:%zu", host, cfg->instance, i);
+        snprintf(s.procs[i].consumer, sizeof(s.procs[i].consumer), "%s:%s:%zu",
+                 host, cfg->instance, i);
         s.procs[i].restart_at_ms = slots_now_ms();
     }
-    s.keeper = lease_keeper_start(s.cfg, (const char *const *)s.types,
-                                  s.policies, s.n_types, s.n_procs,
-                                  s.consumer, s.instance_key,
-                                  s.instance_value, s.m, err, sizeof(err));
+    s.keeper = lease_keeper_start(
+        s.cfg, (const char *const *)s.types, s.policies, s.n_types, s.n_procs,
+        s.consumer, s.instance_key, s.instance_value, s.m, err, sizeof(err));
     if (!s.keeper) {
         log_msg(WHARF_LOG_ERROR, "%s", err);
         status = EX_OSERR;
@@ -308,8 +305,7 @@ int supervisor_run(const char *config_path, config *cfg)
                3);
     s.watchdog_every_ms = notify_watchdog_interval_ms();
     notify_ready();
-    notify_status("serving %zu types with %u workers", s.n_types,
-                  cfg->workers);
+    notify_status("serving %zu types with %u workers", s.n_types, cfg->workers);
     status = run_loop(&s);
     reap(&s, slots_now_ms());
     /* Every worker is gone: nothing is left to renew. */
@@ -338,11 +334,11 @@ out:
         close(s.watch_fd);
     for (size_t i = 0; s.procs && i < s.n_procs; i++)
         drop_slot(&s.procs[i]);
-    check_abandon(&s.check);
+    plugin_check_abandon(&s.check);
     config_free(s.next_cfg);
     free(s.procs);
     free(s.policies);
-    check_free_types(s.types);
+    plugin_check_free_types(s.types);
     config_free(s.cfg);
     return status;
 }

@@ -82,8 +82,7 @@ static void text_reply(http_reply *reply, unsigned status, const char *body)
  * (the queue figures it refreshes every second, the connection's state),
  * never by a Redis call of its own: a slow Redis must not hold the loop
  * that enforces timeouts and renews leases. */
-void on_http(void *arg, const char *method, const char *path,
-                    http_reply *reply)
+void on_http(void *arg, const char *method, const char *path, http_reply *reply)
 {
     supervisor *s = arg;
     worker_figures workers;

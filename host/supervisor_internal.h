@@ -10,7 +10,7 @@
 #include <sys/types.h>
 
 #include "broker.h"
-#include "check.h"
+#include "plugin_check.h"
 #include "config.h"
 #include "console.h"
 #include "embedded.h"
@@ -45,21 +45,21 @@
 #define FIGURES_EVERY_MS 1000
 
 typedef struct worker_proc {
-    pid_t pid;                /* 0 when not running */
+    pid_t pid; /* 0 when not running */
     char consumer[300];
-    slot *sl;                 /* this generation's slot, while it lives */
-    slot *snap;               /* a copy of sl, for reading it */
+    slot *sl;   /* this generation's slot, while it lives */
+    slot *snap; /* a copy of sl, for reading it */
     int64_t forked_ms;
-    int64_t restart_at_ms;    /* when to fork it again; 0 = not waiting */
-    unsigned crashes;         /* deaths in a row, each before STABLE_AFTER */
-    lease_end end;            /* what the lease keeper did to it (its
-                                 deadline, a cancel, a lost lease) */
-    bool recovering;          /* died while Redis was away: its slot is
-                                 kept, and it is not started again, until
-                                 recover_slot has recorded its tasks */
-    int dead_status;          /* how it ended, for that recovery */
-    bool retiring;            /* asked to stop: reload or shutdown */
-    bool replace;             /* reload: stop it, then start it anew */
+    int64_t restart_at_ms; /* when to fork it again; 0 = not waiting */
+    unsigned crashes;      /* deaths in a row, each before STABLE_AFTER */
+    lease_end end;         /* what the lease keeper did to it (its
+                              deadline, a cancel, a lost lease) */
+    bool recovering;       /* died while Redis was away: its slot is
+                              kept, and it is not started again, until
+                              recover_slot has recorded its tasks */
+    int dead_status;       /* how it ended, for that recovery */
+    bool retiring;         /* asked to stop: reload or shutdown */
+    bool replace;          /* reload: stop it, then start it anew */
 } worker_proc;
 
 typedef struct supervisor {
@@ -70,8 +70,8 @@ typedef struct supervisor {
     const policy **policies;
     worker_proc *procs;
     size_t n_procs;
-    broker b;          /* the supervisor's own connection */
-    bool b_ready;      /* broker initialized for the current types */
+    broker b;     /* the supervisor's own connection */
+    bool b_ready; /* broker initialized for the current types */
     int64_t reconnect_at_ms;
     int64_t reconnect_delay_ms;
     bool redis_down_logged;
@@ -83,7 +83,7 @@ typedef struct supervisor {
     embedded_redis embedded;
     bool embedded_on;
     int64_t last_promote_ms, last_trim_ms, last_takeover_ms,
-        last_cancel_check_ms;
+        last_cancel_poll_ms;
     int watch_fd;
     int64_t reload_at_ms; /* a watched change asks for a reload then */
     plugin_check check;   /* a reload's plugin check under way */

@@ -48,9 +48,8 @@ static bool returned_job(broker_job *j, const slot_task *t, slot *sl,
     j->next_attempt = r->next_attempt;
     j->delay_ms = r->delay_ms;
     j->reason = r->reason_len ? *buf : NULL;
-    j->result = r->has_result
-                    ? (const unsigned char *)*buf + r->reason_len + 1
-                    : NULL;
+    j->result =
+        r->has_result ? (const unsigned char *)*buf + r->reason_len + 1 : NULL;
     j->result_len = r->has_result ? r->result_len : 0;
     return true;
 }
@@ -160,15 +159,15 @@ bool recover_slot(supervisor *s, size_t index, int status)
         metrics_outcome(s->m, metrics_type_find(s->m, j->queue->type),
                         j->outcome);
         if (mid_task && i == snap->running)
-            log_fields(WHARF_LOG_WARN, "task failed with its worker",
-                       (log_field[]){LOG_STR("task", j->e.task.id),
-                                     LOG_STR("type", j->queue->type),
-                                     LOG_INT("attempt", j->e.task.attempt),
-                                     LOG_STR("outcome",
-                                             task_outcome_name(j->outcome)),
-                                     LOG_STR("error", j->reason),
-                                     LOG_STR("worker", p->consumer)},
-                       6);
+            log_fields(
+                WHARF_LOG_WARN, "task failed with its worker",
+                (log_field[]){LOG_STR("task", j->e.task.id),
+                              LOG_STR("type", j->queue->type),
+                              LOG_INT("attempt", j->e.task.attempt),
+                              LOG_STR("outcome", task_outcome_name(j->outcome)),
+                              LOG_STR("error", j->reason),
+                              LOG_STR("worker", p->consumer)},
+                6);
         j->begin = BEGIN_NONE; /* its lock went with the finish */
     }
     if (n_returned > 0)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "backoff.h"
-#include "cancel_check.h"
+#include "cancel_poll.h"
 #include "log.h"
 #include "pressure.h"
 #include "run.h"
@@ -46,14 +46,14 @@ int setup_broker(supervisor *s)
      * them uses them. */
     for (size_t i = 0; i < s->n_types; i++)
         if (metrics_type_add(s->m, s->types[i]) < 0)
-            log_fields(WHARF_LOG_WARN, "too many types to count; this one "
-                                       "has no metrics",
+            log_fields(WHARF_LOG_WARN,
+                       "too many types to count; this one "
+                       "has no metrics",
                        (log_field[]){LOG_STR("type", s->types[i])}, 1);
     /* The keeper serves the new manifest before the old one is freed. */
     if (s->keeper)
-        lease_keeper_configure(s->keeper, s->cfg,
-                               (const char *const *)s->types, policies,
-                               s->n_types);
+        lease_keeper_configure(s->keeper, s->cfg, (const char *const *)s->types,
+                               policies, s->n_types);
     free(s->policies);
     s->policies = policies;
     if (broker_init(&s->b, s->cfg, (const char *const *)s->types, policies,
@@ -102,9 +102,8 @@ int ensure_connected(supervisor *s, int64_t now)
                    (log_field[]){LOG_STR("error", s->b.errstr)}, 1);
         s->redis_down_logged = true;
     }
-    s->reconnect_delay_ms = s->reconnect_delay_ms == 0
-                                ? 100
-                                : s->reconnect_delay_ms * 2;
+    s->reconnect_delay_ms =
+        s->reconnect_delay_ms == 0 ? 100 : s->reconnect_delay_ms * 2;
     if (s->reconnect_delay_ms > RECONNECT_MAX_MS)
         s->reconnect_delay_ms = RECONNECT_MAX_MS;
     s->reconnect_at_ms =
@@ -114,15 +113,15 @@ int ensure_connected(supervisor *s, int64_t now)
 
 void lost_connection(supervisor *s, const char *what)
 {
-    log_fields(WHARF_LOG_WARN, "supervisor: redis command failed",
-               (log_field[]){LOG_STR("during", what),
-                             LOG_STR("error", s->b.errstr)},
-               2);
+    log_fields(
+        WHARF_LOG_WARN, "supervisor: redis command failed",
+        (log_field[]){LOG_STR("during", what), LOG_STR("error", s->b.errstr)},
+        2);
     broker_disconnect(&s->b);
 }
 
 /* Asks the running plugin of each worker whose task was cancelled
- * (cancel:<id> names its entry, see cancel_check.h) to end, through the
+ * (cancel:<id> names its entry, see cancel_poll.h) to end, through the
  * lease keeper, which ends it as it ends a run past its deadline: the
  * plugin sees wharf_cancelled, the worker ends the run as cancelled, and
  * one that ignores it is killed after the same grace (its finish writes
@@ -151,16 +150,15 @@ static int check_cancels(supervisor *s)
     }
     if (n == 0)
         return 0;
-    if (cancel_check(&s->b, types, ids, entry_ids, n, cancelled) != 0)
+    if (cancel_poll(&s->b, types, ids, entry_ids, n, cancelled) != 0)
         return -1;
     for (size_t k = 0; k < n; k++)
-        if (cancelled[k] && lease_keeper_cancel(s->keeper, which[k], runs[k],
-                                                entry_ids[k]))
+        if (cancelled[k] &&
+            lease_keeper_cancel(s->keeper, which[k], runs[k], entry_ids[k]))
             log_fields(WHARF_LOG_INFO, "task cancelled; asking it to end",
-                       (log_field[]){LOG_STR("task", ids[k]),
-                                     LOG_STR("type", types[k]),
-                                     LOG_STR("worker",
-                                             s->procs[which[k]].consumer)},
+                       (log_field[]){
+                           LOG_STR("task", ids[k]), LOG_STR("type", types[k]),
+                           LOG_STR("worker", s->procs[which[k]].consumer)},
                        3);
     return 0;
 }
@@ -174,9 +172,8 @@ static int take_over(supervisor *s)
 
     for (size_t q = 0; q < s->b.n_queues; q++) {
         broker_queue *queue = &s->b.queues[q];
-        redisReply *r = broker_autoclaim(&s->b, queue,
-                                         queue->pol->visibility_timeout_ms,
-                                         100);
+        redisReply *r = broker_autoclaim(
+            &s->b, queue, queue->pol->visibility_timeout_ms, 100);
         size_t n;
         if (!r)
             return -1;
@@ -204,15 +201,14 @@ static int take_over(supervisor *s)
                                 jobs[i].outcome);
         for (size_t i = 0; i < n; i++)
             if (jobs[i].finish != FINISH_NONE)
-                log_fields(WHARF_LOG_WARN, "task taken over from a silent host",
-                           (log_field[]){LOG_STR("task", jobs[i].e.task.id),
-                                         LOG_STR("type", queue->type),
-                                         LOG_INT("attempt",
-                                                 jobs[i].e.task.attempt),
-                                         LOG_STR("outcome",
-                                                 task_outcome_name(
-                                                     jobs[i].outcome))},
-                           4);
+                log_fields(
+                    WHARF_LOG_WARN, "task taken over from a silent host",
+                    (log_field[]){
+                        LOG_STR("task", jobs[i].e.task.id),
+                        LOG_STR("type", queue->type),
+                        LOG_INT("attempt", jobs[i].e.task.attempt),
+                        LOG_STR("outcome", task_outcome_name(jobs[i].outcome))},
+                    4);
         freeReplyObject(r);
     }
     return 0;
@@ -263,8 +259,8 @@ void maintain(supervisor *s, int64_t now)
 {
     if (ensure_connected(s, now) != 0)
         return;
-    if (now - s->last_cancel_check_ms >= CANCEL_CHECK_EVERY_MS) {
-        s->last_cancel_check_ms = now;
+    if (now - s->last_cancel_poll_ms >= CANCEL_POLL_EVERY_MS) {
+        s->last_cancel_poll_ms = now;
         if (check_cancels(s) != 0) {
             lost_connection(s, "looking for cancel requests");
             return;

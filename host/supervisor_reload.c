@@ -65,13 +65,13 @@ void start_reload(supervisor *s)
     if (s->check.running) {
         log_msg(WHARF_LOG_INFO, "reload: a check is under way; it is "
                                 "started again for the latest manifest");
-        check_abandon(&s->check);
+        plugin_check_abandon(&s->check);
         config_free(s->next_cfg);
         s->next_cfg = NULL;
     }
     if (config_load(s->config_path, &next, err, sizeof(err)) != 0 ||
-        check_start(&s->check, next, next->init_timeout_ms, err,
-                    sizeof(err)) != 0) {
+        plugin_check_start(&s->check, next, next->init_timeout_ms, err,
+                           sizeof(err)) != 0) {
         log_fields(WHARF_LOG_ERROR, "reload refused; serving as before",
                    (log_field[]){LOG_STR("error", err)}, 1);
         config_free(next);
@@ -92,8 +92,8 @@ void finish_reload(supervisor *s)
     size_t n_types = 0;
 
     s->next_cfg = NULL;
-    if (check_result(&s->check, next, &types, &n_types, err, sizeof(err)) !=
-        0) {
+    if (plugin_check_result(&s->check, next, &types, &n_types, err,
+                            sizeof(err)) != 0) {
         log_fields(WHARF_LOG_ERROR, "reload refused; serving as before",
                    (log_field[]){LOG_STR("error", err)}, 1);
         config_free(next);
@@ -126,7 +126,7 @@ void finish_reload(supervisor *s)
         (s->cfg->metrics_listen && !next->metrics_listen)) {
         log_msg(WHARF_LOG_ERROR, "reload: out of memory; serving as before");
         config_free(next);
-        check_free_types(types);
+        plugin_check_free_types(types);
         notify_ready();
         return;
     }
@@ -140,7 +140,7 @@ void finish_reload(supervisor *s)
     log_setup(s->cfg->log_level, s->cfg->log_format);
     setup_broker(s);
     config_free(old_cfg);
-    check_free_types(old_types);
+    plugin_check_free_types(old_types);
     for (size_t i = 0; i < s->n_procs; i++)
         s->procs[i].replace = true;
     log_fields(WHARF_LOG_INFO, "reload checked; replacing the workers",

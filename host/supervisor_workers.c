@@ -84,8 +84,8 @@ static void start_worker(supervisor *s, size_t index, int64_t now)
     p->sl = slot_create(slot_capacity(s));
     p->snap = p->sl ? malloc(slot_size(p->sl)) : NULL;
     if (!p->sl || !p->snap) {
-        log_msg(WHARF_LOG_ERROR, "cannot map a slot for worker %zu: %s",
-                index, strerror(errno));
+        log_msg(WHARF_LOG_ERROR, "cannot map a slot for worker %zu: %s", index,
+                strerror(errno));
         drop_slot(p);
         p->restart_at_ms = now + RESTART_MAX_MS;
         return;
@@ -108,8 +108,7 @@ static void start_worker(supervisor *s, size_t index, int64_t now)
     lease_keeper_attach(s->keeper, index, pid, p->sl, p->consumer, now);
     log_fields(WHARF_LOG_INFO, "worker started",
                (log_field[]){LOG_INT("pid", pid), LOG_INT("slot", index),
-                             LOG_INT("slot_capacity",
-                                     (int64_t)p->sl->capacity),
+                             LOG_INT("slot_capacity", (int64_t)p->sl->capacity),
                              LOG_STR("worker", p->consumer)},
                4);
 }
@@ -126,27 +125,24 @@ int read_slot(worker_proc *p)
 
 /* Names how a worker ended, for the task it was running. */
 void death_reason(const worker_proc *p, int status, const char *entry_id,
-                         char *buf, size_t len)
+                  char *buf, size_t len)
 {
     bool asked = p->end.entry[0] && strcmp(p->end.entry, entry_id) == 0;
 
     if (asked && p->end.timeout_ms > 0)
         snprintf(buf, len, "timeout after %" PRId64 " ms", p->end.timeout_ms);
     else if (asked && p->end.lease_lost)
-        snprintf(buf, len, "lease lost: its lock could not be renewed in "
-                           "time");
+        snprintf(buf, len, "lease lost: its lock could not be renewed in time");
     else if (WIFSIGNALED(status))
         snprintf(buf, len, "worker crashed: SIG%s",
-                 sigabbrev_np(WTERMSIG(status))
-                     ? sigabbrev_np(WTERMSIG(status))
-                     : "UNKNOWN");
+                 sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status))
+                                                : "UNKNOWN");
     else
         snprintf(buf, len, "worker exited with status %d during the task",
                  WEXITSTATUS(status));
 }
 
-static void worker_exited(supervisor *s, size_t index, int status,
-                          int64_t now)
+static void worker_exited(supervisor *s, size_t index, int status, int64_t now)
 {
     worker_proc *p = &s->procs[index];
     bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -181,7 +177,7 @@ static void worker_exited(supervisor *s, size_t index, int status,
         metrics_add(s->m, &s->m->restarts[RESTART_RELOAD], 1);
         console_worker_exited(s->console, index, RESTART_RELOAD, how);
     } else {
-        restart_reason why = p->end.killed          ? RESTART_TIMEOUT
+        restart_reason why = p->end.killed         ? RESTART_TIMEOUT
                              : WIFSIGNALED(status) ? RESTART_CRASH
                                                    : RESTART_EXIT;
         metrics_add(s->m, &s->m->restarts[why], 1);
@@ -228,13 +224,13 @@ void reap(supervisor *s, int64_t now)
                 lease_keeper_detach(s->keeper, i, &s->procs[i].end);
         if (waitpid(pid, &status, 0) != pid)
             break;
-        if (s->embedded_on && embedded_reaped(&s->embedded, pid, status, err,
-                                              sizeof(err))) {
+        if (s->embedded_on &&
+            embedded_reaped(&s->embedded, pid, status, err, sizeof(err))) {
             log_fields(WHARF_LOG_ERROR, "embedded redis-server stopped",
                        (log_field[]){LOG_STR("error", err)}, 1);
             continue;
         }
-        if (check_reaped(&s->check, pid, status))
+        if (plugin_check_reaped(&s->check, pid, status))
             continue;
         for (size_t i = 0; i < s->n_procs; i++)
             if (s->procs[i].pid == pid)

@@ -3,8 +3,8 @@
  * cancel.lua); the host whose worker runs it finds out here, from its own
  * supervisor, however far the producer is, since the request travels
  * through Redis. */
-#ifndef WHARF_CANCEL_CHECK_H
-#define WHARF_CANCEL_CHECK_H
+#ifndef WHARF_CANCEL_POLL_H
+#define WHARF_CANCEL_POLL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -12,13 +12,13 @@
 #include "broker.h"
 
 /* How often the supervisor looks for cancel requests of running tasks. */
-#define CANCEL_CHECK_EVERY_MS 250
+#define CANCEL_POLL_EVERY_MS 250
 
 /* For n running tasks (types[i], ids[i], their stream entry_ids[i]), sets
  * cancelled[i] when cancel:<id> names that entry: one GET each, in one
  * pipelined round trip. 0, or -1 on a connection error (b->errstr says
  * why; cancelled is then untouched). */
-int cancel_check(broker *b, const char *const *types, const char *const *ids,
-                 const char *const *entry_ids, size_t n, bool *cancelled);
+int cancel_poll(broker *b, const char *const *types, const char *const *ids,
+                const char *const *entry_ids, size_t n, bool *cancelled);
 
-#endif /* WHARF_CANCEL_CHECK_H */
+#endif /* WHARF_CANCEL_POLL_H */

@@ -1,7 +1,7 @@
 /* The plugin check in a child process; see check.h. The child writes one
  * line a type ("T <type>") or one error line ("E <reason>") and exits. */
 #define _GNU_SOURCE /* pipe2 */
-#include "check.h"
+#include "plugin_check.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,8 +49,8 @@ static void check_child(const config *cfg)
     _exit(EX_OK);
 }
 
-int check_start(plugin_check *c, const config *cfg, int64_t timeout_ms,
-                char *err, size_t errlen)
+int plugin_check_start(plugin_check *c, const config *cfg, int64_t timeout_ms,
+                       char *err, size_t errlen)
 {
     int fds[2];
     pid_t pid;
@@ -107,7 +107,7 @@ static bool read_report(plugin_check *c)
     }
 }
 
-bool check_reaped(plugin_check *c, pid_t pid, int status)
+bool plugin_check_reaped(plugin_check *c, pid_t pid, int status)
 {
     if (c->pid <= 0 || pid != c->pid)
         return false;
@@ -116,7 +116,7 @@ bool check_reaped(plugin_check *c, pid_t pid, int status)
     return true;
 }
 
-bool check_step(plugin_check *c, int64_t now_ms)
+bool plugin_check_step(plugin_check *c, int64_t now_ms)
 {
     int status;
 
@@ -127,7 +127,7 @@ bool check_step(plugin_check *c, int64_t now_ms)
         c->fd = -1;
     }
     if (c->pid > 0 && waitpid(c->pid, &status, WNOHANG) == c->pid)
-        check_reaped(c, c->pid, status);
+        plugin_check_reaped(c, c->pid, status);
     if (c->fd < 0 && c->pid == 0)
         return true;
     if (now_ms >= c->deadline_ms) {
@@ -147,7 +147,7 @@ bool check_step(plugin_check *c, int64_t now_ms)
     return false;
 }
 
-void check_free_types(char **types)
+void plugin_check_free_types(char **types)
 {
     for (size_t i = 0; types && types[i]; i++)
         free(types[i]);
@@ -178,12 +178,12 @@ static char **parse_types(char *report, size_t *count)
     }
     return types;
 fail:
-    check_free_types(types);
+    plugin_check_free_types(types);
     return NULL;
 }
 
-int check_result(plugin_check *c, const config *cfg, char ***types_out,
-                 size_t *n_out, char *err, size_t errlen)
+int plugin_check_result(plugin_check *c, const config *cfg, char ***types_out,
+                        size_t *n_out, char *err, size_t errlen)
 {
     char **types = NULL;
     size_t count = 0;
@@ -225,14 +225,14 @@ int check_result(plugin_check *c, const config *cfg, char ***types_out,
         types = NULL;
         rc = 0;
     }
-    check_free_types(types);
+    plugin_check_free_types(types);
     free(c->buf);
     c->buf = NULL;
     c->len = c->cap = 0;
     return rc;
 }
 
-void check_abandon(plugin_check *c)
+void plugin_check_abandon(plugin_check *c)
 {
     int status;
 
@@ -251,18 +251,18 @@ void check_abandon(plugin_check *c)
     c->running = false;
 }
 
-int check_run(const config *cfg, int64_t timeout_ms, char ***types, size_t *n,
-              char *err, size_t errlen)
+int plugin_check_run(const config *cfg, int64_t timeout_ms, char ***types,
+                     size_t *n, char *err, size_t errlen)
 {
     plugin_check c;
 
-    if (check_start(&c, cfg, timeout_ms, err, errlen) != 0)
+    if (plugin_check_start(&c, cfg, timeout_ms, err, errlen) != 0)
         return -1;
-    while (!check_step(&c, slots_now_ms())) {
+    while (!plugin_check_step(&c, slots_now_ms())) {
         struct pollfd pfd = {c.fd, POLLIN, 0};
         if (c.fd < 0)
             pfd.fd = -1; /* the child closed its end: wait for its exit */
         poll(&pfd, 1, 20);
     }
-    return check_result(&c, cfg, types, n, err, errlen);
+    return plugin_check_result(&c, cfg, types, n, err, errlen);
 }

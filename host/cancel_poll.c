@@ -1,13 +1,13 @@
-/* Cancel requests for running tasks; see cancel_check.h. */
-#include "cancel_check.h"
+/* Cancel requests for running tasks; see cancel_poll.h. */
+#include "cancel_poll.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "keys.h"
 
-int cancel_check(broker *b, const char *const *types, const char *const *ids,
-                 const char *const *entry_ids, size_t n, bool *cancelled)
+int cancel_poll(broker *b, const char *const *types, const char *const *ids,
+                const char *const *entry_ids, size_t n, bool *cancelled)
 {
     char key[KEY_MAX];
     bool answer[n ? n : 1];
