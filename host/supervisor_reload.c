@@ -51,6 +51,15 @@ void read_watch(supervisor *s, int64_t now)
     }
 }
 
+/* A reload that cannot take effect: says why and serves as before. */
+static void refuse_reload(config *next, const char *err)
+{
+    log_fields(WHARF_LOG_ERROR, "reload refused; serving as before",
+               (log_field[]){LOG_STR("error", err)}, 1);
+    config_free(next);
+    notify_ready();
+}
+
 /* SIGHUP (or a watched change): re-reads the manifest and starts checking
  * its plugins in a child; the loop goes on serving while it runs, and
  * finish_reload takes the outcome. */
@@ -72,10 +81,7 @@ void start_reload(supervisor *s)
     if (config_load(s->config_path, &next, err, sizeof(err)) != 0 ||
         plugin_check_start(&s->check, next, next->init_timeout_ms, err,
                            sizeof(err)) != 0) {
-        log_fields(WHARF_LOG_ERROR, "reload refused; serving as before",
-                   (log_field[]){LOG_STR("error", err)}, 1);
-        config_free(next);
-        notify_ready();
+        refuse_reload(next, err);
         return;
     }
     s->next_cfg = next;
@@ -94,10 +100,7 @@ void finish_reload(supervisor *s)
     s->next_cfg = NULL;
     if (plugin_check_result(&s->check, next, &types, &n_types, err,
                             sizeof(err)) != 0) {
-        log_fields(WHARF_LOG_ERROR, "reload refused; serving as before",
-                   (log_field[]){LOG_STR("error", err)}, 1);
-        config_free(next);
-        notify_ready();
+        refuse_reload(next, err);
         return;
     }
     if (next->workers != s->cfg->workers || next->watch != s->cfg->watch ||
