@@ -39,9 +39,6 @@
 #define CONSOLE_PAGE_MAX 100
 /* Per-second samples kept for the rate charts. */
 #define CONSOLE_SAMPLES 301
-/* A host's presence (wharf:host:..., wharf:{T}:hosts) lives this long
- * unless refreshed (every second). */
-#define CONSOLE_PRESENCE_TTL_MS 5000
 
 typedef struct console console;
 
@@ -90,7 +87,7 @@ void console_destroy(console *c);
 
 /* Call once every loop pass: it begins the pass's Redis budget, and once
  * a second samples the counters and publishes and reads hosts' presence
- * (within that budget). */
+ * (presence.h, within that budget). */
 void console_tick(console *c, int64_t now_ms);
 
 /* A worker of slot index ended: why (restart_reason) and how ("signal

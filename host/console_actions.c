@@ -1,0 +1,302 @@
+/* The console's actions (docs/console.md): POST /api/replay, /api/purge
+ * and /api/cancel, each one script of sdk/lua, the same as `wharf dead
+ * replay`, `wharf dead purge` and `wharf cancel` run. Off unless the
+ * manifest says [console] actions = yes; each needs its token and passes
+ * a cross-origin check. Each script's call (its KEYS and ARGV, in the
+ * order of the script's header) is one function: call_cancel,
+ * call_dead_replay, call_dead_purge. */
+#include "console_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include <hiredis/hiredis.h>
+
+#include "client_internal.h" /* CLIENT_PROTOCOLS */
+#include "config.h"
+#include "keys.h"
+#include "log.h"
+#include "lua_sources.h"
+
+typedef enum action_kind {
+    ACTION_CANCEL,
+    ACTION_REPLAY,
+    ACTION_PURGE
+} action_kind;
+
+static script replay_script = {.name = "dead_replay",
+                               .source = wharf_lua_dead_replay};
+static script purge_script = {.name = "dead_purge",
+                              .source = wharf_lua_dead_purge};
+static script cancel_script = {.name = "cancel", .source = wharf_lua_cancel};
+
+/* ---- the scripts' calls: the reply (caller frees), or NULL after
+ * dropping the connections (console_run_script) ---- */
+
+/* The one cancel of every producer, sdk/lua/cancel.lua: a queued or
+ * delayed task is removed, a running one's host asks it to end. Its
+ * reply {word, detail} is read by cancel_word. */
+static redisReply *call_cancel(console *c, const char *type, const char *id)
+{
+    const char *prefix = console_prefix(c);
+    char keys[9][KEY_MAX];
+    const char *argv[12];
+
+    key_of_type(keys[0], KEY_MAX, prefix, type, "policy");
+    key_of_type(keys[1], KEY_MAX, prefix, type, "entries");
+    key_of_type(keys[2], KEY_MAX, prefix, type, "stream");
+    key_of_type(keys[3], KEY_MAX, prefix, type, "delayed");
+    key_of_task(keys[4], KEY_MAX, prefix, type, "task", id);
+    key_of_task(keys[5], KEY_MAX, prefix, type, "seen", id);
+    key_of_task(keys[6], KEY_MAX, prefix, type, "cancel", id);
+    key_of_task(keys[7], KEY_MAX, prefix, type, "result", id);
+    key_of_type(keys[8], KEY_MAX, prefix, type, "dead");
+    for (int i = 0; i < 9; i++)
+        argv[i] = keys[i];
+    argv[9] = id;
+    argv[10] = WHARF_GROUP;
+    argv[11] = CLIENT_PROTOCOLS;
+    return console_run_script(c, &cancel_script, 9, 12, argv);
+}
+
+/* sdk/lua/dead_replay.lua: one dead task back into the stream. */
+static redisReply *call_dead_replay(console *c, const char *type,
+                                    const char *id)
+{
+    const char *prefix = console_prefix(c);
+    char keys[6][KEY_MAX];
+    const char *argv[8];
+
+    key_of_type(keys[0], KEY_MAX, prefix, type, "dead");
+    key_of_task(keys[1], KEY_MAX, prefix, type, "dead", id);
+    key_of_type(keys[2], KEY_MAX, prefix, type, "stream");
+    key_of_task(keys[3], KEY_MAX, prefix, type, "task", id);
+    key_of_type(keys[4], KEY_MAX, prefix, type, "delayed");
+    key_of_type(keys[5], KEY_MAX, prefix, type, "entries");
+    for (int i = 0; i < 6; i++)
+        argv[i] = keys[i];
+    argv[6] = id;
+    argv[7] = type;
+    return console_run_script(c, &replay_script, 6, 8, argv);
+}
+
+/* sdk/lua/dead_purge.lua: one dead task deleted. */
+static redisReply *call_dead_purge(console *c, const char *type, const char *id)
+{
+    const char *prefix = console_prefix(c);
+    char keys[4][KEY_MAX];
+    const char *argv[5];
+
+    key_of_type(keys[0], KEY_MAX, prefix, type, "dead");
+    key_of_task(keys[1], KEY_MAX, prefix, type, "dead", id);
+    key_of_task(keys[2], KEY_MAX, prefix, type, "task", id);
+    key_of_type(keys[3], KEY_MAX, prefix, type, "delayed");
+    for (int i = 0; i < 4; i++)
+        argv[i] = keys[i];
+    argv[4] = id;
+    return console_run_script(c, &purge_script, 4, 5, argv);
+}
+
+/* ---- the replies ---- */
+
+/* The word of a cancel.lua reply {word, detail}, as action answers it:
+ * REMOVED and CANCELLING did it (OK); CANCELLED had been done before
+ * (ALREADY, as `wharf cancel` says "already cancelled"); FINISHED and
+ * UNKNOWN found nothing to cancel (NOT_FOUND); PROTOCOL did nothing. NULL
+ * for any other reply. */
+static const char *cancel_word(const redisReply *r)
+{
+    static const char *const words[][2] = {
+        {"REMOVED", "OK"},        {"CANCELLING", "OK"},
+        {"CANCELLED", "ALREADY"}, {"FINISHED", "NOT_FOUND"},
+        {"UNKNOWN", "NOT_FOUND"}, {"PROTOCOL", "PROTOCOL"}};
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING ||
+        r->element[1]->type != REDIS_REPLY_STRING)
+        return NULL;
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strcmp(r->element[0]->str, words[i][0]) == 0)
+            return words[i][1];
+    return NULL;
+}
+
+/* What a reply of kind's script says, as an answer: OK, ALREADY,
+ * NOT_FOUND, PROTOCOL, MISSING, or NULL for a reply it should not give.
+ * dead_replay.lua answers in words; dead_purge.lua 1 or 0. */
+static const char *action_word(action_kind kind, const redisReply *r)
+{
+    if (kind == ACTION_CANCEL)
+        return cancel_word(r);
+    if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
+        return r->str;
+    if (kind == ACTION_PURGE && r->type == REDIS_REPLY_INTEGER)
+        return r->integer == 1 ? "OK" : "NOT_FOUND"; /* dead_purge.lua */
+    return NULL;
+}
+
+/* ---- the request ---- */
+
+/* "host[:port]" of an Origin or Referer URL ("scheme://host[:port]/..."),
+ * into out; false if it has none. */
+static bool url_authority(const char *url, char *out, size_t len)
+{
+    const char *start = strstr(url, "://");
+    size_t n;
+
+    if (!start)
+        return false;
+    start += 3;
+    n = strcspn(start, "/?#");
+    if (n == 0 || n >= len)
+        return false;
+    memcpy(out, start, n);
+    out[n] = '\0';
+    return true;
+}
+
+/* Equal, in time that does not depend on where they differ. */
+static bool same_secret(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = la != lb;
+
+    for (size_t i = 0; i < la; i++)
+        diff |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+    return diff == 0;
+}
+
+/* Whether an action may run: actions on, same origin, the token. Answers
+ * 403 with why when not. */
+static bool action_allowed(console *c, http_reply *reply)
+{
+    const char *host = http_header("Host");
+    const char *origin = http_header("Origin");
+    const char *referer = http_header("Referer");
+    const char *auth = http_header("Authorization");
+    char from[300], token[256];
+
+    if (!c->v.cfg->console_actions || !c->v.cfg->console_token) {
+        console_reply_error(reply, 403,
+                            "actions are off: the manifest needs "
+                            "[console] actions = yes and a token");
+        return false;
+    }
+    /* A browser names the page a request comes from; another site's page
+     * must not act with this console's authority. Clients that are not
+     * browsers send neither header and are held to the token alone. */
+    if ((origin && strcmp(origin, "null") == 0) ||
+        ((origin || referer) &&
+         (!url_authority(origin ? origin : referer, from, sizeof(from)) ||
+          !host || strcasecmp(from, host) != 0))) {
+        console_reply_error(reply, 403,
+                            "cross-origin request refused: Origin %s is "
+                            "not this console (Host %s)",
+                            origin    ? origin
+                            : referer ? referer
+                                      : "?",
+                            host ? host : "?");
+        return false;
+    }
+    /* The header, else a form's field "token" (never the query: a URL
+     * ends up in logs and histories). */
+    if (auth && strncasecmp(auth, "Bearer ", 7) == 0)
+        snprintf(token, sizeof(token), "%s", auth + 7);
+    else if (!http_form("token", token, sizeof(token)))
+        token[0] = '\0';
+    if (!token[0] || !same_secret(token, c->v.cfg->console_token)) {
+        console_reply_error(reply, 403,
+                            "a valid token is needed: header Authorization: "
+                            "Bearer <[console] token>, or form field token");
+        return false;
+    }
+    return true;
+}
+
+/* An action's argument: from the query, else from the form (a plain
+ * HTML form posts its fields). */
+static const char *action_arg(const char *name, char *buf, size_t len)
+{
+    const char *v = http_query(name);
+
+    if (v)
+        return v;
+    return http_form(name, buf, len) ? buf : NULL;
+}
+
+/* POST /api/<what>, what being "replay", "purge" or "cancel". */
+void console_action(console *c, const char *what, http_reply *reply)
+{
+    char type_buf[128], id_buf[256];
+    const char *type;
+    const char *id = action_arg("id", id_buf, sizeof(id_buf));
+    const char *word;
+    action_kind kind = strcmp(what, "replay") == 0  ? ACTION_REPLAY
+                       : strcmp(what, "purge") == 0 ? ACTION_PURGE
+                                                    : ACTION_CANCEL;
+    redisReply *r;
+    json_out b = {0};
+
+    if (!action_allowed(c, reply))
+        return;
+    type = console_type_arg(
+        reply, action_arg("type", type_buf, sizeof(type_buf)), true);
+    if (!*type)
+        return;
+    if (!id || !config_valid_task_id(id, strlen(id))) {
+        console_reply_error(reply, 400,
+                            "id: expected 1-200 printable bytes without "
+                            "spaces");
+        return;
+    }
+    if (!console_redis_for(c, reply))
+        return;
+    r = kind == ACTION_REPLAY  ? call_dead_replay(c, type, id)
+        : kind == ACTION_PURGE ? call_dead_purge(c, type, id)
+                               : call_cancel(c, type, id);
+    if (!r) {
+        console_unavailable(reply, "2",
+                            "redis: the action may not have gone through");
+        return;
+    }
+    word = action_word(kind, r);
+    if (!word) {
+        console_reply_error(reply, 502, "redis: %s",
+                            r->type == REDIS_REPLY_ERROR ? r->str
+                                                         : "unexpected reply");
+    } else if (strcmp(word, "OK") == 0 || strcmp(word, "ALREADY") == 0) {
+        bool already = strcmp(word, "ALREADY") == 0;
+        if (!already) /* nothing was done for one cancelled before */
+            log_fields(WHARF_LOG_INFO, "console action",
+                       (log_field[]){LOG_STR("action", what),
+                                     LOG_STR("type", type),
+                                     LOG_STR("task", id)},
+                       3);
+        json_out_printf(&b, "{\"done\":\"%s\",\"type\":", what);
+        json_out_str(&b, type);
+        json_out_puts(&b, ",\"id\":");
+        json_out_str(&b, id);
+        if (already)
+            json_out_puts(&b, ",\"already_cancelled\":true");
+        json_out_puts(&b, "}");
+        console_reply_json(reply, 200, &b);
+    } else if (strcmp(word, "PROTOCOL") == 0) {
+        console_reply_error(
+            reply, 409,
+            "the hosts serving '%s' speak wharf protocol %.40s; this "
+            "host speaks " CLIENT_PROTOCOLS ": nothing done",
+            type, r->element[1]->str);
+    } else if (strcmp(word, "MISSING") == 0) {
+        console_reply_error(reply, 410,
+                            "dead task '%s' had no envelope: dropped it "
+                            "from the dead set",
+                            id);
+    } else {
+        console_reply_error(reply, 404, "no %s task '%s' of type '%s'",
+                            kind == ACTION_CANCEL ? "queued, delayed or running"
+                                                  : "dead",
+                            id, type);
+    }
+    freeReplyObject(r);
+}

@@ -1,0 +1,153 @@
+/* The JSON writer; see json_out.h. The buffer doubles as it grows (from
+ * 1 KiB), so a writer that appends byte by byte stays linear. */
+#include "json_out.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void out_of_memory(void)
+{
+    fputs("wharf: json_out: out of memory\n", stderr);
+    abort();
+}
+
+void json_out_raw(json_out *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        b->s = realloc(b->s, cap);
+        if (!b->s)
+            out_of_memory();
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+void json_out_puts(json_out *b, const char *s)
+{
+    json_out_raw(b, s, strlen(s));
+}
+
+void json_out_printf(json_out *b, const char *fmt, ...)
+{
+    char small[256];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(small, sizeof(small), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof(small)) {
+        json_out_raw(b, small, (size_t)n);
+        return;
+    }
+    {
+        char *big = malloc((size_t)n + 1);
+        if (!big)
+            out_of_memory();
+        va_start(ap, fmt);
+        vsnprintf(big, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+        json_out_raw(b, big, (size_t)n);
+        free(big);
+    }
+}
+
+/* Length of the valid UTF-8 sequence at s (of n bytes), or 0. */
+static size_t utf8_length(const unsigned char *s, size_t n)
+{
+    size_t need;
+    unsigned lo = 0x80, hi = 0xbf;
+
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        need = 2;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        need = 3;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        need = 4;
+    else
+        return 0;
+    if (n < need)
+        return 0;
+    if (s[0] == 0xe0)
+        lo = 0xa0;
+    else if (s[0] == 0xed)
+        hi = 0x9f; /* no surrogates */
+    else if (s[0] == 0xf0)
+        lo = 0x90;
+    else if (s[0] == 0xf4)
+        hi = 0x8f;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < need; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return need;
+}
+
+void json_out_text(json_out *b, const char *text, size_t len, size_t max)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t n = len < max ? len : max;
+
+    json_out_raw(b, "\"", 1);
+    for (size_t i = 0; i < n;) {
+        unsigned char ch = s[i];
+        size_t run;
+        if (ch == '"' || ch == '\\') {
+            json_out_raw(b, "\\", 1);
+            json_out_raw(b, (const char *)&s[i], 1);
+            i++;
+        } else if (ch == '<' || ch == '>' || ch == '&' || ch == '\'') {
+            json_out_printf(b, "\\u%04x", ch);
+            i++;
+        } else if (ch == '\n') {
+            json_out_raw(b, "\\n", 2);
+            i++;
+        } else if (ch == '\t') {
+            json_out_raw(b, "\\t", 2);
+            i++;
+        } else if (ch >= 0x20 && ch < 0x7f) {
+            json_out_raw(b, (const char *)&s[i], 1);
+            i++;
+        } else if (ch >= 0x80 && (run = utf8_length(s + i, n - i)) > 0) {
+            json_out_raw(b, (const char *)&s[i], run);
+            i += run;
+        } else {
+            json_out_printf(b, "\\\\x%02x", ch);
+            i++;
+        }
+    }
+    json_out_raw(b, "\"", 1);
+}
+
+void json_out_str(json_out *b, const char *s)
+{
+    json_out_text(b, s, strlen(s), SIZE_MAX);
+}
+
+char *json_out_take(json_out *b, size_t *len)
+{
+    char *s = b->s;
+
+    if (len)
+        *len = b->len;
+    b->s = NULL;
+    b->len = b->cap = 0;
+    return s;
+}
+
+void json_out_free(json_out *b)
+{
+    free(b->s);
+    b->s = NULL;
+    b->len = b->cap = 0;
+}
