@@ -286,7 +286,11 @@ void console_action(console *c, const char *what, http_reply *reply)
             reply, 409,
             "the hosts serving '%s' speak wharf protocol %.40s; this "
             "host speaks " CLIENT_PROTOCOLS ": nothing done",
-            type, r->element[1]->str);
+            type,
+            r->type == REDIS_REPLY_ARRAY && r->elements > 1 &&
+                    r->element[1]->type == REDIS_REPLY_STRING
+                ? r->element[1]->str
+                : "unknown");
     } else if (strcmp(word, "MISSING") == 0) {
         console_reply_error(reply, 410,
                             "dead task '%s' had no envelope: dropped it "
