@@ -27,13 +27,7 @@
 #include "slots.h"
 #include "worker.h"
 
-enum {
-    OPT_CONFIG = 'c',
-    OPT_ATTEMPT = 'a',
-    OPT_ID = 'i',
-    OPT_TRACE = 't',
-    OPT_RESULT = 'r'
-};
+enum { OPT_CONFIG, OPT_ATTEMPT, OPT_ID, OPT_TRACE, OPT_RESULT };
 
 /* How long past the deadline a plugin that ignores it may run before
  * wharf run gives up on it (a worker is SIGKILLed then). */
@@ -174,17 +168,37 @@ static const char *run_status_name(wharf_status status)
     return "retry";
 }
 
-static int run(cli *ctx, int argc, char **argv)
+/* Parses --attempt: 0 with *attempt, or -1 when text is not a number
+ * from 1 to UINT_MAX. */
+static int run_parse_attempt(const char *text, unsigned long *attempt)
 {
-    static const struct option options[] = {
-        {"config", required_argument, NULL, OPT_CONFIG},
-        {"attempt", required_argument, NULL, OPT_ATTEMPT},
-        {"id", required_argument, NULL, OPT_ID},
-        {"trace", required_argument, NULL, OPT_TRACE},
-        {"result", no_argument, NULL, OPT_RESULT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *config_path = NULL, *id = NULL, *trace = NULL;
+    unsigned long n;
+    char *end;
+
+    errno = 0;
+    n = strtoul(text, &end, 10);
+    if (errno || *end || text[0] == '-' || n == 0 || n > UINT_MAX)
+        return -1;
+    *attempt = n;
+    return 0;
+}
+
+/* The flag table's check of --attempt, where it stands. */
+static int run_check_attempt(cli *ctx, const char *value)
+{
+    char quoted[256];
+    unsigned long attempt;
+
+    if (run_parse_attempt(value, &attempt) == 0)
+        return 0;
+    client_quote(value, quoted, sizeof(quoted));
+    return cli_usage(ctx, "--attempt '%s' is not a number >= 1", quoted);
+}
+
+static int run(cli *ctx, const cli_args *args)
+{
+    const char *config_path = args->flag[OPT_CONFIG];
+    const char *id = args->flag[OPT_ID], *trace = args->flag[OPT_TRACE];
     const char *so, *type, *slash;
     char real[PATH_MAX], stem[PATH_MAX], err[CONFIG_ERR_LEN], quoted[256];
     char id_buf[CLIENT_HASH_ID_SIZE], trace_buf[CLIENT_TRACE_SIZE];
@@ -197,7 +211,7 @@ static int run(cli *ctx, int argc, char **argv)
     const char *payload = "";
     size_t payload_len = 0;
     unsigned long attempt = 1;
-    int result_only = 0, opt, code = EX_SOFTWARE;
+    int result_only = args->flag[OPT_RESULT] != NULL, code = EX_SOFTWARE;
     loader *ld = NULL;
     const route *r;
     const policy *pol;
@@ -209,47 +223,20 @@ static int run(cli *ctx, int argc, char **argv)
     struct sigaction on_alarm;
     EVP_MD_CTX *md_ctx = NULL;
 
-    while ((opt = cli_option(ctx, argc, argv, options)) > 0) {
-        if (opt == OPT_CONFIG) {
-            config_path = optarg;
-        } else if (opt == OPT_ATTEMPT) {
-            char *end;
-
-            errno = 0;
-            attempt = strtoul(optarg, &end, 10);
-            if (errno || *end || optarg[0] == '-' || attempt == 0 ||
-                attempt > UINT_MAX) {
-                client_quote(optarg, quoted, sizeof(quoted));
-                return cli_usage(ctx, "--attempt '%s' is not a number >= 1",
-                                 quoted);
-            }
-        } else if (opt == OPT_ID) {
-            id = optarg;
-        } else if (opt == OPT_TRACE) {
-            trace = optarg;
-        } else {
-            result_only = 1;
-        }
-    }
-    if (opt < 0)
-        return cli_option_exit(opt);
-    if (argc - optind < 2)
-        return cli_usage(ctx, "missing %s",
-                         optind < argc ? "TYPE" : "PLUGIN.so");
-    if (argc - optind > 3)
-        return cli_unexpected(ctx, argv[optind + 3]);
-    so = argv[optind];
-    type = argv[optind + 1];
+    if (args->flag[OPT_ATTEMPT])
+        run_parse_attempt(args->flag[OPT_ATTEMPT], &attempt);
+    so = args->operand[0];
+    type = args->operand[1];
     if ((code = cli_check_type(ctx, type)) != 0 ||
         (id && (code = cli_check_id(ctx, id)) != 0))
         return code;
     if (trace && !client_valid_trace(trace))
         return cli_fail(ctx, EX_DATAERR,
                         "--trace is not a W3C traceparent: " CLIENT_TRACE_RULE);
-    if (argc - optind == 3 && strcmp(argv[optind + 2], "-") != 0) {
-        payload = argv[optind + 2];
+    if (args->count == 3 && strcmp(args->operand[2], "-") != 0) {
+        payload = args->operand[2];
         payload_len = strlen(payload);
-    } else if (argc - optind == 3) {
+    } else if (args->count == 3) {
         if (run_read_stdin(&input, &payload_len) != 0)
             return cli_fail(ctx, EX_IOERR,
                             "cannot read the payload from stdin: %s",
@@ -444,5 +431,13 @@ const cli_command cmd_run_entry = {
         "  --result       print only the result bytes on stdout\n"
         "Exit: 0 ok; 75 retry; 65 fail; 78 not loadable or init failed;\n"
         "64 usage.\n",
+    .flags = {[OPT_CONFIG] = {"config", true},
+              [OPT_ATTEMPT] = {"attempt", true, run_check_attempt},
+              [OPT_ID] = {"id", true},
+              [OPT_TRACE] = {"trace", true},
+              [OPT_RESULT] = {"result", false}},
+    .operands = {"PLUGIN.so", "TYPE", "PAYLOAD"},
+    .lower = 2,
+    .upper = 3,
     .run = run,
 };

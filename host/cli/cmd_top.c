@@ -796,20 +796,24 @@ static void draw(const frame *f, int cols, int rows, const char *footer)
     fprintf(stdout, "%s\033[K\033[J", last);
 }
 
-static int run(cli *ctx, int argc, char **argv)
+enum { OPT_URL, OPT_INTERVAL, OPT_ONCE };
+
+/* The flag table's check of --interval, where it stands. */
+static int check_interval(cli *ctx, const char *value)
 {
-    static const struct option options[] = {
-        {"url", required_argument, NULL, 'u'},
-        {"interval", required_argument, NULL, 'i'},
-        {"once", no_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    int64_t ms;
+
+    return cli_duration(ctx, "--interval", value, &ms);
+}
+
+static int run(cli *ctx, const cli_args *args)
+{
     char url[600], err[1024], footer[128];
     int64_t interval_ms = 1000;
-    bool once = false, live, keys = false;
+    bool once = args->flag[OPT_ONCE] != NULL, live, keys = false;
     struct sigaction sa;
     target t;
-    int opt, code = EX_OK;
+    int code = EX_OK;
 
     if (ctx->config && ctx->config->metrics_listen) {
         const char *listen = ctx->config->metrics_listen;
@@ -823,19 +827,10 @@ static int run(cli *ctx, int argc, char **argv)
     } else {
         snprintf(url, sizeof(url), "http://127.0.0.1:9464");
     }
-    while ((opt = cli_option(ctx, argc, argv, options)) > 0) {
-        if (opt == 'u')
-            snprintf(url, sizeof(url), "%s", optarg);
-        else if (opt == 'o')
-            once = true;
-        else if (opt == 'i' && (code = cli_duration(ctx, "--interval", optarg,
-                                                    &interval_ms)) != 0)
-            return code;
-    }
-    if (opt < 0)
-        return cli_option_exit(opt);
-    if (optind < argc)
-        return cli_unexpected(ctx, argv[optind]);
+    if (args->flag[OPT_URL])
+        snprintf(url, sizeof(url), "%s", args->flag[OPT_URL]);
+    if (args->flag[OPT_INTERVAL])
+        cli_duration(ctx, "--interval", args->flag[OPT_INTERVAL], &interval_ms);
     if (interval_ms < 100)
         interval_ms = 100;
     if (parse_target(url, &t, err, sizeof(err)) != 0)
@@ -946,5 +941,8 @@ const cli_command cmd_top_entry = {
             "  --interval DUR  how often to refresh (1s)\n"
             "  --once          print one view and exit\n"
             "Exit: 0; 69 the wharfd cannot be reached.\n",
+    .flags = {[OPT_URL] = {"url", true},
+              [OPT_INTERVAL] = {"interval", true, check_interval},
+              [OPT_ONCE] = {"once", false}},
     .run = run,
 };
