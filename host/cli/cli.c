@@ -1,9 +1,11 @@
-/* What the wharf commands share: one-line messages and exit codes, option
- * parsing, checks of names and durations, the Redis connection, and
- * printing; see cli.h. */
+/* What the wharf commands share: one-line messages and exit codes, the
+ * argument parser that reads each command's declared flags and operands,
+ * checks of names and durations, the Redis connection, and printing; see
+ * cli.h. */
 #include "cli.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,35 +67,9 @@ int cli_usage(cli *ctx, const char *fmt, ...)
     return EX_USAGE;
 }
 
-int cli_option(cli *ctx, int argc, char **argv, const struct option *opts)
-{
-    char quoted[120];
-    int opt;
-
-    opterr = 0; /* our own messages: one line, then the usage */
-    opt = getopt_long(argc, argv, ":", opts, NULL);
-    switch (opt) {
-    case -1:
-        return CLI_OPTIONS_END;
-    case 'h':
-        printf("usage: wharf %s %s\n", ctx->command->name, ctx->command->usage);
-        if (ctx->command->help)
-            printf("\n%s", ctx->command->help);
-        return CLI_OPTION_HELP;
-    case ':':
-        client_quote(argv[optind - 1], quoted, sizeof(quoted));
-        cli_usage(ctx, "option '%s' needs a value", quoted);
-        return CLI_OPTION_BAD;
-    case '?':
-        client_quote(argv[optind - 1], quoted, sizeof(quoted));
-        cli_usage(ctx, "unknown option '%s'", quoted);
-        return CLI_OPTION_BAD;
-    default:
-        return opt;
-    }
-}
-
-int cli_unexpected(cli *ctx, const char *arg)
+/* cli_usage saying arg (an operand too many, shown as client_quote
+ * shows it) was not expected: 64. */
+static int unexpected(cli *ctx, const char *arg)
 {
     char quoted[120];
 
@@ -101,9 +77,87 @@ int cli_unexpected(cli *ctx, const char *arg)
     return cli_usage(ctx, "unexpected argument '%s'", quoted);
 }
 
-int cli_option_exit(int result)
+/* getopt_long's val for the flag at place i of a command's flags: above
+ * any character, so none is taken for '?', ':' or 'h'. */
+#define FLAG_VAL 256
+
+/* The getopt_long table of a command's flags, then --help and the zero
+ * row, in opts of CLI_FLAGS_MAX + 2 rows. */
+static void option_table(const cli_command *entry, struct option *opts)
 {
-    return result == CLI_OPTION_HELP ? EX_OK : EX_USAGE;
+    size_t n = 0;
+
+    for (; n < CLI_FLAGS_MAX && entry->flags[n].name; n++) {
+        opts[n].name = entry->flags[n].name;
+        opts[n].has_arg =
+            entry->flags[n].value ? required_argument : no_argument;
+        opts[n].flag = NULL;
+        opts[n].val = FLAG_VAL + (int)n;
+    }
+    opts[n++] = (struct option){"help", no_argument, NULL, 'h'};
+    opts[n] = (struct option){NULL, 0, NULL, 0};
+}
+
+/* Reads the flags of argv into args; false with the exit code in *code
+ * after --help or a usage error. Leaves optind at the first operand. */
+static bool read_flags(cli *ctx, int argc, char **argv, cli_args *args,
+                       int *code)
+{
+    const cli_command *entry = ctx->command;
+    struct option opts[CLI_FLAGS_MAX + 2];
+    char quoted[120];
+    int opt;
+
+    option_table(entry, opts);
+    optind = 0; /* afresh: main's getopt_long read the global options */
+    opterr = 0; /* our own messages: one line, then the usage */
+    while ((opt = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+        const cli_flag *flag;
+        switch (opt) {
+        case 'h':
+            printf("usage: wharf %s %s\n", entry->name, entry->usage);
+            if (entry->help)
+                printf("\n%s", entry->help);
+            *code = EX_OK;
+            return false;
+        case ':':
+            client_quote(argv[optind - 1], quoted, sizeof(quoted));
+            *code = cli_usage(ctx, "option '%s' needs a value", quoted);
+            return false;
+        case '?':
+            client_quote(argv[optind - 1], quoted, sizeof(quoted));
+            *code = cli_usage(ctx, "unknown option '%s'", quoted);
+            return false;
+        default:
+            flag = &entry->flags[opt - FLAG_VAL];
+            if (flag->check && (*code = flag->check(ctx, optarg)) != 0)
+                return false;
+            args->flag[opt - FLAG_VAL] = optarg ? optarg : "";
+        }
+    }
+    return true;
+}
+
+bool cli_parse(cli *ctx, int argc, char **argv, cli_args *args, int *code)
+{
+    const cli_command *entry = ctx->command;
+
+    memset(args, 0, sizeof(*args));
+    if (!read_flags(ctx, argc, argv, args, code))
+        return false;
+    args->operand = argv + optind;
+    args->count = argc - optind;
+    if (args->count < entry->lower) {
+        *code = cli_usage(ctx, "missing %s", entry->operands[args->count]);
+        return false;
+    }
+    if (entry->check && (*code = entry->check(ctx, args)) != 0)
+        return false;
+    if (args->count > entry->upper) {
+        *code = unexpected(ctx, args->operand[entry->upper]);
+        return false;
+    }
+    return true;
 }
 
 int cli_exit_status(wharf_client_status status)
@@ -161,35 +215,27 @@ int cli_check_id(cli *ctx, const char *id)
                     "task id '%s' is not valid: " CLIENT_ID_RULE, quoted);
 }
 
-int cli_type_arg(cli *ctx, int argc, char **argv, const char **type)
+int cli_type_arg(cli *ctx, const cli_args *args, const char **type)
 {
     int code;
 
-    if (optind >= argc)
-        return cli_usage(ctx, "missing TYPE");
-    if (argc - optind > 1)
-        return cli_unexpected(ctx, argv[optind + 1]);
-    if ((code = cli_check_type(ctx, argv[optind])) != 0)
+    if ((code = cli_check_type(ctx, args->operand[0])) != 0)
         return code;
-    *type = argv[optind];
+    *type = args->operand[0];
     ctx->type = *type;
     return 0;
 }
 
-int cli_type_and_id(cli *ctx, int argc, char **argv, const char **type,
+int cli_type_and_id(cli *ctx, const cli_args *args, const char **type,
                     const char **id)
 {
     int code;
 
-    if (argc - optind < 2)
-        return cli_usage(ctx, "missing %s", optind < argc ? "ID" : "TYPE");
-    if (argc - optind > 2)
-        return cli_unexpected(ctx, argv[optind + 2]);
-    if ((code = cli_check_type(ctx, argv[optind])) != 0 ||
-        (code = cli_check_id(ctx, argv[optind + 1])) != 0)
+    if ((code = cli_check_type(ctx, args->operand[0])) != 0 ||
+        (code = cli_check_id(ctx, args->operand[1])) != 0)
         return code;
-    *type = argv[optind];
-    *id = argv[optind + 1];
+    *type = args->operand[0];
+    *id = args->operand[1];
     ctx->type = *type;
     return 0;
 }

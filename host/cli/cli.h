@@ -1,11 +1,12 @@
 /* wharf, the producer's and operator's command-line tool (wharf(1)).
  * Each command is one cmd_*.c file defining one cli_command entry (as
- * tmux's cmd-*.c); main.c holds the table. What the commands share lives
- * here: messages and exit codes, option parsing, the Redis connection. */
+ * tmux's cmd-*.c) that declares its flags and operands; main.c holds the
+ * table. What the commands share lives here: messages and exit codes,
+ * the one argument parser, the Redis connection. */
 #ifndef WHARF_CLI_H
 #define WHARF_CLI_H
 
-#include <getopt.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -31,14 +32,47 @@ typedef struct cli {
     redisContext *redis;  /* what cli_redis gave last; cli_read reads it */
 } cli;
 
-/* One command. run gets argv[0] = the last word of the name and the
- * arguments after it, and returns the exit code (sysexits). */
+/* Most flags, and most operands, a command declares. */
+#define CLI_FLAGS_MAX 8
+#define CLI_OPERANDS_MAX 4
+
+/* One flag a command takes: --NAME, alone or with a value (--wait DUR). */
+typedef struct cli_flag {
+    const char *name; /* "wait" for --wait; NULL ends the list */
+    bool value;       /* takes a value */
+    /* Checks the value where the flag stands, before the flags after it
+     * are read: 0, or the exit code after saying why. NULL: no check. */
+    int (*check)(cli *ctx, const char *value);
+} cli_flag;
+
+/* A command's arguments once cli_parse has checked them. */
+typedef struct cli_args {
+    /* By the flag's place in the command's flags: its last value ("" for
+     * a flag without one), or NULL when it was not given. */
+    const char *flag[CLI_FLAGS_MAX];
+    int count;            /* operands */
+    char *const *operand; /* the operands, in the order given */
+} cli_args;
+
+/* One command, declared as tmux declares its cmd_entry: its name, usage
+ * and help, the flags it takes (--help besides, for every command) and
+ * how many operands. cli_parse reads the arguments against it, so run
+ * starts from arguments already checked. */
 typedef struct cli_command {
     const char *name;  /* "enqueue", or two words: "dead list" */
     const char *usage; /* what follows the name in a usage line */
     const char *help;  /* --help: what it does, its options and exit
                           codes, lines of at most 79 columns; or NULL */
-    int (*run)(cli *ctx, int argc, char **argv);
+    cli_flag flags[CLI_FLAGS_MAX];
+    /* The operands' names, for "missing NAME": those below lower. */
+    const char *operands[CLI_OPERANDS_MAX];
+    int lower, upper; /* how many operands: at least, at most */
+    /* Checks what the flags change about the operands, after lower is
+     * checked and before upper is: 0, or the exit code after saying why.
+     * NULL: nothing to check. */
+    int (*check)(cli *ctx, const cli_args *args);
+    /* Runs the command; returns the exit code (sysexits). */
+    int (*run)(cli *ctx, const cli_args *args);
 } cli_command;
 
 extern const cli_command cmd_enqueue_entry;
@@ -72,23 +106,13 @@ int cli_fail(cli *ctx, int code, const char *fmt, ...)
 int cli_usage(cli *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* What cli_option returns besides an option's val: the end of the
- * options, or --help was printed (exit 0), or a usage error was (64). */
-enum { CLI_OPTIONS_END = 0, CLI_OPTION_HELP = -1, CLI_OPTION_BAD = -2 };
-
-/* getopt_long over the command's argv with long options only (each array
- * ends with {"help", no_argument, NULL, 'h'} and a zero row). Returns the
- * next option's val (optarg set), or one of the values above. After the
- * end, optind indexes the first operand. Call with the same argv until it
- * returns <= 0. */
-int cli_option(cli *ctx, int argc, char **argv, const struct option *opts);
-
-/* cli_usage saying arg (an operand too many, shown as client_quote
- * shows it) was not expected: 64. */
-int cli_unexpected(cli *ctx, const char *arg);
-
-/* The exit code for a cli_option result below zero. */
-int cli_option_exit(int result);
+/* Reads argv (argv[0] the command's last word) against ctx->command:
+ * its flags in any place (as getopt_long reads them), then the count of
+ * operands, each with its one-line usage error. True with *args set when
+ * the command is to run; false with the exit code in *code when it is
+ * not: 0 after --help printed the help, 64 after a usage error, or what
+ * a check returned. args points into argv. */
+bool cli_parse(cli *ctx, int argc, char **argv, cli_args *args, int *code);
 
 /* The exit code for a client status: 0, 1 (not found, timeout), 2 (dead),
  * 3 (cancelled), 65 (bad input, too large, unserved with strict), 69
@@ -101,15 +125,13 @@ int cli_exit_status(wharf_client_status status);
 int cli_check_type(cli *ctx, const char *type);
 int cli_check_id(cli *ctx, const char *id);
 
-/* Takes the one operand "TYPE" left after the options (argv[optind]),
- * checks it and sets *type: 0, or 64 when it is missing or another
- * follows, or 65 when it is not valid, after saying why. */
-int cli_type_arg(cli *ctx, int argc, char **argv, const char **type);
+/* Checks the operand TYPE (cli_parse has counted it) and sets *type and
+ * ctx->type: 0, or 65 after saying why. */
+int cli_type_arg(cli *ctx, const cli_args *args, const char **type);
 
-/* Takes the two operands "TYPE ID" left after the options (argv[optind]
- * on), checks both and sets *type and *id: 0, or 64 when one is missing or
- * another follows, or 65 when one is not valid, after saying why. */
-int cli_type_and_id(cli *ctx, int argc, char **argv, const char **type,
+/* Checks the operands TYPE ID (cli_parse has counted them) and sets
+ * *type, *id and ctx->type: 0, or 65 after saying why. */
+int cli_type_and_id(cli *ctx, const cli_args *args, const char **type,
                     const char **id);
 
 /* Parses the DUR of option `name` (e.g. "--wait") into *ms: 0, or 64

@@ -6,20 +6,14 @@
 
 #include "cli.h"
 
-static int run(cli *ctx, int argc, char **argv)
+static int run(cli *ctx, const cli_args *args)
 {
-    static const struct option options[] = {{"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
     const char *type, *id;
     wharf_client_status status;
     wharf_cancel_reply reply;
-    int opt, code;
+    int code;
 
-    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
-        ;
-    if (opt < 0)
-        return cli_option_exit(opt);
-    if ((code = cli_type_and_id(ctx, argc, argv, &type, &id)) != 0 ||
+    if ((code = cli_type_and_id(ctx, args, &type, &id)) != 0 ||
         (code = cli_connect(ctx)) != 0)
         return code;
     status = wharf_cancel(ctx->client, type, id, &reply);
@@ -48,5 +42,8 @@ const cli_command cmd_cancel_entry = {
 "Exit: 0 removed, cancelling or already cancelled; 1 finished (done or\n"
 "dead) or unknown; 69 Redis unavailable; 76 the hosts speak another wharf\n"
 "protocol.\n",
+    .operands = {"TYPE", "ID"},
+    .lower = 2,
+    .upper = 2,
     .run = run,
 };

@@ -80,19 +80,13 @@ static int print_page(cli *ctx, const char *type, const redisReply *page)
     return code;
 }
 
-static int run(cli *ctx, int argc, char **argv)
+static int run(cli *ctx, const cli_args *args)
 {
-    static const struct option options[] = {{"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
     char dead[KEY_MAX];
     const char *type;
-    int opt, code = 0;
+    int code = 0;
 
-    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
-        ;
-    if (opt < 0)
-        return cli_option_exit(opt);
-    if ((code = cli_type_arg(ctx, argc, argv, &type)) != 0)
+    if ((code = cli_type_arg(ctx, args, &type)) != 0)
         return code;
     cli_key(ctx, dead, type, "dead");
     for (long start = 0; code == 0; start += PAGE) {
@@ -120,5 +114,8 @@ const cli_command cmd_dead_list_entry = {
     .usage = "TYPE",
     .help = "The dead tasks of TYPE, newest first: id, died at, attempts, last error.\n"
 "Exit: 0; 69 Redis unavailable.\n",
+    .operands = {"TYPE"},
+    .lower = 1,
+    .upper = 1,
     .run = run,
 };

@@ -52,19 +52,13 @@ static int purge_page(cli *ctx, redisContext *redis, const char *type,
     return code;
 }
 
-static int run(cli *ctx, int argc, char **argv)
+static int run(cli *ctx, const cli_args *args)
 {
-    static const struct option options[] = {{"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
     const char *type;
     long purged = 0;
-    int opt, code;
+    int code;
 
-    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
-        ;
-    if (opt < 0)
-        return cli_option_exit(opt);
-    if ((code = cli_type_arg(ctx, argc, argv, &type)) != 0)
+    if ((code = cli_type_arg(ctx, args, &type)) != 0)
         return code;
     script_init(&purge_script);
     code = dead_each_page(ctx, "dead purge", type, &purge_script, CHUNK,
@@ -78,5 +72,8 @@ const cli_command cmd_dead_purge_entry = {
     .usage = "TYPE",
     .help = "Deletes every dead task of TYPE with its record, and prints how many.\n"
 "Exit: 0; 69 Redis unavailable.\n",
+    .operands = {"TYPE"},
+    .lower = 1,
+    .upper = 1,
     .run = run,
 };

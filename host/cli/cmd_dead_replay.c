@@ -130,31 +130,31 @@ static int replay_all(cli *ctx, const char *type)
     return code;
 }
 
-static int run(cli *ctx, int argc, char **argv)
-{
-    static const struct option options[] = {{"all", no_argument, NULL, 'a'},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
-    int opt, all = 0, code;
+enum { OPT_ALL };
 
-    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
-        all = 1;
-    if (opt < 0)
-        return cli_option_exit(opt);
-    if (optind >= argc)
-        return cli_usage(ctx, "missing TYPE");
-    if (!all && argc - optind < 2)
+/* --all stands for the ID. */
+static int check(cli *ctx, const cli_args *args)
+{
+    int all = args->flag[OPT_ALL] != NULL;
+
+    if (!all && args->count < 2)
         return cli_usage(ctx, "missing ID or --all");
-    if (all && argc - optind > 1)
+    if (all && args->count > 1)
         return cli_usage(ctx, "give an ID or --all, not both");
-    if (argc - optind > 2)
-        return cli_unexpected(ctx, argv[optind + 2]);
-    if ((code = cli_check_type(ctx, argv[optind])) != 0 ||
-        (!all && (code = cli_check_id(ctx, argv[optind + 1])) != 0))
+    return 0;
+}
+
+static int run(cli *ctx, const cli_args *args)
+{
+    char *const *operand = args->operand;
+    int all = args->flag[OPT_ALL] != NULL, code;
+
+    if ((code = cli_check_type(ctx, operand[0])) != 0 ||
+        (!all && (code = cli_check_id(ctx, operand[1])) != 0))
         return code;
     script_init(&replay_script);
-    return all ? replay_all(ctx, argv[optind])
-               : replay_one(ctx, argv[optind], argv[optind + 1]);
+    return all ? replay_all(ctx, operand[0])
+               : replay_one(ctx, operand[0], operand[1]);
 }
 
 const cli_command cmd_dead_replay_entry = {
@@ -163,5 +163,10 @@ const cli_command cmd_dead_replay_entry = {
     .help = "Moves dead task ID (or every dead task, --all) of TYPE back to the queue\n"
 "at attempt 1, and prints how many.\n"
 "Exit: 0; 1 not dead; 69 Redis unavailable.\n",
+    .flags = {[OPT_ALL] = {"all", false}},
+    .operands = {"TYPE", "ID"},
+    .lower = 1,
+    .upper = 2,
+    .check = check,
     .run = run,
 };

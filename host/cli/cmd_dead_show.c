@@ -63,20 +63,14 @@ static int valid_hash(const redisReply *all)
     return 1;
 }
 
-static int run(cli *ctx, int argc, char **argv)
+static int run(cli *ctx, const cli_args *args)
 {
-    static const struct option options[] = {{"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
     char dead[KEY_MAX], record[KEY_MAX], task[KEY_MAX], when[64];
     redisReply *score = NULL, *all = NULL;
     const char *type, *id;
-    int opt, code;
+    int code;
 
-    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
-        ;
-    if (opt < 0)
-        return cli_option_exit(opt);
-    if ((code = cli_type_and_id(ctx, argc, argv, &type, &id)) != 0)
+    if ((code = cli_type_and_id(ctx, args, &type, &id)) != 0)
         return code;
     cli_key(ctx, dead, type, "dead");
     cli_task_key(ctx, record, type, "dead", id);
@@ -129,5 +123,8 @@ const cli_command cmd_dead_show_entry = {
     .help = "Every field of dead task ID of TYPE: payload, attempts, last error,\n"
 "worker, trace.\n"
 "Exit: 0; 1 not dead; 69 Redis unavailable.\n",
+    .operands = {"TYPE", "ID"},
+    .lower = 2,
+    .upper = 2,
     .run = run,
 };

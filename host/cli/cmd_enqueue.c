@@ -12,14 +12,7 @@
 #include "client_ids.h"
 #include "client_internal.h"
 
-enum {
-    OPT_ID = 'i',
-    OPT_DELAY = 'd',
-    OPT_TRACE = 't',
-    OPT_WAIT = 'w',
-    OPT_FILE = 'f',
-    OPT_STRICT = 's'
-};
+enum { OPT_ID, OPT_DELAY, OPT_TRACE, OPT_WAIT, OPT_FILE, OPT_STRICT };
 
 /* The whole of stdin, binary-safe. 0 with *data malloc'd (caller frees),
  * or -1 with errno set. */
@@ -89,49 +82,35 @@ static int enqueue_one(cli *ctx, const wharf_enqueue_opts *t, int64_t wait_ms)
                     wharf_client_errstr(ctx->client));
 }
 
-static int run(cli *ctx, int argc, char **argv)
+/* --file stands for the PAYLOAD, and for many tasks. */
+static int check(cli *ctx, const cli_args *args)
 {
-    static const struct option options[] = {
-        {"id", required_argument, NULL, OPT_ID},
-        {"delay", required_argument, NULL, OPT_DELAY},
-        {"trace", required_argument, NULL, OPT_TRACE},
-        {"wait", required_argument, NULL, OPT_WAIT},
-        {"file", required_argument, NULL, OPT_FILE},
-        {"strict", no_argument, NULL, OPT_STRICT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    const char *file = args->flag[OPT_FILE];
+
+    if (file && args->count > 1)
+        return cli_usage(ctx, "give a PAYLOAD or --file, not both");
+    if (file && args->flag[OPT_ID])
+        return cli_usage(ctx, "--id names one task; --file enqueues many");
+    return 0;
+}
+
+static int run(cli *ctx, const cli_args *args)
+{
     wharf_enqueue_opts task;
-    const char *file = NULL, *wait_text = NULL, *delay_text = NULL;
+    const char *file = args->flag[OPT_FILE];
+    const char *wait_text = args->flag[OPT_WAIT];
+    const char *delay_text = args->flag[OPT_DELAY];
+    const char *payload = args->count > 1 ? args->operand[1] : NULL;
     char *input = NULL;
     int64_t wait_ms = 0;
-    int opt, code, strict = ctx->config && ctx->config->producer_strict;
+    int code, strict = ctx->config && ctx->config->producer_strict;
 
     memset(&task, 0, sizeof(task));
-    while ((opt = cli_option(ctx, argc, argv, options)) > 0) {
-        if (opt == OPT_ID)
-            task.id = optarg;
-        else if (opt == OPT_DELAY)
-            delay_text = optarg;
-        else if (opt == OPT_TRACE)
-            task.trace = optarg;
-        else if (opt == OPT_WAIT)
-            wait_text = optarg;
-        else if (opt == OPT_STRICT)
-            strict = 1;
-        else
-            file = optarg;
-    }
-    if (opt < 0)
-        return cli_option_exit(opt);
-    if (optind >= argc)
-        return cli_usage(ctx, "missing TYPE");
-    task.type = argv[optind++];
-    if (optind < argc && file)
-        return cli_usage(ctx, "give a PAYLOAD or --file, not both");
-    if (file && task.id)
-        return cli_usage(ctx, "--id names one task; --file enqueues many");
-    if (optind + 1 < argc)
-        return cli_unexpected(ctx, argv[optind + 1]);
+    task.id = args->flag[OPT_ID];
+    task.trace = args->flag[OPT_TRACE];
+    if (args->flag[OPT_STRICT])
+        strict = 1;
+    task.type = args->operand[0];
     if ((delay_text && (code = cli_duration(ctx, "--delay", delay_text,
                                             &task.delay_ms)) != 0) ||
         (wait_text &&
@@ -153,9 +132,9 @@ static int run(cli *ctx, int argc, char **argv)
         wharf_client_set_strict(ctx->client, strict);
         return cli_enqueue_file(ctx, file, &task, wait_ms);
     }
-    if (optind < argc && strcmp(argv[optind], "-") != 0) {
-        task.payload = argv[optind];
-        task.payload_len = strlen(argv[optind]);
+    if (payload && strcmp(payload, "-") != 0) {
+        task.payload = payload;
+        task.payload_len = strlen(payload);
     } else if (read_stdin(&input, &task.payload_len) != 0) {
         return cli_fail(ctx, EX_IOERR,
                         "cannot read the payload from stdin: "
@@ -191,5 +170,15 @@ const cli_command cmd_enqueue_entry = {
 "or a type no host serves with --strict; 69 Redis unavailable; 75\n"
 "backpressure or Redis full; 76 the hosts speak another wharf protocol;\n"
 "78 bad configuration or refused password.\n",
+    .flags = {[OPT_ID] = {"id", true},
+              [OPT_DELAY] = {"delay", true},
+              [OPT_TRACE] = {"trace", true},
+              [OPT_WAIT] = {"wait", true},
+              [OPT_FILE] = {"file", true},
+              [OPT_STRICT] = {"strict", false}},
+    .operands = {"TYPE", "PAYLOAD"},
+    .lower = 1,
+    .upper = 2,
+    .check = check,
     .run = run,
 };

@@ -125,21 +125,15 @@ static int print_locks(cli *ctx, char **keys, size_t n, size_t skip)
     return code;
 }
 
-static int run(cli *ctx, int argc, char **argv)
+static int run(cli *ctx, const cli_args *args)
 {
-    static const struct option options[] = {{"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
     char base[KEY_MAX];
     char **keys = NULL;
     const char *type;
     size_t n = 0;
-    int opt, code;
+    int code;
 
-    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
-        ;
-    if (opt < 0)
-        return cli_option_exit(opt);
-    if ((code = cli_type_arg(ctx, argc, argv, &type)) != 0)
+    if ((code = cli_type_arg(ctx, args, &type)) != 0)
         return code;
     code = scan_locks(ctx, type, &keys, &n);
     if (code == 0 && n > 0) {
@@ -167,5 +161,8 @@ const cli_command cmd_locks_list_entry = {
     .usage = "TYPE",
     .help = "The processing locks of TYPE: id, fencing token, ms left, owner nonce.\n"
 "Exit: 0; 69 Redis unavailable.\n",
+    .operands = {"TYPE"},
+    .lower = 1,
+    .upper = 1,
     .run = run,
 };

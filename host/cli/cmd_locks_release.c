@@ -95,20 +95,15 @@ static int release(cli *ctx, const char *type, const char *id, bool force)
     return code;
 }
 
-static int run(cli *ctx, int argc, char **argv)
-{
-    static const struct option options[] = {{"force", no_argument, NULL, 'f'},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
-    const char *type, *id;
-    bool force = false;
-    int opt, code;
+enum { OPT_FORCE };
 
-    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
-        force = true;
-    if (opt < 0)
-        return cli_option_exit(opt);
-    if ((code = cli_type_and_id(ctx, argc, argv, &type, &id)) != 0)
+static int run(cli *ctx, const cli_args *args)
+{
+    const char *type, *id;
+    bool force = args->flag[OPT_FORCE] != NULL;
+    int code;
+
+    if ((code = cli_type_and_id(ctx, args, &type, &id)) != 0)
         return code;
     return release(ctx, type, id, force);
 }
@@ -122,5 +117,9 @@ const cli_command cmd_locks_release_entry = {
 "  --force       delete it anyway\n"
 "Exit: 0 released; 1 no lock; 75 a live run holds it; 69 Redis\n"
 "unavailable.\n",
+    .flags = {[OPT_FORCE] = {"force", false}},
+    .operands = {"TYPE", "ID"},
+    .lower = 2,
+    .upper = 2,
     .run = run,
 };

@@ -135,22 +135,17 @@ static int drop_ready(cli *ctx, redisContext *redis, const char *type,
     }
 }
 
-static int run(cli *ctx, int argc, char **argv)
+enum { OPT_YES };
+
+static int run(cli *ctx, const cli_args *args)
 {
-    static const struct option options[] = {{"yes", no_argument, NULL, 'y'},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
     const char *type;
     long removed = 0, running = 0;
     page_args a;
     redisContext *redis;
-    int opt, code, yes = 0;
+    int code, yes = args->flag[OPT_YES] != NULL;
 
-    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
-        yes = 1;
-    if (opt < 0)
-        return cli_option_exit(opt);
-    if ((code = cli_type_arg(ctx, argc, argv, &type)) != 0)
+    if ((code = cli_type_arg(ctx, args, &type)) != 0)
         return code;
     if (!(redis = cli_redis(ctx, &code)))
         return code;
@@ -204,5 +199,9 @@ const cli_command cmd_queue_drop_entry = {
 "Running tasks end as they would. Prints how many went.\n"
 "  --yes         do it (without it: says how many it would remove, exit 64)\n"
 "Exit: 0; 64 without --yes; 69 Redis unavailable.\n",
+    .flags = {[OPT_YES] = {"yes", false}},
+    .operands = {"TYPE"},
+    .lower = 1,
+    .upper = 1,
     .run = run,
 };

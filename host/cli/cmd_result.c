@@ -6,24 +6,18 @@
 
 #include "cli.h"
 
-static int run(cli *ctx, int argc, char **argv)
+enum { OPT_WAIT };
+
+static int run(cli *ctx, const cli_args *args)
 {
-    static const struct option options[] = {
-        {"wait", required_argument, NULL, 'w'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *type, *id, *wait_text = NULL;
+    const char *type, *id, *wait_text = args->flag[OPT_WAIT];
     int64_t wait_ms = 0;
     void *data = NULL;
     size_t len = 0;
     wharf_client_status status;
-    int opt, code;
+    int code;
 
-    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
-        wait_text = optarg;
-    if (opt < 0)
-        return cli_option_exit(opt);
-    if ((code = cli_type_and_id(ctx, argc, argv, &type, &id)) != 0 ||
+    if ((code = cli_type_and_id(ctx, args, &type, &id)) != 0 ||
         (wait_text &&
          (code = cli_duration(ctx, "--wait", wait_text, &wait_ms)) != 0) ||
         (code = cli_connect(ctx)) != 0)
@@ -47,5 +41,9 @@ const cli_command cmd_result_entry = {
 "Exit: 0 printed; 1 no result (yet); 2 the task is dead (its error on\n"
 "stderr); 3 it was cancelled; 69 Redis unavailable; 76 the hosts speak\n"
 "another wharf protocol.\n",
+    .flags = {[OPT_WAIT] = {"wait", true}},
+    .operands = {"TYPE", "ID"},
+    .lower = 2,
+    .upper = 2,
     .run = run,
 };

@@ -27,13 +27,7 @@
 #include "slots.h"
 #include "worker.h"
 
-enum {
-    OPT_CONFIG = 'c',
-    OPT_ATTEMPT = 'a',
-    OPT_ID = 'i',
-    OPT_TRACE = 't',
-    OPT_RESULT = 'r'
-};
+enum { OPT_CONFIG, OPT_ATTEMPT, OPT_ID, OPT_TRACE, OPT_RESULT };
 
 /* How long past the deadline a plugin that ignores it may run before
  * wharf run gives up on it (a worker is SIGKILLed then). */
@@ -174,190 +168,230 @@ static const char *run_status_name(wharf_status status)
     return "retry";
 }
 
-static int run(cli *ctx, int argc, char **argv)
-{
-    static const struct option options[] = {
-        {"config", required_argument, NULL, OPT_CONFIG},
-        {"attempt", required_argument, NULL, OPT_ATTEMPT},
-        {"id", required_argument, NULL, OPT_ID},
-        {"trace", required_argument, NULL, OPT_TRACE},
-        {"result", no_argument, NULL, OPT_RESULT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *config_path = NULL, *id = NULL, *trace = NULL;
-    const char *so, *type, *slash;
-    char real[PATH_MAX], stem[PATH_MAX], err[CONFIG_ERR_LEN], quoted[256];
+/* One run, from the command line to the report; run_cleanup frees what
+ * it owns. */
+typedef struct run_state {
+    /* what the command line asks for */
+    const char *so, *type, *config_path, *id, *trace;
+    unsigned attempt;
+    bool result_only;
+    const char *payload;
+    size_t payload_len;
+    char *input; /* the payload read from stdin, or NULL; owned */
+    /* the manifest and the plugin */
+    config *own_config;     /* one loaded here, or NULL; owned */
+    const config *manifest; /* own_config or the global one */
+    char real[PATH_MAX];    /* the plugin's realpath */
+    char stem[PATH_MAX];    /* its file name without ".so" */
+    plugin_section section; /* the one plugin run_config loads */
+    char *section_types[2];
+    config run_config;
+    loader *ld; /* owned; closing it runs fini */
+    const route *route;
+    /* the task */
     char id_buf[CLIENT_HASH_ID_SIZE], trace_buf[CLIENT_TRACE_SIZE];
-    unsigned char random_bytes[CLIENT_TRACE_BYTES];
-    config *own_config = NULL, run_config;
-    const config *manifest;
-    plugin_section section;
-    char *section_types[2] = {NULL, NULL};
-    char *input = NULL;
-    const char *payload = "";
-    size_t payload_len = 0;
-    unsigned long attempt = 1;
-    int result_only = 0, opt, code = EX_SOFTWARE;
-    loader *ld = NULL;
-    const route *r;
-    const policy *pol;
-    context c;
-    int context_ready = 0;
+    EVP_MD_CTX *md_ctx; /* owned */
     wharf_task task;
+    /* the call */
+    context c;
+    bool context_ready; /* c is to be destroyed */
     wharf_status status;
-    int64_t started, elapsed;
-    struct sigaction on_alarm;
-    EVP_MD_CTX *md_ctx = NULL;
+    int64_t elapsed;
+} run_state;
 
-    while ((opt = cli_option(ctx, argc, argv, options)) > 0) {
-        if (opt == OPT_CONFIG) {
-            config_path = optarg;
-        } else if (opt == OPT_ATTEMPT) {
-            char *end;
+/* Parses --attempt: 0 with *attempt, or -1 when text is not a number
+ * from 1 to UINT_MAX. */
+static int run_parse_attempt(const char *text, unsigned *attempt)
+{
+    unsigned long n;
+    char *end;
 
-            errno = 0;
-            attempt = strtoul(optarg, &end, 10);
-            if (errno || *end || optarg[0] == '-' || attempt == 0 ||
-                attempt > UINT_MAX) {
-                client_quote(optarg, quoted, sizeof(quoted));
-                return cli_usage(ctx, "--attempt '%s' is not a number >= 1",
-                                 quoted);
-            }
-        } else if (opt == OPT_ID) {
-            id = optarg;
-        } else if (opt == OPT_TRACE) {
-            trace = optarg;
-        } else {
-            result_only = 1;
-        }
-    }
-    if (opt < 0)
-        return cli_option_exit(opt);
-    if (argc - optind < 2)
-        return cli_usage(ctx, "missing %s",
-                         optind < argc ? "TYPE" : "PLUGIN.so");
-    if (argc - optind > 3)
-        return cli_unexpected(ctx, argv[optind + 3]);
-    so = argv[optind];
-    type = argv[optind + 1];
-    if ((code = cli_check_type(ctx, type)) != 0 ||
-        (id && (code = cli_check_id(ctx, id)) != 0))
+    errno = 0;
+    n = strtoul(text, &end, 10);
+    if (errno || *end || text[0] == '-' || n == 0 || n > UINT_MAX)
+        return -1;
+    *attempt = (unsigned)n;
+    return 0;
+}
+
+/* The flag table's check of --attempt, where it stands. */
+static int run_check_attempt(cli *ctx, const char *value)
+{
+    char quoted[256];
+    unsigned attempt;
+
+    if (run_parse_attempt(value, &attempt) == 0)
+        return 0;
+    client_quote(value, quoted, sizeof(quoted));
+    return cli_usage(ctx, "--attempt '%s' is not a number >= 1", quoted);
+}
+
+/* Takes the flags and operands into s and checks them, reading the
+ * payload from stdin for "-": 0 or the exit code after saying why. */
+static int run_take_args(cli *ctx, const cli_args *args, run_state *s)
+{
+    int code;
+
+    s->config_path = args->flag[OPT_CONFIG];
+    s->id = args->flag[OPT_ID];
+    s->trace = args->flag[OPT_TRACE];
+    s->result_only = args->flag[OPT_RESULT] != NULL;
+    s->attempt = 1;
+    if (args->flag[OPT_ATTEMPT])
+        run_parse_attempt(args->flag[OPT_ATTEMPT], &s->attempt);
+    s->so = args->operand[0];
+    s->type = args->operand[1];
+    s->payload = "";
+    if ((code = cli_check_type(ctx, s->type)) != 0 ||
+        (s->id && (code = cli_check_id(ctx, s->id)) != 0))
         return code;
-    if (trace && !client_valid_trace(trace))
+    if (s->trace && !client_valid_trace(s->trace))
         return cli_fail(ctx, EX_DATAERR,
                         "--trace is not a W3C traceparent: " CLIENT_TRACE_RULE);
-    if (argc - optind == 3 && strcmp(argv[optind + 2], "-") != 0) {
-        payload = argv[optind + 2];
-        payload_len = strlen(payload);
-    } else if (argc - optind == 3) {
-        if (run_read_stdin(&input, &payload_len) != 0)
+    if (args->count == 3 && strcmp(args->operand[2], "-") != 0) {
+        s->payload = args->operand[2];
+        s->payload_len = strlen(s->payload);
+    } else if (args->count == 3) {
+        if (run_read_stdin(&s->input, &s->payload_len) != 0)
             return cli_fail(ctx, EX_IOERR,
                             "cannot read the payload from stdin: %s",
                             strerror(errno));
-        payload = input;
+        s->payload = s->input;
     }
+    return 0;
+}
 
-    /* The manifest: the command's --config, else the global one, else
-     * none (every key at its default, no plugin section). */
-    if (config_path) {
-        if (config_load_producer(config_path, &own_config, err,
-                                 sizeof(err)) != 0) {
-            code = cli_fail(ctx, EX_CONFIG, "%s", err);
-            goto out;
-        }
-        manifest = own_config;
+/* The manifest: the command's --config, else the global one, else none
+ * (every key at its default, no plugin section); then the log as it
+ * says. 0 or the exit code after saying why. */
+static int run_load_manifest(cli *ctx, run_state *s)
+{
+    char err[CONFIG_ERR_LEN];
+
+    if (s->config_path) {
+        if (config_load_producer(s->config_path, &s->own_config, err,
+                                 sizeof(err)) != 0)
+            return cli_fail(ctx, EX_CONFIG, "%s", err);
+        s->manifest = s->own_config;
     } else if (ctx->config) {
-        manifest = ctx->config;
+        s->manifest = ctx->config;
     } else {
-        if (config_load_defaults(&own_config, err, sizeof(err)) != 0) {
-            code = cli_fail(ctx, EX_SOFTWARE, "default settings: %s", err);
-            goto out;
-        }
+        if (config_load_defaults(&s->own_config, err, sizeof(err)) != 0)
+            return cli_fail(ctx, EX_SOFTWARE, "default settings: %s", err);
         /* own_config->file is NULL: messages name the plugin alone. */
-        own_config->log_level = WHARF_LOG_DEBUG;
-        own_config->log_format = LOG_FORMAT_TEXT;
-        manifest = own_config;
+        s->own_config->log_level = WHARF_LOG_DEBUG;
+        s->own_config->log_format = LOG_FORMAT_TEXT;
+        s->manifest = s->own_config;
     }
-    log_setup(manifest->log_level, manifest->log_format);
+    log_setup(s->manifest->log_level, s->manifest->log_format);
+    return 0;
+}
 
-    if (realpath(so, real) == NULL) {
-        client_quote(so, quoted, sizeof(quoted));
-        code = cli_fail(ctx, EX_CONFIG, "%s: %s", quoted, strerror(errno));
-        goto out;
-    }
-    slash = strrchr(real, '/');
-    snprintf(stem, sizeof(stem), "%s", slash ? slash + 1 : real);
-    if (strlen(stem) > 3 && strcmp(stem + strlen(stem) - 3, ".so") == 0)
-        stem[strlen(stem) - 3] = '\0';
+/* The plugin's realpath and its stem ("webhook" for .../webhook.so). 0 or
+ * the exit code after saying why. */
+static int run_find_plugin(cli *ctx, run_state *s)
+{
+    char quoted[256];
+    const char *slash;
+    size_t n;
 
-    /* One plugin, the one given, with its manifest section if it has one
-     * (its own keys and its types), else as if the manifest said
-     * [plugin.STEM] types = TYPE. */
-    {
-        const plugin_section *found =
-            run_find_section(manifest, real, stem, type);
+    if (realpath(s->so, s->real) == NULL) {
+        client_quote(s->so, quoted, sizeof(quoted));
+        return cli_fail(ctx, EX_CONFIG, "%s: %s", quoted, strerror(errno));
+    }
+    slash = strrchr(s->real, '/');
+    snprintf(s->stem, sizeof(s->stem), "%s", slash ? slash + 1 : s->real);
+    n = strlen(s->stem);
+    if (n > 3 && strcmp(s->stem + n - 3, ".so") == 0)
+        s->stem[n - 3] = '\0';
+    return 0;
+}
 
-        if (found) {
-            section = *found;
-            section.path_line = found->line;
-        } else {
-            memset(&section, 0, sizeof(section));
-            section.name = stem;
-            section_types[0] = (char *)type;
-            section.types = section_types;
-        }
-        section.path = real;
+/* Loads the one plugin given, with its manifest section if it has one
+ * (its own keys and its types), else as if the manifest said
+ * [plugin.STEM] types = TYPE; runs its init and finds the route of the
+ * type. 0 or the exit code after saying why. */
+static int run_open_plugin(cli *ctx, run_state *s)
+{
+    const plugin_section *found =
+        run_find_section(s->manifest, s->real, s->stem, s->type);
+    char err[CONFIG_ERR_LEN];
+    loader *ld;
+
+    if (found) {
+        s->section = *found;
+        s->section.path_line = found->line;
+    } else {
+        memset(&s->section, 0, sizeof(s->section));
+        s->section.name = s->stem;
+        s->section_types[0] = (char *)s->type;
+        s->section.types = s->section_types;
     }
-    run_config = *manifest;
-    run_config.plugins = &section;
-    run_config.n_plugins = 1;
-    run_config.autoload = false;
-    if (loader_open(&run_config, &ld, err, sizeof(err)) == 0)
-        ld->phase = WHARF_PHASE_RUN;
-    if (!ld || loader_init(ld, err, sizeof(err)) != 0) {
-        code = cli_fail(ctx, EX_CONFIG, "%s", err);
-        goto out;
-    }
-    r = loader_route(ld, type);
-    if (r == NULL) {
-        code = cli_fail(ctx, EX_USAGE, "%s serves %s%s, not %s", so,
+    s->section.path = s->real;
+    s->run_config = *s->manifest;
+    s->run_config.plugins = &s->section;
+    s->run_config.n_plugins = 1;
+    s->run_config.autoload = false;
+    if (loader_open(&s->run_config, &s->ld, err, sizeof(err)) == 0)
+        s->ld->phase = WHARF_PHASE_RUN;
+    if (!s->ld || loader_init(s->ld, err, sizeof(err)) != 0)
+        return cli_fail(ctx, EX_CONFIG, "%s", err);
+    ld = s->ld;
+    s->route = loader_route(ld, s->type);
+    if (s->route == NULL)
+        return cli_fail(ctx, EX_USAGE, "%s serves %s%s, not %s", s->so,
                         ld->n_routes ? ld->routes[0].type : "no type",
-                        ld->n_routes > 1 ? " and more" : "", type);
-        goto out;
-    }
-    pol = r->policy;
+                        ld->n_routes > 1 ? " and more" : "", s->type);
+    return 0;
+}
 
-    if (!id) {
-        md_ctx = EVP_MD_CTX_new();
-        if (!md_ctx || client_hash_id(md_ctx, EVP_sha256(), type, payload,
-                                      payload_len, id_buf) != 0) {
-            code = cli_fail(ctx, EX_SOFTWARE, "cannot hash the payload");
-            goto out;
-        }
-        id = id_buf;
-    }
-    if (!trace) {
-        if (client_random_bytes(random_bytes, sizeof(random_bytes)) != 0) {
-            code = cli_fail(ctx, EX_SOFTWARE, "no randomness for a trace");
-            goto out;
-        }
-        client_new_trace(random_bytes, trace_buf);
-        trace = trace_buf;
-    }
-    memset(&task, 0, sizeof(task));
-    task.id = id;
-    task.type = type;
-    task.trace = trace;
-    task.payload = (const unsigned char *)payload;
-    task.payload_len = payload_len;
-    task.attempt = (unsigned)attempt;
-    task.max_attempts = pol->max_attempts;
-    task.fence = 1;
-    task.enqueued_at_ms = run_now_ms();
+/* The task the plugin gets: the id given, else the payload's hash (as
+ * enqueue makes it); the trace given, else a new one. 0 or the exit code
+ * after saying why. */
+static int run_make_task(cli *ctx, run_state *s)
+{
+    unsigned char random_bytes[CLIENT_TRACE_BYTES];
+    wharf_task *task = &s->task;
 
-    /* The type's timeout, as a worker runs it: wharf_deadline_ms counts
-     * it down, and a plugin still running a grace after it is given up
-     * on, the outcome a worker's SIGKILL has. */
+    if (!s->id) {
+        s->md_ctx = EVP_MD_CTX_new();
+        if (!s->md_ctx ||
+            client_hash_id(s->md_ctx, EVP_sha256(), s->type, s->payload,
+                           s->payload_len, s->id_buf) != 0)
+            return cli_fail(ctx, EX_SOFTWARE, "cannot hash the payload");
+        s->id = s->id_buf;
+    }
+    if (!s->trace) {
+        if (client_random_bytes(random_bytes, sizeof(random_bytes)) != 0)
+            return cli_fail(ctx, EX_SOFTWARE, "no randomness for a trace");
+        client_new_trace(random_bytes, s->trace_buf);
+        s->trace = s->trace_buf;
+    }
+    memset(task, 0, sizeof(*task));
+    task->id = s->id;
+    task->type = s->type;
+    task->trace = s->trace;
+    task->payload = (const unsigned char *)s->payload;
+    task->payload_len = s->payload_len;
+    task->attempt = s->attempt;
+    task->max_attempts = s->route->policy->max_attempts;
+    task->fence = 1;
+    task->enqueued_at_ms = run_now_ms();
+    return 0;
+}
+
+/* Runs process_business once, under the type's timeout as a worker runs
+ * it: wharf_deadline_ms counts it down, and a plugin still running a
+ * grace after it is given up on, the outcome a worker's SIGKILL has.
+ * Sets s->status (a timeout or a status that is none is a retry, with
+ * why in the context's error) and s->elapsed. */
+static void run_call(run_state *s)
+{
+    const policy *pol = s->route->policy;
+    context *c = &s->c;
+    struct sigaction on_alarm;
+    int64_t started;
+
     snprintf(run_timeout_message, sizeof(run_timeout_message),
              "wharf: run: timeout after %" PRId64 " ms (killed after a "
              "%d ms grace); the host would retry it\n",
@@ -367,63 +401,94 @@ static int run(cli *ctx, int argc, char **argv)
     sigemptyset(&on_alarm.sa_mask);
     sigaction(SIGALRM, &on_alarm, NULL);
 
-    context_init(&c, r->plugin, WORKER_MAX_RESULT);
-    c.phase = WHARF_PHASE_RUN;
-    context_ready = 1;
-    context_begin(&c, &task);
+    context_init(c, s->route->plugin, WORKER_MAX_RESULT);
+    c->phase = WHARF_PHASE_RUN;
+    s->context_ready = true;
+    context_begin(c, &s->task);
     started = slots_now_ms();
-    context_set_deadline(&c, started + pol->timeout_ms, NULL, 0);
+    context_set_deadline(c, started + pol->timeout_ms, NULL, 0);
     run_alarm(pol->timeout_ms + RUN_GRACE_MS);
-    status = r->plugin->desc->process_business(&c.base, &task);
+    s->status = s->route->plugin->desc->process_business(&c->base, &s->task);
     run_alarm(0);
-    elapsed = slots_now_ms() - started;
-    context_end(&c);
+    s->elapsed = slots_now_ms() - started;
+    context_end(c);
 
-    if (elapsed > pol->timeout_ms || context_cancelled(&c)) {
-        snprintf(c.error, sizeof(c.error), "timeout after %" PRId64 " ms",
+    if (s->elapsed > pol->timeout_ms || context_cancelled(c)) {
+        snprintf(c->error, sizeof(c->error), "timeout after %" PRId64 " ms",
                  pol->timeout_ms);
-        status = WHARF_RETRY;
-        c.has_result = false;
-    } else if (status != WHARF_OK && status != WHARF_RETRY &&
-               status != WHARF_FAIL) {
-        snprintf(c.error, sizeof(c.error),
-                 "plugin returned %d, not a wharf_status", (int)status);
-        status = WHARF_RETRY;
+        s->status = WHARF_RETRY;
+        c->has_result = false;
+    } else if (s->status != WHARF_OK && s->status != WHARF_RETRY &&
+               s->status != WHARF_FAIL) {
+        snprintf(c->error, sizeof(c->error),
+                 "plugin returned %d, not a wharf_status", (int)s->status);
+        s->status = WHARF_RETRY;
     }
-    code = status == WHARF_OK      ? EX_OK
-           : status == WHARF_FAIL ? EX_DATAERR
-                                  : EX_TEMPFAIL;
-    if (result_only) {
-        if (status == WHARF_OK && c.has_result && c.result_len > 0 &&
-            fwrite(c.result, 1, c.result_len, stdout) != c.result_len)
+}
+
+/* Prints the outcome: the result bytes alone with --result, else one
+ * "name: value" a line. Returns the exit code: what the host would do. */
+static int run_report(cli *ctx, const run_state *s)
+{
+    const context *c = &s->c;
+    wharf_status status = s->status;
+    int code = status == WHARF_OK     ? EX_OK
+               : status == WHARF_FAIL ? EX_DATAERR
+                                      : EX_TEMPFAIL;
+
+    if (s->result_only) {
+        if (status == WHARF_OK && c->has_result && c->result_len > 0 &&
+            fwrite(c->result, 1, c->result_len, stdout) != c->result_len)
             code = EX_IOERR;
         if (status != WHARF_OK)
             cli_fail(ctx, code, "%s: %s", run_status_name(status),
-                     c.error[0] ? c.error : "(no reason given)");
-        goto out;
+                     c->error[0] ? c->error : "(no reason given)");
+        return code;
     }
     printf("status: %s\n", run_status_name(status));
-    if (status == WHARF_RETRY && task.attempt >= task.max_attempts)
+    if (status == WHARF_RETRY && s->task.attempt >= s->task.max_attempts)
         printf("note: attempt %u of %u: the host would dead-letter it\n",
-               task.attempt, task.max_attempts);
-    if (c.error[0] && status != WHARF_OK) {
+               s->task.attempt, s->task.max_attempts);
+    if (c->error[0] && status != WHARF_OK) {
         printf("error: ");
-        cli_print_escaped(stdout, c.error, strlen(c.error));
+        cli_print_escaped(stdout, c->error, strlen(c->error));
         putchar('\n');
     }
-    if (status == WHARF_OK && c.has_result) {
+    if (status == WHARF_OK && c->has_result) {
         printf("result: ");
-        cli_print_escaped(stdout, (const char *)c.result, c.result_len);
+        cli_print_escaped(stdout, (const char *)c->result, c->result_len);
         putchar('\n');
     }
-    printf("duration_ms: %" PRId64 "\n", elapsed);
-out:
-    if (context_ready)
-        context_destroy(&c);
-    loader_close(ld); /* runs fini */
-    EVP_MD_CTX_free(md_ctx);
-    config_free(own_config);
-    free(input);
+    printf("duration_ms: %" PRId64 "\n", s->elapsed);
+    return code;
+}
+
+/* Frees what s owns; closing the loader runs the plugin's fini. */
+static void run_cleanup(run_state *s)
+{
+    if (s->context_ready)
+        context_destroy(&s->c);
+    loader_close(s->ld);
+    EVP_MD_CTX_free(s->md_ctx);
+    config_free(s->own_config);
+    free(s->input);
+}
+
+static int run(cli *ctx, const cli_args *args)
+{
+    run_state s;
+    int code;
+
+    memset(&s, 0, sizeof(s));
+    if ((code = run_take_args(ctx, args, &s)) == 0 &&
+        (code = run_load_manifest(ctx, &s)) == 0 &&
+        (code = run_find_plugin(ctx, &s)) == 0 &&
+        (code = run_open_plugin(ctx, &s)) == 0 &&
+        (code = run_make_task(ctx, &s)) == 0) {
+        run_call(&s);
+        code = run_report(ctx, &s);
+    }
+    run_cleanup(&s);
     return code;
 }
 
@@ -444,5 +509,13 @@ const cli_command cmd_run_entry = {
         "  --result       print only the result bytes on stdout\n"
         "Exit: 0 ok; 75 retry; 65 fail; 78 not loadable or init failed;\n"
         "64 usage.\n",
+    .flags = {[OPT_CONFIG] = {"config", true},
+              [OPT_ATTEMPT] = {"attempt", true, run_check_attempt},
+              [OPT_ID] = {"id", true},
+              [OPT_TRACE] = {"trace", true},
+              [OPT_RESULT] = {"result", false}},
+    .operands = {"PLUGIN.so", "TYPE", "PAYLOAD"},
+    .lower = 2,
+    .upper = 3,
     .run = run,
 };

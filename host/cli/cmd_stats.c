@@ -136,22 +136,15 @@ static int collect(cli *ctx, const redisReply *types, type_stats *stats)
     return code;
 }
 
-static int run(cli *ctx, int argc, char **argv)
+enum { OPT_JSON };
+
+static int run(cli *ctx, const cli_args *args)
 {
-    static const struct option options[] = {{"json", no_argument, NULL, 'j'},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
     char key[KEY_MAX];
     redisReply *types = NULL;
     type_stats *stats = NULL;
-    int opt, json = 0, code = 0;
+    int json = args->flag[OPT_JSON] != NULL, code = 0;
 
-    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
-        json = 1;
-    if (opt < 0)
-        return cli_option_exit(opt);
-    if (optind < argc)
-        return cli_unexpected(ctx, argv[optind]);
     key_global(key, sizeof(key), ctx->prefix, "types");
     types = cli_run(ctx, &code, "stats", "SMEMBERS %s", key);
     if (!types)
@@ -196,5 +189,6 @@ const cli_command cmd_stats_entry = {
         "its slot).\n"
         "  --json        one JSON object: {\"types\": {\"T\": {...}}}\n"
         "Exit: 0; 69 Redis unavailable.\n",
+    .flags = {[OPT_JSON] = {"json", false}},
     .run = run,
 };

@@ -82,21 +82,16 @@ static void print_json(const wharf_task_info *t)
     printf("}\n");
 }
 
-static int run(cli *ctx, int argc, char **argv)
+enum { OPT_JSON };
+
+static int run(cli *ctx, const cli_args *args)
 {
-    static const struct option options[] = {{"json", no_argument, NULL, 'j'},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
     const char *type, *id;
     wharf_client_status status;
     wharf_task_info info;
-    int opt, code, json = 0;
+    int code, json = args->flag[OPT_JSON] != NULL;
 
-    while ((opt = cli_option(ctx, argc, argv, options)) > 0)
-        json = 1;
-    if (opt < 0)
-        return cli_option_exit(opt);
-    if ((code = cli_type_and_id(ctx, argc, argv, &type, &id)) != 0 ||
+    if ((code = cli_type_and_id(ctx, args, &type, &id)) != 0 ||
         (code = cli_connect(ctx)) != 0)
         return code;
     status = wharf_task_status(ctx->client, type, id, &info);
@@ -119,5 +114,9 @@ const cli_command cmd_status_entry = {
 "  --json        one JSON object (fields as in docs/protocol.md)\n"
 "Exit: 0; 1 unknown; 69 Redis unavailable; 76 the hosts speak another\n"
 "wharf protocol.\n",
+    .flags = {[OPT_JSON] = {"json", false}},
+    .operands = {"TYPE", "ID"},
+    .lower = 2,
+    .upper = 2,
     .run = run,
 };

@@ -1,7 +1,9 @@
 /* wharf: parses the global options, finds the command in the table,
- * decides the Redis address and runs the command. Exit codes are
- * sysexits (wharf(1), README "Exit codes"). */
+ * decides the Redis address, reads the command's arguments against its
+ * declaration (cli_parse) and runs the command. Exit codes are sysexits
+ * (wharf(1), README "Exit codes"). */
 #include <errno.h>
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
@@ -108,6 +110,7 @@ int main(int argc, char **argv)
     const char *config_path = NULL, *redis_option = NULL;
     const cli_command *command;
     char quoted[120];
+    cli_args args;
     cli ctx;
     int opt, words = 1, status;
 
@@ -156,8 +159,8 @@ int main(int argc, char **argv)
     status = address_resolve(&ctx, redis_option, config_path);
     if (status == EX_OK) {
         int first = optind + words - 1; /* the command's last word */
-        optind = 0; /* each command parses its own options afresh */
-        status = command->run(&ctx, argc - first, argv + first);
+        if (cli_parse(&ctx, argc - first, argv + first, &args, &status))
+            status = command->run(&ctx, &args);
     }
     wharf_client_close(ctx.client);
     config_free(ctx.config);
