@@ -239,6 +239,13 @@ int script_spec_word(const script_spec *spec, const char *word);
 /* The spec of the script called name, or NULL. */
 const script_spec *script_spec_named(const char *name);
 
+/* Starts the call of spec's script in cmd (EVALSHA) and pushes its
+ * numbered keys of the type and of task id, as script_NAME_keys does,
+ * for a caller that holds a spec rather than a name. 0, or -1 when a key
+ * does not fit or is one the caller gives whole. */
+int script_spec_keys(command *cmd, const script_spec *spec, const char *prefix,
+                     const char *type, const char *id);
+
 /* The typed functions below are one per script:
  * - script_NAME_keys starts the call in cmd (EVALSHA, command.h) and
  *   pushes its numbered keys, made from prefix, type and id (or given
@@ -284,6 +291,20 @@ static int push_args(command *cmd, const char *const *argv, size_t n)
     return cmd->err ? -1 : 0;
 }
 
+int script_spec_keys(command *cmd, const script_spec *spec, const char *prefix,
+                     const char *type, const char *id)
+{
+    command_evalsha(cmd, spec->script->sha);
+    for (size_t i = 0; i < spec->n_keys; i++) {
+        const script_key *k = &spec->keys[i];
+        if (k->form == SCRIPT_KEY_WHOLE ||
+            push_key(cmd, prefix, type, k->what,
+                     k->form == SCRIPT_KEY_OF_TASK ? id : NULL) != 0)
+            return -1;
+    }
+    return cmd->err ? -1 : 0;
+}
+
 int script_spec_word(const script_spec *spec, const char *word)
 {
     for (size_t i = 0; i < spec->n_words; i++)
@@ -298,7 +319,7 @@ set(form_TASK SCRIPT_KEY_OF_TASK)
 set(form_WHOLE SCRIPT_KEY_WHOLE)
 set(form_NONE SCRIPT_KEY_PROSE)
 set(reserved init load build append run run_command is_noscript spec_word
-    spec_named)
+    spec_named spec_keys)
 
 set(names "")
 foreach(source IN LISTS SOURCES)
