@@ -476,6 +476,9 @@ extern const script script_${name};
 extern const script_spec script_${name}_spec;
 enum { SCRIPT_${NAME}_KEYS = ${n_keys}, SCRIPT_${NAME}_ARGS = ${n_args} };
 ")
+  if(n_each_keys GREATER 0)
+    string(APPEND scripts_h "enum { SCRIPT_${NAME}_EACH_KEYS = ${n_each_keys} };\n")
+  endif()
   if(n_words GREATER 0)
     set(enum "    SCRIPT_${NAME}_NO_WORD = -1,\n")
     foreach(word IN LISTS words)
