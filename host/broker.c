@@ -13,6 +13,7 @@
 #include "claim.h"
 #include "client_ids.h"
 #include "log.h"
+#include "lua_scripts.h"
 #include "scripts.h"
 
 /* Ids per promote or trim script call. */
@@ -381,15 +382,16 @@ redisReply *broker_entry(broker *b, broker_queue *q, const char *entry_id)
 int broker_heartbeat(broker *b, const char *key, const char *value,
                      int64_t ttl_ms)
 {
+    pipeline *p = &b->pipe;
     char ttl[24];
-    const char *argv[3] = {key, value, ttl};
-    redisReply *r;
+    redisReply *r = NULL;
     int rc = -1;
 
     if (!broker_connected(b))
         return -1;
     snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
-    r = pipeline_script(&b->pipe, &script_heartbeat, 1, 3, argv, NULL);
+    if (script_heartbeat_call(&p->cmd, key, value, ttl) == 0)
+        r = pipeline_call(p, &script_heartbeat, &p->cmd);
     if (r && r->type == REDIS_REPLY_INTEGER)
         rc = r->integer == 1 ? 1 : 0;
     else
@@ -400,13 +402,14 @@ int broker_heartbeat(broker *b, const char *key, const char *value,
 
 int broker_release_key(broker *b, const char *key, const char *value)
 {
-    const char *argv[2] = {key, value};
-    redisReply *r;
+    pipeline *p = &b->pipe;
+    redisReply *r = NULL;
     int rc = -1;
 
     if (!broker_connected(b))
         return -1;
-    r = pipeline_script(&b->pipe, &script_release, 1, 2, argv, NULL);
+    if (script_release_call(&p->cmd, key, value, NULL) == 0)
+        r = pipeline_call(p, &script_release, &p->cmd);
     if (r && r->type == REDIS_REPLY_INTEGER)
         rc = 0;
     else
@@ -450,9 +453,17 @@ static void push_str(broker *b, const char *s)
     command_push_str(&b->scratch->cmd, s);
 }
 
-static void push_int(broker *b, long long value)
+/* A number as the generated argument functions take it (text). */
+typedef struct number_text {
+    char s[24];
+} number_text;
+
+static number_text text_of(long long value)
 {
-    command_push_int(&b->scratch->cmd, value);
+    number_text t;
+
+    snprintf(t.s, sizeof(t.s), "%lld", value);
+    return t;
 }
 
 /* Writes the key "<prefix>:{<type>}:<what>:<id>" of task id of queue q
@@ -476,12 +487,6 @@ static size_t task_key(const broker_queue *q, const char *what, const char *id,
     return len;
 }
 
-/* Pushes a key of a queue (borrowed: the queue outlives the call). */
-static void push_queue_key(broker *b, const char *key)
-{
-    command_push_key(&b->scratch->cmd, key, strlen(key));
-}
-
 /* Pushes the key <what>:<id> of job j. */
 static void push_key(broker *b, const broker_job *j, const char *what)
 {
@@ -489,12 +494,6 @@ static void push_key(broker *b, const broker_job *j, const char *what)
     size_t len = task_key(j->queue, what, j->e.task.id, key);
 
     command_push_key_copy(&b->scratch->cmd, key, len);
-}
-
-/* Starts "EVALSHA sha numkeys": keys come next, then the arguments. */
-static void begin_call(broker *b, const script *s)
-{
-    command_evalsha(&b->scratch->cmd, s->sha);
 }
 
 /* Runs the one call built in the scratch's command: its reply (caller
@@ -528,13 +527,13 @@ long broker_renew(broker *b, broker_queue *q, const char *consumer,
         return -1;
     /* A worker may hold hundreds of tasks of a type: the call grows with
      * them (3n + 4 arguments), with no limit. */
-    begin_call(b, &script_renew);
-    push_queue_key(b, q->stream);
+    script_renew_keys(cmd, b->cfg->prefix, q->type);
     for (size_t i = 0; i < n; i++)
-        command_push_key_copy(cmd, key, task_key(q, "lock", task_ids[i], key));
-    push_str(b, WHARF_GROUP);
-    push_str(b, consumer);
-    push_int(b, q->pol->lock_ttl_ms);
+        command_push_key_copy(
+            cmd, key,
+            task_key(q, script_renew_spec.then_keys[0].what, task_ids[i], key));
+    script_renew_args(cmd, WHARF_GROUP, consumer,
+                      text_of(q->pol->lock_ttl_ms).s);
     for (size_t i = 0; i < n; i++)
         push_str(b, entry_ids[i]);
     for (size_t i = 0; i < n; i++)
@@ -704,22 +703,23 @@ static void push_keys_of(broker *b, broker_job *jobs, const batch_call *c,
             push_key(b, &jobs[i], what);
 }
 
-/* KEYS fence, entries, result:<id>..., cancel:<id>..., lock:<id>...;
- * ARGV lock_ttl_ms, owner, the length of "<prefix>:{<type>}:result:",
- * entry ids. */
+/* KEYS and ARGV as sdk/lua/begin.lua states them: its numbered keys,
+ * then each "then" key of every job that begins (result:<id>...,
+ * cancel:<id>..., lock:<id>...); its numbered arguments, then the entry
+ * ids. */
 static void begin_build(broker *b, broker_job *jobs, const batch_call *c)
 {
     const broker_queue *q = jobs[c->first].queue;
+    const script_spec *spec = &script_begin_spec;
+    command *cmd = &b->scratch->cmd;
 
-    begin_call(b, &script_begin);
-    push_queue_key(b, q->fence);
-    push_queue_key(b, q->entries);
-    push_keys_of(b, jobs, c, "result");
-    push_keys_of(b, jobs, c, "cancel");
-    push_keys_of(b, jobs, c, "lock");
-    push_int(b, q->pol->lock_ttl_ms);
-    push_str(b, jobs[c->first].owner);
-    push_int(b, (long long)(q->task_prefix_len + strlen("result:")));
+    script_begin_keys(cmd, b->cfg->prefix, q->type);
+    for (size_t k = 0; k < spec->n_then_keys; k++)
+        push_keys_of(b, jobs, c, spec->then_keys[k].what);
+    /* id_offset: the length of "<prefix>:{<type>}:result:". */
+    script_begin_args(
+        cmd, text_of(q->pol->lock_ttl_ms).s, jobs[c->first].owner,
+        text_of((long long)(q->task_prefix_len + strlen("result:"))).s);
     for (size_t i = c->first; i < c->end; i++)
         if (job_begins(&jobs[i]))
             push_str(b, jobs[i].e.entry_id);
@@ -864,7 +864,7 @@ static void push_envelope(broker *b, const broker_job *j)
     push_str(b, j->e.task.id);
     push(b, j->e.task.payload ? (const void *)j->e.task.payload : "",
          j->e.task.payload_len);
-    push_int(b, j->next_attempt);
+    command_push_int(&b->scratch->cmd, j->next_attempt);
     push_str(b, j->e.enqueued_at[0] ? j->e.enqueued_at : "0");
     push_str(b, j->e.task.trace);
     push_str(b, j->reason ? j->reason : "");
@@ -910,13 +910,12 @@ static void finish_build(broker *b, broker_job *jobs, const batch_call *c)
     broker_scratch *sc = b->scratch;
     const broker_job *lead = &jobs[c->first];
     const broker_queue *q = lead->queue;
+    command *cmd = &sc->cmd;
     size_t t = 0;
 
-    begin_call(b, &script_finish);
-    push_queue_key(b, q->stream);
-    push_queue_key(b, q->delayed);
-    push_queue_key(b, q->dead);
-    push_queue_key(b, q->entries);
+    script_finish_keys(cmd, b->cfg->prefix, q->type);
+    /* The "then" keys: lock:<id> and the record of each but an ack, the
+     * cancel:<id> of every task. */
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]) && jobs[i].finish != FINISH_ACK)
             push_key(b, &jobs[i], "lock");
@@ -926,17 +925,16 @@ static void finish_build(broker *b, broker_job *jobs, const batch_call *c)
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]))
             push_key(b, &jobs[i], "cancel");
-    push_str(b, WHARF_GROUP);
-    push_str(b, consumer_of(b, lead));
-    push_int(b, q->pol->result_ttl_ms);
-    push_int(b, q->pol->dead_ttl_ms);
-    push_str(b, q->type);
-    push_str(b, sc->resend ? "resend" : "");
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]))
             sc->kinds[t++] = finish_letter(jobs[i].finish);
-    command_push_copy(&sc->cmd, sc->kinds, t);
-    push_int(b, (long long)(q->task_prefix_len + strlen("cancel:")));
+    sc->kinds[t] = '\0';
+    /* id_offset: the length of "<prefix>:{<type>}:cancel:". */
+    script_finish_args(
+        cmd, WHARF_GROUP, consumer_of(b, lead),
+        text_of(q->pol->result_ttl_ms).s, text_of(q->pol->dead_ttl_ms).s,
+        q->type, sc->resend ? "resend" : "", sc->kinds,
+        text_of((long long)(q->task_prefix_len + strlen("cancel:"))).s);
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]))
             push_str(b, jobs[i].e.entry_id);
@@ -955,7 +953,7 @@ static void finish_build(broker *b, broker_job *jobs, const batch_call *c)
         }
         push_envelope(b, j);
         if (j->finish != FINISH_DEAD)
-            push_int(b, j->delay_ms);
+            command_push_int(cmd, j->delay_ms);
     }
 }
 
@@ -1057,20 +1055,21 @@ static bool job_holds_lock(const broker_job *j)
            (j->begin == BEGIN_NONE && j->owner[0] != '\0');
 }
 
-/* KEYS lock; ARGV token, or owner and "owner". One task a call: a rare
- * path (a batch dropped by a broken connection). */
+/* KEYS the job's lock; ARGV its token, or its owner and mode "owner".
+ * One task a call: a rare path (a batch dropped by a broken
+ * connection). */
 static void release_build(broker *b, broker_job *jobs, const batch_call *c)
 {
     const broker_job *j = &jobs[c->first];
+    command *cmd = &b->scratch->cmd;
+    char key[KEY_MAX];
 
-    begin_call(b, &script_release);
-    push_key(b, j, "lock");
-    if (j->begin == BEGIN_RUN) {
-        push_str(b, j->token);
-    } else {
-        push_str(b, j->owner);
-        push_str(b, "owner");
-    }
+    task_key(j->queue, "lock", j->e.task.id, key);
+    script_release_keys(cmd, key);
+    if (j->begin == BEGIN_RUN)
+        script_release_args(cmd, j->token, NULL);
+    else
+        script_release_args(cmd, j->owner, "owner");
 }
 
 static void release_apply(broker *b, broker_job *jobs, const batch_call *c,
@@ -1102,26 +1101,26 @@ int broker_release(broker *b, broker_job *jobs, size_t n)
     return run_batch(b, &release_ops, jobs, n);
 }
 
-/* Runs a maintenance script over ids: KEYS first_keys..., then the
- * <what>:<id> key of each id; ARGV lead_arg (if any), then the ids.
+/* Runs a maintenance script (promote, trim_dead) over ids, as its
+ * header states: its numbered keys of q's type, then its "then" key of
+ * each id; its numbered argument lead_arg (if it has one), then the ids.
  * Returns the script's integer, or -1 on a connection error. */
-static long move_ids(broker *b, const script *s, const broker_queue *q,
-                     const char *const *first_keys, int n_first,
-                     const char *what, const char *lead_arg,
+static long move_ids(broker *b, const script_spec *spec,
+                     const broker_queue *q, const char *lead_arg,
                      const redisReply *ids)
 {
+    const script *s = spec->script;
+    const char *what = spec->then_keys[0].what;
     command *cmd = &b->scratch->cmd;
     char key[KEY_MAX];
     long result = -1;
     redisReply *r;
 
-    begin_call(b, s);
-    for (int i = 0; i < n_first; i++)
-        push_queue_key(b, first_keys[i]);
+    script_spec_keys(cmd, spec, b->cfg->prefix, q->type, NULL);
     for (size_t i = 0; i < ids->elements; i++)
         command_push_key_copy(cmd, key,
                               task_key(q, what, ids->element[i]->str, key));
-    if (lead_arg)
+    if (spec->n_args > 0)
         push_str(b, lead_arg);
     for (size_t i = 0; i < ids->elements; i++)
         push(b, ids->element[i]->str, ids->element[i]->len);
@@ -1164,12 +1163,12 @@ long broker_promote(broker *b)
     for (size_t i = 0; i < b->n_queues; i++) {
         broker_queue *q = &b->queues[i];
         for (int round = 0; round < BROKER_MOVE_ROUNDS; round++) {
-            const char *due_args[2] = {q->delayed, limit};
-            const char *keys[3] = {q->delayed, q->stream, q->entries};
-            redisReply *due;
+            pipeline *p = &b->pipe;
+            redisReply *due = NULL;
             long moved;
 
-            due = pipeline_script(&b->pipe, &script_due, 1, 2, due_args, NULL);
+            if (script_due_call(&p->cmd, b->cfg->prefix, q->type, limit) == 0)
+                due = pipeline_call(p, &script_due, &p->cmd);
             if (!due) {
                 broker_failed(b, "due", NULL);
                 return -1;
@@ -1183,7 +1182,7 @@ long broker_promote(broker *b)
                 freeReplyObject(due);
                 break;
             }
-            moved = move_ids(b, &script_promote, q, keys, 3, "task", NULL, due);
+            moved = move_ids(b, &script_promote_spec, q, NULL, due);
             freeReplyObject(due);
             if (moved < 0)
                 return -1;
@@ -1206,7 +1205,6 @@ long broker_trim_dead(broker *b)
         for (int round = 0; round < BROKER_MOVE_ROUNDS; round++) {
             long long size, excess;
             char max[24];
-            const char *keys[1] = {q->dead};
             redisReply *r =
                 pipeline_command(&b->pipe, q->dead, "ZCARD %s", q->dead);
             long removed;
@@ -1231,8 +1229,7 @@ long broker_trim_dead(broker *b)
                 return r ? total : -1;
             }
             snprintf(max, sizeof(max), "%" PRIu64, q->pol->dead_max);
-            removed =
-                move_ids(b, &script_trim_dead, q, keys, 1, "dead", max, r);
+            removed = move_ids(b, &script_trim_dead_spec, q, max, r);
             freeReplyObject(r);
             if (removed < 0)
                 return -1;

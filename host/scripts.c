@@ -3,28 +3,31 @@
  * half-moved. Every key a script touches comes in KEYS (Redis Cluster
  * safe: all of them carry the type's hash tag). Times come from Redis TIME,
  * so hosts with skewed clocks agree on due times. The text of each is
- * sdk/lua/NAME.lua, compiled in; its header states KEYS, ARGV and the
- * reply. */
+ * sdk/lua/NAME.lua, compiled in (lua_scripts.c); its header states KEYS,
+ * ARGV and the reply. */
 #include "scripts.h"
 
-#include "lua_sources.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-script script_begin = {.name = "begin", .source = wharf_lua_begin};
-script script_finish = {.name = "finish", .source = wharf_lua_finish};
-script script_release = {.name = "release", .source = wharf_lua_release};
-script script_renew = {.name = "renew", .source = wharf_lua_renew};
-script script_heartbeat = {.name = "heartbeat", .source = wharf_lua_heartbeat};
-script script_due = {.name = "due", .source = wharf_lua_due};
-script script_promote = {.name = "promote", .source = wharf_lua_promote};
-script script_trim_dead = {.name = "trim_dead", .source = wharf_lua_trim_dead};
+#include "lua_scripts.h"
 
-script *const scripts_all[] = {
+const script *const scripts_all[] = {
     &script_begin,   &script_finish,    &script_release,
     &script_renew,   &script_heartbeat, &script_due,
     &script_promote, &script_trim_dead, NULL};
 
 void scripts_init(void)
 {
-    for (size_t i = 0; scripts_all[i]; i++)
-        script_init(scripts_all[i]);
+    for (size_t i = 0; scripts_all[i]; i++) {
+        script s = *scripts_all[i];
+        script_init(&s);
+        if (strcmp(s.sha, scripts_all[i]->sha) != 0) {
+            fprintf(stderr, "wharfd: script %s: built with SHA1 %s, its "
+                            "text has %s\n",
+                    s.name, scripts_all[i]->sha, s.sha);
+            abort();
+        }
+    }
 }

@@ -1,25 +1,30 @@
 /* The host's Lua scripts: begin and finish (each takes a whole batch of
  * one queue), release, and the maintenance scripts (renew, heartbeat,
- * due, promote, trim_dead). Each script's KEYS, ARGV and reply
- * are stated at the top of its sdk/lua/NAME.lua. */
+ * due, promote, trim_dead). Each is generated from its sdk/lua/NAME.lua
+ * (lua_scripts.h, which also has its spec and typed call functions); the
+ * header of the file states its KEYS, ARGV and reply. */
 #ifndef WHARF_SCRIPTS_H
 #define WHARF_SCRIPTS_H
 
 #include "script.h"
 
-extern script script_begin;
-extern script script_finish;
-extern script script_release;
-extern script script_renew;
-extern script script_heartbeat;
-extern script script_due;
-extern script script_promote;
-extern script script_trim_dead;
+/* Defined in lua_scripts.c; named here so that a file can have these
+ * without the declarations of every script. */
+extern const script script_begin;
+extern const script script_finish;
+extern const script script_release;
+extern const script script_renew;
+extern const script script_heartbeat;
+extern const script script_due;
+extern const script script_promote;
+extern const script script_trim_dead;
 
-/* Every script above, NULL-terminated. */
-extern script *const scripts_all[];
+/* Every script above, NULL-terminated: each node the broker reaches
+ * loads them all. */
+extern const script *const scripts_all[];
 
-/* Computes every script's SHA1. Call once at start. */
+/* Checks that each script's SHA1, computed at build time, is the one of
+ * its text; aborts with a message if not. Call once at start. */
 void scripts_init(void);
 
 #endif /* WHARF_SCRIPTS_H */

@@ -13,7 +13,16 @@ const GROUP = 'wharf';
 const DEFAULT_URL = 'redis://127.0.0.1:6379';
 const DEFAULT_PREFIX = 'wharf';
 // The policy used while no host has published one for a type.
-const DEFAULT_POLICY = ['1048576', '0', 'payload', '300000'];
+const DEFAULT_POLICY = {
+  max_payload: '1048576', max_backlog: '0', idempotency: 'payload', idempotency_ttl: '300000',
+};
+// The reply words this client reads, by script (each checked against the
+// script's header when the scripts are loaded).
+const WORDS = {
+  enqueue: ['OK', 'DUPLICATE', 'TOO_LARGE', 'BACKPRESSURE', 'UNSERVED', 'PROTOCOL'],
+  status: ['done', 'dead', 'cancelled', 'unknown', 'running', 'PROTOCOL'],
+  cancel: ['REMOVED', 'CANCELLING', 'CANCELLED', 'FINISHED', 'UNKNOWN', 'PROTOCOL'],
+};
 // As the C client: tasks and payload bytes per script call, tasks per
 // pipelined round trip, so every client costs Redis the same per task.
 const CALL_TASKS = 100;
@@ -182,6 +191,11 @@ class Client {
     this._options = options;
     this._where = String(url).replace(/\/\/[^@/]*@/, '//');
     this._scripts = scripts.load(options.luaDir);
+    try {
+      for (const [name, words] of Object.entries(WORDS)) this._scripts[name].spec.checkWords(words);
+    } catch (e) {
+      throw new errors.ConfigError(`wharf: ${e.message}`);
+    }
     this._typesAdded = new Set();
     this._warned = new Set();
     this._redis = null;
@@ -261,6 +275,12 @@ class Client {
     return id === undefined ? key : `${key}:${id}`;
   }
 
+  // The numbered keys of script name, as its header states them, for
+  // type (and task id).
+  _keys(name, type, id) {
+    return this._scripts[name].spec.keys.map((k) => this._key(type, k.what, k.form === 'task' ? id : undefined));
+  }
+
   // EVALSHA of script name; on NOSCRIPT, SCRIPT LOAD and again.
   async _call(type, name, keys, args) {
     const r = this._redisFor(type);
@@ -302,7 +322,8 @@ class Client {
   _build(tasks) {
     const t0 = tasks[0];
     const delayed = t0.delayMs > 0;
-    const keys = ['policy', 'stream', 'delayed', 'pressure', 'entries'].map((w) => this._key(t0.type, w));
+    const { spec } = this._scripts.enqueue;
+    const keys = this._keys('enqueue', t0.type);
     for (const t of tasks) {
       let id1; let id2;
       if (t.id !== null) {
@@ -311,12 +332,18 @@ class Client {
         id1 = crypto.createHash('sha256').update(t.type).update('\n').update(t.payload).digest('hex');
         id2 = crypto.randomBytes(16).toString('hex');
       }
-      keys.push(this._key(t.type, 'seen', id1), this._key(t.type, 'seen', id2),
-        this._key(t.type, 'task', id1), this._key(t.type, 'task', id2));
+      const ids = { id1, id2 };
+      for (const k of spec.eachKeys) keys.push(this._key(t.type, k.what, ids[k.placeholder]));
     }
     const skip = Buffer.byteLength(this._key(t0.type, 'seen:'));
-    const args = [t0.type, String(skip), delayed ? '1' : '0', ...DEFAULT_POLICY,
-      PROTOCOLS.join(','), this.strict ? '1' : '0'];
+    const args = spec.argv({
+      type: t0.type,
+      id_offset: String(skip),
+      delayed: delayed ? '1' : '0',
+      ...DEFAULT_POLICY,
+      protocols: PROTOCOLS.join(','),
+      strict: this.strict ? '1' : '0',
+    });
     for (const t of tasks) {
       args.push(t.payload, t.trace);
       if (delayed) args.push(String(t.delayMs));
@@ -481,13 +508,10 @@ class Client {
   async _statusReply(type, id, withResult) {
     checkType(type);
     checkId(id);
-    const keys = [this._key(type, 'policy'), this._key(type, 'entries'),
-      this._key(type, 'stream'), this._key(type, 'delayed'),
-      this._key(type, 'task', id), this._key(type, 'dead'),
-      this._key(type, 'dead', id), this._key(type, 'result', id),
-      this._key(type, 'cancel', id)];
-    const reply = await this._call(type, 'status', keys,
-      [id, GROUP, PROTOCOLS.join(','), withResult ? 'result' : '']);
+    const reply = await this._call(type, 'status', this._keys('status', type, id),
+      this._scripts.status.spec.argv({
+        id, group: GROUP, protocols: PROTOCOLS.join(','), with_result: withResult ? 'result' : '',
+      }));
     if (!Array.isArray(reply) || !reply.length) {
       throw new errors.WharfError('status: the status script gave an unexpected reply');
     }
@@ -557,12 +581,8 @@ class Client {
   async cancel(type, id) {
     checkType(type);
     checkId(id);
-    const keys = [this._key(type, 'policy'), this._key(type, 'entries'),
-      this._key(type, 'stream'), this._key(type, 'delayed'),
-      this._key(type, 'task', id), this._key(type, 'seen', id),
-      this._key(type, 'cancel', id), this._key(type, 'result', id),
-      this._key(type, 'dead')];
-    const reply = await this._call(type, 'cancel', keys, [id, GROUP, PROTOCOLS.join(',')]);
+    const reply = await this._call(type, 'cancel', this._keys('cancel', type, id),
+      this._scripts.cancel.spec.argv({ id, group: GROUP, protocols: PROTOCOLS.join(',') }));
     if (!Array.isArray(reply) || reply.length !== 2) {
       throw new errors.WharfError('cancel: the cancel script gave an unexpected reply');
     }

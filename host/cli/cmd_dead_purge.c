@@ -7,38 +7,28 @@
 
 #include "cli.h"
 #include "dead_pages.h"
-#include "lua_sources.h"
-#include "script.h"
+#include "lua_scripts.h"
 
 /* Dead ids per round trip. */
 #define CHUNK 500
 
-/* sdk/lua/dead_purge.lua */
-static script purge_script = {.name = "dead_purge",
-                              .source = wharf_lua_dead_purge};
-
-/* Purges the ids of one ZRANGE page. 0 or an exit code. */
+/* Purges the ids of one ZRANGE page with sdk/lua/dead_purge.lua. 0 or an
+ * exit code. */
 static int purge_page(cli *ctx, redisContext *redis, const char *type,
                       const redisReply *page, void *arg)
 {
     long *purged = arg;
-    char dead[KEY_MAX], record[KEY_MAX], task[KEY_MAX], delayed[KEY_MAX];
-    const char *argv[5];
-    int code = 0, err;
+    command cmd;
+    int code = 0, err, rc = 0;
 
-    cli_key(ctx, dead, type, "dead");
-    cli_key(ctx, delayed, type, "delayed");
-    for (size_t i = 0; i < page->elements; i++) {
-        cli_task_key(ctx, record, type, "dead", page->element[i]->str);
-        cli_task_key(ctx, task, type, "task", page->element[i]->str);
-        argv[0] = dead;
-        argv[1] = record;
-        argv[2] = task;
-        argv[3] = delayed;
-        argv[4] = page->element[i]->str;
-        if (script_append(redis, &purge_script, 4, 5, argv, NULL) != 0)
-            return cli_reply_check(ctx, NULL, "dead purge");
-    }
+    command_init(&cmd);
+    for (size_t i = 0; i < page->elements && rc == 0; i++)
+        rc = script_dead_purge_call(&cmd, ctx->prefix, type,
+                                    page->element[i]->str) != 0 ||
+             command_append(&cmd, redis) != 0;
+    command_free(&cmd);
+    if (rc != 0)
+        return cli_reply_check(ctx, NULL, "dead purge");
     for (size_t i = 0; i < page->elements; i++) {
         redisReply *r = cli_read(ctx, &err, "dead purge");
         if (!r)
@@ -60,8 +50,7 @@ static int run(cli *ctx, const cli_args *args)
 
     if ((code = cli_type_arg(ctx, args, &type)) != 0)
         return code;
-    script_init(&purge_script);
-    code = dead_each_page(ctx, "dead purge", type, &purge_script, CHUNK,
+    code = dead_each_page(ctx, "dead purge", type, &script_dead_purge, CHUNK,
                           purge_page, &purged);
     printf("purged %ld\n", purged);
     return code;

@@ -7,71 +7,49 @@
 
 #include "cli.h"
 #include "dead_pages.h"
-#include "lua_sources.h"
-#include "script.h"
+#include "lua_scripts.h"
 
 /* Dead ids per round trip with --all. */
 #define CHUNK 200
 
-/* sdk/lua/dead_replay.lua */
-static script replay_script = {.name = "dead_replay",
-                               .source = wharf_lua_dead_replay};
-
-/* The script's keys and arguments. */
-#define REPLAY_KEYS 6
-#define REPLAY_ARGS (REPLAY_KEYS + 2)
-
-/* Fills the arguments of the script for id. */
-static void call_args(cli *ctx, const char *type, const char *id,
-                      char keys[REPLAY_KEYS][KEY_MAX],
-                      const char *argv[REPLAY_ARGS])
-{
-    cli_key(ctx, keys[0], type, "dead");
-    cli_task_key(ctx, keys[1], type, "dead", id);
-    cli_key(ctx, keys[2], type, "stream");
-    cli_task_key(ctx, keys[3], type, "task", id);
-    cli_key(ctx, keys[4], type, "delayed");
-    cli_key(ctx, keys[5], type, "entries");
-    for (int i = 0; i < REPLAY_KEYS; i++)
-        argv[i] = keys[i];
-    argv[REPLAY_KEYS] = id;
-    argv[REPLAY_KEYS + 1] = type;
-}
-
-/* The script's answer word, or NULL after saying why there is none. */
-static const char *answer(cli *ctx, const redisReply *r, int *code)
+/* The script's answer word (sdk/lua/dead_replay.lua), or NO_WORD after
+ * saying why there is none. */
+static script_dead_replay_word answer(cli *ctx, const redisReply *r,
+                                      int *code)
 {
     *code = cli_reply_check(ctx, r, "dead replay");
     if (*code != 0)
-        return NULL;
+        return SCRIPT_DEAD_REPLAY_NO_WORD;
     if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS) {
         *code = cli_fail(ctx, EX_SOFTWARE,
                          "the replay script gave an "
                          "unexpected reply");
-        return NULL;
+        return SCRIPT_DEAD_REPLAY_NO_WORD;
     }
-    return r->str;
+    return script_dead_replay_word_of(r->str);
 }
 
 static int replay_one(cli *ctx, const char *type, const char *id)
 {
-    char keys[REPLAY_KEYS][KEY_MAX];
-    const char *argv[REPLAY_ARGS], *word;
+    script_dead_replay_word word;
     redisContext *redis;
-    redisReply *r;
+    redisReply *r = NULL;
+    command cmd;
     int code;
 
     if (!(redis = cli_redis(ctx, &code)))
         return code;
-    call_args(ctx, type, id, keys, argv);
-    r = script_run(redis, &replay_script, REPLAY_KEYS, REPLAY_ARGS, argv, NULL);
+    command_init(&cmd);
+    if (script_dead_replay_call(&cmd, ctx->prefix, type, id) == 0)
+        r = script_run_command(redis, &script_dead_replay, &cmd);
+    command_free(&cmd);
     word = answer(ctx, r, &code);
-    if (word && strcmp(word, "OK") == 0)
+    if (word == SCRIPT_DEAD_REPLAY_OK)
         printf("replayed 1\n");
-    else if (word && strcmp(word, "NOT_FOUND") == 0)
+    else if (word == SCRIPT_DEAD_REPLAY_NOT_FOUND)
         code = cli_fail(ctx, CLI_NOT_FOUND, "no dead task '%s' of type '%s'",
                         id, type);
-    else if (word)
+    else if (code == 0)
         code = cli_fail(ctx, CLI_NOT_FOUND,
                         "dead task '%s' of type '%s' had "
                         "no envelope: dropped it from "
@@ -90,25 +68,26 @@ static int replay_page(cli *ctx, redisContext *redis, const char *type,
                        const redisReply *page, void *arg)
 {
     replay_counts *counts = arg;
-    char keys[REPLAY_KEYS][KEY_MAX];
-    const char *argv[REPLAY_ARGS];
-    int code = 0, err;
+    command cmd;
+    int code = 0, err, rc = 0;
 
-    for (size_t i = 0; i < page->elements; i++) {
-        call_args(ctx, type, page->element[i]->str, keys, argv);
-        if (script_append(redis, &replay_script, REPLAY_KEYS, REPLAY_ARGS, argv,
-                          NULL) != 0)
-            return cli_reply_check(ctx, NULL, "dead replay");
-    }
+    command_init(&cmd);
+    for (size_t i = 0; i < page->elements && rc == 0; i++)
+        rc = script_dead_replay_call(&cmd, ctx->prefix, type,
+                                     page->element[i]->str) != 0 ||
+             command_append(&cmd, redis) != 0;
+    command_free(&cmd);
+    if (rc != 0)
+        return cli_reply_check(ctx, NULL, "dead replay");
     for (size_t i = 0; i < page->elements; i++) {
         redisReply *r = cli_read(ctx, &err, "dead replay");
-        const char *word;
+        script_dead_replay_word word;
         if (!r)
             return err;
-        word = code == 0 ? answer(ctx, r, &code) : NULL;
-        if (word && strcmp(word, "OK") == 0)
+        word = code == 0 ? answer(ctx, r, &code) : SCRIPT_DEAD_REPLAY_NO_WORD;
+        if (word == SCRIPT_DEAD_REPLAY_OK)
             counts->replayed++;
-        else if (word && strcmp(word, "MISSING") == 0)
+        else if (word == SCRIPT_DEAD_REPLAY_MISSING)
             counts->missing++;
         freeReplyObject(r);
     }
@@ -118,8 +97,8 @@ static int replay_page(cli *ctx, redisContext *redis, const char *type,
 static int replay_all(cli *ctx, const char *type)
 {
     replay_counts counts = {0, 0};
-    int code = dead_each_page(ctx, "dead replay", type, &replay_script, CHUNK,
-                              replay_page, &counts);
+    int code = dead_each_page(ctx, "dead replay", type, &script_dead_replay,
+                              CHUNK, replay_page, &counts);
 
     printf("replayed %ld\n", counts.replayed);
     if (counts.missing > 0)
@@ -152,7 +131,6 @@ static int run(cli *ctx, const cli_args *args)
     if ((code = cli_check_type(ctx, operand[0])) != 0 ||
         (!all && (code = cli_check_id(ctx, operand[1])) != 0))
         return code;
-    script_init(&replay_script);
     return all ? replay_all(ctx, operand[0])
                : replay_one(ctx, operand[0], operand[1]);
 }

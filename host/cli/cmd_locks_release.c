@@ -9,8 +9,7 @@
 #include <sysexits.h>
 
 #include "cli.h"
-#include "lua_sources.h"
-#include "script.h"
+#include "lua_scripts.h"
 
 /* Pending entries of the type looked at before giving up (each page of
  * XPENDING is cheap; a host holds at most workers x prefetch). */
@@ -19,11 +18,8 @@
  * manifest names one. */
 #define DEFAULT_VISIBILITY_MS 300000
 
-/* sdk/lua/lock_release.lua */
-static script release_script = {.name = "lock_release",
-                                .source = wharf_lua_lock_release};
-
-/* The reply's word, or NULL after saying why there is none. */
+/* The reply's word (sdk/lua/lock_release.lua), or NULL after saying why
+ * there is none. */
 static const char *answer(cli *ctx, const redisReply *r, int *code)
 {
     *code = cli_reply_check(ctx, r, "locks release");
@@ -40,48 +36,45 @@ static const char *answer(cli *ctx, const redisReply *r, int *code)
 
 static int release(cli *ctx, const char *type, const char *id, bool force)
 {
-    char lock[KEY_MAX], stream[KEY_MAX], policy_key[KEY_MAX], fallback[24];
-    const char *argv[8], *word;
+    char fallback[24];
+    const char *word;
     redisContext *redis;
-    redisReply *r;
+    redisReply *r = NULL;
+    command cmd;
     int code;
 
-    cli_task_key(ctx, lock, type, "lock", id);
-    cli_key(ctx, stream, type, "stream");
-    cli_key(ctx, policy_key, type, "policy");
     snprintf(
         fallback, sizeof(fallback), "%lld",
         ctx->config
             ? (long long)config_policy(ctx->config, type)->visibility_timeout_ms
             : (long long)DEFAULT_VISIBILITY_MS);
-    argv[0] = lock;
-    argv[1] = stream;
-    argv[2] = policy_key;
-    argv[3] = id;
-    argv[4] = WHARF_GROUP;
-    argv[5] = fallback;
-    argv[6] = force ? "force" : "";
-    argv[7] = SCAN_MOST;
     if (!(redis = cli_redis(ctx, &code)))
         return code;
-    script_init(&release_script);
-    r = script_run(redis, &release_script, 3, 8, argv, NULL);
+    command_init(&cmd);
+    if (script_lock_release_call(&cmd, ctx->prefix, type, id, WHARF_GROUP,
+                                 fallback, force ? "force" : "",
+                                 SCAN_MOST) == 0)
+        r = script_run_command(redis, &script_lock_release, &cmd);
+    command_free(&cmd);
     word = answer(ctx, r, &code);
     if (!word) {
         /* code says why */
-    } else if (strcmp(word, "RELEASED") == 0) {
+    } else if (script_lock_release_word_of(word) ==
+               SCRIPT_LOCK_RELEASE_RELEASED) {
         printf("released %s\n", id);
-    } else if (strcmp(word, "NONE") == 0) {
+    } else if (script_lock_release_word_of(word) == SCRIPT_LOCK_RELEASE_NONE) {
         code = cli_fail(ctx, CLI_NOT_FOUND, "no lock on task '%s' of type '%s'",
                         id, type);
-    } else if (strcmp(word, "HELD") == 0 && r->elements == 3 &&
+    } else if (script_lock_release_word_of(word) == SCRIPT_LOCK_RELEASE_HELD &&
+               r->elements == 3 &&
                r->element[1]->type == REDIS_REPLY_STRING &&
                r->element[2]->type == REDIS_REPLY_INTEGER) {
         code = cli_fail(ctx, EX_TEMPFAIL,
                         "lock of %s/%s is held by a live run on %s (idle "
                         "%lld ms); it is released when that run ends",
                         type, id, r->element[1]->str, r->element[2]->integer);
-    } else if (strcmp(word, "UNSURE") == 0) {
+    } else if (script_lock_release_word_of(word) ==
+               SCRIPT_LOCK_RELEASE_UNSURE) {
         code = cli_fail(ctx, EX_TEMPFAIL,
                         "cannot tell whether a live run holds the lock of "
                         "%s/%s: more than " SCAN_MOST

@@ -9,22 +9,18 @@
 
 #include "cli.h"
 #include "client_ids.h"
-#include "lua_sources.h"
-#include "script.h"
+#include "lua_scripts.h"
 
 /* Tasks per script call. */
 #define PAGE 500
 
-static script drop_script = {.name = "queue_drop",
-                             .source = wharf_lua_queue_drop};
-
-/* Runs the script over one page: keys and args built by the caller
- * (argv[0 .. 2] are the common keys). Adds to *removed and *running. 0 or
- * an exit code. */
-static int drop_page(cli *ctx, redisContext *redis, int numkeys, int argc,
-                     const char **argv, long *removed, long *running)
+/* Runs the call of sdk/lua/queue_drop.lua over one page, built in cmd
+ * (its keys and arguments as the script's header states them). Adds to
+ * *removed and *running. 0 or an exit code. */
+static int drop_page(cli *ctx, redisContext *redis, command *cmd,
+                     long *removed, long *running)
 {
-    redisReply *r = script_run(redis, &drop_script, numkeys, argc, argv, NULL);
+    redisReply *r = script_run_command(redis, &script_queue_drop, cmd);
     int code = cli_reply_check(ctx, r, "queue drop");
 
     if (code == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
@@ -40,11 +36,11 @@ static int drop_page(cli *ctx, redisContext *redis, int numkeys, int argc,
     return code;
 }
 
-/* Space for one page's keys and arguments. */
+/* Space for one page's keys, and the call built from them. */
 typedef struct page_args {
-    char common[3][KEY_MAX];
-    char (*keys)[KEY_MAX]; /* 2 * PAGE */
-    const char **argv;     /* 3 + 2 * PAGE keys, 2 + 2 * PAGE args */
+    char stream[KEY_MAX], delayed[KEY_MAX]; /* for XRANGE and ZRANGE */
+    char (*keys)[KEY_MAX];                  /* 2 * PAGE */
+    command cmd;
 } page_args;
 
 /* The delayed set, PAGE ids at a time, until it is empty. */
@@ -56,28 +52,29 @@ static int drop_delayed(cli *ctx, redisContext *redis, const char *type,
 
     do {
         redisReply *ids = cli_run(ctx, &code, "queue drop", "ZRANGE %s 0 %d",
-                                  a->common[1], PAGE - 1);
+                                  a->delayed, PAGE - 1);
+        command *cmd = &a->cmd;
         size_t n;
-        int k = 3, g;
         if (!ids)
             return code;
         n = ids->type == REDIS_REPLY_ARRAY ? ids->elements : 0;
+        script_queue_drop_keys(cmd, ctx->prefix, type);
+        /* Per task, for "delayed": task:<id> and seen:<id>. */
         for (size_t i = 0; i < n; i++) {
             cli_task_key(ctx, a->keys[2 * i], type, "task",
                          ids->element[i]->str);
             cli_task_key(ctx, a->keys[2 * i + 1], type, "seen",
                          ids->element[i]->str);
-            a->argv[k++] = a->keys[2 * i];
-            a->argv[k++] = a->keys[2 * i + 1];
+            command_push_key(cmd, a->keys[2 * i], strlen(a->keys[2 * i]));
+            command_push_key(cmd, a->keys[2 * i + 1],
+                             strlen(a->keys[2 * i + 1]));
         }
-        g = k;
-        a->argv[k++] = "delayed";
-        a->argv[k++] = WHARF_GROUP;
+        script_queue_drop_args(cmd, "delayed", WHARF_GROUP);
         for (size_t i = 0; i < n; i++)
-            a->argv[k++] = ids->element[i]->str;
+            command_push(cmd, ids->element[i]->str, ids->element[i]->len);
         before = *removed;
         if (n > 0)
-            code = drop_page(ctx, redis, g, k, a->argv, removed, &running);
+            code = drop_page(ctx, redis, cmd, removed, &running);
         freeReplyObject(ids);
         if (n < PAGE || *removed == before)
             break;
@@ -95,12 +92,14 @@ static int drop_ready(cli *ctx, redisContext *redis, const char *type,
     for (;;) {
         redisReply *page =
             cli_run(ctx, &code, "queue drop", "XRANGE %s %s + COUNT %d",
-                    a->common[0], from, PAGE);
+                    a->stream, from, PAGE);
+        command *cmd = &a->cmd;
         size_t n, taken = 0;
-        int k = 3, g;
         if (!page)
             return code;
         n = page->type == REDIS_REPLY_ARRAY ? page->elements : 0;
+        script_queue_drop_keys(cmd, ctx->prefix, type);
+        /* Per task, for "ready": seen:<id>. */
         for (size_t i = 0; i < n; i++) {
             const redisReply *e = page->element[i];
             const char *id = NULL;
@@ -110,22 +109,22 @@ static int drop_ready(cli *ctx, redisContext *redis, const char *type,
             if (!id || !client_valid_id(id))
                 continue; /* a bad entry: the hosts dead-letter it */
             cli_task_key(ctx, a->keys[taken], type, "seen", id);
-            a->argv[k++] = a->keys[taken++];
+            command_push_key(cmd, a->keys[taken], strlen(a->keys[taken]));
+            taken++;
         }
-        g = k;
-        a->argv[k++] = "ready";
-        a->argv[k++] = WHARF_GROUP;
+        script_queue_drop_args(cmd, "ready", WHARF_GROUP);
         for (size_t i = 0; i < n; i++) {
             const redisReply *e = page->element[i];
             for (size_t f = 0; f + 1 < e->element[1]->elements; f += 2)
                 if (strcmp(e->element[1]->element[f]->str, "id") == 0 &&
                     client_valid_id(e->element[1]->element[f + 1]->str)) {
-                    a->argv[k++] = e->element[0]->str;
-                    a->argv[k++] = e->element[1]->element[f + 1]->str;
+                    command_push(cmd, e->element[0]->str, e->element[0]->len);
+                    command_push(cmd, e->element[1]->element[f + 1]->str,
+                                 e->element[1]->element[f + 1]->len);
                 }
         }
         if (taken > 0)
-            code = drop_page(ctx, redis, g, k, a->argv, removed, running);
+            code = drop_page(ctx, redis, cmd, removed, running);
         if (n > 0)
             snprintf(from, sizeof(from), "(%s",
                      page->element[n - 1]->element[0]->str);
@@ -149,18 +148,16 @@ static int run(cli *ctx, const cli_args *args)
         return code;
     if (!(redis = cli_redis(ctx, &code)))
         return code;
-    cli_key(ctx, a.common[0], type, "stream");
-    cli_key(ctx, a.common[1], type, "delayed");
-    cli_key(ctx, a.common[2], type, "entries");
+    cli_key(ctx, a.stream, type, "stream");
+    cli_key(ctx, a.delayed, type, "delayed");
     if (!yes) {
         long long ready = 0, delayed = 0;
-        redisReply *r =
-            cli_run(ctx, &code, "queue drop", "XLEN %s", a.common[0]);
+        redisReply *r = cli_run(ctx, &code, "queue drop", "XLEN %s", a.stream);
         if (!r)
             return code;
         ready = r->integer;
         freeReplyObject(r);
-        if (!(r = cli_run(ctx, &code, "queue drop", "ZCARD %s", a.common[1])))
+        if (!(r = cli_run(ctx, &code, "queue drop", "ZCARD %s", a.delayed)))
             return code;
         delayed = r->integer;
         freeReplyObject(r);
@@ -170,20 +167,14 @@ static int run(cli *ctx, const cli_args *args)
                          type, ready, delayed);
     }
     a.keys = calloc(2 * PAGE, sizeof(*a.keys));
-    a.argv = calloc(5 + 4 * PAGE, sizeof(*a.argv));
-    if (!a.keys || !a.argv) {
-        free(a.keys);
-        free(a.argv);
+    if (!a.keys)
         return cli_fail(ctx, EX_OSERR, "out of memory");
-    }
-    for (int i = 0; i < 3; i++)
-        a.argv[i] = a.common[i];
-    script_init(&drop_script);
+    command_init(&a.cmd);
     code = drop_delayed(ctx, redis, type, &a, &removed);
     if (code == 0)
         code = drop_ready(ctx, redis, type, &a, &removed, &running);
     free(a.keys);
-    free(a.argv);
+    command_free(&a.cmd);
     printf("dropped %ld", removed);
     if (running)
         printf("; %ld running left to end", running);

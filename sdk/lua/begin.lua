@@ -1,12 +1,18 @@
 -- begin: takes the locks of a batch of one queue, after the result cache
 -- and cancel checks.
--- KEYS: 1 fence, 2 entries, then result:<id> of each task, then
---       cancel:<id> of each task, then lock:<id> of each task (same
---       order).
--- ARGV: 1 lock_ttl_ms, 2 owner (16 hex digits the caller drew at random
---       for this call), 3 the length of "<prefix>:{<type>}:result:" (an
---       id is the rest of its result key), then the stream entry id of
---       each task.
+-- KEYS:
+--   1 fence
+--   2 entries
+--   then result:<id>   of each task,
+--   then cancel:<id>   of each task,
+--   then lock:<id>     of each task (same order).
+-- ARGV:
+--   1 lock_ttl_ms
+--   2 owner            16 hex digits the caller drew at random for this
+--                      call
+--   3 id_offset        the length of "<prefix>:{<type>}:result:" (an id is
+--                      the rest of its result key)
+--   then entry         the stream entry id of each task.
 -- Reply: one element per task, in order: 0 when its result is cached; -2
 --       when its entry was cancelled (cancel:<id> holds the entry id);
 --       else it draws a fresh fencing token from fence and takes the lock

@@ -1,18 +1,29 @@
 -- cancel: cancels one task (wharf cancel, and every client's cancel).
--- KEYS: 1 policy, 2 entries, 3 stream, 4 delayed, 5 task:<id>, 6 seen:<id>,
---       7 cancel:<id>, 8 result:<id>, 9 dead.
--- ARGV: 1 id, 2 group, 3 the protocol versions the client speaks
---       (comma-separated).
+-- KEYS:
+--   1 policy
+--   2 entries
+--   3 stream
+--   4 delayed
+--   5 task:<id>
+--   6 seen:<id>
+--   7 cancel:<id>
+--   8 result:<id>
+--   9 dead
+-- ARGV:
+--   1 id
+--   2 group
+--   3 protocols        the protocol versions the client speaks
+--                      (comma-separated)
 -- Reply: {word, detail}:
---       REMOVED queued|delayed  it was waiting: it is gone and never runs
---       CANCELLING <consumer>   it is claimed by that worker: the run is
---                               asked to end (its host sees cancel:<id>)
---                               and its finish writes nothing
---       FINISHED done|dead      too late: it has ended
---       CANCELLED ""            it was cancelled already
---       UNKNOWN ""              no such task
---       PROTOCOL <version>      the hosts speak a protocol the client does
---                               not: nothing done
+--   REMOVED queued|delayed  it was waiting: it is gone and never runs
+--   CANCELLING <consumer>   it is claimed by that worker: the run is
+--                           asked to end (its host sees cancel:<id>)
+--                           and its finish writes nothing
+--   FINISHED done|dead      too late: it has ended
+--   CANCELLED ""            it was cancelled already
+--   UNKNOWN ""              no such task
+--   PROTOCOL <version>      the hosts speak a protocol the client does
+--                           not: nothing done
 -- cancel:<id> holds the stream entry id of the cancelled entry ("delayed"
 -- for a delayed task) for a day (CANCEL_TTL_MS): begin skips that entry,
 -- finish writes nothing for it, the hosts' supervisors ask its running

@@ -1,6 +1,11 @@
 -- dead_purge: deletes one dead task (wharf dead purge).
--- KEYS: 1 dead, 2 dead:<id>, 3 task:<id>, 4 delayed.
--- ARGV: 1 id.
+-- KEYS:
+--   1 dead
+--   2 dead:<id>
+--   3 task:<id>
+--   4 delayed
+-- ARGV:
+--   1 id
 -- Reply: 1 if the id was dead (it and its record are gone), else 0.
 -- A record written before dead tasks had their own key is task:<id>: it
 -- goes too, unless the id waits in the delayed set (then task:<id> is the

@@ -1,10 +1,19 @@
 -- dead_replay: puts one dead task back into the stream (wharf dead
 -- replay): attempt 1, no error; unknown fields are kept.
--- KEYS: 1 dead, 2 dead:<id>, 3 stream, 4 task:<id>, 5 delayed, 6 entries
---       (the new entry is indexed there).
--- ARGV: 1 id, 2 type.
--- Reply: OK; NOT_FOUND (not in the dead set); or MISSING (in the dead set
---       without a record: dropped from it).
+-- KEYS:
+--   1 dead
+--   2 dead:<id>
+--   3 stream
+--   4 task:<id>
+--   5 delayed
+--   6 entries          the new entry is indexed there
+-- ARGV:
+--   1 id
+--   2 type
+-- Reply: a word:
+--   OK                 replayed
+--   NOT_FOUND          not in the dead set
+--   MISSING            in the dead set without a record: dropped from it
 -- A record written before dead tasks had their own key is task:<id>; it is
 -- used when dead:<id> is missing, unless the id waits in the delayed set
 -- (then task:<id> belongs to a new run of the id).

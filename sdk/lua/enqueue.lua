@@ -1,24 +1,40 @@
 -- enqueue: adds a run of tasks of one type, each handled exactly as if it
 -- were alone, enforcing the policy the hosts published for the type.
--- KEYS: 1 policy, 2 stream, 3 delayed, 4 pressure, 5 entries; then per
---       task seen:<id1>, seen:<id2>, task:<id1>, task:<id2>. id1 is the
---       payload hash or the explicit id, id2 a random id or the explicit
---       id again (equal keys: an explicit id).
--- ARGV: 1 type, 2 the length of "<prefix>:{<type>}:seen:" (an id is the
---       rest of its seen key), 3 "1" for a delayed call, 4-7 the default
---       max_payload, max_backlog, idempotency, idempotency_ttl (used while
---       no host has published a policy), 8 the protocol versions the
---       client speaks (comma-separated, e.g. "1"), 9 "1" to refuse the
---       tasks when no host ever published a policy for the type (strict);
---       then per task: payload, trace, and for a delayed call the delay in
---       ms.
+-- KEYS:
+--   1 policy
+--   2 stream
+--   3 delayed
+--   4 pressure
+--   5 entries
+--   each seen:<id1>    then per task these four: id1 is the payload hash
+--   each seen:<id2>    or the explicit id, id2 a random id or the
+--   each task:<id1>    explicit id again (equal keys: an explicit id)
+--   each task:<id2>
+-- ARGV:
+--   1 type
+--   2 id_offset        the length of "<prefix>:{<type>}:seen:" (an id is
+--                      the rest of its seen key)
+--   3 delayed          "1" for a delayed call
+--   4 max_payload      4-7 the defaults, used while no host has published
+--   5 max_backlog      a policy
+--   6 idempotency
+--   7 idempotency_ttl
+--   8 protocols        the protocol versions the client speaks
+--                      (comma-separated, e.g. "1")
+--   9 strict           "1" to refuse the tasks when no host ever published
+--                      a policy for the type
+--   then <per_task>    payload, trace, and for a delayed call the delay in
+--                      ms.
 -- Reply: {flags, then per task: word, id, limit}; flags is 1 while the
 --       type's pressure is on, plus 2 when no host ever published a policy
---       for the type (nobody serves it); word is OK, DUPLICATE, TOO_LARGE
---       (limit = max_payload), BACKPRESSURE (limit = max_backlog),
---       UNSERVED (strict, and no policy: nothing added) or PROTOCOL (the
---       hosts publish a protocol the client does not speak, limit = that
---       version: nothing added).
+--       for the type (nobody serves it); word is one of:
+--   OK
+--   DUPLICATE
+--   TOO_LARGE          limit = max_payload
+--   BACKPRESSURE       limit = max_backlog
+--   UNSERVED           strict, and no policy: nothing added
+--   PROTOCOL           the hosts publish a protocol the client does not
+--                      speak, limit = that version: nothing added
 -- An id is a duplicate while its seen marker lives, and also while it
 -- waits in the delayed set with its envelope task:<id> (a retry, or a
 -- scheduled run): once the marker has expired, adding it again would

@@ -1,18 +1,33 @@
 -- finish: ends the runs of a batch of one queue and one consumer, each
 -- task as if it were alone.
--- KEYS: 1 stream, 2 delayed, 3 dead, 4 entries, then for each task but an
---       ack its lock:<id>, then (same order) its result:<id> (ok),
---       task:<id> (retry), dead:<id> (dead) or cancel:<id> (cancelled),
---       then the cancel:<id> of every task.
--- ARGV: 1 group, 2 consumer (also the envelope's worker), 3 result_ttl_ms,
---       4 dead_ttl_ms, 5 type, 6 mode ("" or "resend"), 7 the tasks' kinds
---       (one letter each: a ack, o ok, r retry or reschedule, d dead,
---       c cancelled), 8 the length of "<prefix>:{<type>}:cancel:" (an id
---       is the rest of its cancel key), then the entry id of every task,
---       then the token of each task but an ack ("" when the run holds no
---       lock), then per task but an ack: o its result; r the envelope
---       (id, payload, attempt of the next run, enqueued_at, trace, error)
---       and delay_ms; d the envelope; c nothing.
+-- KEYS:
+--   1 stream
+--   2 delayed
+--   3 dead
+--   4 entries
+--   then lock:<id>     of each task but an ack,
+--   then <record>      of the same tasks, in the same order: its
+--                      result:<id> (ok), task:<id> (retry), dead:<id>
+--                      (dead) or cancel:<id> (cancelled),
+--   then cancel:<id>   of every task.
+-- ARGV:
+--   1 group
+--   2 consumer         also the envelope's worker
+--   3 result_ttl_ms
+--   4 dead_ttl_ms
+--   5 type
+--   6 mode             "" or "resend"
+--   7 kinds            the tasks' kinds, one letter each: a ack, o ok,
+--                      r retry or reschedule, d dead, c cancelled
+--   8 id_offset        the length of "<prefix>:{<type>}:cancel:" (an id
+--                      is the rest of its cancel key)
+--   then entry         the entry id of every task,
+--   then token         the token of each task but an ack ("" when the run
+--                      holds no lock),
+--   then <per_task>    per task but an ack: o its result; r the envelope
+--                      (id, payload, attempt of the next run, enqueued_at,
+--                      trace, error) and delay_ms; d the envelope; c
+--                      nothing.
 -- Reply: {codes, errors...}: codes has one letter per task, k (done as
 --       asked), c (cancelled), s (stale) or e (failed: its message is the
 --       next of errors).

@@ -1,6 +1,9 @@
 -- heartbeat: holds a host's instance key while the host runs.
--- KEYS: 1 the instance key.
--- ARGV: 1 this host's value, 2 ttl_ms.
+-- KEYS:
+--   1 <instance>       the instance key
+-- ARGV:
+--   1 value            this host's value
+--   2 ttl_ms
 -- Reply: 1 when the key was free or already ours (its TTL is set again);
 --       0 when another live host holds it.
 local v = redis.call('GET', KEYS[1])

@@ -1,14 +1,25 @@
 -- lock_release: deletes a task's processing lock for an operator (wharf
 -- locks release), unless a live run holds it.
--- KEYS: 1 lock:<id>, 2 stream, 3 policy.
--- ARGV: 1 id, 2 group, 3 visibility_timeout_ms to use when the policy
---       hash has none, 4 "force" to delete without looking, 5 the most
---       pending entries to look at.
--- Reply: {'NONE'} (no lock); {'RELEASED'}; {'HELD', consumer, idle_ms}
---       (an entry of the id is pending under consumer, idle for less than
---       visibility_timeout: its run is alive, and deleting the lock would
---       throw its result away as stale and run it twice); or {'UNSURE',
---       n} (more than n entries pending: not all were looked at).
+-- KEYS:
+--   1 lock:<id>
+--   2 stream
+--   3 policy
+-- ARGV:
+--   1 id
+--   2 group
+--   3 visibility_timeout_ms  to use when the policy hash has none
+--   4 force            "force" to delete without looking
+--   5 most_pending     the most pending entries to look at
+-- Reply: a word, and what it says:
+--   NONE               {'NONE'}: no lock
+--   RELEASED           {'RELEASED'}
+--   HELD               {'HELD', consumer, idle_ms}: an entry of the id is
+--                      pending under consumer, idle for less than
+--                      visibility_timeout: its run is alive, and deleting
+--                      the lock would throw its result away as stale and
+--                      run it twice
+--   UNSURE             {'UNSURE', n}: more than n entries pending: not all
+--                      were looked at
 -- The hosts publish visibility_timeout in the policy hash; an entry idle
 -- for longer is one whose host went silent (it is taken over anyway).
 -- Entries are read a page at a time, and each one idle for less than the

@@ -1,7 +1,11 @@
 -- promote: moves due tasks from the delayed set back into the stream.
--- KEYS: 1 delayed, 2 stream, 3 entries, then task:<id> of each id (same
---       order).
--- ARGV: the ids (as due read them).
+-- KEYS:
+--   1 delayed
+--   2 stream
+--   3 entries
+--   then task:<id>     of each id (same order).
+-- ARGV:
+--   then id            the ids (as due read them).
 -- Reply: the number moved.
 -- Each id still due goes into the stream with the fields of its envelope
 -- (error, failed_at and worker stay behind) and its envelope is deleted.

@@ -1,9 +1,16 @@
 -- queue_drop: removes a page of a type's waiting tasks (wharf queue drop).
--- KEYS: 1 stream, 2 delayed, 3 entries, then per task: for "delayed"
---       task:<id> and seen:<id>, for "ready" seen:<id>.
--- ARGV: 1 "delayed" or "ready", 2 group, then per task: for "delayed" its
---       id (as ZRANGE read it), for "ready" its entry id and its id (as
---       XRANGE read them).
+-- KEYS:
+--   1 stream
+--   2 delayed
+--   3 entries
+--   then <per_task>    for "delayed" task:<id> and seen:<id>, for "ready"
+--                      seen:<id>.
+-- ARGV:
+--   1 mode             "delayed" or "ready"
+--   2 group
+--   then <per_task>    for "delayed" its id (as ZRANGE read it), for
+--                      "ready" its entry id and its id (as XRANGE read
+--                      them).
 -- Reply: {removed, running}: how many tasks it removed, and how many it
 --       left because they are running (their entry is pending in the
 --       group: their runs end as they would have).

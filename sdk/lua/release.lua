@@ -1,10 +1,13 @@
 -- release: deletes a lock (or any key) only if it still holds our value,
 -- for a batch dropped by a broken connection and for the instance key.
--- KEYS: 1 the key.
--- ARGV: 1 the value it must hold; 2 (optional) "owner": then ARGV[1] is
---       the owner part of a lock value, and any value "<fence>-<owner>"
---       matches: the lock of a begin whose reply was lost, whose fence
---       the caller never learnt.
+-- KEYS:
+--   1 <key>
+-- ARGV:
+--   1 value            the value it must hold
+--   2 mode             (optional) "owner": then value is the owner part of
+--                      a lock value, and any value "<fence>-<owner>"
+--                      matches: the lock of a begin whose reply was lost,
+--                      whose fence the caller never learnt.
 -- Reply: 1 if deleted, else 0.
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end

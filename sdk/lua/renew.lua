@@ -1,8 +1,14 @@
 -- renew: keeps a live worker's running batch its own.
--- KEYS: 1 stream, then lock:<id> of each task.
--- ARGV: 1 group, 2 consumer, 3 lock_ttl_ms, then the entry id of each
---       task, then the lock token of each task ("" for no lock), in the
---       order of the lock keys.
+-- KEYS:
+--   1 stream
+--   then lock:<id>     of each task.
+-- ARGV:
+--   1 group
+--   2 consumer
+--   3 lock_ttl_ms
+--   then entry         the entry id of each task,
+--   then token         the lock token of each task ("" for no lock), in
+--                      the order of the lock keys.
 -- Reply: two integers per task, in order: the entry's idle time in ms
 --        before it was renewed (-1: not pending under the consumer), and
 --        the lock's time to live in ms before it was renewed (-1: no

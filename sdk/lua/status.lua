@@ -1,24 +1,36 @@
 -- status: where one task is now (wharf status, and every client's status
 -- and result calls).
--- KEYS: 1 policy, 2 entries, 3 stream, 4 delayed, 5 task:<id>, 6 dead,
---       7 dead:<id>, 8 result:<id>, 9 cancel:<id>.
--- ARGV: 1 id, 2 group, 3 the protocol versions the client speaks
---       (comma-separated), 4 "result" to have a finished task's result
---       bytes in the reply.
+-- KEYS:
+--   1 policy
+--   2 entries
+--   3 stream
+--   4 delayed
+--   5 task:<id>
+--   6 dead
+--   7 dead:<id>
+--   8 result:<id>
+--   9 cancel:<id>
+-- ARGV:
+--   1 id
+--   2 group
+--   3 protocols        the protocol versions the client speaks
+--                      (comma-separated)
+--   4 with_result      "result" to have a finished task's result bytes in
+--                      the reply
 -- Reply: {state, name, value, name, value, ...}: the state, then fields
 --       (all strings; "now" is Redis TIME in ms, every time is ms since
 --       the epoch):
---       queued    entry, attempt, enqueued_at
---       running   entry, attempt, enqueued_at, worker (the consumer that
---                 holds it), since (when its run began, "" if it has not
---                 begun), cancel_requested ("1" or "0")
---       delayed   due_at, attempt (of the next run), enqueued_at, error
---                 (the last one, "" for a scheduled task)
---       done      result_bytes, expires_in_ms, and with "result" result
---       dead      error, attempts, died_at
---       cancelled expires_in_ms (how long this is remembered)
---       unknown   (nothing: never enqueued, or forgotten)
---       PROTOCOL  protocol: the hosts speak a protocol the client does not
+--   queued    entry, attempt, enqueued_at
+--   running   entry, attempt, enqueued_at, worker (the consumer that
+--             holds it), since (when its run began, "" if it has not
+--             begun), cancel_requested ("1" or "0")
+--   delayed   due_at, attempt (of the next run), enqueued_at, error
+--             (the last one, "" for a scheduled task)
+--   done      result_bytes, expires_in_ms, and with "result" result
+--   dead      error, attempts, died_at
+--   cancelled expires_in_ms (how long this is remembered)
+--   unknown   (nothing: never enqueued, or forgotten)
+--   PROTOCOL  protocol: the hosts speak a protocol the client does not
 -- The first that holds wins, in this order: done (a result is cached: an
 -- entry of the id still in the stream is acked as cached, not run), an
 -- entry in the stream (running when it is pending in the group, else

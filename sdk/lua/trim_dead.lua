@@ -1,6 +1,10 @@
 -- trim_dead: keeps a dead set at dead_max.
--- KEYS: 1 dead, then dead:<id> of each id (same order).
--- ARGV: 1 dead_max, then the ids (the oldest, as read before the call).
+-- KEYS:
+--   1 dead
+--   then dead:<id>     of each id (same order).
+-- ARGV:
+--   1 dead_max
+--   then id            the ids (the oldest, as read before the call).
 -- Reply: the number removed.
 -- Removes the ids, with their dead records, while the set is over
 -- dead_max.

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "client_ids.h"
+#include "lua_scripts.h"
 
 #define DEFAULT_URL "redis://127.0.0.1:6379"
 #define DEFAULT_PREFIX "wharf"
@@ -185,9 +186,7 @@ wharf_client_status wharf_client_open(wharf_client **out, const char *url,
         set_err(err, errlen, "libcrypto: cannot set up SHA-256");
         goto fail;
     }
-    client_enqueue_init(c);
-    client_status_init(c);
-    c->scripts[0] = &c->enqueue;
+    c->scripts[0] = &script_enqueue;
     c->scripts[1] = NULL;
     nodes_init(&c->nodes, &c->url, c->password, CLIENT_TIMEOUT_MS);
     nodes_set_scripts(&c->nodes, c->scripts);

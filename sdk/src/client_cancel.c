@@ -5,35 +5,36 @@
 
 #include "client_internal.h"
 #include "keys.h"
+#include "lua_scripts.h"
 
-enum { CANCEL_KEYS = 9 };
-
-/* The outcome of a cancel script's word, or -1. */
-static int outcome_of(const char *word)
+/* The outcome a cancel script's word stands for, or -1 (PROTOCOL, or a
+ * word it does not answer). */
+static int outcome_of(script_cancel_word word)
 {
-    static const struct {
-        const char *word;
-        wharf_cancel_outcome outcome;
-    } words[] = {{"REMOVED", WHARF_CANCEL_REMOVED},
-                 {"CANCELLING", WHARF_CANCEL_REQUESTED},
-                 {"CANCELLED", WHARF_CANCEL_ALREADY},
-                 {"FINISHED", WHARF_CANCEL_FINISHED},
-                 {"UNKNOWN", WHARF_CANCEL_UNKNOWN}};
-
-    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-        if (strcmp(word, words[i].word) == 0)
-            return (int)words[i].outcome;
-    return -1;
+    switch (word) {
+    case SCRIPT_CANCEL_REMOVED:
+        return WHARF_CANCEL_REMOVED;
+    case SCRIPT_CANCEL_CANCELLING:
+        return WHARF_CANCEL_REQUESTED;
+    case SCRIPT_CANCEL_CANCELLED:
+        return WHARF_CANCEL_ALREADY;
+    case SCRIPT_CANCEL_FINISHED:
+        return WHARF_CANCEL_FINISHED;
+    case SCRIPT_CANCEL_UNKNOWN:
+        return WHARF_CANCEL_UNKNOWN;
+    default:
+        return -1;
+    }
 }
 
 wharf_client_status wharf_cancel(wharf_client *client, const char *type,
                                  const char *id, wharf_cancel_reply *out)
 {
-    char keys[CANCEL_KEYS][KEY_MAX];
-    const char *argv[CANCEL_KEYS + 3];
     wharf_cancel_reply answer;
     wharf_client_status status;
-    redisReply *r;
+    redisReply *r = NULL;
+    script_cancel_word word;
+    pipeline *p;
     int outcome;
 
     if (!client)
@@ -41,24 +42,14 @@ wharf_client_status wharf_cancel(wharf_client *client, const char *type,
     status = client_check_names(client, type, id);
     if (status != WHARF_CLIENT_OK)
         return status;
-    key_of_type(keys[0], KEY_MAX, client->prefix, type, "policy");
-    key_of_type(keys[1], KEY_MAX, client->prefix, type, "entries");
-    key_of_type(keys[2], KEY_MAX, client->prefix, type, "stream");
-    key_of_type(keys[3], KEY_MAX, client->prefix, type, "delayed");
-    key_of_task(keys[4], KEY_MAX, client->prefix, type, "task", id);
-    key_of_task(keys[5], KEY_MAX, client->prefix, type, "seen", id);
-    key_of_task(keys[6], KEY_MAX, client->prefix, type, "cancel", id);
-    key_of_task(keys[7], KEY_MAX, client->prefix, type, "result", id);
-    key_of_type(keys[8], KEY_MAX, client->prefix, type, "dead");
-    for (int k = 0; k < CANCEL_KEYS; k++)
-        argv[k] = keys[k];
-    argv[CANCEL_KEYS] = id;
-    argv[CANCEL_KEYS + 1] = WHARF_GROUP;
-    argv[CANCEL_KEYS + 2] = CLIENT_PROTOCOLS;
     if (client_connect(client) != 0)
         return client->connect_status;
-    r = pipeline_script(&client->pipe, &client->cancel, CANCEL_KEYS,
-                        CANCEL_KEYS + 3, argv, NULL);
+    /* Cannot overflow: prefix, type and id are checked, and bounded well
+     * below KEY_MAX. */
+    p = &client->pipe;
+    if (script_cancel_call(&p->cmd, client->prefix, type, id, WHARF_GROUP,
+                           CLIENT_PROTOCOLS) == 0)
+        r = pipeline_call(p, &script_cancel, &p->cmd);
     if (!r)
         client_drop(client);
     status = client_reply_status(client, r, "cancel");
@@ -72,11 +63,12 @@ wharf_client_status wharf_cancel(wharf_client *client, const char *type,
         status = WHARF_CLIENT_ERROR;
         goto out;
     }
-    if (strcmp(r->element[0]->str, "PROTOCOL") == 0) {
+    word = script_cancel_word_of(r->element[0]->str);
+    if (word == SCRIPT_CANCEL_PROTOCOL) {
         status = client_protocol_error(client, type, r->element[1]->str);
         goto out;
     }
-    outcome = outcome_of(r->element[0]->str);
+    outcome = outcome_of(word);
     if (outcome < 0) {
         client_error(client, "cancel: the cancel script answered '%.40s'",
                      r->element[0]->str);

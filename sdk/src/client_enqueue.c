@@ -12,7 +12,7 @@
 #include "client_ids.h"
 #include "client_internal.h"
 #include "keys.h"
-#include "lua_sources.h"
+#include "lua_scripts.h"
 
 /* Tasks per script call, and their payload bytes (a call takes at least
  * one task): a call blocks Redis for well under a millisecond. */
@@ -31,13 +31,12 @@
 #define MAX_DELAY_MS (INT64_C(100) * 365 * 24 * 3600 * 1000)
 
 /* The script is sdk/lua/enqueue.lua, whose header states its KEYS, ARGV
- * and reply. */
+ * and reply (lua_scripts.h: script_enqueue). Each task adds its "each"
+ * keys: the seen and task keys of both candidate ids (the script checks
+ * the envelope of a ready task too: a retrying id is a duplicate). */
 
 enum {
-    COMMON_KEYS = 5,
-    /* seen and task keys of both candidate ids: the script checks the
-     * envelope of a ready task too (a retrying id is a duplicate). */
-    TASK_KEYS = 4,
+    TASK_KEYS = SCRIPT_ENQUEUE_EACH_KEYS,
     TASK_RANDOM_BYTES = CLIENT_RANDOM_ID_BYTES + CLIENT_TRACE_BYTES
 };
 
@@ -52,7 +51,6 @@ typedef struct task_slot {
 /* One script call being built: cmd's arguments point into it and into
  * the tasks; cmd keeps its buffers from call to call. */
 typedef struct enqueue_call {
-    char common_keys[COMMON_KEYS][KEY_MAX];
     task_slot slots[CALL_TASKS];
     unsigned char random[CALL_TASKS * TASK_RANDOM_BYTES];
     command cmd;
@@ -92,13 +90,6 @@ struct enqueue_buffers {
     size_t n_types, types_cap;
     const redisContext *types_conn;
 };
-
-void client_enqueue_init(wharf_client *c)
-{
-    c->enqueue.name = "enqueue";
-    c->enqueue.source = wharf_lua_enqueue;
-    script_init(&c->enqueue);
-}
 
 static void say_unserved(wharf_client *c, const char *type);
 
@@ -309,10 +300,11 @@ static wharf_client_status fill_slot(wharf_client *c,
     snprintf(s->delay, sizeof(s->delay), "%" PRId64, t->delay_ms);
     /* Cannot overflow: prefix, type and id are bounded well below
      * KEY_MAX, so the returns need no check. */
-    key_of_task(s->keys[0], KEY_MAX, c->prefix, t->type, "seen", id1);
-    key_of_task(s->keys[1], KEY_MAX, c->prefix, t->type, "seen", id2);
-    key_of_task(s->keys[2], KEY_MAX, c->prefix, t->type, "task", id1);
-    key_of_task(s->keys[3], KEY_MAX, c->prefix, t->type, "task", id2);
+    for (int k = 0; k < TASK_KEYS; k++) {
+        const script_key *key = &script_enqueue_spec.each_keys[k];
+        key_of_task(s->keys[k], KEY_MAX, c->prefix, t->type, key->what,
+                    strcmp(key->placeholder, "id2") == 0 ? id2 : id1);
+    }
     return WHARF_CLIENT_OK;
 }
 
@@ -327,8 +319,7 @@ static wharf_client_status build_call(wharf_client *c, enqueue_call *call,
     int delayed = tasks[index[0]].delay_ms > 0;
     int task_keys = TASK_KEYS;
     command *cmd = &call->cmd;
-    char seen[KEY_MAX];
-    int skip;
+    char seen[KEY_MAX], skip[24];
 
     if (client_random_bytes(call->random, count * TASK_RANDOM_BYTES) != 0) {
         client_error(c, "enqueue: libcrypto has no random bytes to give");
@@ -341,29 +332,18 @@ static wharf_client_status build_call(wharf_client *c, enqueue_call *call,
         if (status != WHARF_CLIENT_OK)
             return status;
     }
-    key_of_type(call->common_keys[0], KEY_MAX, prefix, type, "policy");
-    key_of_type(call->common_keys[1], KEY_MAX, prefix, type, "stream");
-    key_of_type(call->common_keys[2], KEY_MAX, prefix, type, "delayed");
-    key_of_type(call->common_keys[3], KEY_MAX, prefix, type, "pressure");
-    key_of_type(call->common_keys[4], KEY_MAX, prefix, type, "entries");
-    skip = key_of_type(seen, sizeof(seen), prefix, type, "seen:");
-    command_evalsha(cmd, c->enqueue.sha);
-    for (int k = 0; k < COMMON_KEYS; k++)
-        command_push_key(cmd, call->common_keys[k],
-                         strlen(call->common_keys[k]));
+    /* id_offset: the length of "<prefix>:{<type>}:seen:". */
+    snprintf(skip, sizeof(skip), "%d",
+             key_of_type(seen, sizeof(seen), prefix, type, "seen:"));
+    script_enqueue_keys(cmd, prefix, type);
     for (size_t i = 0; i < count; i++)
         for (int k = 0; k < task_keys; k++)
             command_push_key(cmd, call->slots[i].keys[k],
                              strlen(call->slots[i].keys[k]));
-    command_push_str(cmd, type);
-    command_push_int(cmd, skip);
-    command_push_str(cmd, delayed ? "1" : "0");
-    command_push_str(cmd, DEFAULT_MAX_PAYLOAD);
-    command_push_str(cmd, DEFAULT_MAX_BACKLOG);
-    command_push_str(cmd, DEFAULT_IDEMPOTENCY);
-    command_push_str(cmd, DEFAULT_IDEMPOTENCY_TTL);
-    command_push_str(cmd, CLIENT_PROTOCOLS);
-    command_push_str(cmd, c->strict ? "1" : "0");
+    script_enqueue_args(cmd, type, skip, delayed ? "1" : "0",
+                        DEFAULT_MAX_PAYLOAD, DEFAULT_MAX_BACKLOG,
+                        DEFAULT_IDEMPOTENCY, DEFAULT_IDEMPOTENCY_TTL,
+                        CLIENT_PROTOCOLS, c->strict ? "1" : "0");
     for (size_t i = 0; i < count; i++) {
         const wharf_enqueue_opts *t = &tasks[index[i]];
         task_slot *s = &call->slots[i];
@@ -411,31 +391,39 @@ static wharf_client_status parse_task(wharf_client *c,
     out->pressure = (r->element[0]->integer & 1) != 0;
     out->unserved = (r->element[0]->integer & 2) != 0;
     out->limit = limit->integer > 0 ? (uint64_t)limit->integer : 0;
-    if (strcmp(word->str, "OK") == 0) {
+    switch (script_enqueue_word_of(word->str)) {
+    case SCRIPT_ENQUEUE_OK:
         status = WHARF_CLIENT_OK;
-    } else if (strcmp(word->str, "DUPLICATE") == 0) {
+        break;
+    case SCRIPT_ENQUEUE_DUPLICATE:
         out->duplicate = 1;
         status = WHARF_CLIENT_DUPLICATE;
-    } else if (strcmp(word->str, "TOO_LARGE") == 0) {
+        break;
+    case SCRIPT_ENQUEUE_TOO_LARGE:
         client_error(c,
                      "payload of %zu bytes is over max_payload %" PRIu64
                      " of type '%s'",
                      t->payload_len, out->limit, t->type);
         status = WHARF_CLIENT_TOO_LARGE;
-    } else if (strcmp(word->str, "BACKPRESSURE") == 0) {
+        break;
+    case SCRIPT_ENQUEUE_BACKPRESSURE:
         client_error(c,
                      "type '%s' is at its backlog limit (max_backlog %" PRIu64
                      "): try later",
                      t->type, out->limit);
         status = WHARF_CLIENT_BACKPRESSURE;
-    } else if (strcmp(word->str, "UNSERVED") == 0) {
+        break;
+    case SCRIPT_ENQUEUE_UNSERVED:
         /* Said once the call's replies are all read (it needs Redis). */
         status = WHARF_CLIENT_UNSERVED;
-    } else if (strcmp(word->str, "PROTOCOL") == 0) {
+        break;
+    case SCRIPT_ENQUEUE_PROTOCOL: {
         char host[24];
         snprintf(host, sizeof(host), "%" PRIu64, out->limit);
         status = client_protocol_error(c, t->type, host);
-    } else {
+        break;
+    }
+    default:
         client_error(c, "enqueue: the enqueue script answered '%.40s'",
                      word->str);
         status = WHARF_CLIENT_ERROR;
@@ -490,7 +478,7 @@ static wharf_client_status call_alone(wharf_client *c, enqueue_call *call,
     p->wait = c->min_replicas > 0;
     p->min_replicas = c->min_replicas;
     p->wait_timeout_ms = c->replicas_timeout_ms;
-    if (pipeline_add_command(p, -1, &call->cmd, &c->enqueue) != 0) {
+    if (pipeline_add_command(p, -1, &call->cmd, &script_enqueue) != 0) {
         client_error(c, "enqueue: encoding the script call: %s", p->errstr);
         return WHARF_CLIENT_ERROR;
     }
@@ -650,8 +638,9 @@ static wharf_client_status send_round(wharf_client *c, enqueue_call *call,
             build_call(c, call, tasks, &round->members[p->first], p->count);
         if (status != WHARF_CLIENT_OK)
             break;
-        p->node = nodes_of_key(&c->nodes, call->common_keys[1],
-                               strlen(call->common_keys[1]));
+        /* Every key of the call has the type's hash tag. */
+        p->node = nodes_of_slot(&c->nodes,
+                                (unsigned)command_first_key_slot(&call->cmd));
         if (!(redis = round_redis(c, p->node))) {
             status = client_reply_status(c, NULL, "enqueue");
         } else if (command_append(&call->cmd, redis) == 0) {

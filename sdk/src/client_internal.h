@@ -26,13 +26,12 @@ struct wharf_client {
     char *password;  /* NULL: the URL's own; owned */
     char where[300]; /* the address without password, for messages */
     char prefix[WHARF_PREFIX_MAX + 1];
-    script enqueue; /* the enqueue script (client_enqueue.c), loaded on
-                       each connection a node gets (nodes_set_scripts) */
-    script status;  /* sdk/lua/status.lua (client_status.c) */
-    script cancel;  /* sdk/lua/cancel.lua (client_cancel.c) */
-    int strict;     /* wharf_client_set_strict */
-    const script *scripts[2]; /* {&enqueue, NULL}: the others load on
-                                 their first NOSCRIPT (pipeline.h) */
+    int strict; /* wharf_client_set_strict */
+    const script *scripts[2]; /* {&script_enqueue, NULL} (lua_scripts.h):
+                                 loaded on each connection a node gets
+                                 (nodes_set_scripts); status and cancel
+                                 load on their first NOSCRIPT
+                                 (pipeline.h) */
     int min_replicas;         /* wharf_client_require_replicas */
     int replicas_timeout_ms;
     struct enqueue_buffers *enqueue_buffers; /* client_enqueue.c's, made
@@ -77,12 +76,6 @@ client_reply_status(wharf_client *c, const redisReply *reply, const char *what);
 
 /* The protocol versions this library speaks, as the scripts take them. */
 #define CLIENT_PROTOCOLS "1"
-
-/* Fills c->enqueue; called once by wharf_client_open. */
-void client_enqueue_init(wharf_client *c);
-
-/* Fills c->status and c->cancel; called once by wharf_client_open. */
-void client_status_init(wharf_client *c);
 
 /* Checks a type and an id given to a call: OK, or BAD_INPUT with
  * c->errstr set. */

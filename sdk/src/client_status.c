@@ -9,9 +9,7 @@
 #include "client_ids.h"
 #include "client_internal.h"
 #include "keys.h"
-#include "lua_sources.h"
-
-enum { STATUS_KEYS = 9 };
+#include "lua_scripts.h"
 
 static const char *const state_names[] = {
     "unknown", "queued", "running", "delayed", "done", "dead", "cancelled"};
@@ -21,16 +19,6 @@ const char *wharf_task_state_name(wharf_task_state s)
     return (unsigned)s < sizeof(state_names) / sizeof(state_names[0])
                ? state_names[s]
                : "unknown";
-}
-
-void client_status_init(wharf_client *c)
-{
-    c->status.name = "status";
-    c->status.source = wharf_lua_status;
-    script_init(&c->status);
-    c->cancel.name = "cancel";
-    c->cancel.source = wharf_lua_cancel;
-    script_init(&c->cancel);
 }
 
 wharf_client_status client_check_names(wharf_client *c, const char *type,
@@ -99,37 +87,22 @@ redisReply *client_status_call(wharf_client *c, const char *type,
                                const char *id, int with_result,
                                wharf_client_status *status)
 {
-    static const char *const whats[STATUS_KEYS] = {
-        "policy", "entries", "stream",  "delayed", "task:",
-        "dead",   "dead:",   "result:", "cancel:"};
-    char keys[STATUS_KEYS][KEY_MAX];
-    const char *argv[STATUS_KEYS + 4];
-    redisReply *r;
+    pipeline *p = &c->pipe;
+    redisReply *r = NULL;
 
     *status = client_check_names(c, type, id);
     if (*status != WHARF_CLIENT_OK)
         return NULL;
-    for (int k = 0; k < STATUS_KEYS; k++) {
-        size_t n = strlen(whats[k]);
-        if (whats[k][n - 1] == ':') {
-            char what[16];
-            snprintf(what, sizeof(what), "%.*s", (int)(n - 1), whats[k]);
-            key_of_task(keys[k], KEY_MAX, c->prefix, type, what, id);
-        } else {
-            key_of_type(keys[k], KEY_MAX, c->prefix, type, whats[k]);
-        }
-        argv[k] = keys[k];
-    }
-    argv[STATUS_KEYS] = id;
-    argv[STATUS_KEYS + 1] = WHARF_GROUP;
-    argv[STATUS_KEYS + 2] = CLIENT_PROTOCOLS;
-    argv[STATUS_KEYS + 3] = with_result ? "result" : "";
     if (client_connect(c) != 0) {
         *status = c->connect_status;
         return NULL;
     }
-    r = pipeline_script(&c->pipe, &c->status, STATUS_KEYS, STATUS_KEYS + 4,
-                        argv, NULL);
+    /* Cannot overflow: prefix, type and id are checked, and bounded well
+     * below KEY_MAX. */
+    if (script_status_call(&p->cmd, c->prefix, type, id, WHARF_GROUP,
+                           CLIENT_PROTOCOLS,
+                           with_result ? "result" : "") == 0)
+        r = pipeline_call(p, &script_status, &p->cmd);
     if (!r)
         client_drop(c);
     *status = client_reply_status(c, r, "status");
@@ -140,7 +113,7 @@ redisReply *client_status_call(wharf_client *c, const char *type,
         *status = WHARF_CLIENT_ERROR;
     }
     if (*status == WHARF_CLIENT_OK &&
-        strcmp(r->element[0]->str, "PROTOCOL") == 0) {
+        script_status_word_of(r->element[0]->str) == SCRIPT_STATUS_PROTOCOL) {
         const redisReply *v = field(r, "protocol");
         *status = client_protocol_error(c, type, v ? v->str : "?");
     }
@@ -151,14 +124,31 @@ redisReply *client_status_call(wharf_client *c, const char *type,
     return r;
 }
 
+/* The task state a status reply's word names; unknown for any other. */
+static wharf_task_state state_of(const char *word)
+{
+    switch (script_status_word_of(word)) {
+    case SCRIPT_STATUS_QUEUED:
+        return WHARF_TASK_QUEUED;
+    case SCRIPT_STATUS_RUNNING:
+        return WHARF_TASK_RUNNING;
+    case SCRIPT_STATUS_DELAYED:
+        return WHARF_TASK_DELAYED;
+    case SCRIPT_STATUS_DONE:
+        return WHARF_TASK_DONE;
+    case SCRIPT_STATUS_DEAD:
+        return WHARF_TASK_DEAD;
+    case SCRIPT_STATUS_CANCELLED:
+        return WHARF_TASK_CANCELLED;
+    default:
+        return WHARF_TASK_UNKNOWN;
+    }
+}
+
 void client_status_parse(const redisReply *r, wharf_task_info *out)
 {
-    const char *word = r->element[0]->str;
-
     memset(out, 0, sizeof(*out));
-    for (size_t s = 0; s < sizeof(state_names) / sizeof(state_names[0]); s++)
-        if (strcmp(word, state_names[s]) == 0)
-            out->state = (wharf_task_state)s;
+    out->state = state_of(r->element[0]->str);
     out->now_ms = number(r, "now");
     out->attempt = (unsigned)number(
         r, out->state == WHARF_TASK_DEAD ? "attempts" : "attempt");

@@ -464,6 +464,14 @@ redisReply *pipeline_script(pipeline *p, const script *s, int numkeys, int argc,
     return pipeline_take(p, 0);
 }
 
+redisReply *pipeline_call(pipeline *p, const script *s, command *cmd)
+{
+    pipeline_reset(p);
+    if (pipeline_add_command(p, -1, cmd, s) != 0 || pipeline_run(p) != 0)
+        return NULL;
+    return pipeline_take(p, 0);
+}
+
 redisReply *pipeline_command(pipeline *p, const char *key, const char *fmt, ...)
 {
     char *wire = NULL;

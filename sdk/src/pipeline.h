@@ -104,6 +104,11 @@ redisReply *pipeline_take(pipeline *p, size_t i);
 redisReply *pipeline_script(pipeline *p, const script *s, int numkeys, int argc,
                             const char *const *argv, const size_t *argvlen);
 
+/* Resets p, adds the script call of s built in cmd (the typed functions
+ * of lua_scripts.h build one; p->cmd may be used), runs it: its reply
+ * (caller frees), or NULL with p->errstr set. */
+redisReply *pipeline_call(pipeline *p, const script *s, command *cmd);
+
 /* Resets p, adds one printf-format command for key, runs it: its reply
  * (caller frees), or NULL with p->errstr set. */
 redisReply *pipeline_command(pipeline *p, const char *key, const char *fmt,

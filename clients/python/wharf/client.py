@@ -32,7 +32,18 @@ GROUP = "wharf"
 DEFAULT_URL = "redis://127.0.0.1:6379"
 DEFAULT_PREFIX = "wharf"
 # The policy used while no host has published one for a type.
-DEFAULT_POLICY = ("1048576", "0", "payload", "300000")
+DEFAULT_POLICY = dict(max_payload="1048576", max_backlog="0",
+                      idempotency="payload", idempotency_ttl="300000")
+# The reply words this client reads, by script (each checked against the
+# script's header when the scripts are loaded).
+_WORDS = {
+    "enqueue": ("OK", "DUPLICATE", "TOO_LARGE", "BACKPRESSURE", "UNSERVED",
+                "PROTOCOL"),
+    "status": ("done", "dead", "cancelled", "unknown", "running",
+               "PROTOCOL"),
+    "cancel": ("REMOVED", "CANCELLING", "CANCELLED", "FINISHED", "UNKNOWN",
+               "PROTOCOL"),
+}
 # As the C client: tasks and payload bytes per script call, tasks per
 # pipelined round trip, so every client costs Redis the same per task.
 CALL_TASKS = 100
@@ -315,6 +326,11 @@ class Client:
         self.prefix = prefix
         self.strict = strict
         self._scripts = lua.load(lua_dir)
+        try:
+            for name, words in _WORDS.items():
+                self._scripts[name].spec.check_words(words)
+        except ValueError as e:
+            raise errors.ConfigError(f"wharf: {e}") from None
         self._loaded = set()  # scripts SCRIPT LOADed on this connection
         self._types_added = set()  # types this client SADDed to P:types
         self._warned = set()
@@ -344,6 +360,13 @@ class Client:
     def _key(self, type_: str, what: str, id_: Optional[str] = None) -> str:
         key = f"{self.prefix}:{{{type_}}}:{what}"
         return key if id_ is None else f"{key}:{id_}"
+
+    def _keys(self, name: str, type_: str,
+              id_: Optional[str] = None) -> List[str]:
+        """The numbered keys of script name, as its header states them,
+        for type_ (and task id_)."""
+        return [self._key(type_, k.what, id_ if k.form == "task" else None)
+                for k in self._scripts[name].spec.keys]
 
     def _call(self, type_: str, name: str, keys: Sequence, args: Sequence):
         """EVALSHA of script name; on NOSCRIPT, SCRIPT LOAD and again."""
@@ -384,22 +407,22 @@ class Client:
         """KEYS and ARGV of one enqueue.lua call (sdk/lua/enqueue.lua)."""
         t0 = tasks[0]
         delayed = t0.delay_ms > 0
-        keys = [self._key(t0.type, w)
-                for w in ("policy", "stream", "delayed", "pressure",
-                          "entries")]
+        spec = self._scripts["enqueue"].spec
+        keys = self._keys("enqueue", t0.type)
         for t in tasks:
             if t.id is not None:
                 id1 = id2 = t.id.decode()
             else:
                 id1 = hashlib.sha256(t.type_raw + b"\n" + t.payload).hexdigest()
                 id2 = secrets.token_hex(16)
-            keys += [self._key(t.type, "seen", id1),
-                     self._key(t.type, "seen", id2),
-                     self._key(t.type, "task", id1),
-                     self._key(t.type, "task", id2)]
+            ids = {"id1": id1, "id2": id2}
+            keys += [self._key(t.type, k.what, ids[k.placeholder])
+                     for k in spec.each_keys]
         skip = len(self._key(t0.type, "seen:"))
-        args = [t0.type, str(skip), "1" if delayed else "0", *DEFAULT_POLICY,
-                ",".join(PROTOCOLS), "1" if self.strict else "0"]
+        args = spec.argv(type=t0.type, id_offset=str(skip),
+                         delayed="1" if delayed else "0", **DEFAULT_POLICY,
+                         protocols=",".join(PROTOCOLS),
+                         strict="1" if self.strict else "0")
         for t in tasks:
             args += [t.payload, t.trace]
             if delayed:
@@ -576,14 +599,11 @@ class Client:
     def _status_reply(self, type_: str, id_: str, with_result: bool) -> Dict:
         _check_type(type_)
         _check_id(id_)
-        keys = [self._key(type_, "policy"), self._key(type_, "entries"),
-                self._key(type_, "stream"), self._key(type_, "delayed"),
-                self._key(type_, "task", id_), self._key(type_, "dead"),
-                self._key(type_, "dead", id_), self._key(type_, "result", id_),
-                self._key(type_, "cancel", id_)]
-        reply = self._call(type_, "status", keys,
-                           [id_, GROUP, ",".join(PROTOCOLS),
-                            "result" if with_result else ""])
+        reply = self._call(
+            type_, "status", self._keys("status", type_, id_),
+            self._scripts["status"].spec.argv(
+                id=id_, group=GROUP, protocols=",".join(PROTOCOLS),
+                with_result="result" if with_result else ""))
         if not isinstance(reply, list) or not reply:
             raise errors.WharfError(
                 "status: the status script gave an unexpected reply")
@@ -663,13 +683,10 @@ class Client:
         enqueued again at once, as a new task."""
         _check_type(type)
         _check_id(id)
-        keys = [self._key(type, "policy"), self._key(type, "entries"),
-                self._key(type, "stream"), self._key(type, "delayed"),
-                self._key(type, "task", id), self._key(type, "seen", id),
-                self._key(type, "cancel", id), self._key(type, "result", id),
-                self._key(type, "dead")]
-        reply = self._call(type, "cancel", keys,
-                           [id, GROUP, ",".join(PROTOCOLS)])
+        reply = self._call(
+            type, "cancel", self._keys("cancel", type, id),
+            self._scripts["cancel"].spec.argv(id=id, group=GROUP,
+                                              protocols=",".join(PROTOCOLS)))
         if not isinstance(reply, list) or len(reply) != 2:
             raise errors.WharfError(
                 "cancel: the cancel script gave an unexpected reply")
