@@ -47,8 +47,7 @@ int client_connect(wharf_client *c)
     if (rc == 0)
         return 0;
     client_error(c, "%s", c->nodes.errstr);
-    c->connect_status = redis_url_auth_refused(c->nodes.errstr)
-                            ? WHARF_CLIENT_AUTH
+    c->connect_status = c->nodes.err == ERROR_KIND_AUTH ? WHARF_CLIENT_AUTH
                         : rc == -2 ? WHARF_CLIENT_BAD_INPUT
                                    : WHARF_CLIENT_UNAVAILABLE;
     return -1;
@@ -63,7 +62,7 @@ redisContext *client_redis_of(wharf_client *c, const char *key)
     redis = nodes_context(&c->nodes, nodes_of_key(&c->nodes, key, strlen(key)));
     if (!redis) {
         client_error(c, "%s", c->nodes.errstr);
-        c->connect_status = redis_url_auth_refused(c->nodes.errstr)
+        c->connect_status = c->nodes.err == ERROR_KIND_AUTH
                                 ? WHARF_CLIENT_AUTH
                                 : WHARF_CLIENT_UNAVAILABLE;
         client_drop(c);
@@ -88,56 +87,25 @@ void wharf_client_require_replicas(wharf_client *client, int min_replicas,
                                                            : (int)timeout_ms;
 }
 
-/* Error replies that mean "this Redis cannot serve now", not "you asked
- * for something wrong". */
-static int unavailable_error(const char *text)
-{
-    /* MOVED and ASK reach here only where a command was not sent through
-     * a pipeline (the CLI's operator commands): a slot on the move. */
-    static const char *const codes[] = {"LOADING",  "BUSY",     "MASTERDOWN",
-                                        "TRYAGAIN", "READONLY", "CLUSTERDOWN",
-                                        "MOVED",    "ASK"};
-
-    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
-        size_t n = strlen(codes[i]);
-        if (strncmp(text, codes[i], n) == 0 &&
-            (text[n] == ' ' || text[n] == '\0'))
-            return 1;
-    }
-    return 0;
-}
-
 wharf_client_status
 client_reply_status(wharf_client *c, const redisReply *reply, const char *what)
 {
-    if (!reply) {
-        char why[sizeof(c->pipe.errstr)];
-        /* The pipeline's message names the node; a one-node one does not
-         * need the address twice. */
-        snprintf(why, sizeof(why), "%s",
-                 c->pipe.errstr[0] ? c->pipe.errstr : "connection lost");
-        client_error(c, "%s: %s: %s", what, c->where, why);
-        return WHARF_CLIENT_UNAVAILABLE;
-    }
-    if (reply->type != REDIS_REPLY_ERROR)
+    switch (redis_url_reply_error(&c->url, reply, c->pipe.errstr, what,
+                                  c->errstr, sizeof(c->errstr))) {
+    case ERROR_KIND_NONE:
         return WHARF_CLIENT_OK;
-    if (strncmp(reply->str, "OOM ", 4) == 0) {
-        /* The raw text names a line of our script; what matters is that
-         * Redis refused the first write, so the command wrote nothing. */
-        client_error(c, "%s: Redis is out of memory (maxmemory reached)",
-                     c->where);
+    case ERROR_KIND_UNAVAILABLE:
+        return WHARF_CLIENT_UNAVAILABLE;
+    case ERROR_KIND_FULL:
         return WHARF_CLIENT_FULL;
-    }
-    if (strncmp(reply->str, "NOAUTH", 6) == 0 ||
-        strncmp(reply->str, "WRONGPASS", 9) == 0) {
-        char err[sizeof(c->errstr)];
-        redis_url_explain(&c->url, what, reply->str, err, sizeof(err));
-        client_error(c, "%s", err);
+    case ERROR_KIND_AUTH:
         return WHARF_CLIENT_AUTH;
+    case ERROR_KIND_SETUP:
+    case ERROR_KIND_REPLY:
+    case ERROR_KIND_NOMEM:
+        break;
     }
-    client_error(c, "%s: redis answered: %s", what, reply->str);
-    return unavailable_error(reply->str) ? WHARF_CLIENT_UNAVAILABLE
-                                         : WHARF_CLIENT_ERROR;
+    return WHARF_CLIENT_ERROR;
 }
 
 wharf_client_status wharf_client_open(wharf_client **out, const char *url,
@@ -173,7 +141,6 @@ wharf_client_status wharf_client_open(wharf_client **out, const char *url,
         status = WHARF_CLIENT_BAD_INPUT;
         goto fail;
     }
-    redis_url_describe(&c->url, c->where, sizeof(c->where));
     snprintf(c->prefix, sizeof(c->prefix), "%s", prefix);
     if (password && !(c->password = strdup(password))) {
         set_err(err, errlen, "out of memory");

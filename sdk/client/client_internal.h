@@ -24,7 +24,6 @@ struct wharf_client {
     pipeline pipe; /* single commands, the CLI's pipelines */
     redis_url url;
     char *password;  /* NULL: the URL's own; owned */
-    char where[300]; /* the address without password, for messages */
     char prefix[WHARF_PREFIX_MAX + 1];
     script enqueue; /* the enqueue script (client_enqueue.c), loaded on
                        each connection a node gets (nodes_set_scripts) */
