@@ -16,7 +16,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "client_internal.h" /* CLIENT_PROTOCOLS */
+#include "protocol_version.h" /* CLIENT_PROTOCOLS */
 #include "keys.h"
 #include "log.h"
 #include "lua_sources.h"

@@ -159,7 +159,7 @@ int main(int argc, char **argv)
         optind = 0; /* each command parses its own options afresh */
         status = command->run(&ctx, argc - first, argv + first);
     }
-    wharf_client_close(ctx.client);
+    cli_disconnect(&ctx);
     config_free(ctx.config);
     return finish_output(status);
 }

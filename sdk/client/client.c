@@ -2,14 +2,15 @@
  * vocabulary; see <wharf/client.h> and client_internal.h. */
 #include "client_internal.h"
 
-#include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "client_ids.h"
+#include "conn.h"
+#include "served.h"
 
 #define DEFAULT_URL "redis://127.0.0.1:6379"
 #define DEFAULT_PREFIX "wharf"
@@ -74,6 +75,14 @@ void client_drop(wharf_client *c)
 {
     pipeline_reset(&c->pipe);
     nodes_disconnect(&c->nodes);
+}
+
+void client_unserved_message(wharf_client *c, const char *type, char *buf,
+                             size_t len)
+{
+    bool connected = client_connect(c) == 0;
+
+    served_message(&c->pipe, connected, c->prefix, type, buf, len);
 }
 
 void wharf_client_require_replicas(wharf_client *client, int min_replicas,
@@ -156,7 +165,7 @@ wharf_client_status wharf_client_open(wharf_client **out, const char *url,
     client_status_init(c);
     c->scripts[0] = &c->enqueue;
     c->scripts[1] = NULL;
-    nodes_init(&c->nodes, &c->url, c->password, CLIENT_TIMEOUT_MS);
+    nodes_init(&c->nodes, &c->url, c->password, CONN_TIMEOUT_MS);
     nodes_set_scripts(&c->nodes, c->scripts);
     pipeline_init(&c->pipe, &c->nodes);
     if (client_connect(c) != 0) {
@@ -234,25 +243,4 @@ const char *wharf_client_status_name(wharf_client_status s)
 void wharf_free(void *p)
 {
     free(p);
-}
-
-void client_sleep_ms(int64_t ms)
-{
-    struct timespec ts;
-
-    if (ms <= 0)
-        return;
-    ts.tv_sec = (time_t)(ms / 1000);
-    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-int64_t client_monotonic_ms(void)
-{
-    struct timespec ts;
-
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-        return 0;
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

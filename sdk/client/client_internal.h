@@ -1,6 +1,8 @@
-/* The inside of a wharf_client, shared by the client library's files and
- * by the wharf CLI, whose operator commands (stats, dead, locks) speak to
- * Redis directly on the client's connection. Not installed. */
+/* The inside of a wharf_client, shared by the client library's files in
+ * sdk/client and by nothing else: the host and the CLI speak to Redis
+ * through the core (sdk/core; the CLI's operator commands through
+ * conn.h) and use the client only through <wharf/client.h>. Not
+ * installed. */
 #ifndef WHARF_CLIENT_INTERNAL_H
 #define WHARF_CLIENT_INTERNAL_H
 
@@ -13,11 +15,9 @@
 
 #include "nodes.h"
 #include "pipeline.h"
+#include "protocol_version.h"
 #include "redis_url.h"
 #include "script.h"
-
-/* Connect and I/O timeout of a client's connection. */
-#define CLIENT_TIMEOUT_MS 5000
 
 struct wharf_client {
     nodes nodes;   /* the Redis nodes (nodes.h); found again after a failure */
@@ -74,9 +74,6 @@ void client_drop(wharf_client *c);
 wharf_client_status
 client_reply_status(wharf_client *c, const redisReply *reply, const char *what);
 
-/* The protocol versions this library speaks, as the scripts take them. */
-#define CLIENT_PROTOCOLS "1"
-
 /* Fills c->enqueue; called once by wharf_client_open. */
 void client_enqueue_init(wharf_client *c);
 
@@ -102,9 +99,8 @@ void client_status_parse(const redisReply *r, wharf_task_info *out);
 /* The result bytes in a "done" reply made with_result, or NULL. */
 const redisReply *client_status_result(const redisReply *r);
 
-/* Writes "no host serves 'T'; served types: a, b" into buf: the types of
- * <prefix>:types whose policy some host published, sorted (one SMEMBERS,
- * then one pipelined EXISTS each). On a Redis failure it names none. */
+/* Writes "no host serves 'T'; served types: a, b" into buf (served.h),
+ * connecting first if needed. On a Redis failure it names none. */
 void client_unserved_message(wharf_client *c, const char *type, char *buf,
                              size_t len);
 
@@ -115,11 +111,5 @@ wharf_client_status client_protocol_error(wharf_client *c, const char *type,
 
 /* Frees c->enqueue_buffers; called by wharf_client_close. */
 void client_enqueue_free(wharf_client *c);
-
-/* Sleeps ms milliseconds (restarting after signals). */
-void client_sleep_ms(int64_t ms);
-
-/* Milliseconds of a monotonic clock, for deadlines. */
-int64_t client_monotonic_ms(void);
 
 #endif /* WHARF_CLIENT_INTERNAL_H */
