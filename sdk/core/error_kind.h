@@ -11,9 +11,11 @@
  *       has one, its kind set. Retrying may help (a node down, a
  *       failover under way, a broken connection).
  *   -2  failure that retrying cannot fix: the kind is ERROR_KIND_AUTH or
- *       ERROR_KIND_SETUP (nodes_connect and what it calls only).
- * A function that returns a pointer returns NULL for -1 or -2 and sets
- * the same kind and message. No other negative value is returned. */
+ *       ERROR_KIND_SETUP (only nodes_connect, sentinel_master and
+ *       conn_connect, which passes it on).
+ * A function that returns a pointer returns NULL for either, with the
+ * same kind (where its object keeps one) and message. No other negative
+ * value is returned. */
 
 typedef enum error_kind {
     ERROR_KIND_NONE = 0,
