@@ -22,6 +22,7 @@
 
 #include "client_ids.h"
 #include "redis_url.h"
+#include "xmalloc.h"
 
 #define NAME_RULE "expected 1-100 bytes of A-Z a-z 0-9 . _ -"
 
@@ -39,46 +40,6 @@
  * end. docs/manifest.md states it. */
 #define MANIFEST_MAX_BYTES MIB
 #define MANIFEST_MAX_TEXT "1 MiB"
-
-/* ---- allocation: failure in the host aborts with a message ---- */
-
-static void out_of_memory(void)
-{
-    fputs("wharf: out of memory\n", stderr);
-    abort();
-}
-
-static void *xrealloc(void *old, size_t size)
-{
-    void *p = realloc(old, size ? size : 1);
-
-    if (p == NULL)
-        out_of_memory();
-    return p;
-}
-
-static void *xcalloc(size_t count, size_t size)
-{
-    void *p = calloc(count ? count : 1, size ? size : 1);
-
-    if (p == NULL)
-        out_of_memory();
-    return p;
-}
-
-static char *xstrndup(const char *s, size_t len)
-{
-    char *p = xrealloc(NULL, len + 1);
-
-    memcpy(p, s, len);
-    p[len] = '\0';
-    return p;
-}
-
-static char *xstrdup(const char *s)
-{
-    return xstrndup(s, strlen(s));
-}
 
 /* ---- value parsers ---- */
 
@@ -1422,7 +1383,7 @@ parse:
     }
     bad_line = ini_parse_stream(read_line, &p, on_key, &p);
     if (bad_line == -2)
-        out_of_memory();
+        xmalloc_oom();
     /* Our reader catches bad lines first; this is a safety net in case
      * inih refuses one we let through. */
     if (bad_line > 0)

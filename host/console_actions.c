@@ -13,7 +13,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "client_internal.h" /* CLIENT_PROTOCOLS */
+#include "protocol_version.h" /* CLIENT_PROTOCOLS */
 #include "config.h"
 #include "keys.h"
 #include "log.h"

@@ -13,8 +13,10 @@
 #include <time.h>
 
 #include "client_ids.h"
-#include "client_internal.h"
+#include "conn.h"
+#include "monotonic.h"
 #include "redis_url.h"
+#include "served.h"
 
 /* Prints "wharf: NAME: message". A message that names the command itself
  * (the client library's "enqueue: redis answered: ...", which a program
@@ -277,27 +279,55 @@ int cli_connect(cli *ctx)
     return cli_fail(ctx, code, "%s", err);
 }
 
+void cli_disconnect(cli *ctx)
+{
+    wharf_client_close(ctx->client);
+    ctx->client = NULL;
+    conn_close(ctx->conn);
+    ctx->conn = NULL;
+}
+
+/* Opens ctx->conn, the operator commands' connection, if it is not
+ * open (it connects at its first use): 0, or the exit code after saying
+ * why (78 for a bad address, which address_resolve has checked). */
+static int open_conn(cli *ctx)
+{
+    char err[600];
+    error_kind kind;
+
+    if (ctx->conn)
+        return 0;
+    ctx->conn = conn_open(ctx->url, ctx->password, CONN_TIMEOUT_MS, &kind, err,
+                          sizeof(err));
+    if (ctx->conn)
+        return 0;
+    return cli_fail(ctx, kind == ERROR_KIND_SETUP ? EX_CONFIG : EX_SOFTWARE,
+                    "%s", err);
+}
+
 redisContext *cli_redis(cli *ctx, int *code)
 {
     redisContext *redis;
 
     char key[KEY_MAX];
 
-    *code = cli_connect(ctx);
+    *code = open_conn(ctx);
     if (*code != 0)
         return NULL;
     if (ctx->type)
         cli_key(ctx, key, ctx->type, "stream");
     else
         key_global(key, sizeof(key), ctx->prefix, "types");
-    redis = client_redis_of(ctx->client, key);
+    redis = conn_redis_of(ctx->conn, key);
     if (!redis) {
-        int status = ctx->client->connect_status;
-        *code =
-            cli_fail(ctx,
-                     status == WHARF_CLIENT_BAD_INPUT ? EX_CONFIG
-                                                      : cli_exit_status(status),
-                     "%s", wharf_client_errstr(ctx->client));
+        /* Credentials and a deployment that is not what the address says
+         * are configuration, as for wharfd; the rest may pass. */
+        error_kind kind = ctx->conn->err;
+        *code = cli_fail(ctx,
+                         kind == ERROR_KIND_AUTH || kind == ERROR_KIND_SETUP
+                             ? EX_CONFIG
+                             : EX_UNAVAILABLE,
+                         "%s", ctx->conn->errstr);
     }
     ctx->redis = redis;
     return redis;
@@ -309,19 +339,30 @@ redisContext *cli_redis(cli *ctx, int *code)
  * temporarily unavailable". */
 static void say_no_reply(cli *ctx, const redisContext *redis, int saved_errno)
 {
-    redis_url_io_error(redis, saved_errno, CLIENT_TIMEOUT_MS,
-                       ctx->client->pipe.errstr,
-                       sizeof(ctx->client->pipe.errstr));
+    conn_no_reply(ctx->conn, redis, saved_errno);
 }
 
 int cli_reply_check(cli *ctx, const redisReply *reply, const char *what)
 {
-    wharf_client_status status = client_reply_status(ctx->client, reply, what);
+    int code;
 
-    if (status == WHARF_CLIENT_OK)
+    switch (conn_reply_error(ctx->conn, reply, what)) {
+    case ERROR_KIND_NONE:
         return 0;
-    return cli_fail(ctx, cli_exit_status(status), "%s",
-                    wharf_client_errstr(ctx->client));
+    case ERROR_KIND_UNAVAILABLE:
+        code = EX_UNAVAILABLE;
+        break;
+    case ERROR_KIND_FULL:
+        code = EX_TEMPFAIL;
+        break;
+    case ERROR_KIND_AUTH:
+        code = EX_CONFIG; /* as cli_exit_status says of AUTH */
+        break;
+    default:
+        code = EX_SOFTWARE;
+        break;
+    }
+    return cli_fail(ctx, code, "%s", ctx->conn->errstr);
 }
 
 redisReply *cli_run(cli *ctx, int *code, const char *what, const char *fmt, ...)
@@ -354,7 +395,7 @@ redisReply *cli_read(cli *ctx, int *code, const char *what)
     if (ctx->redis)
         say_no_reply(ctx, ctx->redis, errno);
     *code = cli_reply_check(ctx, NULL, what);
-    client_drop(ctx->client);
+    conn_drop(ctx->conn);
     ctx->redis = NULL;
     return NULL;
 }
@@ -429,14 +470,14 @@ void cli_iso_time(int64_t ms, char *buf, size_t len)
 
 int cli_backoff(int64_t *step, int64_t deadline)
 {
-    int64_t left = deadline - client_monotonic_ms();
+    int64_t left = deadline - monotonic_ms();
 
     if (left <= 0)
         return -1;
     *step = *step <= 0 ? 10 : *step * 2;
     if (*step > 1000)
         *step = 1000;
-    client_sleep_ms(*step < left ? *step : left);
+    monotonic_sleep_ms(*step < left ? *step : left);
     return 0;
 }
 
@@ -444,8 +485,11 @@ void cli_warn_unserved(cli *ctx, const char *type, const char *then)
 {
     char message[1200];
 
-    if (cli_connect(ctx) != 0)
+    /* The types are read on the operator connection: the client library
+     * says nothing of them but through a refusal (strict). */
+    if (cli_connect(ctx) != 0 || open_conn(ctx) != 0)
         return;
-    client_unserved_message(ctx->client, type, message, sizeof(message));
+    served_message(&ctx->conn->pipe, conn_connect(ctx->conn) == 0,
+                   ctx->prefix, type, message, sizeof(message));
     cli_fail(ctx, 0, "%s%s", message, then);
 }

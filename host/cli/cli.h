@@ -18,6 +18,7 @@
 #include "keys.h"
 
 struct cli_command;
+struct conn;
 
 /* What every command runs with. */
 typedef struct cli {
@@ -27,6 +28,8 @@ typedef struct cli {
     const char *prefix;   /* key prefix */
     config *config;       /* the manifest of --config, or NULL; owned */
     wharf_client *client; /* NULL until cli_connect; owned */
+    struct conn *conn;    /* the operator commands' connection (conn.h):
+                             NULL until cli_redis; owned */
     const char *type;     /* the TYPE operand, once checked (its node is the
                              one cli_redis gives), or NULL */
     redisContext *redis;  /* what cli_redis gave last; cli_read reads it */
@@ -143,10 +146,14 @@ int cli_duration(cli *ctx, const char *name, const char *text, int64_t *ms);
  * credentials). */
 int cli_connect(cli *ctx);
 
-/* The client's live connection to the node serving ctx->type (on a
- * cluster; any node's for a command about no type), connecting first if
- * needed; NULL after saying why, with the exit code in *code. Owned by
- * ctx->client. */
+/* Closes ctx->client and ctx->conn (either may be NULL). */
+void cli_disconnect(cli *ctx);
+
+/* The live connection to the node serving ctx->type (on a cluster; any
+ * node's for a command about no type), opening ctx->conn and connecting
+ * first if needed; NULL after saying why, with the exit code in *code
+ * (69 when Redis cannot be reached, 78 when it refuses our credentials or
+ * is not what the address says). Owned by ctx->conn. */
 redisContext *cli_redis(cli *ctx, int *code);
 
 /* 0 if reply is a reply and not an error; else says why (the command was

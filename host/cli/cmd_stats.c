@@ -9,7 +9,7 @@
 #include <sysexits.h>
 
 #include "cli.h"
-#include "client_internal.h"
+#include "conn.h"
 #include "known_types.h"
 
 /* Commands sent per type: the figures' (as /metrics reads them for the
@@ -110,7 +110,7 @@ static void print_table(const type_stats *stats, size_t n)
 /* Reads every type's figures into stats. 0 or an exit code. */
 static int collect(cli *ctx, const redisReply *types, type_stats *stats)
 {
-    pipeline *p = &ctx->client->pipe;
+    pipeline *p = &ctx->conn->pipe;
     int code = 0;
 
     pipeline_reset(p);
@@ -121,7 +121,7 @@ static int collect(cli *ctx, const redisReply *types, type_stats *stats)
     }
     if (pipeline_run(p) != 0) {
         code = cli_reply_check(ctx, NULL, "stats");
-        client_drop(ctx->client);
+        conn_drop(ctx->conn);
         return code;
     }
     for (size_t i = 0; i < types->elements; i++) {

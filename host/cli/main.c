@@ -162,7 +162,7 @@ int main(int argc, char **argv)
         if (cli_parse(&ctx, argc - first, argv + first, &args, &status))
             status = command->run(&ctx, &args);
     }
-    wharf_client_close(ctx.client);
+    cli_disconnect(&ctx);
     config_free(ctx.config);
     return finish_output(status);
 }

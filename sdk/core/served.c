@@ -1,10 +1,12 @@
 /* Which types some host serves (its policy is published), for the one
- * line every client says about a task of a type nobody serves. */
+ * line every client says about a task of a type nobody serves; see
+ * served.h. */
+#include "served.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_internal.h"
 #include "keys.h"
 
 static int by_text(const void *a, const void *b)
@@ -15,16 +17,15 @@ static int by_text(const void *a, const void *b)
     return strcmp(x->str, y->str);
 }
 
-void client_unserved_message(wharf_client *c, const char *type, char *buf,
-                             size_t len)
+void served_message(pipeline *p, bool connected, const char *prefix,
+                    const char *type, char *buf, size_t len)
 {
-    pipeline *p = &c->pipe;
     char key[KEY_MAX], list[1024] = "";
     redisReply *types = NULL;
     size_t used = 0, n = 0;
 
-    key_global(key, sizeof(key), c->prefix, "types");
-    if (client_connect(c) == 0)
+    key_global(key, sizeof(key), prefix, "types");
+    if (connected)
         types = pipeline_command(p, key, "SMEMBERS %s", key);
     if (types && types->type == REDIS_REPLY_ARRAY) {
         n = types->elements;
@@ -32,7 +33,7 @@ void client_unserved_message(wharf_client *c, const char *type, char *buf,
     }
     pipeline_reset(p);
     for (size_t i = 0; i < n; i++) {
-        key_of_type(key, sizeof(key), c->prefix, types->element[i]->str,
+        key_of_type(key, sizeof(key), prefix, types->element[i]->str,
                     "policy");
         pipeline_addf(p, key, "EXISTS %s", key);
     }

@@ -1,6 +1,8 @@
-/* The inside of a wharf_client, shared by the client library's files and
- * by the wharf CLI, whose operator commands (stats, dead, locks) speak to
- * Redis directly on the client's connection. Not installed. */
+/* The inside of a wharf_client, shared by the client library's files in
+ * sdk/client and by nothing else: the host and the CLI speak to Redis
+ * through the core (sdk/core; the CLI's operator commands through
+ * conn.h) and use the client only through <wharf/client.h>. Not
+ * installed. */
 #ifndef WHARF_CLIENT_INTERNAL_H
 #define WHARF_CLIENT_INTERNAL_H
 
@@ -13,18 +15,15 @@
 
 #include "nodes.h"
 #include "pipeline.h"
+#include "protocol_version.h"
 #include "redis_url.h"
 #include "script.h"
-
-/* Connect and I/O timeout of a client's connection. */
-#define CLIENT_TIMEOUT_MS 5000
 
 struct wharf_client {
     nodes nodes;   /* the Redis nodes (nodes.h); found again after a failure */
     pipeline pipe; /* single commands, the CLI's pipelines */
     redis_url url;
     char *password;  /* NULL: the URL's own; owned */
-    char where[300]; /* the address without password, for messages */
     char prefix[WHARF_PREFIX_MAX + 1];
     int strict; /* wharf_client_set_strict */
     const script *scripts[2]; /* {&script_enqueue, NULL} (lua_scripts.h):
@@ -74,8 +73,6 @@ void client_drop(wharf_client *c);
 wharf_client_status
 client_reply_status(wharf_client *c, const redisReply *reply, const char *what);
 
-/* The protocol versions this library speaks, as the scripts take them. */
-#define CLIENT_PROTOCOLS "1"
 
 /* Checks a type and an id given to a call: OK, or BAD_INPUT with
  * c->errstr set. */
@@ -96,9 +93,8 @@ void client_status_parse(const redisReply *r, wharf_task_info *out);
 /* The result bytes in a "done" reply made with_result, or NULL. */
 const redisReply *client_status_result(const redisReply *r);
 
-/* Writes "no host serves 'T'; served types: a, b" into buf: the types of
- * <prefix>:types whose policy some host published, sorted (one SMEMBERS,
- * then one pipelined EXISTS each). On a Redis failure it names none. */
+/* Writes "no host serves 'T'; served types: a, b" into buf (served.h),
+ * connecting first if needed. On a Redis failure it names none. */
 void client_unserved_message(wharf_client *c, const char *type, char *buf,
                              size_t len);
 
@@ -109,11 +105,5 @@ wharf_client_status client_protocol_error(wharf_client *c, const char *type,
 
 /* Frees c->enqueue_buffers; called by wharf_client_close. */
 void client_enqueue_free(wharf_client *c);
-
-/* Sleeps ms milliseconds (restarting after signals). */
-void client_sleep_ms(int64_t ms);
-
-/* Milliseconds of a monotonic clock, for deadlines. */
-int64_t client_monotonic_ms(void);
 
 #endif /* WHARF_CLIENT_INTERNAL_H */

@@ -416,23 +416,26 @@ void redis_url_describe(const redis_url *url, char *buf, size_t len)
         snprintf(buf + used, len - used, "/%d", url->db);
 }
 
-/* The words that make a connection failure an authentication one (see
- * redis_url_auth_refused). They follow the address, which holds no ": ". */
+/* The words of an authentication failure's message (redis_url_auth_refused
+ * reads them back). They follow the address, which holds no ": ". */
 #define AUTH_REQUIRED ": authentication required: "
 #define AUTH_FAILED ": authentication failed: "
 
 /* Writes into err what an error reply `text` to the first command on a
- * connection to `where` means. A refusal of credentials gets one line that
- * says what to change (url_can_hold_password: the address is redis://, so
- * the URL can carry the password). */
-static void explain_error(const char *where, const char *what, const char *text,
-                          int url_can_hold_password, char *err, size_t errlen)
+ * connection to `where` means, and returns its kind: AUTH for a refusal of
+ * credentials, with one line that says what to change
+ * (url_can_hold_password: the address is redis://, so the URL can carry
+ * the password), else REPLY. */
+static error_kind explain_error(const char *where, const char *what,
+                                const char *text, int url_can_hold_password,
+                                char *err, size_t errlen)
 {
     const char *set_it = url_can_hold_password ? "set a password in the URL "
                                                  "(redis://:PASSWORD@host) or "
                                                  "WHARF_REDIS_PASSWORD"
                                                : "set WHARF_REDIS_PASSWORD";
 
+    /* Redis's own words: an error reply carries no code but its text. */
     if (strncmp(text, "NOAUTH", 6) == 0 ||
         strstr(text, "unauthenticated") != NULL)
         snprintf(err, errlen, "%s" AUTH_REQUIRED "%s", where, set_it);
@@ -450,8 +453,11 @@ static void explain_error(const char *where, const char *what, const char *text,
                  "none (no requirepass); remove it from the URL and "
                  "WHARF_REDIS_PASSWORD",
                  where);
-    else
+    else {
         snprintf(err, errlen, "%s: %s: %s", where, what, text);
+        return ERROR_KIND_REPLY;
+    }
+    return ERROR_KIND_AUTH;
 }
 
 void redis_url_io_error(const redisContext *c, int saved_errno, int timeout_ms,
@@ -474,25 +480,26 @@ void redis_url_io_error(const redisContext *c, int saved_errno, int timeout_ms,
 }
 
 /* Checks the reply of a command that opens a connection (AUTH, SELECT,
- * PING), sent with timeout_ms; saved_errno is errno right after it. 0, or
- * -1 with what it means in err. Frees reply. */
-static int expect_ok(redisContext *c, redisReply *reply, int saved_errno,
-                     int timeout_ms, const char *what, const redis_url *url,
-                     const char *where, char *err, size_t errlen)
+ * PING), sent with timeout_ms; saved_errno is errno right after it.
+ * ERROR_KIND_NONE, or the failure's kind (UNAVAILABLE for no reply, AUTH,
+ * REPLY) with what it means in err. Frees reply. */
+static error_kind expect_ok(redisContext *c, redisReply *reply,
+                            int saved_errno, int timeout_ms, const char *what,
+                            const redis_url *url, const char *where, char *err,
+                            size_t errlen)
 {
     char why[160];
-    int rc = -1;
+    error_kind kind = ERROR_KIND_NONE;
 
     if (!reply) {
         redis_url_io_error(c, saved_errno, timeout_ms, why, sizeof(why));
         snprintf(err, errlen, "%s: %s: %s", where, what, why);
+        kind = ERROR_KIND_UNAVAILABLE;
     } else if (reply->type == REDIS_REPLY_ERROR)
-        explain_error(where, what, reply->str, url->path[0] == '\0', err,
-                      errlen);
-    else
-        rc = 0;
+        kind = explain_error(where, what, reply->str, url->path[0] == '\0',
+                             err, errlen);
     freeReplyObject(reply);
-    return rc;
+    return kind;
 }
 
 int redis_url_auth_refused(const char *err)
@@ -509,6 +516,59 @@ void redis_url_explain(const redis_url *url, const char *what,
     explain_error(where, what, reply_text, url->path[0] == '\0', err, errlen);
 }
 
+/* Error replies that mean "this Redis cannot serve now", not "you asked
+ * for something wrong". */
+static int unavailable_error(const char *text)
+{
+    /* MOVED and ASK reach here only where a command was not sent through
+     * a pipeline (the CLI's operator commands): a slot on the move. */
+    static const char *const codes[] = {"LOADING",  "BUSY",     "MASTERDOWN",
+                                        "TRYAGAIN", "READONLY", "CLUSTERDOWN",
+                                        "MOVED",    "ASK"};
+
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+        size_t n = strlen(codes[i]);
+        if (strncmp(text, codes[i], n) == 0 &&
+            (text[n] == ' ' || text[n] == '\0'))
+            return 1;
+    }
+    return 0;
+}
+
+error_kind redis_url_reply_error(const redis_url *url, const redisReply *reply,
+                                 const char *lost, const char *what, char *err,
+                                 size_t errlen)
+{
+    char where[300], why[600];
+
+    if (reply && reply->type != REDIS_REPLY_ERROR)
+        return ERROR_KIND_NONE;
+    redis_url_describe(url, where, sizeof(where));
+    if (!reply) {
+        /* The pipeline's message names the node; a one-node one does not
+         * need the address twice. (A copy: lost may be err.) */
+        snprintf(why, sizeof(why), "%s",
+                 lost && lost[0] ? lost : "connection lost");
+        snprintf(err, errlen, "%s: %s: %s", what, where, why);
+        return ERROR_KIND_UNAVAILABLE;
+    }
+    if (strncmp(reply->str, "OOM ", 4) == 0) {
+        /* The raw text names a line of our script; what matters is that
+         * Redis refused the first write, so the command wrote nothing. */
+        snprintf(err, errlen, "%s: Redis is out of memory (maxmemory reached)",
+                 where);
+        return ERROR_KIND_FULL;
+    }
+    if (strncmp(reply->str, "NOAUTH", 6) == 0 ||
+        strncmp(reply->str, "WRONGPASS", 9) == 0) {
+        redis_url_explain(url, what, reply->str, err, errlen);
+        return ERROR_KIND_AUTH;
+    }
+    snprintf(err, errlen, "%s: redis answered: %s", what, reply->str);
+    return unavailable_error(reply->str) ? ERROR_KIND_UNAVAILABLE
+                                         : ERROR_KIND_REPLY;
+}
+
 int redis_url_close_on_exec(const redisContext *c)
 {
     int flags = fcntl(c->fd, F_GETFD);
@@ -521,6 +581,14 @@ int redis_url_close_on_exec(const redisContext *c)
 redisContext *redis_url_connect(const redis_url *url, const char *password,
                                 int timeout_ms, char *err, size_t errlen)
 {
+    return redis_url_open(url, password, timeout_ms, NULL, err, errlen);
+}
+
+redisContext *redis_url_open(const redis_url *url, const char *password,
+                             int timeout_ms, error_kind *kind, char *err,
+                             size_t errlen)
+{
+    error_kind why = ERROR_KIND_UNAVAILABLE;
     redisReply *r;
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     char where[600];
@@ -536,6 +604,8 @@ redisContext *redis_url_connect(const redis_url *url, const char *password,
                            : redisConnect(url->host, url->port);
     if (!c) {
         snprintf(err, errlen, "%s: out of memory", where);
+        if (kind)
+            *kind = ERROR_KIND_NOMEM;
         return NULL;
     }
     if (c->err) {
@@ -558,26 +628,28 @@ redisContext *redis_url_connect(const redis_url *url, const char *password,
     if (pass && pass[0]) {
         r = url->user[0] ? redisCommand(c, "AUTH %s %s", url->user, pass)
                          : redisCommand(c, "AUTH %s", pass);
-        if (expect_ok(c, r, errno, timeout_ms, "AUTH", url, where, err,
-                      errlen) != 0)
+        if ((why = expect_ok(c, r, errno, timeout_ms, "AUTH", url, where,
+                             err, errlen)) != ERROR_KIND_NONE)
             goto fail;
     }
     if (url->db != 0) {
         r = redisCommand(c, "SELECT %d", url->db);
-        if (expect_ok(c, r, errno, timeout_ms, "SELECT", url, where, err,
-                      errlen) != 0)
+        if ((why = expect_ok(c, r, errno, timeout_ms, "SELECT", url, where,
+                             err, errlen)) != ERROR_KIND_NONE)
             goto fail;
     } else if (!(pass && pass[0])) {
         /* A Redis that wants a password answers the first command with
          * NOAUTH, or drops a long one as a "Protocol error": ask it now,
          * so the caller hears "authentication required" at connect. */
         r = redisCommand(c, "PING");
-        if (expect_ok(c, r, errno, timeout_ms, "PING", url, where, err,
-                      errlen) != 0)
+        if ((why = expect_ok(c, r, errno, timeout_ms, "PING", url, where,
+                             err, errlen)) != ERROR_KIND_NONE)
             goto fail;
     }
     return c;
 fail:
+    if (kind)
+        *kind = why;
     redisFree(c);
     return NULL;
 }

@@ -16,6 +16,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "error_kind.h"
 #include "redis_url.h"
 #include "script.h"
 
@@ -46,7 +47,8 @@ typedef struct nodes {
     char suspect[300]; /* Sentinel: the name of a master found moved
                           (nodes_master_moved), refused by nodes_connect
                           while a replica still says it is a master; "" */
-    char errstr[600];
+    error_kind err;    /* what the last failure was (error_kind.h) */
+    char errstr[600];  /* and what it was, in one line */
 } nodes;
 
 /* Prepares ns for url (copied) and password (borrowed, NULL for the
@@ -66,9 +68,11 @@ void nodes_set_scripts(nodes *ns, const script *const *scripts);
  * it is the master nodes_master_moved found moved and one of its
  * replicas still says it is a master (the sentinels have not caught up
  * with a switchover yet);
- * -2 when retrying cannot help: Redis refuses our credentials
- * (redis_url_auth_refused tells), a seed is not in cluster mode, no
- * sentinel knows the master. ns->errstr says why in one line. */
+ * -2 when retrying cannot help: Redis refuses our credentials (ns->err
+ * is ERROR_KIND_AUTH), a seed is not in cluster mode or no sentinel knows
+ * the master (ERROR_KIND_SETUP). ns->err says what failed (for -1:
+ * UNAVAILABLE, REPLY for a slot map it cannot read, NOMEM), ns->errstr
+ * says why in one line. */
 int nodes_connect(nodes *ns);
 
 /* True after a nodes_connect that succeeded, until nodes_disconnect. */
@@ -90,13 +94,14 @@ int nodes_of_slot(const nodes *ns, unsigned slot);
 int nodes_of_key(const nodes *ns, const char *key, size_t len);
 
 /* The live connection of node index, made now (AUTH, SELECT, the
- * scripts) if it has none. NULL with ns->errstr set when it cannot be
- * made. Owned by ns. */
+ * scripts) if it has none. NULL with ns->err (AUTH, UNAVAILABLE, REPLY,
+ * NOMEM) and ns->errstr set when it cannot be made. Owned by ns. */
 redisContext *nodes_context(nodes *ns, int index);
 
 /* A new connection to node index (AUTH and SELECT done, no scripts)
  * that ns does not keep: for a blocking read that must not hold up the
- * node's shared connection. Caller frees; NULL with ns->errstr set. */
+ * node's shared connection. Caller frees; NULL with ns->err and
+ * ns->errstr set, as nodes_context. */
 redisContext *nodes_open(nodes *ns, int index);
 
 /* Closes the connection of node index after it failed (the node stays
@@ -106,8 +111,8 @@ void nodes_drop(nodes *ns, int index);
 /* If r is a -MOVED or -ASK redirection: sets *index to the node it names
  * (added if new), *ask to whether it was ASK (the command must follow an
  * ASKING there), and for MOVED points the slot at that node; returns 1.
- * Returns 0 for any other reply, -1 (ns->errstr set) for a redirection
- * that cannot be read. */
+ * Returns 0 for any other reply, -1 (ns->err and ns->errstr set) for a
+ * redirection that cannot be read. */
 int nodes_redirected(nodes *ns, const redisReply *r, int *index, bool *ask);
 
 /* After a WAIT on node index that fewer replicas than asked acknowledged:

@@ -12,6 +12,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "error_kind.h"
+
 /* At most this many seeds (cluster nodes or sentinels) in one URL. */
 #define REDIS_URL_MAX_SEEDS 16
 
@@ -58,8 +60,15 @@ int redis_address_parse(const char *text, size_t n, char *host, int *port,
  * nodes.h makes one of each node they name) with a connect/command timeout (0 =
  * none), sends AUTH (password overrides the URL's when not NULL) and SELECT, or
  * else a PING, so a Redis that refuses us says so now. Returns the context, or
- * NULL with "redis://...: why" in err; redis_url_auth_refused(err) tells an
- * authentication failure (which retrying cannot fix) from the rest. */
+ * NULL with "redis://...: why" in err and, when kind is not NULL, *kind
+ * saying what failed: AUTH (which retrying cannot fix), UNAVAILABLE (no
+ * connection, no answer), REPLY (another error reply to AUTH, SELECT or
+ * PING) or NOMEM. */
+redisContext *redis_url_open(const redis_url *url, const char *password,
+                             int timeout_ms, error_kind *kind, char *err,
+                             size_t errlen);
+
+/* redis_url_open for a caller that needs no kind. */
 redisContext *redis_url_connect(const redis_url *url, const char *password,
                                 int timeout_ms, char *err, size_t errlen);
 
@@ -76,10 +85,11 @@ int redis_url_close_on_exec(const redisContext *c);
 void redis_url_io_error(const redisContext *c, int saved_errno, int timeout_ms,
                         char *buf, size_t len);
 
-/* True if err, as redis_url_connect or redis_url_explain wrote it, says
- * Redis wants a password we did not give, or refused the one we gave
- * ("...: authentication required: ..." / "...: authentication failed:
- * ..."). wharfd exits 78 on it rather than retrying, and the CLI too. */
+/* True if err, a message redis_url_open or redis_url_explain wrote, is
+ * one of their authentication lines ("...: authentication required: ..."
+ * / "...: authentication failed: ..."). Only for text that has already
+ * left the core as a string (a test reading wharf_client_open's err):
+ * code decides by the error_kind, never by the message. */
 int redis_url_auth_refused(const char *err);
 
 /* Writes into err one line for the error reply reply_text that Redis at
@@ -87,6 +97,18 @@ int redis_url_auth_refused(const char *err);
  * NOAUTH, WRONGPASS and their kin, else "redis://...: what: reply_text". */
 void redis_url_explain(const redis_url *url, const char *what,
                        const char *reply_text, char *err, size_t errlen);
+
+/* What reply, the answer Redis at url gave to a command about `what`,
+ * means. ERROR_KIND_NONE for any reply that is not an error (err is left
+ * alone). Otherwise one line in err, and: UNAVAILABLE for no reply (NULL:
+ * lost says why, NULL or "" for "connection lost") and for LOADING, BUSY,
+ * MASTERDOWN, TRYAGAIN, READONLY, CLUSTERDOWN, MOVED and ASK; FULL for
+ * OOM (Redis at maxmemory refused the first write: nothing was written);
+ * AUTH for NOAUTH and WRONGPASS (redis_url_explain's lines); else
+ * REPLY. Does not free reply. */
+error_kind redis_url_reply_error(const redis_url *url, const redisReply *reply,
+                                 const char *lost, const char *what, char *err,
+                                 size_t errlen);
 
 /* The address without the password, for messages. */
 void redis_url_describe(const redis_url *url, char *buf, size_t len);

@@ -1,12 +1,27 @@
 /* The nodes of one Redis deployment and the slot map; see nodes.h. */
 #include "nodes.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "command.h"
 #include "sentinel.h"
+
+/* Sets ns->err and ns->errstr (one line, printf-style). */
+static void nodes_fail(nodes *ns, error_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void nodes_fail(nodes *ns, error_kind kind, const char *fmt, ...)
+{
+    va_list ap;
+
+    ns->err = kind;
+    va_start(ap, fmt);
+    vsnprintf(ns->errstr, sizeof(ns->errstr), fmt, ap);
+    va_end(ap);
+}
 
 void nodes_init(nodes *ns, const redis_url *url, const char *password,
                 int timeout_ms)
@@ -55,14 +70,14 @@ static int node_index(nodes *ns, const char *host, size_t host_len, int port)
             memcmp(ns->list[i].host, host, host_len) == 0)
             return (int)i;
     if (host_len >= sizeof(nd->host) || ns->n >= NODES_NONE) {
-        snprintf(ns->errstr, sizeof(ns->errstr), "bad node address");
+        nodes_fail(ns, ERROR_KIND_REPLY, "bad node address");
         return -1;
     }
     if (ns->n == ns->cap) {
         size_t cap = ns->cap ? 2 * ns->cap : 8;
         redis_node *grown = realloc(ns->list, cap * sizeof(*grown));
         if (!grown) {
-            snprintf(ns->errstr, sizeof(ns->errstr), "out of memory");
+            nodes_fail(ns, ERROR_KIND_NOMEM, "out of memory");
             return -1;
         }
         ns->list = grown;
@@ -101,7 +116,7 @@ static int load_scripts(nodes *ns, redisContext *c, const char *name)
 
     for (size_t i = 0; ns->scripts && ns->scripts[i]; i++) {
         if (script_load(c, ns->scripts[i], err, sizeof(err)) != 0) {
-            snprintf(ns->errstr, sizeof(ns->errstr), "%.300s: %s", name, err);
+            nodes_fail(ns, ERROR_KIND_UNAVAILABLE, "%.300s: %s", name, err);
             return -1;
         }
     }
@@ -114,7 +129,7 @@ redisContext *nodes_context(nodes *ns, int index)
     redis_url url;
 
     if (index < 0 || (size_t)index >= ns->n) {
-        snprintf(ns->errstr, sizeof(ns->errstr), "no node serves that slot");
+        nodes_fail(ns, ERROR_KIND_UNAVAILABLE, "no node serves that slot");
         return NULL;
     }
     nd = &ns->list[index];
@@ -122,8 +137,8 @@ redisContext *nodes_context(nodes *ns, int index)
         return nd->redis;
     redisFree(nd->redis);
     node_url(ns, index, &url);
-    nd->redis = redis_url_connect(&url, ns->password, ns->timeout_ms,
-                                  ns->errstr, sizeof(ns->errstr));
+    nd->redis = redis_url_open(&url, ns->password, ns->timeout_ms, &ns->err,
+                               ns->errstr, sizeof(ns->errstr));
     if (nd->redis && load_scripts(ns, nd->redis, nd->name) != 0) {
         redisFree(nd->redis);
         nd->redis = NULL;
@@ -136,12 +151,12 @@ redisContext *nodes_open(nodes *ns, int index)
     redis_url url;
 
     if (index < 0 || (size_t)index >= ns->n) {
-        snprintf(ns->errstr, sizeof(ns->errstr), "no node serves that slot");
+        nodes_fail(ns, ERROR_KIND_UNAVAILABLE, "no node serves that slot");
         return NULL;
     }
     node_url(ns, index, &url);
-    return redis_url_connect(&url, ns->password, ns->timeout_ms, ns->errstr,
-                             sizeof(ns->errstr));
+    return redis_url_open(&url, ns->password, ns->timeout_ms, &ns->err,
+                          ns->errstr, sizeof(ns->errstr));
 }
 
 void nodes_drop(nodes *ns, int index)
@@ -314,7 +329,7 @@ static int read_map(nodes *ns, redisContext *c, const redis_seed *s)
 
     if (r && r->type == REDIS_REPLY_ERROR &&
         strstr(r->str, "cluster support disabled")) {
-        snprintf(ns->errstr, sizeof(ns->errstr),
+        nodes_fail(ns, ERROR_KIND_SETUP,
                  "%s:%d is not in cluster mode (cluster-enabled no): use "
                  "redis://%s:%d for a single Redis",
                  s->host, s->port, s->host, s->port);
@@ -327,21 +342,21 @@ static int read_map(nodes *ns, redisContext *c, const redis_seed *s)
         shards = false;
     }
     if (!r) {
-        snprintf(ns->errstr, sizeof(ns->errstr), "%s:%d: %s", s->host, s->port,
-                 c->errstr);
+        nodes_fail(ns, ERROR_KIND_UNAVAILABLE, "%s:%d: %s", s->host, s->port,
+                   c->errstr);
         return -1;
     }
     if (r->type == REDIS_REPLY_ERROR)
-        snprintf(ns->errstr, sizeof(ns->errstr), "%s:%d: %s", s->host, s->port,
-                 r->str);
+        nodes_fail(ns, ERROR_KIND_REPLY, "%s:%d: %s", s->host, s->port,
+                   r->str);
     else if ((shards ? map_from_shards(ns, r, s->host)
                      : map_from_slots(ns, r, s->host)) != 0)
-        snprintf(ns->errstr, sizeof(ns->errstr),
-                 "%s:%d: cannot read its %s reply", s->host, s->port,
-                 shards ? "CLUSTER SHARDS" : "CLUSTER SLOTS");
+        nodes_fail(ns, ERROR_KIND_REPLY, "%s:%d: cannot read its %s reply",
+                   s->host, s->port,
+                   shards ? "CLUSTER SHARDS" : "CLUSTER SLOTS");
     else if (ns->n == 0)
-        snprintf(ns->errstr, sizeof(ns->errstr),
-                 "%s:%d: the cluster serves no slot yet", s->host, s->port);
+        nodes_fail(ns, ERROR_KIND_UNAVAILABLE,
+                   "%s:%d: the cluster serves no slot yet", s->host, s->port);
     else
         rc = 0;
     freeReplyObject(r);
@@ -362,10 +377,10 @@ static int connect_cluster(nodes *ns)
         url.kind = REDIS_URL_TCP;
         snprintf(url.host, sizeof(url.host), "%s", s->host);
         url.port = s->port;
-        c = redis_url_connect(&url, ns->password, ns->timeout_ms, ns->errstr,
-                              sizeof(ns->errstr));
+        c = redis_url_open(&url, ns->password, ns->timeout_ms, &ns->err,
+                           ns->errstr, sizeof(ns->errstr));
         if (!c) {
-            if (redis_url_auth_refused(ns->errstr))
+            if (ns->err == ERROR_KIND_AUTH)
                 return -2;
             refused++;
             continue;
@@ -383,9 +398,9 @@ static int connect_cluster(nodes *ns)
             char where[400];
             redis_url_describe(&ns->url, where, sizeof(where));
             memcpy(last, ns->errstr, sizeof(last));
-            snprintf(ns->errstr, sizeof(ns->errstr),
-                     "%.250s: no seed answered (tried %zu): %.280s", where,
-                     ns->url.n_seeds, last);
+            nodes_fail(ns, ns->err,
+                       "%.250s: no seed answered (tried %zu): %.280s", where,
+                       ns->url.n_seeds, last);
         }
         return rc;
     }
@@ -393,7 +408,7 @@ static int connect_cluster(nodes *ns)
     for (size_t i = 0; i < ns->n; i++) {
         if (nodes_context(ns, (int)i))
             return 0;
-        if (redis_url_auth_refused(ns->errstr)) {
+        if (ns->err == ERROR_KIND_AUTH) {
             nodes_disconnect(ns);
             return -2;
         }
@@ -498,10 +513,10 @@ static bool switch_seen(nodes *ns, const char *host, int port,
                    strcmp(theirs.replid2, ours->replid) == 0;
         redisFree(c);
         if (promoted) {
-            snprintf(ns->errstr, sizeof(ns->errstr),
-                     "%.250s:%d was promoted from it (a switchover of master "
-                     "'%.100s')",
-                     peers[i].host, peers[i].port, ns->url.master);
+            nodes_fail(ns, ERROR_KIND_UNAVAILABLE,
+                       "%.250s:%d was promoted from it (a switchover of "
+                       "master '%.100s')",
+                       peers[i].host, peers[i].port, ns->url.master);
             return true;
         }
     }
@@ -521,15 +536,15 @@ int nodes_master_moved(nodes *ns, int index)
     if (!nd->redis || nd->redis->err || !replication_of(nd->redis, &ours))
         return 0; /* a broken connection fails the run by itself */
     if (strcmp(ours.role, "master") != 0)
-        snprintf(ns->errstr, sizeof(ns->errstr), "it says it is a %s now",
-                 ours.role);
+        nodes_fail(ns, ERROR_KIND_UNAVAILABLE, "it says it is a %s now",
+                   ours.role);
     else if (!switch_seen(ns, nd->host, nd->port, &ours))
         return 0;
     memcpy(why, ns->errstr, sizeof(why));
-    snprintf(ns->errstr, sizeof(ns->errstr),
-             "%.200s: the master moved after a write fewer replicas than "
-             "asked acknowledged: %.300s",
-             nd->name, why);
+    nodes_fail(ns, ERROR_KIND_UNAVAILABLE,
+               "%.200s: the master moved after a write fewer replicas than "
+               "asked acknowledged: %.300s",
+               nd->name, why);
     snprintf(ns->suspect, sizeof(ns->suspect), "%s", nd->name);
     return 1;
 }
@@ -548,7 +563,9 @@ static int connect_sentinel(nodes *ns)
     rc = sentinel_master(&ns->url, ns->timeout_ms, host, sizeof(host), &port,
                          err, sizeof(err));
     if (rc != 0) {
-        snprintf(ns->errstr, sizeof(ns->errstr), "%s", err);
+        /* -2: no sentinel that answers knows the master. */
+        nodes_fail(ns, rc == -2 ? ERROR_KIND_SETUP : ERROR_KIND_UNAVAILABLE,
+                   "%s", err);
         return rc;
     }
     index = node_index(ns, host, strlen(host), port);
@@ -557,15 +574,15 @@ static int connect_sentinel(nodes *ns)
     ns->slot_node[0] = 0;
     c = nodes_context(ns, index);
     if (!c) {
-        rc = redis_url_auth_refused(ns->errstr) ? -2 : -1;
+        rc = ns->err == ERROR_KIND_AUTH ? -2 : -1;
         nodes_disconnect(ns);
         return rc;
     }
     if (!role_of(c, role, sizeof(role)) || strcmp(role, "master") != 0) {
-        snprintf(ns->errstr, sizeof(ns->errstr),
-                 "sentinels name %s:%d as master '%s' but it says it is %s "
-                 "(a failover under way?)",
-                 host, port, ns->url.master, role);
+        nodes_fail(ns, ERROR_KIND_UNAVAILABLE,
+                   "sentinels name %s:%d as master '%s' but it says it is %s "
+                   "(a failover under way?)",
+                   host, port, ns->url.master, role);
         nodes_disconnect(ns);
         return -1;
     }
@@ -573,10 +590,10 @@ static int connect_sentinel(nodes *ns)
         replication ours;
         if (replication_of(c, &ours) && switch_seen(ns, host, port, &ours)) {
             memcpy(err, ns->errstr, sizeof(err));
-            snprintf(ns->errstr, sizeof(ns->errstr),
-                     "sentinels still name %.100s:%d as master '%.60s', "
-                     "which lost its replica to a switchover: %.300s",
-                     host, port, ns->url.master, err);
+            nodes_fail(ns, ERROR_KIND_UNAVAILABLE,
+                       "sentinels still name %.100s:%d as master '%.60s', "
+                       "which lost its replica to a switchover: %.300s",
+                       host, port, ns->url.master, err);
             nodes_disconnect(ns);
             return -1;
         }
@@ -604,7 +621,7 @@ int nodes_connect(nodes *ns)
                  ns->url.path);
     if (nodes_context(ns, 0))
         return 0;
-    rc = redis_url_auth_refused(ns->errstr) ? -2 : -1;
+    rc = ns->err == ERROR_KIND_AUTH ? -2 : -1;
     nodes_disconnect(ns);
     return rc;
 }
@@ -647,7 +664,6 @@ int nodes_redirected(nodes *ns, const redisReply *r, int *index, bool *ask)
         ns->slot_node[slot] = (uint16_t)*index;
     return 1;
 bad:
-    snprintf(ns->errstr, sizeof(ns->errstr), "cannot read redirection '%s'",
-             r->str);
+    nodes_fail(ns, ERROR_KIND_REPLY, "cannot read redirection '%s'", r->str);
     return -1;
 }

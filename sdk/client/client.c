@@ -2,15 +2,16 @@
  * vocabulary; see <wharf/client.h> and client_internal.h. */
 #include "client_internal.h"
 
-#include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "client_ids.h"
+#include "conn.h"
 #include "lua_scripts.h"
+#include "served.h"
 
 #define DEFAULT_URL "redis://127.0.0.1:6379"
 #define DEFAULT_PREFIX "wharf"
@@ -48,8 +49,7 @@ int client_connect(wharf_client *c)
     if (rc == 0)
         return 0;
     client_error(c, "%s", c->nodes.errstr);
-    c->connect_status = redis_url_auth_refused(c->nodes.errstr)
-                            ? WHARF_CLIENT_AUTH
+    c->connect_status = c->nodes.err == ERROR_KIND_AUTH ? WHARF_CLIENT_AUTH
                         : rc == -2 ? WHARF_CLIENT_BAD_INPUT
                                    : WHARF_CLIENT_UNAVAILABLE;
     return -1;
@@ -64,7 +64,7 @@ redisContext *client_redis_of(wharf_client *c, const char *key)
     redis = nodes_context(&c->nodes, nodes_of_key(&c->nodes, key, strlen(key)));
     if (!redis) {
         client_error(c, "%s", c->nodes.errstr);
-        c->connect_status = redis_url_auth_refused(c->nodes.errstr)
+        c->connect_status = c->nodes.err == ERROR_KIND_AUTH
                                 ? WHARF_CLIENT_AUTH
                                 : WHARF_CLIENT_UNAVAILABLE;
         client_drop(c);
@@ -78,6 +78,14 @@ void client_drop(wharf_client *c)
     nodes_disconnect(&c->nodes);
 }
 
+void client_unserved_message(wharf_client *c, const char *type, char *buf,
+                             size_t len)
+{
+    bool connected = client_connect(c) == 0;
+
+    served_message(&c->pipe, connected, c->prefix, type, buf, len);
+}
+
 void wharf_client_require_replicas(wharf_client *client, int min_replicas,
                                    int64_t timeout_ms)
 {
@@ -89,56 +97,25 @@ void wharf_client_require_replicas(wharf_client *client, int min_replicas,
                                                            : (int)timeout_ms;
 }
 
-/* Error replies that mean "this Redis cannot serve now", not "you asked
- * for something wrong". */
-static int unavailable_error(const char *text)
-{
-    /* MOVED and ASK reach here only where a command was not sent through
-     * a pipeline (the CLI's operator commands): a slot on the move. */
-    static const char *const codes[] = {"LOADING",  "BUSY",     "MASTERDOWN",
-                                        "TRYAGAIN", "READONLY", "CLUSTERDOWN",
-                                        "MOVED",    "ASK"};
-
-    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
-        size_t n = strlen(codes[i]);
-        if (strncmp(text, codes[i], n) == 0 &&
-            (text[n] == ' ' || text[n] == '\0'))
-            return 1;
-    }
-    return 0;
-}
-
 wharf_client_status
 client_reply_status(wharf_client *c, const redisReply *reply, const char *what)
 {
-    if (!reply) {
-        char why[sizeof(c->pipe.errstr)];
-        /* The pipeline's message names the node; a one-node one does not
-         * need the address twice. */
-        snprintf(why, sizeof(why), "%s",
-                 c->pipe.errstr[0] ? c->pipe.errstr : "connection lost");
-        client_error(c, "%s: %s: %s", what, c->where, why);
-        return WHARF_CLIENT_UNAVAILABLE;
-    }
-    if (reply->type != REDIS_REPLY_ERROR)
+    switch (redis_url_reply_error(&c->url, reply, c->pipe.errstr, what,
+                                  c->errstr, sizeof(c->errstr))) {
+    case ERROR_KIND_NONE:
         return WHARF_CLIENT_OK;
-    if (strncmp(reply->str, "OOM ", 4) == 0) {
-        /* The raw text names a line of our script; what matters is that
-         * Redis refused the first write, so the command wrote nothing. */
-        client_error(c, "%s: Redis is out of memory (maxmemory reached)",
-                     c->where);
+    case ERROR_KIND_UNAVAILABLE:
+        return WHARF_CLIENT_UNAVAILABLE;
+    case ERROR_KIND_FULL:
         return WHARF_CLIENT_FULL;
-    }
-    if (strncmp(reply->str, "NOAUTH", 6) == 0 ||
-        strncmp(reply->str, "WRONGPASS", 9) == 0) {
-        char err[sizeof(c->errstr)];
-        redis_url_explain(&c->url, what, reply->str, err, sizeof(err));
-        client_error(c, "%s", err);
+    case ERROR_KIND_AUTH:
         return WHARF_CLIENT_AUTH;
+    case ERROR_KIND_SETUP:
+    case ERROR_KIND_REPLY:
+    case ERROR_KIND_NOMEM:
+        break;
     }
-    client_error(c, "%s: redis answered: %s", what, reply->str);
-    return unavailable_error(reply->str) ? WHARF_CLIENT_UNAVAILABLE
-                                         : WHARF_CLIENT_ERROR;
+    return WHARF_CLIENT_ERROR;
 }
 
 wharf_client_status wharf_client_open(wharf_client **out, const char *url,
@@ -174,7 +151,6 @@ wharf_client_status wharf_client_open(wharf_client **out, const char *url,
         status = WHARF_CLIENT_BAD_INPUT;
         goto fail;
     }
-    redis_url_describe(&c->url, c->where, sizeof(c->where));
     snprintf(c->prefix, sizeof(c->prefix), "%s", prefix);
     if (password && !(c->password = strdup(password))) {
         set_err(err, errlen, "out of memory");
@@ -188,7 +164,7 @@ wharf_client_status wharf_client_open(wharf_client **out, const char *url,
     }
     c->scripts[0] = &script_enqueue;
     c->scripts[1] = NULL;
-    nodes_init(&c->nodes, &c->url, c->password, CLIENT_TIMEOUT_MS);
+    nodes_init(&c->nodes, &c->url, c->password, CONN_TIMEOUT_MS);
     nodes_set_scripts(&c->nodes, c->scripts);
     pipeline_init(&c->pipe, &c->nodes);
     if (client_connect(c) != 0) {
@@ -266,25 +242,4 @@ const char *wharf_client_status_name(wharf_client_status s)
 void wharf_free(void *p)
 {
     free(p);
-}
-
-void client_sleep_ms(int64_t ms)
-{
-    struct timespec ts;
-
-    if (ms <= 0)
-        return;
-    ts.tv_sec = (time_t)(ms / 1000);
-    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-int64_t client_monotonic_ms(void)
-{
-    struct timespec ts;
-
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-        return 0;
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
