@@ -1,4 +1,4 @@
-/* libwharf-client (sdk/src/client*.c) against a private redis-server:
+/* libwharf-client (sdk/client/) against a private redis-server:
  * the exact stream fields, deduplication, the policy (idempotency,
  * max_payload, max_backlog), delayed tasks, checks made before Redis is
  * asked, traces, results, binary payloads, an unreachable Redis, bulk
