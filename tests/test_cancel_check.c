@@ -56,10 +56,12 @@ Test(cancel_check, only_a_request_naming_the_entry_cancels)
     /* asked (alpha) names its entry; earlier names another run's; never
      * has no request; beta's asked is another type's key; odd's key is a
      * hash, not a request. */
-    freeReplyObject(test_redis_command(rc, "SET wharf:{alpha}:cancel:asked 1-1"));
+    freeReplyObject(
+        test_redis_command(rc, "SET wharf:{alpha}:cancel:asked 1-1"));
     freeReplyObject(
         test_redis_command(rc, "SET wharf:{alpha}:cancel:earlier 1-9"));
-    freeReplyObject(test_redis_command(rc, "SET wharf:{beta}:cancel:asked 4-4"));
+    freeReplyObject(
+        test_redis_command(rc, "SET wharf:{beta}:cancel:asked 4-4"));
     freeReplyObject(
         test_redis_command(rc, "HSET wharf:{alpha}:cancel:odd entry 5-5"));
     cr_assert_eq(cancel_check(&b, types, ids, entries, 5, cancelled), 0, "%s",
@@ -93,7 +95,8 @@ Test(cancel_check, a_failed_check_writes_nothing)
     bool cancelled[1] = {false};
     unsigned long long errors = b.redis_errors;
 
-    freeReplyObject(test_redis_command(rc, "SET wharf:{alpha}:cancel:asked 1-1"));
+    freeReplyObject(
+        test_redis_command(rc, "SET wharf:{alpha}:cancel:asked 1-1"));
     test_redis_stop(&redis);
     cr_assert_eq(cancel_check(&b, types, ids, entries, 1, cancelled), -1);
     cr_assert_not(cancelled[0]);

@@ -181,8 +181,8 @@ static bool all_blocked(void *arg)
 /* Forks a process that, with connections of its own to the n servers,
  * waits until want clients are blocked over them, adds an entry "late"
  * for type through server `to` and exits. */
-static void add_when_blocked(test_redis *servers, int n, long long want,
-                             int to, const char *type)
+static void add_when_blocked(test_redis *servers, int n, long long want, int to,
+                             const char *type)
 {
     fflush(NULL);
     adder = fork();
@@ -247,7 +247,7 @@ Test(claim, an_error_reply_fails_the_claim)
  * anywhere, however long its BLOCK was. */
 Test(claim, cluster_wait_releases_the_other_waiters)
 {
-    static const char *const candidates[] = {"alpha", "beta", "gamma",
+    static const char *const candidates[] = {"alpha", "beta",  "gamma",
                                              "delta", "omega", "kappa"};
     const char *types[2] = {NULL, NULL};
     int owners[2] = {-1, -1};
@@ -259,8 +259,8 @@ Test(claim, cluster_wait_releases_the_other_waiters)
     /* Two types served by two different nodes. */
     for (size_t i = 0; i < 6 && !types[1]; i++) {
         snprintf(key, sizeof(key), "wharf:{%s}:stream", candidates[i]);
-        int owner = test_cluster_owner(&cluster,
-                                       test_cluster_slot(&cluster, key));
+        int owner =
+            test_cluster_owner(&cluster, test_cluster_slot(&cluster, key));
         int k = types[0] ? 1 : 0;
         if (k == 1 && owner == owners[0])
             continue;

@@ -166,8 +166,7 @@ static bool overview_holds(void *want)
 static void wait_overview(const char *want, int timeout_ms)
 {
     if (!test_wait_until(overview_holds, (void *)want, timeout_ms))
-        cr_assert_fail("the overview never held %s; last: %.2000s", want,
-                       body);
+        cr_assert_fail("the overview never held %s; last: %.2000s", want, body);
 }
 
 /* Enqueues one task through the CLI, as a producer would. */

@@ -52,13 +52,12 @@ Test(known_types, take_stores_each_figure_from_its_reply)
 
 Test(known_types, take_refuses_a_reply_of_another_shape)
 {
-    queue_figures f = {.ready = 1, .running = 2, .delayed = 3, .dead = 4,
-                       .pressure = 1};
+    queue_figures f = {
+        .ready = 1, .running = 2, .delayed = 3, .dead = 4, .pressure = 1};
     queue_figures before = f;
     char nogroup[] = "NOGROUP No such key or consumer group";
-    redisReply error = {.type = REDIS_REPLY_ERROR,
-                        .str = nogroup,
-                        .len = strlen(nogroup)};
+    redisReply error = {
+        .type = REDIS_REPLY_ERROR, .str = nogroup, .len = strlen(nogroup)};
     redisReply text = {.type = REDIS_REPLY_STRING, .str = nogroup, .len = 3};
     redisReply empty = {.type = REDIS_REPLY_ARRAY, .elements = 0};
     redisReply *words[] = {&text};
@@ -131,11 +130,10 @@ static void fill(const char *t)
     for (int i = 0; i < 3; i++)
         freeReplyObject(test_redis_command(
             rc, "XADD wharf:{%s}:stream * id x type %s", t, t));
+    freeReplyObject(
+        test_redis_command(rc, "XGROUP CREATE wharf:{%s}:stream wharf 0", t));
     freeReplyObject(test_redis_command(
-        rc, "XGROUP CREATE wharf:{%s}:stream wharf 0", t));
-    freeReplyObject(test_redis_command(
-        rc, "XREADGROUP GROUP wharf c COUNT 1 STREAMS wharf:{%s}:stream >",
-        t));
+        rc, "XREADGROUP GROUP wharf c COUNT 1 STREAMS wharf:{%s}:stream >", t));
     freeReplyObject(
         test_redis_command(rc, "ZADD wharf:{%s}:delayed 1 a 2 b", t));
     freeReplyObject(test_redis_command(rc, "ZADD wharf:{%s}:dead 1 a", t));
@@ -151,9 +149,9 @@ Test(known_types_redis, queries_read_the_five_figures_in_order)
     cr_assert_eq(pipeline_run(&b.pipe), 0, "%s", b.pipe.errstr);
     queue_figures f = {.type = "ghost"};
     for (int q = 0; q < KNOWN_COMMANDS; q++)
-        cr_assert_eq(known_types_take(q, pipeline_reply(&b.pipe, (size_t)q),
-                                      &f),
-                     0, "query %d", q);
+        cr_assert_eq(
+            known_types_take(q, pipeline_reply(&b.pipe, (size_t)q), &f), 0,
+            "query %d", q);
     known_types_settle(&f);
     cr_assert_eq(f.ready, 2);
     cr_assert_eq(f.running, 1);
@@ -213,11 +211,11 @@ Test(known_types_redis, refresh_reads_at_most_known_types_max)
     known_types k = {NULL, 0};
     static queue_figures out[KNOWN_TYPES_MAX];
 
-    freeReplyObject(test_redis_command(
-        rc, "EVAL %s 1 wharf:types %d",
-        "for i = 1, tonumber(ARGV[1]) do "
-        "redis.call('SADD', KEYS[1], 't' .. i) end",
-        KNOWN_TYPES_MAX + 50));
+    freeReplyObject(
+        test_redis_command(rc, "EVAL %s 1 wharf:types %d",
+                           "for i = 1, tonumber(ARGV[1]) do "
+                           "redis.call('SADD', KEYS[1], 't' .. i) end",
+                           KNOWN_TYPES_MAX + 50));
     cr_assert_eq(known_types_refresh(&b, &k, out), 0, "%s", b.errstr);
     cr_assert_eq(k.n, KNOWN_TYPES_MAX);
     known_types_free(&k);

@@ -128,8 +128,8 @@ Test(pressure, flag_has_hysteresis_between_the_watermarks)
     cr_assert(ttl > 0 && ttl <= PRESSURE_TTL_MS, "TTL not refreshed: %lld",
               ttl);
     /* Delayed tasks count in the backlog: 2 + 4 is above high again. */
-    freeReplyObject(test_redis_command(
-        rc, "ZADD wharf:{p}:delayed 1 a 2 b 3 c 4 d"));
+    freeReplyObject(
+        test_redis_command(rc, "ZADD wharf:{p}:delayed 1 a 2 b 3 c 4 d"));
     cr_assert_eq(refresh().pressure, 1);
     /* 1: below low, cleared. */
     freeReplyObject(test_redis_command(rc, "DEL wharf:{p}:delayed"));

@@ -21,8 +21,8 @@ static redis_url parsed(const char *text)
     redis_url u;
     char err[300] = "";
 
-    cr_assert_eq(redis_url_parse(text, &u, err, sizeof(err)), 0, "%s: %s",
-                 text, err);
+    cr_assert_eq(redis_url_parse(text, &u, err, sizeof(err)), 0, "%s: %s", text,
+                 err);
     return u;
 }
 
@@ -238,9 +238,12 @@ Test(redis_url, refused_forms_say_why)
     static const struct {
         const char *url, *part;
     } encoding[] = {
-        {"redis://:%4@h", "password"},   {"redis://:%@h", "password"},
-        {"redis://:%g0@h", "password"},  {"redis://%zz@h", "password"},
-        {"redis://u%1:p@h", "user"},     {"redis+cluster://:%x@a", "password"},
+        {"redis://:%4@h", "password"},
+        {"redis://:%@h", "password"},
+        {"redis://:%g0@h", "password"},
+        {"redis://%zz@h", "password"},
+        {"redis://u%1:p@h", "user"},
+        {"redis+cluster://:%x@a", "password"},
         {"redis+sentinel://u%:p@s/m", "user"},
     };
     for (size_t i = 0; i < sizeof(encoding) / sizeof(encoding[0]); i++) {
@@ -334,14 +337,13 @@ Test(redis_url, address_parse_for_the_listen_key)
     char host[256], err[300];
     int port = 1234;
 
-    cr_assert_eq(redis_address_parse("example.org", 11, host, &port, err,
-                                     sizeof(err)),
-                 0);
+    cr_assert_eq(
+        redis_address_parse("example.org", 11, host, &port, err, sizeof(err)),
+        0);
     cr_assert_str_eq(host, "example.org");
     cr_assert_eq(port, 1234, "no port given: left as it was");
-    cr_assert_eq(redis_address_parse("[::]:9100", 9, host, &port, err,
-                                     sizeof(err)),
-                 0);
+    cr_assert_eq(
+        redis_address_parse("[::]:9100", 9, host, &port, err, sizeof(err)), 0);
     cr_assert_str_eq(host, "::");
     cr_assert_eq(port, 9100);
     /* Only the n bytes given are read. */
@@ -407,8 +409,8 @@ Test(redis_url, explain_turns_refused_credentials_into_one_line)
     } cases[] = {
         {"NOAUTH Authentication required.", tcp_required, 1},
         {"ERR operation not permitted: unauthenticated", tcp_required, 1},
-        {"WRONGPASS invalid username-password pair or user is disabled.",
-         wrong, 1},
+        {"WRONGPASS invalid username-password pair or user is disabled.", wrong,
+         1},
         {"ERR invalid password", wrong, 1},
         {"ERR invalid username-password pair", wrong, 1},
         {"ERR AUTH <password> called without any password configured for "
@@ -563,8 +565,7 @@ Test(redis_url_connect, refused_credentials_are_told_apart)
     c = connect_to(text, "s3cret", 2000, err, sizeof(err));
     cr_assert(c != NULL, "%s", err);
     redisFree(c);
-    snprintf(text, sizeof(text), "redis://:s3cret@127.0.0.1:%d/1",
-             locked.port);
+    snprintf(text, sizeof(text), "redis://:s3cret@127.0.0.1:%d/1", locked.port);
     c = connect_to(text, NULL, 2000, err, sizeof(err));
     cr_assert(c != NULL, "%s", err);
     redisFree(c);

@@ -44,9 +44,9 @@ Test(sentinel, names_the_master_past_a_sentinel_that_is_down)
     snprintf(text, sizeof(text), "redis+sentinel://:secret@127.0.0.1:%d,%s",
              dead, sentinels.url + strlen("redis+sentinel://"));
     redis_url u = url_of(text);
-    cr_assert_eq(sentinel_master(&u, 2000, host, sizeof(host), &port, err,
-                                 sizeof(err)),
-                 0, "%s", err);
+    cr_assert_eq(
+        sentinel_master(&u, 2000, host, sizeof(host), &port, err, sizeof(err)),
+        0, "%s", err);
     cr_assert_str_eq(host, "127.0.0.1");
     cr_assert_eq(port, sentinels.primary.port);
 
@@ -67,9 +67,9 @@ Test(sentinel, names_the_master_past_a_sentinel_that_is_down)
     char want[800], where[600];
     redis_url_describe(&u, where, sizeof(where));
     port = 7;
-    cr_assert_eq(sentinel_master(&u, 2000, host, sizeof(host), &port, err,
-                                 sizeof(err)),
-                 -2, "%s", err);
+    cr_assert_eq(
+        sentinel_master(&u, 2000, host, sizeof(host), &port, err, sizeof(err)),
+        -2, "%s", err);
     snprintf(want, sizeof(want),
              "%s: no sentinel of 3 that answered knows a master named "
              "'nosuch' (see SENTINEL MASTERS)",
@@ -86,9 +86,9 @@ Test(sentinel, no_sentinel_answering_is_told_with_the_last_reason)
     snprintf(text, sizeof(text),
              "redis+sentinel://:secret@127.0.0.1:%d,127.0.0.1:%d/wharf", a, b);
     redis_url u = url_of(text);
-    cr_assert_eq(sentinel_master(&u, 2000, host, sizeof(host), &port, err,
-                                 sizeof(err)),
-                 -1);
+    cr_assert_eq(
+        sentinel_master(&u, 2000, host, sizeof(host), &port, err, sizeof(err)),
+        -1);
     snprintf(want, sizeof(want),
              "redis+sentinel://127.0.0.1:%d,127.0.0.1:%d/wharf/0: no sentinel "
              "answered (tried 2): 127.0.0.1:%d: Connection refused",
@@ -109,15 +109,15 @@ Test(sentinel, a_plain_redis_is_no_sentinel)
     snprintf(text, sizeof(text), "redis+sentinel://127.0.0.1:%d/wharf",
              plain.port);
     redis_url u = url_of(text);
-    cr_assert_eq(sentinel_master(&u, 2000, host, sizeof(host), &port, err,
-                                 sizeof(err)),
-                 -1);
+    cr_assert_eq(
+        sentinel_master(&u, 2000, host, sizeof(host), &port, err, sizeof(err)),
+        -1);
     snprintf(want, sizeof(want),
              "redis+sentinel://127.0.0.1:%d/wharf/0: no sentinel names "
              "master 'wharf' (tried 1): 127.0.0.1:%d: ERR unknown command",
              plain.port, plain.port);
     cr_assert_eq(strncmp(err, want, strlen(want)), 0, "%s", err);
     size_t n = strlen(err);
-    cr_assert(n > 20 && strcmp(err + n - 20, " (is it a sentinel?)") == 0,
-              "%s", err);
+    cr_assert(n > 20 && strcmp(err + n - 20, " (is it a sentinel?)") == 0, "%s",
+              err);
 }

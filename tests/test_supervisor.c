@@ -109,8 +109,9 @@ static pid_t worker_running(const test_host *h, const char *id)
 static bool queue_empty(void *unused)
 {
     (void)unused;
-    return test_redis_int(rc, "EVAL %s 2 wharf:{chaos}:stream "
-                              "wharf:{chaos}:delayed",
+    return test_redis_int(rc,
+                          "EVAL %s 2 wharf:{chaos}:stream "
+                          "wharf:{chaos}:delayed",
                           "return redis.call('XLEN', KEYS[1]) + "
                           "redis.call('ZCARD', KEYS[2])") == 0;
 }
@@ -294,11 +295,11 @@ Test(supervisor, silent_host_tasks_are_taken_over)
     host.pid = 0;
     /* Fed once b has taken two-0 over (a's reader is long gone by then),
      * so the byte is b's attempt's. */
-    cr_assert(test_host_wait_log(&other, TEST_EVENT_MS,
-                                 (const char *const[]){"task taken over",
-                                                       "\"task\":\"two-0\"",
-                                                       NULL}),
-              "two-0 was not taken over; see %s", other.log);
+    cr_assert(
+        test_host_wait_log(&other, TEST_EVENT_MS,
+                           (const char *const[]){"task taken over",
+                                                 "\"task\":\"two-0\"", NULL}),
+        "two-0 was not taken over; see %s", other.log);
     cr_assert(test_fifo_feed(fifo, TEST_EVENT_MS),
               "b's attempt of two-0 never opened %s; see %s", fifo, other.log);
     for (int i = 0; i < 20; i++) {
@@ -497,8 +498,7 @@ static void reload_test(bool watch)
      * dropped or repeated. */
     int during = 0;
     for (int64_t end = test_now_ms() + TEST_EVENT_MS;
-         during < 40 ||
-         count_lines(host.log, "\"msg\":\"worker started\"") < 4;
+         during < 40 || count_lines(host.log, "\"msg\":\"worker started\"") < 4;
          during++) {
         cr_assert_lt(test_now_ms(), end,
                      "the workers were not replaced; see %s", host.log);
@@ -638,9 +638,9 @@ Test(supervisor, a_silent_redis_holds_neither_timeouts_nor_health)
     cr_assert_eq(kill(redis.pid, SIGSTOP), 0);
     stopped_at = test_now_ms();
     /* Redis stays silent until the host has acted, or 60 s. */
-    if (test_host_wait_log(&host, TEST_EVENT_MS,
-                           (const char *const[]){"task ran past its timeout",
-                                                 NULL}))
+    if (test_host_wait_log(
+            &host, TEST_EVENT_MS,
+            (const char *const[]){"task ran past its timeout", NULL}))
         asked_at = test_now_ms();
     cr_assert(asked_at, "no timeout in 60 s of a silent Redis; see %s",
               host.log);

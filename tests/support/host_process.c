@@ -368,8 +368,7 @@ void test_suite_up(test_redis *r, int appendonly, redisContext **rc)
     *rc = test_redis_connect(r);
 }
 
-void test_suite_down(test_redis *r, redisContext **rc,
-                     test_host *const *hosts)
+void test_suite_down(test_redis *r, redisContext **rc, test_host *const *hosts)
 {
     for (size_t i = 0; hosts && hosts[i]; i++)
         test_host_stop(hosts[i]);

@@ -139,8 +139,7 @@ void test_suite_up(test_redis *r, int appendonly, redisContext **rc);
 /* Its .fini: stops every host of hosts (NULL-terminated; those not
  * running are passed over), closes *rc and stops r, resumed first in
  * case a test left it stopped (SIGSTOP). */
-void test_suite_down(test_redis *r, redisContext **rc,
-                     test_host *const *hosts);
+void test_suite_down(test_redis *r, redisContext **rc, test_host *const *hosts);
 
 /* Sleeps ms milliseconds: for the support's own polling, and for a test
  * that lets time pass on purpose (to show that something does not

@@ -12,8 +12,7 @@ void test_need_tools(const char *const *tools)
     char missing[256] = "", cmd[300];
 
     for (size_t i = 0; tools[i]; i++) {
-        snprintf(cmd, sizeof(cmd), "command -v '%s' >/dev/null 2>&1",
-                 tools[i]);
+        snprintf(cmd, sizeof(cmd), "command -v '%s' >/dev/null 2>&1", tools[i]);
         if (system(cmd) != 0) {
             size_t used = strlen(missing);
             snprintf(missing + used, sizeof(missing) - used, " %s", tools[i]);
