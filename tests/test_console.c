@@ -26,6 +26,7 @@
 #include "config.h"
 #include "host_process.h"
 #include "redis_server.h"
+#include "tools.h"
 #include "wharf_cli.h"
 
 #define TOKEN "test-token-0123456789abcdef"
@@ -41,16 +42,12 @@ static char body[1 << 20];
 
 static void start_redis(void)
 {
-    test_redis_start(&redis, 0);
-    rc = test_redis_connect(&redis);
+    test_suite_up(&redis, 0, &rc);
 }
 
 static void stop_all(void)
 {
-    test_host_stop(&host);
-    if (rc)
-        redisFree(rc);
-    test_redis_stop(&redis);
+    test_suite_down(&redis, &rc, (test_host *const[]){&host, NULL});
 }
 
 TestSuite(console, .init = start_redis, .fini = stop_all, .timeout = 180);
@@ -134,6 +131,15 @@ static int request(const char *method, const char *path, const char *headers)
     return request_to(NULL, method, path, headers);
 }
 
+/* The overview answers with the types served and Redis up. */
+static bool console_serves(void *unused)
+{
+    (void)unused;
+    return request("GET", "/api/overview", NULL) == 200 &&
+           strstr(body, "\"type\":\"chaos\"") &&
+           strstr(body, "\"redis_up\":true");
+}
+
 /* Starts wharfd with the console on a free port; `extra` is appended to
  * its [type.chaos] section: more keys of it, then sections (a [console]
  * one), or "". Waits until the overview answers with the types served. */
@@ -146,27 +152,21 @@ static void start_host(const char *extra)
     snprintf(sections, sizeof(sections),
              "[type.chaos]\nbackoff_base = 50ms\nmax_attempts = 3\n%s", extra);
     test_host_opts o = {.metrics_listen = listen, .extra = sections};
-    test_host_manifest_opts(&host, &redis, &o);
-    test_host_start(&host);
-    for (int64_t end = test_now_ms() + TEST_EVENT_MS; test_now_ms() < end;) {
-        if (request("GET", "/api/overview", NULL) == 200 &&
-            strstr(body, "\"type\":\"chaos\"") &&
-            strstr(body, "\"redis_up\":true"))
-            return;
-        test_sleep_ms(10);
-    }
-    cr_assert_fail("the console never answered; see %s", host.log);
+    test_host_up(&host, &redis, &o, rc);
+    cr_assert(test_wait_until(console_serves, NULL, TEST_EVENT_MS),
+              "the console never answered; see %s", host.log);
+}
+
+static bool overview_holds(void *want)
+{
+    return request("GET", "/api/overview", NULL) == 200 && strstr(body, want);
 }
 
 /* Polls the overview until it holds `want`; fails after timeout_ms. */
 static void wait_overview(const char *want, int timeout_ms)
 {
-    for (int waited = 0; waited <= timeout_ms; waited += 50) {
-        if (request("GET", "/api/overview", NULL) == 200 && strstr(body, want))
-            return;
-        test_sleep_ms(50);
-    }
-    cr_assert_fail("the overview never held %s; last: %.2000s", want, body);
+    if (!test_wait_until(overview_holds, (void *)want, timeout_ms))
+        cr_assert_fail("the overview never held %s; last: %.2000s", want, body);
 }
 
 /* Enqueues one task through the CLI, as a producer would. */
@@ -276,8 +276,7 @@ Test(console, page_in_chromium_shows_counts_dead_tasks_and_escapes)
     struct stat st;
     char *dom;
 
-    if (system("command -v chromium >/dev/null 2>&1") != 0)
-        cr_skip_test("chromium is not installed (apt-get install chromium)");
+    test_need_tools((const char *const[]){"chromium", NULL});
     start_host("");
     chaos_run();
     mkdir(ARTEFACTS, 0755);
@@ -644,8 +643,7 @@ Test(console, top_in_tmux_shows_types_and_counts)
     char sock[64], cmd[1024], out[300], *screen = NULL;
     bool shown = false;
 
-    if (system("command -v tmux >/dev/null 2>&1") != 0)
-        cr_skip_test("tmux is not installed (apt-get install tmux)");
+    test_need_tools((const char *const[]){"tmux", NULL});
     start_host("");
     test_add_entry(rc, "chaos", "top-ok-1", "ok");
     test_add_entry(rc, "chaos", "top-ok-2", "ok");
@@ -714,8 +712,7 @@ Test(console, top_once_over_ipv6)
     port = test_free_port();
     snprintf(listen, sizeof(listen), "[::1]:%d", port);
     test_host_opts o = {.metrics_listen = listen};
-    test_host_manifest_opts(&host, &redis, &o);
-    test_host_start(&host);
+    test_host_up(&host, &redis, &o, rc);
     snprintf(out, sizeof(out), "%s/top.txt", host.dir);
     /* The Host header names [::1]:port, in brackets, as the console
      * wants it (without them it was refused with 421). */
@@ -778,10 +775,8 @@ Test(console, page_replay_button_in_chromium)
 {
     char cmd[1024], log[300];
 
-    if (system("command -v chromium >/dev/null 2>&1 && "
-               "command -v node >/dev/null 2>&1") != 0)
-        cr_skip_test("needs chromium and node (apt-get install chromium "
-                     "nodejs) to press the page's buttons");
+    /* node presses the page's buttons */
+    test_need_tools((const char *const[]){"chromium", "node", NULL});
     start_host("[console]\nactions = yes\ntoken = " TOKEN "\n");
     seed_dead("click-me", "ok");
     snprintf(log, sizeof(log), "%s/click.log", host.dir);

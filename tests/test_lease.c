@@ -16,9 +16,9 @@
 #include "http_get.h"
 #include "redis_server.h"
 
-/* Every wait for an event is this generous: a loaded 2-core machine
- * running the sanitized suite must not miss it. */
-#define EVENT_MS 60000
+/* Every wait for an event is the suite's shared deadline: a loaded
+ * 2-core machine running the sanitized suite must not miss it. */
+#define EVENT_MS TEST_EVENT_MS
 
 static test_redis redis;
 static test_host host;
@@ -26,29 +26,19 @@ static redisContext *rc;
 
 static void start_redis(void)
 {
-    test_redis_start(&redis, 1);
-    rc = test_redis_connect(&redis);
+    test_suite_up(&redis, 1, &rc);
 }
 
 static void stop_all(void)
 {
-    kill(redis.pid, SIGCONT);
-    test_host_stop(&host);
-    if (rc)
-        redisFree(rc);
-    test_redis_stop(&redis);
+    test_suite_down(&redis, &rc, (test_host *const[]){&host, NULL});
 }
 
 TestSuite(lease, .init = start_redis, .fini = stop_all, .timeout = 240);
 
 static void start(const test_host_opts *o)
 {
-    test_host_manifest_opts(&host, &redis, o);
-    test_host_start(&host);
-    cr_assert(test_host_wait_log(&host, EVENT_MS,
-                                 (const char *const[]){"worker serving",
-                                                       NULL}),
-              "wharfd did not start; see %s", host.log);
+    test_host_up(&host, &redis, o, NULL);
 }
 
 static long long wait_result(const char *id)

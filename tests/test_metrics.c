@@ -17,6 +17,7 @@
 #include "host_process.h"
 #include "http_get.h"
 #include "redis_server.h"
+#include "tools.h"
 
 static test_redis redis;
 static test_host host;
@@ -26,16 +27,12 @@ static char body[1 << 20];
 
 static void start_redis(void)
 {
-    test_redis_start(&redis, 0);
-    rc = test_redis_connect(&redis);
+    test_suite_up(&redis, 0, &rc);
 }
 
 static void stop_all(void)
 {
-    test_host_stop(&host);
-    if (rc)
-        redisFree(rc);
-    test_redis_stop(&redis);
+    test_suite_down(&redis, &rc, (test_host *const[]){&host, NULL});
 }
 
 TestSuite(metrics, .init = start_redis, .fini = stop_all, .timeout = 120);
@@ -62,7 +59,7 @@ static double scrape(const char *name)
 
 /* Generous: every wait below is for an event, so this is only how long a
  * loaded machine may take before the test gives up on it. */
-#define EVENT_DEADLINE_MS 60000
+#define EVENT_DEADLINE_MS TEST_EVENT_MS
 
 /* Scrapes until the sample `name` equals want, for up to
  * EVENT_DEADLINE_MS; returns the last value (body holds that scrape). */
@@ -101,16 +98,14 @@ static long long wait_result(const char *id)
 /* Starts wharfd with /metrics on a free port and waits until it answers. */
 static void start(const char *host_keys, const char *extra)
 {
-    /* The harness writes listen = off (sections may not repeat), so the
-     * port goes in with sed. */
+    char listen[64];
+
     port = test_free_port();
-    test_host_opts o = {.host_keys = host_keys, .extra = extra};
-    test_host_manifest_opts(&host, &redis, &o);
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "sed -i 's/^listen = off$/listen = 127.0.0.1:%d/' %s",
-             port, host.manifest);
-    cr_assert_eq(system(cmd), 0);
-    test_host_start(&host);
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+    test_host_opts o = {.host_keys = host_keys,
+                        .extra = extra,
+                        .metrics_listen = listen};
+    test_host_up(&host, &redis, &o, rc);
     cr_assert_eq(get_until("/readyz", 200), 200,
                  "wharfd /readyz never 200; see %s", host.log);
 }
@@ -223,13 +218,12 @@ Test(metrics, unserved_types_have_their_gauges)
     cr_assert_eq(sample(body, "wharf_redis_up"), 1);
 }
 
-Test(metrics, exposition_passes_promtool_when_available)
+Test(metrics, exposition_passes_promtool)
 {
+    test_need_tools((const char *const[]){"promtool", NULL});
     start(NULL, NULL);
     test_add_entry(rc, "chaos", "p1", "ok");
     cr_assert_eq(wait_result("p1"), 1);
-    if (system("command -v promtool >/dev/null 2>&1") != 0)
-        cr_skip_test("promtool is not installed");
     char path[300], cmd[700];
     snprintf(path, sizeof(path), "%s/metrics.txt", host.dir);
     cr_assert_eq(test_http_get(port, "/metrics", body, sizeof(body)), 200);
@@ -450,14 +444,12 @@ Test(metrics, trace_id_given_at_enqueue_is_in_the_host_log)
 
 Test(metrics, listen_address_in_use_is_refused)
 {
-    char cmd[600];
+    char listen[64];
 
     /* The test's redis-server holds its port: ask wharfd for that one. */
-    test_host_manifest_opts(&host, &redis, &(test_host_opts){0});
-    snprintf(cmd, sizeof(cmd),
-             "sed -i 's/^listen = off$/listen = 127.0.0.1:%d/' %s", redis.port,
-             host.manifest);
-    cr_assert_eq(system(cmd), 0);
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", redis.port);
+    test_host_manifest_opts(&host, &redis,
+                            &(test_host_opts){.metrics_listen = listen});
     test_host_start(&host);
     int status = test_host_wait_exit(&host, EVENT_DEADLINE_MS);
     cr_assert_eq(status, 78, "exit %d", status);

@@ -45,10 +45,7 @@ typedef struct answer {
 
 static void stop_all(void)
 {
-    test_host_stop(&host);
-    if (rc)
-        redisFree(rc);
-    test_redis_stop(&redis);
+    test_suite_down(&redis, &rc, (test_host *const[]){&host, NULL});
     if (sock_dir[0]) {
         unlink(sock_path);
         rmdir(sock_dir);
@@ -77,9 +74,8 @@ static void start(int unix_socket)
         snprintf(url, sizeof(url), "%s", redis.url);
     }
     rc = test_redis_connect(&redis);
-    test_host_manifest_opts(&host, &redis, &o);
-    test_host_start(&host);
-    if (test_wait_int(rc, 2, 60000,
+    test_host_up(&host, &redis, &o, rc);
+    if (test_wait_int(rc, 2, TEST_EVENT_MS,
                       "EXISTS wharf:{chaos}:policy wharf:{bp}:policy") != 2)
         cr_assert_fail("wharfd did not publish its policies; see %s", host.log);
     if (unix_socket) {

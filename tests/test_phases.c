@@ -44,10 +44,7 @@ static void teardown(void)
 {
     char cmd[128];
 
-    test_host_stop(&host);
-    if (rc)
-        redisFree(rc);
-    test_redis_stop(&redis);
+    test_suite_down(&redis, &rc, (test_host *const[]){&host, NULL});
     snprintf(cmd, sizeof(cmd), "rm -rf %s", plugins);
     if (system(cmd) != 0)
         cr_log_warn("cannot remove %s", plugins);
@@ -124,13 +121,14 @@ static void start_two_sections(void)
 {
     char manifest[300];
 
-    test_redis_start(&redis, 0);
-    rc = test_redis_connect(&redis);
+    test_suite_up(&redis, 0, &rc);
     test_host_manifest_opts(&host, &redis,
                             &(test_host_opts){.plugins_dir = plugins});
     snprintf(manifest, sizeof(manifest), "%s", host.manifest);
     write_manifest(manifest, redis.url);
-    test_host_start(&host);
+    /* Serving, then every worker's init of both sections: these serve
+     * no chaos, so no group is waited for. */
+    test_host_launch(&host, NULL);
     cr_assert_eq(wait_count(phases_file, "init 0", 4, TEST_EVENT_MS), 4,
                  "the workers did not init; see %s", host.log);
 }

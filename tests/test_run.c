@@ -27,47 +27,32 @@ static redisContext *rc;
 
 static void start_redis(void)
 {
-    test_redis_start(&redis, 1);
-    rc = test_redis_connect(&redis);
+    test_suite_up(&redis, 1, &rc);
 }
 
 static void stop_all(void)
 {
-    test_host_stop(&host);
-    test_host_stop(&other);
-    if (rc)
-        redisFree(rc);
-    test_redis_stop(&redis);
+    test_suite_down(&redis, &rc, (test_host *const[]){&host, &other, NULL});
 }
 
 TestSuite(run, .init = start_redis, .fini = stop_all, .timeout = 180);
 
-/* Waits up to ms for a line of h's log with every substring given. */
+/* Waits up to ms for a line of h's log with a and b (b may be NULL). */
 static bool wait_log(const test_host *h, int ms, const char *a, const char *b)
 {
-    for (int waited = 0; waited < ms; waited += 20) {
-        if (test_host_log_has(h, a, b, NULL))
-            return true;
-        test_sleep_ms(20);
-    }
-    return test_host_log_has(h, a, b, NULL);
+    return test_host_wait_log(h, ms, (const char *const[]){a, b, NULL});
 }
 
 /* Starts h and waits until a worker serves. */
 static void start(test_host *h, const test_host_opts *o)
 {
-    test_host_manifest_opts(h, &redis, o);
-    test_host_start(h);
-    cr_assert(wait_log(h, TEST_EVENT_MS, "\"msg\":\"worker serving\"", NULL),
-              "wharfd did not start; see %s", h->log);
+    test_host_up(h, &redis, o, NULL);
 }
 
 /* Waits up to ms until id has run on h (any attempt). */
 static void wait_runs(const test_host *h, const char *id, int ms)
 {
-    for (int64_t end = test_now_ms() + ms;
-         test_host_runs(h, id, 0) == 0 && test_now_ms() < end;)
-        test_sleep_ms(10);
+    test_host_wait_runs(h, id, 1, ms);
 }
 
 static long long wait_key(const char *fmt, const char *id, int ms)

@@ -23,33 +23,21 @@ static redisContext *rc;
 
 static void start_redis(void)
 {
-    test_redis_start(&redis, 1);
-    rc = test_redis_connect(&redis);
+    test_suite_up(&redis, 1, &rc);
 }
 
 static void stop_all(void)
 {
-    test_host_stop(&host);
-    test_host_stop(&other);
-    if (rc)
-        redisFree(rc);
-    test_redis_stop(&redis);
+    test_suite_down(&redis, &rc, (test_host *const[]){&host, &other, NULL});
 }
 
 TestSuite(supervisor, .init = start_redis, .fini = stop_all, .timeout = 120);
 
-/* Starts h and waits until its workers have made the chaos group. */
+/* Starts h and waits until its workers serve and have made the chaos
+ * group. */
 static void start(test_host *h, const test_host_opts *o)
 {
-    test_host_manifest_opts(h, &redis, o);
-    test_host_start(h);
-    for (int64_t end = test_now_ms() + TEST_EVENT_MS; test_now_ms() < end;) {
-        if (test_host_log_has(h, "\"msg\":\"worker started\"", NULL) &&
-            test_redis_int(rc, "EXISTS wharf:{chaos}:stream") == 1)
-            return;
-        test_sleep_ms(10);
-    }
-    cr_assert_fail("wharfd did not start; see %s", h->log);
+    test_host_up(h, &redis, o, rc);
 }
 
 static long long wait_result(const char *id, int ms)
@@ -94,8 +82,16 @@ static pid_t worker_running(const test_host *h, const char *id)
     }
     cr_assert(consumer[0], "no worker named for %s", id);
     if (f)
-        rewind(f);
+        fclose(f);
+    /* The supervisor logs it after the fork, so on a loaded machine the
+     * worker may have started a task first: waited for too. */
     snprintf(want, sizeof(want), "\"worker\":\"%s\"", consumer);
+    cr_assert(test_host_wait_log(h, TEST_EVENT_MS,
+                                 (const char *const[]){"\"msg\":\"worker "
+                                                       "started\"",
+                                                       want, NULL}),
+              "no worker started line for %s; see %s", consumer, h->log);
+    f = fopen(h->log, "r");
     while (f && fgets(line, sizeof(line), f)) {
         char *p = strstr(line, "\"pid\":");
         if (strstr(line, "\"msg\":\"worker started\"") && strstr(line, want) &&
@@ -108,12 +104,22 @@ static pid_t worker_running(const test_host *h, const char *id)
     return pid;
 }
 
+/* True when the chaos stream and delayed set hold nothing (read at one
+ * instant): no task is left to run. */
+static bool queue_empty(void *unused)
+{
+    (void)unused;
+    return test_redis_int(rc,
+                          "EVAL %s 2 wharf:{chaos}:stream "
+                          "wharf:{chaos}:delayed",
+                          "return redis.call('XLEN', KEYS[1]) + "
+                          "redis.call('ZCARD', KEYS[2])") == 0;
+}
+
 static void wait_running(const test_host *h, const char *id)
 {
-    for (int64_t end = test_now_ms() + TEST_EVENT_MS;
-         test_host_runs(h, id, 0) == 0 && test_now_ms() < end;)
-        test_sleep_ms(10);
-    cr_assert(test_host_runs(h, id, 0) > 0, "%s never started", id);
+    cr_assert(test_host_wait_runs(h, id, 1, TEST_EVENT_MS) > 0,
+              "%s never started", id);
 }
 
 Test(supervisor, killed_worker_task_finishes_exactly_once)
@@ -142,10 +148,11 @@ Test(supervisor, killed_worker_task_finishes_exactly_once)
               "no second attempt opened %s; see %s", fifo, host.log);
     cr_assert_eq(wait_result("k9", TEST_EVENT_MS), 1,
                  "the task never finished");
-    /* A bounded sleep, to show that nothing more happens: a third run
-     * would come after the result. A slow machine can only make this
-     * miss one, never fail. */
-    test_sleep_ms(300);
+    /* A third run would need an entry to run from: once neither the
+     * stream nor the delayed set holds one, none can come, however slow
+     * the machine, and the counts below are final. */
+    cr_assert(test_wait_until(queue_empty, NULL, TEST_EVENT_MS),
+              "k9 is still queued after its result; see %s", host.log);
     cr_assert_eq(test_host_done(&host, "k9"), 1, "completed %d times",
                  test_host_done(&host, "k9"));
     cr_assert_eq(test_host_runs(&host, "k9", 2), 1, "no second attempt");
@@ -269,11 +276,16 @@ Test(supervisor, silent_host_tasks_are_taken_over)
     test_host_opts b = {.host_keys = "instance = b\n",
                         .extra = "[defaults]\nvisibility_timeout = 4s\n"
                                  "lock_ttl = 3s\nbackoff_base = 10ms\n"};
-    char id[32];
+    char id[32], fifo[320], payload[340];
     start(&host, &a);
+    /* two-0 is held by a fifo, not a sleep: a still runs it when it is
+     * killed, however long b takes to start, so b must take it over. */
+    snprintf(fifo, sizeof(fifo), "%s/two.fifo", host.dir);
+    test_fifo_make(fifo);
+    snprintf(payload, sizeof(payload), "read:%s", fifo);
     for (int i = 0; i < 20; i++) {
         snprintf(id, sizeof(id), "two-%d", i);
-        test_add_entry(rc, "chaos", id, "sleep:300");
+        test_add_entry(rc, "chaos", id, i == 0 ? payload : "sleep:300");
     }
     wait_running(&host, "two-0");
     start(&other, &b);
@@ -281,6 +293,15 @@ Test(supervisor, silent_host_tasks_are_taken_over)
     cr_assert_eq(kill(host.pid, SIGKILL), 0);
     waitpid(host.pid, NULL, 0);
     host.pid = 0;
+    /* Fed once b has taken two-0 over (a's reader is long gone by then),
+     * so the byte is b's attempt's. */
+    cr_assert(
+        test_host_wait_log(&other, TEST_EVENT_MS,
+                           (const char *const[]){"task taken over",
+                                                 "\"task\":\"two-0\"", NULL}),
+        "two-0 was not taken over; see %s", other.log);
+    cr_assert(test_fifo_feed(fifo, TEST_EVENT_MS),
+              "b's attempt of two-0 never opened %s; see %s", fifo, other.log);
     for (int i = 0; i < 20; i++) {
         snprintf(id, sizeof(id), "two-%d", i);
         cr_assert_eq(wait_result(id, TEST_EVENT_MS), 1, "%s lost", id);
@@ -302,13 +323,46 @@ Test(supervisor, same_instance_name_is_refused)
     cr_assert_eq(wait_result("still", TEST_EVENT_MS), 1);
 }
 
+/* For redis_restart_loses_nothing_and_runs_nothing_twice, of 10,000
+ * tasks. */
+#define RESTART_TASKS 10000
+
+static bool quarter_done(void *unused)
+{
+    (void)unused;
+    return test_redis_int(rc, "XLEN wharf:{chaos}:stream") <
+           RESTART_TASKS * 3 / 4;
+}
+
+/* A worker saw its connection go, or could not connect again. */
+static bool outage_seen(void *unused)
+{
+    (void)unused;
+    return test_host_log_has(&host, "redis connection lost", NULL) ||
+           test_host_log_has(&host, "redis unreachable", NULL);
+}
+
+static long long results_now(void)
+{
+    return test_redis_int(rc, "EVAL %s 0",
+                          "return #redis.call('KEYS', "
+                          "'wharf:{chaos}:result:*')");
+}
+
+static bool all_results(void *unused)
+{
+    (void)unused;
+    return results_now() == RESTART_TASKS;
+}
+
 Test(supervisor, redis_restart_loses_nothing_and_runs_nothing_twice)
 {
-    /* The outage (1 s, and a restart that reloads the append-only file)
-     * must end well within lock_ttl, or the locks of the tasks in hand
-     * run out and those run again: 10 s leaves a loaded machine 9. */
+    /* The outage (until the host has seen it, and a restart that reloads
+     * the append-only file) must end well within lock_ttl, or the locks
+     * of the tasks in hand run out and those run again: 10 s leaves a
+     * loaded machine plenty. */
     test_host_opts o = {.extra = "[defaults]\nlock_ttl = 10s\n"};
-    enum { N = 10000 };
+    enum { N = RESTART_TASKS };
     start(&host, &o);
     /* Pipelined: 10,000 tasks in one go. */
     for (int i = 0; i < N; i++)
@@ -323,30 +377,19 @@ Test(supervisor, redis_restart_loses_nothing_and_runs_nothing_twice)
         cr_assert_eq(redisGetReply(rc, (void **)&r), REDIS_OK);
         freeReplyObject(r);
     }
-    /* Stop Redis part way through the run, then bring it back. */
-    for (int i = 0; i < 1000; i++) {
-        if (test_redis_int(rc, "XLEN wharf:{chaos}:stream") < N * 3 / 4)
-            break;
-        test_sleep_ms(5);
-    }
+    /* Stop Redis part way through the run (a quarter done), then bring it
+     * back once the host has seen it gone. */
+    cr_assert(test_wait_until(quarter_done, NULL, TEST_EVENT_MS),
+              "no progress before the outage; see %s", host.log);
     redisFree(rc);
     rc = NULL;
     test_redis_stop(&redis);
-    test_sleep_ms(1000); /* the outage's length, not a wait for an event */
+    cr_assert(test_wait_until(outage_seen, NULL, TEST_EVENT_MS),
+              "the outage was not seen; see %s", host.log);
     test_redis_restart(&redis);
     rc = test_redis_connect(&redis);
-    long long results = 0;
-    for (int waited = 0; waited < 60000; waited += 100) {
-        redisReply *r = test_redis_command(rc, "EVAL %s 0",
-                                           "return #redis.call('KEYS', "
-                                           "'wharf:{chaos}:result:*')");
-        results = r->integer;
-        freeReplyObject(r);
-        if (results == N)
-            break;
-        test_sleep_ms(100);
-    }
-    cr_assert_eq(results, N, "only %lld of %d results", results, N);
+    cr_assert(test_wait_until(all_results, NULL, TEST_EVENT_MS),
+              "only %lld of %d results", results_now(), N);
     /* Each task completed exactly once. */
     FILE *f = fopen(host.done, "r");
     cr_assert(f != NULL);
@@ -448,27 +491,34 @@ static void reload_test(bool watch)
     install_plugin(dir, "versioned_v2");
     if (!watch)
         kill(host.pid, SIGHUP);
-    /* Tasks keep flowing during the reload: none dropped or repeated. */
-    for (int i = 0; i < 40; i++) {
-        snprintf(id, sizeof(id), "during-%d", i);
+    /* Tasks keep flowing during the reload, four in flight at a time,
+     * until every worker has been replaced (each replacement logs its
+     * start again) and at least 40 were added: so they span the reload
+     * however long it takes, and "after" can then count on v2. None is
+     * dropped or repeated. */
+    int during = 0;
+    for (int64_t end = test_now_ms() + TEST_EVENT_MS;
+         during < 40 || count_lines(host.log, "\"msg\":\"worker started\"") < 4;
+         during++) {
+        cr_assert_lt(test_now_ms(), end,
+                     "the workers were not replaced; see %s", host.log);
+        snprintf(id, sizeof(id), "during-%d", during);
         test_add_entry(rc, "versioned", id, "x");
-        test_sleep_ms(25);
+        if (during >= 4)
+            cr_assert_eq(test_wait_int(rc, 1, TEST_EVENT_MS,
+                                       "EXISTS wharf:{versioned}:result:"
+                                       "during-%d",
+                                       during - 4),
+                         1, "during-%d was dropped; see %s", during - 4,
+                         host.log);
     }
-    for (int i = 0; i < 40; i++) {
+    for (int i = 0; i < during; i++) {
         snprintf(id, sizeof(id), "during-%d", i);
         res = versioned_result(id);
         cr_assert(strcmp(res, "v1") == 0 || strcmp(res, "v2") == 0, "%s: '%s'",
                   id, res);
         free(res);
     }
-    /* Every worker has been replaced (each replacement logs its start
-     * again) before "after" can count on v2: waited for, not slept. */
-    for (int64_t end = test_now_ms() + TEST_EVENT_MS;
-         count_lines(host.log, "\"msg\":\"worker started\"") < 4 &&
-         test_now_ms() < end;)
-        test_sleep_ms(10);
-    cr_assert_geq(count_lines(host.log, "\"msg\":\"worker started\""), 4,
-                  "the workers were not replaced; see %s", host.log);
     test_add_entry(rc, "versioned", "after", "x");
     res = versioned_result("after");
     cr_assert_str_eq(res, "v2", "the new version was not loaded");
@@ -486,6 +536,26 @@ Test(supervisor, watch_reloads_when_a_plugin_is_renamed_in)
     reload_test(true);
 }
 
+/* The embedded redis-server's socket, and a connection to it once the
+ * host has made its chaos stream there. */
+typedef struct embedded_socket {
+    const char *path;
+    redisContext *c;
+} embedded_socket;
+
+static bool embedded_serves(void *arg)
+{
+    embedded_socket *e = arg;
+    redisContext *c = redisConnectUnix(e->path);
+
+    if (c && !c->err && test_redis_int(c, "EXISTS wharf:{chaos}:stream")) {
+        e->c = c;
+        return true;
+    }
+    redisFree(c);
+    return false;
+}
+
 Test(supervisor, embedded_redis_is_started_and_stopped)
 {
     char dir[64], url[200];
@@ -497,16 +567,10 @@ Test(supervisor, embedded_redis_is_started_and_stopped)
     test_host_manifest_opts(&host, &redis, &o);
     test_host_start(&host);
     snprintf(url, sizeof(url), "%s/data/redis.sock", dir);
-    redisContext *c = NULL;
-    for (int64_t end = test_now_ms() + TEST_EVENT_MS; test_now_ms() < end;) {
-        c = redisConnectUnix(url);
-        if (c && !c->err && test_redis_int(c, "EXISTS wharf:{chaos}:stream"))
-            break;
-        redisFree(c);
-        c = NULL;
-        test_sleep_ms(20);
-    }
-    cr_assert(c != NULL, "no embedded redis at %s", url);
+    embedded_socket e = {url, NULL};
+    cr_assert(test_wait_until(embedded_serves, &e, TEST_EVENT_MS),
+              "no embedded redis at %s", url);
+    redisContext *c = e.c;
     test_add_entry(c, "chaos", "emb", "ok");
     cr_assert_eq(
         test_wait_int(c, 1, TEST_EVENT_MS, "EXISTS wharf:{chaos}:result:emb"),
@@ -521,6 +585,20 @@ Test(supervisor, embedded_redis_is_started_and_stopped)
     cr_assert_eq(stat(url, &st), 0, "no append-only file");
 }
 
+/* Asserts that the worker holds at most one chaos task; true once the
+ * last of them (one-4) has its result. */
+static bool holds_one_until_done(void *unused)
+{
+    redisReply *p =
+        test_redis_command(rc, "XPENDING wharf:{chaos}:stream wharf");
+    long long held = p->element[0]->integer;
+
+    (void)unused;
+    freeReplyObject(p);
+    cr_assert(held <= 1, "a worker holds %lld chaos tasks", held);
+    return test_redis_int(rc, "EXISTS wharf:{chaos}:result:one-4") == 1;
+}
+
 Test(supervisor, smallest_prefetch_bounds_what_a_worker_holds)
 {
     /* echo keeps prefetch 16; chaos (slow tasks) asks for 1. */
@@ -533,15 +611,9 @@ Test(supervisor, smallest_prefetch_bounds_what_a_worker_holds)
         snprintf(id, sizeof(id), "one-%d", i);
         test_add_entry(rc, "chaos", id, "sleep:200");
     }
-    for (int i = 0; i < 40; i++) {
-        redisReply *p =
-            test_redis_command(rc, "XPENDING wharf:{chaos}:stream wharf");
-        long long held = p->element[0]->integer;
-        freeReplyObject(p);
-        cr_assert(held <= 1, "a worker holds %lld chaos tasks", held);
-        test_sleep_ms(20);
-    }
-    cr_assert_eq(wait_result("one-4", TEST_EVENT_MS), 1);
+    /* Looked at all through the run, until the last one is done. */
+    cr_assert(test_wait_until(holds_one_until_done, NULL, TEST_EVENT_MS),
+              "one-4 never finished; see %s", host.log);
 }
 
 /* Redis stops answering (SIGSTOP: connections hang instead of failing)
@@ -566,12 +638,10 @@ Test(supervisor, a_silent_redis_holds_neither_timeouts_nor_health)
     cr_assert_eq(kill(redis.pid, SIGSTOP), 0);
     stopped_at = test_now_ms();
     /* Redis stays silent until the host has acted, or 60 s. */
-    for (int i = 0; i < 6000 && !asked_at; i++) {
-        if (test_host_log_has(&host, "task ran past its timeout", NULL))
-            asked_at = test_now_ms();
-        else
-            test_sleep_ms(10);
-    }
+    if (test_host_wait_log(
+            &host, TEST_EVENT_MS,
+            (const char *const[]){"task ran past its timeout", NULL}))
+        asked_at = test_now_ms();
     cr_assert(asked_at, "no timeout in 60 s of a silent Redis; see %s",
               host.log);
     cr_assert(test_host_wait_log(&host, TEST_EVENT_MS,

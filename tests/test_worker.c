@@ -21,34 +21,21 @@ static redisContext *rc;
 
 static void start_redis(void)
 {
-    test_redis_start(&redis, 0);
-    rc = test_redis_connect(&redis);
+    test_suite_up(&redis, 0, &rc);
 }
 
 static void stop_all(void)
 {
-    test_host_stop(&host);
-    if (rc)
-        redisFree(rc);
-    test_redis_stop(&redis);
+    test_suite_down(&redis, &rc, (test_host *const[]){&host, NULL});
 }
 
-/* Starts wharfd with extra manifest text and waits until it has made the
- * chaos stream's consumer group. */
+/* Starts wharfd with extra manifest text and waits until it serves and
+ * has made the chaos stream's consumer group. */
 static void start_host_redis(const char *redis_keys, const char *extra)
 {
-    test_host_manifest_redis(&host, &redis, redis_keys, extra);
-    test_host_start(&host);
-    for (int64_t end = test_now_ms() + TEST_EVENT_MS; test_now_ms() < end;) {
-        redisReply *r =
-            test_redis_command(rc, "XINFO GROUPS wharf:{chaos}:stream");
-        int ready = r->type == REDIS_REPLY_ARRAY && r->elements > 0;
-        freeReplyObject(r);
-        if (ready)
-            return;
-        test_sleep_ms(10);
-    }
-    cr_assert_fail("wharfd did not set up its queues; see %s", host.log);
+    test_host_up(&host, &redis,
+                 &(test_host_opts){.redis_keys = redis_keys, .extra = extra},
+                 rc);
 }
 
 static void start_host(const char *extra)
@@ -84,10 +71,7 @@ static char *envelope_field(const char *type, const char *id, const char *f)
  * runs seen. */
 static int wait_runs(const char *id, int want, int ms)
 {
-    for (int64_t end = test_now_ms() + ms;
-         test_host_runs(&host, id, 0) < want && test_now_ms() < end;)
-        test_sleep_ms(10);
-    return test_host_runs(&host, id, 0);
+    return test_host_wait_runs(&host, id, want, ms);
 }
 
 static long long wait_result(const char *type, const char *id, int ms)
@@ -182,6 +166,36 @@ Test(worker, retries_until_success_with_attempts_visible)
                                 "fail:2: attempt 1 fails", NULL));
 }
 
+/* One look at t-back, due at *(long long *)arg: Redis's clock, whether
+ * the task is still delayed and whether it has a result, read in one
+ * script, at one instant, on the clock the promotion itself reads.
+ * Asserts that before it is due it is still delayed and has not run;
+ * true once it has its result. */
+static bool delayed_until_due(void *arg)
+{
+    static const char *look =
+        "local t = redis.call('TIME') "
+        "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
+        "return {now, redis.call('ZSCORE', KEYS[1], ARGV[1]) and 1 or 0, "
+        "redis.call('EXISTS', KEYS[2])}";
+    long long due = *(const long long *)arg;
+    redisReply *r = test_redis_command(
+        rc,
+        "EVAL %s 2 wharf:{chaos}:delayed wharf:{chaos}:result:t-back t-back",
+        look);
+
+    cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    long long now = r->element[0]->integer;
+    bool waiting = r->element[1]->integer == 1;
+    bool done = r->element[2]->integer == 1;
+    freeReplyObject(r);
+    if (now < due)
+        cr_assert(waiting && !done,
+                  "left the delayed set %lld ms before its backoff was over",
+                  due - now);
+    return done;
+}
+
 Test(worker, retry_waits_for_its_backoff)
 {
     /* linear, no jitter: attempt 1 fails -> due 3 s after it failed. The
@@ -213,37 +227,11 @@ Test(worker, retry_waits_for_its_backoff)
     freeReplyObject(r);
     cr_assert_eq(due - failed_at, 3000, "due %lld, failed at %lld", due,
                  failed_at);
-    /* Then it must not leave the delayed set, nor run, before it is due.
-     * Each look is one script: Redis's clock, whether the task is still
-     * delayed and whether it has a result, read at one instant, on the
-     * clock the promotion itself reads. A loaded machine only makes a
-     * look come later, which this cannot mistake for an early run. */
-    static const char *look =
-        "local t = redis.call('TIME') "
-        "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
-        "return {now, redis.call('ZSCORE', KEYS[1], ARGV[1]) and 1 or 0, "
-        "redis.call('EXISTS', KEYS[2])}";
-    for (int64_t end = test_now_ms() + TEST_EVENT_MS;; test_sleep_ms(10)) {
-        r = test_redis_command(
-            rc,
-            "EVAL %s 2 wharf:{chaos}:delayed wharf:{chaos}:result:t-back "
-            "t-back",
-            look);
-        cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
-        long long now = r->element[0]->integer;
-        bool waiting = r->element[1]->integer == 1;
-        bool done = r->element[2]->integer == 1;
-        freeReplyObject(r);
-        if (now < due)
-            cr_assert(waiting && !done,
-                      "left the delayed set %lld ms before its backoff "
-                      "was over",
-                      due - now);
-        if (done)
-            break;
-        cr_assert_lt(test_now_ms(), end, "the retry never ran; see %s",
-                     host.log);
-    }
+    /* Then it must not leave the delayed set, nor run, before it is due
+     * (delayed_until_due's looks). A loaded machine only makes a look
+     * come later, which this cannot mistake for an early run. */
+    cr_assert(test_wait_until(delayed_until_due, &due, TEST_EVENT_MS),
+              "the retry never ran; see %s", host.log);
     char *res = result_of("chaos", "t-back");
     cr_assert_str_eq(res, "ok attempt=2");
     free(res);
@@ -545,6 +533,23 @@ Test(worker, sigterm_finishes_the_running_task_and_exits_0)
                  "the running task was not finished before exit");
 }
 
+static bool outage_seen(void *unused)
+{
+    (void)unused;
+    return test_host_log_has(&host, "redis", "reconnect", NULL) ||
+           test_host_log_has(&host, "unreachable", NULL);
+}
+
+static bool chaos_group_made(void *unused)
+{
+    redisReply *r = redisCommand(rc, "XINFO GROUPS wharf:{chaos}:stream");
+    bool made = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0;
+
+    (void)unused;
+    freeReplyObject(r);
+    return made;
+}
+
 Test(worker, survives_a_redis_restart)
 {
     start_host(NULL);
@@ -554,25 +559,13 @@ Test(worker, survives_a_redis_restart)
     rc = NULL;
     test_redis_stop(&redis);
     /* Down until wharfd has seen it so, however long that takes. */
-    for (int64_t end = test_now_ms() + TEST_EVENT_MS;
-         !test_host_log_has(&host, "redis", "reconnect", NULL) &&
-         !test_host_log_has(&host, "unreachable", NULL);
-         test_sleep_ms(10))
-        cr_assert_lt(test_now_ms(), end, "the outage was not seen; see %s",
-                     host.log);
+    cr_assert(test_wait_until(outage_seen, NULL, TEST_EVENT_MS),
+              "the outage was not seen; see %s", host.log);
     test_redis_restart(&redis);
     rc = test_redis_connect(&redis);
     /* The server came back empty: wharfd makes its groups again. */
-    bool ready = false;
-    for (int64_t end = test_now_ms() + TEST_EVENT_MS;
-         !ready && test_now_ms() < end;) {
-        redisReply *r = redisCommand(rc, "XINFO GROUPS wharf:{chaos}:stream");
-        ready = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0;
-        freeReplyObject(r);
-        if (!ready)
-            test_sleep_ms(10);
-    }
-    cr_assert(ready, "wharfd never made its groups again; see %s", host.log);
+    cr_assert(test_wait_until(chaos_group_made, NULL, TEST_EVENT_MS),
+              "wharfd never made its groups again; see %s", host.log);
     test_add_entry(rc, "chaos", "after", "ok");
     cr_assert_eq(wait_result("chaos", "after", TEST_EVENT_MS), 1,
                  "no work done after Redis came back");
@@ -599,11 +592,7 @@ Test(worker, delayed_enqueue_does_not_run_before_it_is_due)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     cr_assert_eq(wharf_enqueue(client, &task, &reply), WHARF_CLIENT_OK);
-    while (test_host_runs(&host, "later", 0) == 0) {
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        cr_assert(t1.tv_sec - t0.tv_sec < TEST_EVENT_MS / 1000, "never ran");
-        test_sleep_ms(5);
-    }
+    cr_assert(wait_runs("later", 1, TEST_EVENT_MS) >= 1, "never ran");
     clock_gettime(CLOCK_MONOTONIC, &t1);
     long elapsed = (long)(t1.tv_sec - t0.tv_sec) * 1000 +
                    (t1.tv_nsec - t0.tv_nsec) / 1000000;

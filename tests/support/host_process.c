@@ -300,3 +300,82 @@ long long test_wait_int(redisContext *c, long long want, int timeout_ms,
     }
     return v;
 }
+
+bool test_wait_until(bool (*ready)(void *arg), void *arg, int timeout_ms)
+{
+    int64_t deadline = test_now_ms() + timeout_ms;
+
+    while (!ready(arg)) {
+        if (test_now_ms() >= deadline)
+            return ready(arg);
+        test_sleep_ms(10);
+    }
+    return true;
+}
+
+int test_host_wait_runs(const test_host *h, const char *id, int want,
+                        int timeout_ms)
+{
+    int64_t deadline = test_now_ms() + timeout_ms;
+    int n;
+
+    while ((n = test_host_runs(h, id, 0)) < want && test_now_ms() < deadline)
+        test_sleep_ms(10);
+    return n;
+}
+
+/* What test_host_launch waits for. */
+typedef struct serving {
+    const test_host *h;
+    redisContext *rc;
+} serving;
+
+static bool host_serves(void *arg)
+{
+    const serving *s = arg;
+    redisReply *r;
+    bool group;
+
+    if (!test_host_log_has(s->h, "\"msg\":\"worker serving\"", NULL))
+        return false;
+    if (!s->rc)
+        return true;
+    r = test_redis_command(s->rc, "XINFO GROUPS wharf:{chaos}:stream");
+    group = r->type == REDIS_REPLY_ARRAY && r->elements > 0;
+    freeReplyObject(r);
+    return group;
+}
+
+void test_host_launch(test_host *h, redisContext *rc)
+{
+    serving s = {h, rc};
+
+    test_host_start(h);
+    cr_assert(test_wait_until(host_serves, &s, TEST_EVENT_MS),
+              "wharfd did not start serving; see %s", h->log);
+}
+
+void test_host_up(test_host *h, const test_redis *r, const test_host_opts *o,
+                  redisContext *rc)
+{
+    test_host_manifest_opts(h, r, o ? o : &(test_host_opts){0});
+    test_host_launch(h, rc);
+}
+
+void test_suite_up(test_redis *r, int appendonly, redisContext **rc)
+{
+    test_redis_start(r, appendonly);
+    *rc = test_redis_connect(r);
+}
+
+void test_suite_down(test_redis *r, redisContext **rc, test_host *const *hosts)
+{
+    for (size_t i = 0; hosts && hosts[i]; i++)
+        test_host_stop(hosts[i]);
+    if (*rc)
+        redisFree(*rc);
+    *rc = NULL;
+    if (r->pid > 0)
+        kill(r->pid, SIGCONT);
+    test_redis_stop(r);
+}

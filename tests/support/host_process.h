@@ -108,7 +108,42 @@ void test_fifo_make(const char *path);
  * waiting up to timeout_ms for one; true when written. */
 bool test_fifo_feed(const char *path, int timeout_ms);
 
-/* Sleeps ms milliseconds. */
+/* Polls ready(arg) every 10 ms until it is true or timeout_ms have
+ * passed; true when it became so. The one polling loop of the suite: a
+ * test waits on the event it means (a key, a log line, a file, a pid
+ * gone) through this, never through a sleep of its own. ready may assert
+ * (it then ends the test). */
+bool test_wait_until(bool (*ready)(void *arg), void *arg, int timeout_ms);
+
+/* Waits up to timeout_ms for at least want lines of h's runs file for id
+ * (any attempt); returns the count seen last. */
+int test_host_wait_runs(const test_host *h, const char *id, int want,
+                        int timeout_ms);
+
+/* The sequence every host test starts with: writes h's manifest (r, o),
+ * starts wharfd and waits up to TEST_EVENT_MS until it serves, that is
+ * until a worker has logged "worker serving" and, when rc is not NULL,
+ * the chaos stream's group exists (the harness's manifest always serves
+ * chaos). Aborts the test, naming h's log, if it does not. */
+void test_host_up(test_host *h, const test_redis *r, const test_host_opts *o,
+                  redisContext *rc);
+
+/* test_host_up for a host whose manifest is already written (h->manifest,
+ * by test_host_manifest* or by the test itself). */
+void test_host_launch(test_host *h, redisContext *rc);
+
+/* The suite fixture of the host tests (TestSuite .init): starts r
+ * (append-only if asked) and opens *rc to it. */
+void test_suite_up(test_redis *r, int appendonly, redisContext **rc);
+
+/* Its .fini: stops every host of hosts (NULL-terminated; those not
+ * running are passed over), closes *rc and stops r, resumed first in
+ * case a test left it stopped (SIGSTOP). */
+void test_suite_down(test_redis *r, redisContext **rc, test_host *const *hosts);
+
+/* Sleeps ms milliseconds: for the support's own polling, and for a test
+ * that lets time pass on purpose (to show that something does not
+ * happen), never to wait for an event. */
 void test_sleep_ms(long ms);
 
 /* Milliseconds of a monotonic clock, for deadlines. */
