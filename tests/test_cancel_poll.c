@@ -1,4 +1,4 @@
-/* cancel_check.h on its own, against a real redis-server: a running task
+/* cancel_poll.h on its own, against a real redis-server: a running task
  * is cancelled only when cancel:<id> names its own stream entry (a
  * request for an earlier run of the same id is not for this one), a key
  * of another kind is no request, and a failed check writes nothing. */
@@ -9,7 +9,7 @@
 
 #include "broker.h"
 #include "broker_config.h"
-#include "cancel_check.h"
+#include "cancel_poll.h"
 #include "redis_server.h"
 #include "scripts.h"
 
@@ -42,9 +42,9 @@ static void stop(void)
     test_redis_stop(&redis);
 }
 
-TestSuite(cancel_check, .init = start, .fini = stop, .timeout = 60);
+TestSuite(cancel_poll, .init = start, .fini = stop, .timeout = 60);
 
-Test(cancel_check, only_a_request_naming_the_entry_cancels)
+Test(cancel_poll, only_a_request_naming_the_entry_cancels)
 {
     static const char *const types[] = {"alpha", "alpha", "alpha", "beta",
                                         "alpha"};
@@ -64,7 +64,7 @@ Test(cancel_check, only_a_request_naming_the_entry_cancels)
         test_redis_command(rc, "SET wharf:{beta}:cancel:asked 4-4"));
     freeReplyObject(
         test_redis_command(rc, "HSET wharf:{alpha}:cancel:odd entry 5-5"));
-    cr_assert_eq(cancel_check(&b, types, ids, entries, 5, cancelled), 0, "%s",
+    cr_assert_eq(cancel_poll(&b, types, ids, entries, 5, cancelled), 0, "%s",
                  b.errstr);
     cr_assert(cancelled[0], "a request for its entry was missed");
     cr_assert_not(cancelled[1], "a request for an earlier run cancelled");
@@ -75,19 +75,19 @@ Test(cancel_check, only_a_request_naming_the_entry_cancels)
     cr_assert_eq(test_redis_int(rc, "EXISTS wharf:{alpha}:cancel:asked"), 1);
 }
 
-Test(cancel_check, nothing_to_check_sends_nothing)
+Test(cancel_poll, nothing_to_check_sends_nothing)
 {
     bool cancelled[1] = {true};
 
     freeReplyObject(test_redis_command(rc, "CONFIG RESETSTAT"));
-    cr_assert_eq(cancel_check(&b, NULL, NULL, NULL, 0, cancelled), 0);
+    cr_assert_eq(cancel_poll(&b, NULL, NULL, NULL, 0, cancelled), 0);
     cr_assert(cancelled[0], "written with nothing to check");
     redisReply *r = test_redis_command(rc, "INFO commandstats");
     cr_assert_null(strstr(r->str, "cmdstat_get:"), "a GET was sent");
     freeReplyObject(r);
 }
 
-Test(cancel_check, a_failed_check_writes_nothing)
+Test(cancel_poll, a_failed_check_writes_nothing)
 {
     static const char *const types[] = {"alpha"};
     static const char *const ids[] = {"asked"};
@@ -98,12 +98,12 @@ Test(cancel_check, a_failed_check_writes_nothing)
     freeReplyObject(
         test_redis_command(rc, "SET wharf:{alpha}:cancel:asked 1-1"));
     test_redis_stop(&redis);
-    cr_assert_eq(cancel_check(&b, types, ids, entries, 1, cancelled), -1);
+    cr_assert_eq(cancel_poll(&b, types, ids, entries, 1, cancelled), -1);
     cr_assert_not(cancelled[0]);
     cr_assert_eq(strncmp(b.errstr, "cancel check: ", 14), 0, "%s", b.errstr);
     cr_assert_eq(b.redis_errors, errors + 1);
     /* Not connected at all: -1 at once. */
     broker_disconnect(&b);
-    cr_assert_eq(cancel_check(&b, types, ids, entries, 1, cancelled), -1);
+    cr_assert_eq(cancel_poll(&b, types, ids, entries, 1, cancelled), -1);
     cr_assert_not(cancelled[0]);
 }
