@@ -17,7 +17,8 @@
 #include "config.h"
 #include "keys.h"
 #include "log.h"
-#include "lua_sources.h"
+#include "command.h"
+#include "lua_scripts.h"
 
 typedef enum action_kind {
     ACTION_CANCEL,
@@ -25,77 +26,51 @@ typedef enum action_kind {
     ACTION_PURGE
 } action_kind;
 
-static script replay_script = {.name = "dead_replay",
-                               .source = wharf_lua_dead_replay};
-static script purge_script = {.name = "dead_purge",
-                              .source = wharf_lua_dead_purge};
-static script cancel_script = {.name = "cancel", .source = wharf_lua_cancel};
-
-/* ---- the scripts' calls: the reply (caller frees), or NULL after
- * dropping the connections (console_run_script) ---- */
+/* ---- the scripts' calls (lua_scripts.h builds each from its .lua
+ * header): the reply (caller frees), or NULL after dropping the
+ * connections (console_run_script) ---- */
 
 /* The one cancel of every producer, sdk/lua/cancel.lua: a queued or
  * delayed task is removed, a running one's host asks it to end. Its
  * reply {word, detail} is read by cancel_word. */
 static redisReply *call_cancel(console *c, const char *type, const char *id)
 {
-    const char *prefix = console_prefix(c);
-    char keys[9][KEY_MAX];
-    const char *argv[12];
+    command cmd;
+    redisReply *r;
 
-    key_of_type(keys[0], KEY_MAX, prefix, type, "policy");
-    key_of_type(keys[1], KEY_MAX, prefix, type, "entries");
-    key_of_type(keys[2], KEY_MAX, prefix, type, "stream");
-    key_of_type(keys[3], KEY_MAX, prefix, type, "delayed");
-    key_of_task(keys[4], KEY_MAX, prefix, type, "task", id);
-    key_of_task(keys[5], KEY_MAX, prefix, type, "seen", id);
-    key_of_task(keys[6], KEY_MAX, prefix, type, "cancel", id);
-    key_of_task(keys[7], KEY_MAX, prefix, type, "result", id);
-    key_of_type(keys[8], KEY_MAX, prefix, type, "dead");
-    for (int i = 0; i < 9; i++)
-        argv[i] = keys[i];
-    argv[9] = id;
-    argv[10] = WHARF_GROUP;
-    argv[11] = CLIENT_PROTOCOLS;
-    return console_run_script(c, &cancel_script, 9, 12, argv);
+    command_init(&cmd);
+    script_cancel_call(&cmd, console_prefix(c), type, id, WHARF_GROUP,
+                       CLIENT_PROTOCOLS);
+    r = console_run_script(c, &script_cancel, &cmd);
+    command_free(&cmd);
+    return r;
 }
 
 /* sdk/lua/dead_replay.lua: one dead task back into the stream. */
 static redisReply *call_dead_replay(console *c, const char *type,
                                     const char *id)
 {
-    const char *prefix = console_prefix(c);
-    char keys[6][KEY_MAX];
-    const char *argv[8];
+    command cmd;
+    redisReply *r;
 
-    key_of_type(keys[0], KEY_MAX, prefix, type, "dead");
-    key_of_task(keys[1], KEY_MAX, prefix, type, "dead", id);
-    key_of_type(keys[2], KEY_MAX, prefix, type, "stream");
-    key_of_task(keys[3], KEY_MAX, prefix, type, "task", id);
-    key_of_type(keys[4], KEY_MAX, prefix, type, "delayed");
-    key_of_type(keys[5], KEY_MAX, prefix, type, "entries");
-    for (int i = 0; i < 6; i++)
-        argv[i] = keys[i];
-    argv[6] = id;
-    argv[7] = type;
-    return console_run_script(c, &replay_script, 6, 8, argv);
+    command_init(&cmd);
+    script_dead_replay_call(&cmd, console_prefix(c), type, id);
+    r = console_run_script(c, &script_dead_replay, &cmd);
+    command_free(&cmd);
+    return r;
 }
 
 /* sdk/lua/dead_purge.lua: one dead task deleted. */
 static redisReply *call_dead_purge(console *c, const char *type, const char *id)
 {
-    const char *prefix = console_prefix(c);
-    char keys[4][KEY_MAX];
-    const char *argv[5];
+    command cmd;
+    redisReply *r;
 
-    key_of_type(keys[0], KEY_MAX, prefix, type, "dead");
-    key_of_task(keys[1], KEY_MAX, prefix, type, "dead", id);
-    key_of_task(keys[2], KEY_MAX, prefix, type, "task", id);
-    key_of_type(keys[3], KEY_MAX, prefix, type, "delayed");
-    for (int i = 0; i < 4; i++)
-        argv[i] = keys[i];
-    argv[4] = id;
-    return console_run_script(c, &purge_script, 4, 5, argv);
+    command_init(&cmd);
+    script_dead_purge_call(&cmd, console_prefix(c), type, id);
+    r = console_run_script(c, &script_dead_purge, &cmd);
+    command_free(&cmd);
+    return r;
 }
 
 /* ---- the replies ---- */
@@ -107,18 +82,24 @@ static redisReply *call_dead_purge(console *c, const char *type, const char *id)
  * for any other reply. */
 static const char *cancel_word(const redisReply *r)
 {
-    static const char *const words[][2] = {
-        {"REMOVED", "OK"},        {"CANCELLING", "OK"},
-        {"CANCELLED", "ALREADY"}, {"FINISHED", "NOT_FOUND"},
-        {"UNKNOWN", "NOT_FOUND"}, {"PROTOCOL", "PROTOCOL"}};
-
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
         r->element[0]->type != REDIS_REPLY_STRING ||
         r->element[1]->type != REDIS_REPLY_STRING)
         return NULL;
-    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-        if (strcmp(r->element[0]->str, words[i][0]) == 0)
-            return words[i][1];
+    switch (script_cancel_word_of(r->element[0]->str)) {
+    case SCRIPT_CANCEL_REMOVED:
+    case SCRIPT_CANCEL_CANCELLING:
+        return "OK";
+    case SCRIPT_CANCEL_CANCELLED:
+        return "ALREADY";
+    case SCRIPT_CANCEL_FINISHED:
+    case SCRIPT_CANCEL_UNKNOWN:
+        return "NOT_FOUND";
+    case SCRIPT_CANCEL_PROTOCOL:
+        return "PROTOCOL";
+    case SCRIPT_CANCEL_NO_WORD:
+        break;
+    }
     return NULL;
 }
 
@@ -129,8 +110,20 @@ static const char *action_word(action_kind kind, const redisReply *r)
 {
     if (kind == ACTION_CANCEL)
         return cancel_word(r);
-    if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
-        return r->str;
+    if (kind == ACTION_REPLAY &&
+        (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)) {
+        switch (script_dead_replay_word_of(r->str)) {
+        case SCRIPT_DEAD_REPLAY_OK:
+            return "OK";
+        case SCRIPT_DEAD_REPLAY_NOT_FOUND:
+            return "NOT_FOUND";
+        case SCRIPT_DEAD_REPLAY_MISSING:
+            return "MISSING";
+        case SCRIPT_DEAD_REPLAY_NO_WORD:
+            break;
+        }
+        return NULL;
+    }
     if (kind == ACTION_PURGE && r->type == REDIS_REPLY_INTEGER)
         return r->integer == 1 ? "OK" : "NOT_FOUND"; /* dead_purge.lua */
     return NULL;

@@ -14,6 +14,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "command.h"
 #include "console.h"
 #include "http.h"
 #include "json_out.h"
@@ -126,10 +127,10 @@ int console_read_replies(console *c, redisReply **r, size_t n);
 
 void console_free_replies(redisReply **r, size_t n);
 
-/* Runs s with EVALSHA within the budget: the reply (caller frees), or
- * NULL after dropping the connections. */
-redisReply *console_run_script(console *c, script *s, int numkeys, int argc,
-                               const char *const *argv);
+/* Runs the call of s built in cmd (lua_scripts.h) with EVALSHA within
+ * the budget: the reply (caller frees), or NULL after dropping the
+ * connections. */
+redisReply *console_run_script(console *c, const script *s, command *cmd);
 
 /* Answers 503 with Retry-After: retry_s. */
 void console_unavailable(http_reply *reply, const char *retry_s,

@@ -125,15 +125,12 @@ void console_free_replies(redisReply **r, size_t n)
 }
 
 /* The pipeline loads s where a node has forgotten it. */
-redisReply *console_run_script(console *c, script *s, int numkeys, int argc,
-                               const char *const *argv)
+redisReply *console_run_script(console *c, const script *s, command *cmd)
 {
     redisReply *r = NULL;
 
-    if (s->sha[0] == '\0')
-        script_init(s);
     pipeline_reset(&c->pipe);
-    if (pipeline_add_script(&c->pipe, s, numkeys, argc, argv, NULL) != 0)
+    if (pipeline_add_command(&c->pipe, -1, cmd, s) != 0)
         console_out_of_memory();
     if (console_read_replies(c, &r, 1) != 0)
         return NULL;
