@@ -257,6 +257,13 @@ async function showTask(type, id, keepMessage) {
   if (type) q.set('type', type);
   const r = await api('api/task?' + q);
   const t = r.body;
+  if (r.status !== 200 && r.status !== 404 && state.detail &&
+      state.detail.id === id) {
+    /* Busy or away for a moment: the task as last seen stays, buttons
+     * and all, with the reason; the next look brings it up to date. */
+    say(t.error || 'error ' + r.status, true);
+    return;
+  }
   $('detail').hidden = false;
   $('detail-id').textContent = id;
   $('detail-type').textContent = t.type || type || '-';
@@ -298,15 +305,25 @@ async function act(action) {
   const token = $('token').value;
   sessionStorage.setItem('wharf-console-token', token);
   const q = new URLSearchParams({ type: state.detail.type, id: state.detail.id });
-  const r = await api('api/' + action + '?' + q, {
-    method: 'POST',
-    headers: { Authorization: 'Bearer ' + token },
-  });
-  await showTask(state.detail.type, state.detail.id, true);
+  let r;
+  try {
+    r = await api('api/' + action + '?' + q, {
+      method: 'POST',
+      headers: { Authorization: 'Bearer ' + token },
+    });
+  } catch (e) {
+    say(action + ': the console did not answer; try again', true);
+    return;
+  }
   const done = r.body.already_cancelled ? 'cancelled already' : 'done';
-  say(r.status === 200 ? action + ': ' + done
-                       : action + ': ' + (r.body.error || r.status),
-      r.status !== 200);
+  const message = r.status === 200 ? action + ': ' + done
+                                   : action + ': ' + (r.body.error || r.status);
+  try {
+    await showTask(state.detail.type, state.detail.id, true);
+  } catch (e) {
+    /* the outcome below is what matters; the detail is refreshed later */
+  }
+  say(message, r.status !== 200);
   state.deadSeen = -1;
 }
 
