@@ -4,6 +4,7 @@
  * the JSON replies; console_internal.h names the files that do the
  * rest. The page's assets are compiled in (console_assets.c, made from
  * host/console/ at build time). */
+#include "clock_ms.h"
 #include "console_internal.h"
 
 #include <arpa/inet.h>
@@ -34,13 +35,6 @@ void console_out_of_memory(void)
 {
     log_msg(WHARF_LOG_ERROR, "console: out of memory");
     abort();
-}
-
-int64_t console_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 const char *console_prefix(const console *c)
@@ -133,7 +127,7 @@ console *console_create(const char *name, const char *url, metrics *m,
         free(c);
         return NULL;
     }
-    c->started_wall_ms = console_wall_ms();
+    c->started_wall_ms = clock_wall_ms();
     return c;
 }
 
@@ -148,7 +142,7 @@ static presence_self self_of(const console *c)
         .workers = c->v.n_slots,
         .busy = c->v.workers.running,
         .started_ms = c->started_wall_ms,
-        .now_ms = console_wall_ms(),
+        .now_ms = clock_wall_ms(),
     };
 }
 
@@ -194,7 +188,7 @@ void console_worker_exited(console *c, size_t index, restart_reason why,
     h->restarts++;
     h->last_why = why;
     snprintf(h->last_how, sizeof(h->last_how), "%s", how);
-    h->last_at_ms = console_wall_ms();
+    h->last_at_ms = clock_wall_ms();
 }
 
 void console_tick(console *c, int64_t now_ms)

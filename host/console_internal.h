@@ -87,9 +87,6 @@ struct console {
 /* Logs and aborts. */
 void console_out_of_memory(void) __attribute__((noreturn));
 
-/* The wall clock, in milliseconds. */
-int64_t console_wall_ms(void);
-
 /* The key prefix of the manifest in effect. */
 const char *console_prefix(const console *c);
 

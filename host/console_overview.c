@@ -3,6 +3,7 @@
  * and the wait and run percentiles; the worker slots; the restarts; the
  * live hosts. All of it from what the supervisor holds, the ring and the
  * last presence round: no Redis here. */
+#include "clock_ms.h"
 #include "console_internal.h"
 
 #include <inttypes.h>
@@ -14,8 +15,7 @@ static void jb_histogram(json_out *b, const console *c, const char *name,
 {
     histogram_copy now;
     uint64_t count = 0;
-    int64_t window_ms =
-        console_wall_ms() - c->copy_wall[console_oldest_copy(c)];
+    int64_t window_ms = clock_wall_ms() - c->copy_wall[console_oldest_copy(c)];
 
     console_copy_histogram(&now, h);
     for (size_t k = 0; k < METRICS_BUCKETS; k++) {
@@ -159,7 +159,7 @@ void console_overview(console *c, http_reply *reply)
         &b,
         ",\"version\":\"%s\",\"time_ms\":%" PRId64 ",\"started_ms\":%" PRId64
         ",\"redis_up\":%s,\"figures_ok\":%s,\"actions\":%s",
-        WHARF_VERSION, console_wall_ms(), c->started_wall_ms,
+        WHARF_VERSION, clock_wall_ms(), c->started_wall_ms,
         v->redis_up ? "true" : "false", v->figures_ok ? "true" : "false",
         v->cfg->console_actions ? "true" : "false");
     json_out_puts(&b, ",\"types\":[");

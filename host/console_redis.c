@@ -3,6 +3,7 @@
  * the socket timeout of each wait; CONSOLE_PASS_BUSY_MS, past which a
  * request is told to come back). Every command the console sends goes
  * through here. */
+#include "clock_ms.h"
 #include "console_internal.h"
 
 #include <sys/time.h>
@@ -34,7 +35,7 @@ static void say_down(console *c, const char *what, const char *why)
  * left of the budget. */
 pipeline *console_connection(console *c)
 {
-    int64_t now = slots_now_ms(), start = slots_now_us();
+    int64_t now = clock_ms(), start = clock_us();
     int timeout_ms = (int)(budget_left_us(c) / 2000);
     redis_url url;
     char err[512];
@@ -55,11 +56,11 @@ pipeline *console_connection(console *c)
     }
     c->nodes.timeout_ms = timeout_ms;
     if (nodes_connect(&c->nodes) != 0) {
-        c->spent_us += slots_now_us() - start;
+        c->spent_us += clock_us() - start;
         say_down(c, "console: redis unreachable", c->nodes.errstr);
         return NULL;
     }
-    c->spent_us += slots_now_us() - start;
+    c->spent_us += clock_us() - start;
     return &c->pipe;
 }
 
@@ -70,14 +71,14 @@ static void lost(console *c, const char *why)
     if (nodes_up(&c->nodes)) {
         say_down(c, "console: redis command failed", why);
         nodes_disconnect(&c->nodes);
-        c->retry_at_ms = slots_now_ms() + RECONNECT_EVERY_MS;
+        c->retry_at_ms = clock_ms() + RECONNECT_EVERY_MS;
     }
 }
 
 /* Every node's waits within what is left of the budget. */
 int console_run_pipe(console *c)
 {
-    int64_t left = budget_left_us(c), start = slots_now_us();
+    int64_t left = budget_left_us(c), start = clock_us();
     struct timeval tv = {(time_t)(left / 1000000),
                          (suseconds_t)(left % 1000000)};
     int rc;
@@ -95,7 +96,7 @@ int console_run_pipe(console *c)
         }
     c->nodes.timeout_ms = left / 1000 > 0 ? (int)(left / 1000) : 1;
     rc = pipeline_run(&c->pipe);
-    c->spent_us += slots_now_us() - start;
+    c->spent_us += clock_us() - start;
     if (rc != 0) {
         lost(c, c->pipe.errstr[0] ? c->pipe.errstr : "no reply");
         return -1;

@@ -2,6 +2,7 @@
  * the rate charts and the last minute's figures) and its copies of the
  * histograms every CHART_STEP_S seconds (for the percentiles of the
  * window), and what is read back from them. */
+#include "clock_ms.h"
 #include "console_internal.h"
 
 #include <stdlib.h>
@@ -50,12 +51,12 @@ void console_sample(console *c)
         }
     }
     if (copy) {
-        c->copy_wall[copy_at] = console_wall_ms();
+        c->copy_wall[copy_at] = clock_wall_ms();
         c->copy_head = copy_at;
         if (c->copies < HISTOGRAM_COPIES)
             c->copies++;
     }
-    c->sample_wall[at] = console_wall_ms();
+    c->sample_wall[at] = clock_wall_ms();
     c->head = at;
     if (c->samples < CONSOLE_SAMPLES)
         c->samples++;

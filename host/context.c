@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock_ms.h"
 #include "loader.h"
 #include "log.h"
 
@@ -80,10 +81,10 @@ static void context_log(wharf_ctx *ctx, int level, const char *fmt, va_list ap)
     if (vsnprintf(msg, sizeof msg, fmt, ap) < 0)
         snprintf(msg, sizeof msg, "(bad log format)");
     /* The manifest's section name: two sections may load one .so. */
-    fields[n++] = LOG_STR("plugin", c->plugin == NULL ? NULL
-                                    : c->plugin->section
-                                        ? c->plugin->section->name
-                                        : c->plugin->name);
+    fields[n++] =
+        LOG_STR("plugin", c->plugin == NULL    ? NULL
+                          : c->plugin->section ? c->plugin->section->name
+                                               : c->plugin->name);
     if (c->task != NULL) {
         fields[n++] = LOG_STR("task", c->task->id);
         fields[n++] = LOG_STR("type", c->task->type);
@@ -127,7 +128,7 @@ static int64_t context_deadline(wharf_ctx *ctx)
 
     if (c->task == NULL || c->deadline_ms == 0)
         return -1;
-    left = c->deadline_ms - slots_now_ms();
+    left = c->deadline_ms - clock_ms();
     return left > 0 ? left : 0;
 }
 
@@ -143,7 +144,7 @@ bool context_cancelled(const context *c)
     if (c->status && c->status_run &&
         atomic_load(&c->status->cancel) == c->status_run)
         return true;
-    return c->deadline_ms != 0 && slots_now_ms() > c->deadline_ms;
+    return c->deadline_ms != 0 && clock_ms() > c->deadline_ms;
 }
 
 void context_set_deadline(context *c, int64_t deadline_ms, const slot *status,

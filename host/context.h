@@ -29,11 +29,11 @@ typedef struct context {
     bool has_result;
     char error[CONTEXT_ERROR_LEN]; /* "" if the plugin set no reason */
 
-    int64_t deadline_ms;   /* CLOCK_MONOTONIC; 0: no deadline */
-    const slot *status;    /* where the supervisor asks for a cancel, or
-                              NULL */
-    uint32_t status_run;   /* the slot's `run` of this call */
-    int phase;             /* WHARF_PHASE_*: what wharf_phase answers */
+    int64_t deadline_ms; /* CLOCK_MONOTONIC; 0: no deadline */
+    const slot *status;  /* where the supervisor asks for a cancel, or
+                            NULL */
+    uint32_t status_run; /* the slot's `run` of this call */
+    int phase;           /* WHARF_PHASE_*: what wharf_phase answers */
 } context;
 
 /* Prepares c for calls into `plugin` (whose state it reads at each call). */
@@ -43,7 +43,7 @@ void context_init(context *c, const struct loaded_plugin *plugin,
 /* Starts a process_business call for `task`: clears result and error. */
 void context_begin(context *c, const wharf_task *task);
 
-/* Gives the call under way a deadline (slots_now_ms() clock) and, with a
+/* Gives the call under way a deadline (clock_ms() clock) and, with a
  * slot, the run number the supervisor names when it asks for a cancel. */
 void context_set_deadline(context *c, int64_t deadline_ms, const slot *status,
                           uint32_t run);

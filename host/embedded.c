@@ -22,6 +22,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "clock_ms.h"
+
 /* How long the server may take to answer PING after it is started, and to
  * exit after it is asked to. */
 #define EMBEDDED_START_MS 10000
@@ -62,25 +64,6 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
-}
-
-/* Milliseconds on the monotonic clock, for deadlines. */
-static long long now_ms(void)
-{
-    struct timespec ts;
-
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-        return 0; /* cannot fail for CLOCK_MONOTONIC on Linux */
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Sleeps ms milliseconds, through signals. */
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
 }
 
 /* Puts the path of the executable `name` found along PATH into out: 0, or
@@ -354,13 +337,13 @@ static void describe_end(const embedded_redis *e, child_state state, int status,
  * reaped by someone else), -1 if it still runs. */
 static int wait_child(pid_t pid, long long timeout_ms)
 {
-    long long deadline = now_ms() + timeout_ms;
+    int64_t deadline = clock_ms() + timeout_ms;
     int status;
     int running;
 
     while ((running = reap_child(pid, &status) == CHILD_RUNNING) &&
-           now_ms() < deadline)
-        sleep_ms(EMBEDDED_POLL_MS);
+           clock_ms() < deadline)
+        clock_sleep_ms(EMBEDDED_POLL_MS);
     return running ? -1 : 0;
 }
 
@@ -585,7 +568,7 @@ out:
  * the reason in err and the server stopped and reaped (e->pid = 0). */
 static int wait_ready(embedded_redis *e, char *err, size_t errlen)
 {
-    long long deadline = now_ms() + EMBEDDED_START_MS;
+    int64_t deadline = clock_ms() + EMBEDDED_START_MS;
     char line[512];
     int loading = 0;
     child_state state;
@@ -615,9 +598,9 @@ static int wait_ready(embedded_redis *e, char *err, size_t errlen)
             e->pid = 0;
             goto out;
         }
-        if (now_ms() >= deadline)
+        if (clock_ms() >= deadline)
             break;
-        sleep_ms(EMBEDDED_POLL_MS);
+        clock_sleep_ms(EMBEDDED_POLL_MS);
     }
     last_log_line(e->log, line, sizeof(line));
     set_err(err, errlen,

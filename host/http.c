@@ -24,6 +24,8 @@
 
 #include <microhttpd.h>
 
+#include "clock_ms.h"
+
 /* Why these limits. A health check must be answered whatever other
  * clients do, and two kinds of client defeat the obvious schemes:
  *
@@ -106,14 +108,6 @@ static int http_cloexec(int fd)
     return fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
 }
 
-static int64_t http_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The entry of conn in s->conns, or NULL. */
 static http_conn *http_slot(struct MHD_Connection *conn)
 {
@@ -127,7 +121,7 @@ static http_conn *http_slot(struct MHD_Connection *conn)
 static void http_reading(http_conn *c)
 {
     c->phase = HTTP_READING;
-    c->since_ms = http_now_ms();
+    c->since_ms = clock_ms();
     c->line_seen = false;
 }
 
@@ -373,7 +367,7 @@ static enum MHD_Result http_answer(struct MHD_Connection *conn,
     MHD_destroy_response(response);
     if (c) {
         c->phase = HTTP_ANSWERING;
-        c->since_ms = http_now_ms();
+        c->since_ms = clock_ms();
     }
     return rc;
 }
@@ -627,7 +621,7 @@ int http_fd(const http_server *s)
  * it and frees the slot. */
 static unsigned http_enforce_deadlines(http_server *s)
 {
-    int64_t now = http_now_ms();
+    int64_t now = clock_ms();
     int64_t limit_ms = (s->open >= HTTP_BUSY_MARK ? HTTP_BUSY_DEADLINE_S
                                                   : HTTP_HEAD_DEADLINE_S) *
                        1000;

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "broker.h"
+#include "clock_ms.h"
 #include "log.h"
 #include "run.h"
 
@@ -96,8 +97,8 @@ typedef struct keeper_worker {
     unsigned leases_gen; /* the attach the arrays below follow */
     size_t cap;
     char (*tokens)[SLOT_TOKEN_MAX]; /* the lock each index is known by */
-    int64_t *confirmed_ms; /* when a renewal that kept it was sent */
-    bool *lost;            /* reported lost already */
+    int64_t *confirmed_ms;          /* when a renewal that kept it was sent */
+    bool *lost;                     /* reported lost already */
 } keeper_worker;
 
 /* A thread's own copy of a worker's slot. */
@@ -154,7 +155,7 @@ struct lease_keeper {
     copy *copies;
     margin *margins; /* one per broker queue */
     int64_t margin_half_ms;
-    int64_t every_ms;   /* renew period */
+    int64_t every_ms; /* renew period */
     int64_t next_renew_ms, next_heartbeat_ms, reconnect_at_ms;
     int64_t retry_delay_ms;
     bool down_logged;
@@ -325,13 +326,12 @@ static void lease_lost(lease_keeper *k, keeper_worker *w, const slot *snap,
     w->lost[i] = true;
     if (lt && lt->ti >= 0)
         atomic_fetch_add(&k->m->types[lt->ti].leases_lost, 1);
-    log_fields(WHARF_LOG_ERROR, "lease lost",
-               (log_field[]){LOG_STR("task", task->id),
-                             LOG_STR("type", task->type),
-                             LOG_INT("margin_ms", margin_ms),
-                             LOG_STR("why", why),
-                             LOG_STR("worker", w->consumer)},
-               5);
+    log_fields(
+        WHARF_LOG_ERROR, "lease lost",
+        (log_field[]){LOG_STR("task", task->id), LOG_STR("type", task->type),
+                      LOG_INT("margin_ms", margin_ms), LOG_STR("why", why),
+                      LOG_STR("worker", w->consumer)},
+        5);
     if (running == task && !w->cancel_sent_ms)
         ask_to_end(w, snap, now, 0, true);
     w->retired = true;
@@ -349,13 +349,13 @@ static void enforce(lease_keeper *k, keeper_worker *w, const slot *snap,
         return;
     if (snap->state == SLOT_EMPTY) {
         if (now - w->forked_ms > k->init_timeout_ms) {
-            log_fields(WHARF_LOG_ERROR,
-                       "worker still loading its plugins after "
-                       "init_timeout; killing it",
-                       (log_field[]){LOG_INT("init_timeout_ms",
-                                             k->init_timeout_ms),
-                                     LOG_STR("worker", w->consumer)},
-                       2);
+            log_fields(
+                WHARF_LOG_ERROR,
+                "worker still loading its plugins after "
+                "init_timeout; killing it",
+                (log_field[]){LOG_INT("init_timeout_ms", k->init_timeout_ms),
+                              LOG_STR("worker", w->consumer)},
+                2);
             kill(w->pid, SIGKILL);
             w->end.killed = true;
         }
@@ -380,8 +380,9 @@ static void enforce(lease_keeper *k, keeper_worker *w, const slot *snap,
         if (snap->state != SLOT_RUNNING || snap->run != w->cancel_run) {
             w->cancel_sent_ms = 0; /* it ended that run itself */
         } else if (now - w->cancel_sent_ms >= RUN_KILL_GRACE_MS) {
-            log_fields(WHARF_LOG_WARN, "task ignored its cancel request; "
-                                       "killing its worker",
+            log_fields(WHARF_LOG_WARN,
+                       "task ignored its cancel request; "
+                       "killing its worker",
                        (log_field[]){LOG_STR("worker", w->consumer)}, 1);
             kill(w->pid, SIGKILL);
             w->end.killed = true;
@@ -437,7 +438,7 @@ static void *clock_main(void *arg)
     while (!atomic_load(&k->stop)) {
         int64_t now;
         pthread_rwlock_rdlock(&fork_gate);
-        now = slots_now_ms();
+        now = clock_ms();
         pthread_mutex_lock(&k->lock);
         for (size_t i = 0; i < k->n_workers; i++) {
             snapshot(&k->clock_copies[i], &k->workers[i]);
@@ -579,16 +580,16 @@ static int renew_all(lease_keeper *k)
             }
             if (n == 0)
                 continue;
-            sent = slots_now_ms();
+            sent = clock_ms();
             rc = broker_renew(&k->b, q, c->consumer, k->entry_ids, k->ids,
                               k->tokens, n, k->idle, k->ttl);
-            atomic_fetch_add(&k->m->lease_renewals[rc < 0 ? LEASE_FAILED
-                                                          : LEASE_RENEWED],
-                             1);
+            atomic_fetch_add(
+                &k->m->lease_renewals[rc < 0 ? LEASE_FAILED : LEASE_RENEWED],
+                1);
             if (rc < 0)
                 return -1;
             pthread_mutex_lock(&k->lock);
-            renewed(k, wi, qi, n, sent, slots_now_ms());
+            renewed(k, wi, qi, n, sent, clock_ms());
             pthread_mutex_unlock(&k->lock);
         }
     }
@@ -598,8 +599,9 @@ static int renew_all(lease_keeper *k)
 static void connection_failed(lease_keeper *k, const char *what, int64_t now)
 {
     if (!k->down_logged) {
-        log_fields(WHARF_LOG_WARN, "lease keeper: redis command failed; "
-                                   "retrying at once",
+        log_fields(WHARF_LOG_WARN,
+                   "lease keeper: redis command failed; "
+                   "retrying at once",
                    (log_field[]){LOG_STR("during", what),
                                  LOG_STR("error", k->b.errstr)},
                    2);
@@ -653,12 +655,12 @@ static void redis_work(lease_keeper *k, int64_t now)
     }
     if (now >= k->next_renew_ms) {
         if (renew_all(k) != 0) {
-            connection_failed(k, "renewing leases", slots_now_ms());
+            connection_failed(k, "renewing leases", clock_ms());
             return;
         }
         k->retry_delay_ms = 0;
         k->next_renew_ms = now + k->every_ms;
-        publish_margins(k, slots_now_ms());
+        publish_margins(k, clock_ms());
     }
 }
 
@@ -679,9 +681,9 @@ static void *keeper_main(void *arg)
             pthread_cond_broadcast(&k->applied);
         }
         pthread_mutex_unlock(&k->lock);
-        redis_work(k, slots_now_ms());
+        redis_work(k, clock_ms());
         pthread_rwlock_unlock(&fork_gate);
-        now = slots_now_ms();
+        now = clock_ms();
         next = k->next_renew_ms < k->next_heartbeat_ms ? k->next_renew_ms
                                                        : k->next_heartbeat_ms;
         if (!broker_connected(&k->b) && k->reconnect_at_ms > next)
@@ -723,10 +725,10 @@ lease_keeper *lease_keeper_start(const config *cfg, const char *const *types,
     k->instance_key = instance_key;
     k->instance_value = instance_value;
     snprintf(k->consumer, sizeof(k->consumer), "%s:leases", consumer);
-    k->margin_half_ms = slots_now_ms();
+    k->margin_half_ms = clock_ms();
     /* The instance key was just taken: the next refresh is due in a
      * second, as it would be on the loop that took it. */
-    k->next_heartbeat_ms = slots_now_ms() + RUN_INSTANCE_EVERY_MS;
+    k->next_heartbeat_ms = clock_ms() + RUN_INSTANCE_EVERY_MS;
     apply_config(k, cfg, types, policies, n_types);
     /* Signals are the supervisor thread's (its self-pipe): this one
      * blocks them all. */
@@ -858,7 +860,7 @@ bool lease_keeper_cancel(lease_keeper *k, size_t index, uint32_t run,
         snprintf(w->end.entry, sizeof(w->end.entry), "%s", entry_id);
         w->end.timeout_ms = 0;
         w->end.lease_lost = false;
-        w->cancel_sent_ms = slots_now_ms();
+        w->cancel_sent_ms = clock_ms();
         w->cancel_run = run;
         /* Before cancel: a worker that sees cancel reads it next. */
         atomic_store(&w->sl->cancel_requested, run);

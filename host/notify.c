@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock_ms.h"
+
 /* The longest state we send: STATUS lines are cut to fit. */
 #define NOTIFY_MAX 1024
 
@@ -69,14 +71,12 @@ int notify_ready(void)
 
 int notify_reloading(void)
 {
-    struct timespec now;
     char state[96];
 
     /* systemd >= 253 pairs RELOADING=1 with the monotonic time, so it can
      * tell this reload from an earlier one (Type=notify-reload). */
-    clock_gettime(CLOCK_MONOTONIC, &now);
     snprintf(state, sizeof(state), "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\n",
-             (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u);
+             (uint64_t)clock_us());
     return notify_send(state);
 }
 

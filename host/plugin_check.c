@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "clock_ms.h"
 #include "loader.h"
 #include "slots.h"
 
@@ -78,7 +79,7 @@ int plugin_check_start(plugin_check *c, const config *cfg, int64_t timeout_ms,
     c->pid = pid;
     c->fd = fds[0];
     c->timeout_ms = timeout_ms;
-    c->deadline_ms = slots_now_ms() + timeout_ms;
+    c->deadline_ms = clock_ms() + timeout_ms;
     c->running = true;
     return 0;
 }
@@ -258,7 +259,7 @@ int plugin_check_run(const config *cfg, int64_t timeout_ms, char ***types,
 
     if (plugin_check_start(&c, cfg, timeout_ms, err, errlen) != 0)
         return -1;
-    while (!plugin_check_step(&c, slots_now_ms())) {
+    while (!plugin_check_step(&c, clock_ms())) {
         struct pollfd pfd = {c.fd, POLLIN, 0};
         if (c.fd < 0)
             pfd.fd = -1; /* the child closed its end: wait for its exit */

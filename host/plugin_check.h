@@ -16,7 +16,7 @@
 typedef struct plugin_check {
     pid_t pid;           /* the child, 0 once reaped */
     int fd;              /* its report, -1 once read to the end */
-    int64_t deadline_ms; /* slots_now_ms() clock */
+    int64_t deadline_ms; /* clock_ms() clock */
     int64_t timeout_ms;
     int status; /* waitpid status, once reaped */
     char *buf;  /* what the child reported so far */

@@ -129,16 +129,3 @@ bool slot_run_lease_lost(const slot *s, uint32_t run)
     return run != 0 && atomic_load(&s->lease_lost) == run;
 }
 
-int64_t slots_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t slots_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}

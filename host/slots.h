@@ -126,11 +126,4 @@ bool slot_run_cancelled(const slot *s, uint32_t run);
  * not keep its lock, so whatever it returns is not trusted. */
 bool slot_run_lease_lost(const slot *s, uint32_t run);
 
-/* CLOCK_MONOTONIC in milliseconds: one clock for every process. */
-int64_t slots_now_ms(void);
-
-/* The same clock in microseconds, for short spans (a plugin call, the
- * console's budget per pass). */
-int64_t slots_now_us(void);
-
 #endif /* WHARF_SLOTS_H */

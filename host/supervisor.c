@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "clock_ms.h"
 #include "log.h"
 #include "notify.h"
 #include "scripts.h"
@@ -68,7 +69,7 @@ static void begin_stop(supervisor *s, int code)
     s->stopping = true;
     notify_stopping(s->cfg->shutdown_timeout_ms + STOP_MARGIN_MS);
     s->exit_code = code;
-    s->stop_deadline_ms = slots_now_ms() + s->cfg->shutdown_timeout_ms;
+    s->stop_deadline_ms = clock_ms() + s->cfg->shutdown_timeout_ms;
     log_fields(WHARF_LOG_INFO, "stopping: running tasks may finish",
                (log_field[]){
                    LOG_INT("shutdown_timeout_ms", s->cfg->shutdown_timeout_ms)},
@@ -144,7 +145,7 @@ static int run_loop(supervisor *s)
         if (poll(fds, nfds, tick) < 0 && errno != EINTR)
             log_msg(WHARF_LOG_ERROR, "poll: %s", strerror(errno));
         drain_signal_pipe();
-        now = slots_now_ms();
+        now = clock_ms();
         if (watch_at >= 0 && (fds[watch_at].revents & POLLIN))
             read_watch(s, now);
         http_run(s->http);
@@ -284,7 +285,7 @@ int supervisor_run(const char *config_path, config *cfg)
     for (size_t i = 0; i < s.n_procs; i++) {
         snprintf(s.procs[i].consumer, sizeof(s.procs[i].consumer), "%s:%s:%zu",
                  host, cfg->instance, i);
-        s.procs[i].restart_at_ms = slots_now_ms();
+        s.procs[i].restart_at_ms = clock_ms();
     }
     s.keeper = lease_keeper_start(
         s.cfg, (const char *const *)s.types, s.policies, s.n_types, s.n_procs,
@@ -307,7 +308,7 @@ int supervisor_run(const char *config_path, config *cfg)
     notify_ready();
     notify_status("serving %zu types with %u workers", s.n_types, cfg->workers);
     status = run_loop(&s);
-    reap(&s, slots_now_ms());
+    reap(&s, clock_ms());
     /* Every worker is gone: nothing is left to renew. */
     lease_keeper_stop(s.keeper);
     s.keeper = NULL;

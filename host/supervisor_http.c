@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock_ms.h"
 #include "supervisor_internal.h"
 
 static worker_figures count_workers(supervisor *s)
@@ -38,7 +39,7 @@ static worker_figures count_workers(supervisor *s)
 void console_view_of(void *arg, console_view *v)
 {
     supervisor *s = arg;
-    int64_t now = slots_now_ms();
+    int64_t now = clock_ms();
 
     v->cfg = s->cfg;
     v->types = (const char *const *)s->types;

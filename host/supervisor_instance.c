@@ -4,6 +4,7 @@
 #include <sysexits.h>
 #include <unistd.h>
 
+#include "clock_ms.h"
 #include "log.h"
 #include "run.h"
 #include "supervisor_internal.h"
@@ -12,11 +13,11 @@
  * it, up to a little longer than the key lives unrefreshed. */
 int acquire_instance(supervisor *s)
 {
-    int64_t deadline = slots_now_ms() + RUN_INSTANCE_TTL_MS + 2000;
+    int64_t deadline = clock_ms() + RUN_INSTANCE_TTL_MS + 2000;
     bool said = false;
 
     while (!stop_requested()) {
-        int64_t now = slots_now_ms();
+        int64_t now = clock_ms();
         int rc = ensure_connected(s, now);
         if (rc == -2) {
             log_msg(WHARF_LOG_ERROR, "%s", s->b.errstr);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backoff.h"
+#include "clock_ms.h"
 #include "log.h"
 #include "supervisor_internal.h"
 
@@ -96,7 +97,7 @@ bool recover_slot(supervisor *s, size_t index, int status)
         done = true;
         goto out;
     }
-    if (ensure_connected(s, slots_now_ms()) != 0)
+    if (ensure_connected(s, clock_ms()) != 0)
         goto out;
     jobs = calloc(n, sizeof(*jobs));
     entries = calloc(n, sizeof(*entries));

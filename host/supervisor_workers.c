@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "clock_ms.h"
 #include "log.h"
 #include "worker.h"
 #include "supervisor_internal.h"
@@ -260,7 +261,7 @@ void replace_workers(supervisor *s)
         } else if (p->pid <= 0 && p->restart_at_ms == 0) {
             /* not running and not waiting: start it with the new plugins */
             p->replace = false;
-            p->restart_at_ms = slots_now_ms();
+            p->restart_at_ms = clock_ms();
         }
         return; /* one at a time */
     }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "clock_ms.h"
 #include "log.h"
 #include "run.h"
 #include "scripts.h"
@@ -45,19 +46,12 @@ typedef struct worker {
     held_kind held;
     redisReply *held_claim; /* the jobs point into it */
     size_t held_n;
-    int64_t stop_seen_ms;    /* when a stop request was first seen, or 0 */
-    int64_t begin_ms;        /* when the batch's begin was sent */
-    bool signalled;          /* a SIGTERM / SIGINT is pending */
-    int *metric_index;       /* per broker queue: its metrics type index */
+    int64_t stop_seen_ms; /* when a stop request was first seen, or 0 */
+    int64_t begin_ms;     /* when the batch's begin was sent */
+    bool signalled;       /* a SIGTERM / SIGINT is pending */
+    int *metric_index;    /* per broker queue: its metrics type index */
     uint64_t counted_round_trips, counted_errors; /* already in metrics */
 } worker;
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Reads a SIGTERM or SIGINT sent to this process: the worker keeps them
  * blocked (see child_block_stops), so they wait, pending, to be read here
@@ -83,7 +77,7 @@ static bool stopping(worker *w)
         stop = atomic_load_explicit(&w->opts->status->stop,
                                     memory_order_relaxed) != 0;
     if (stop && w->stop_seen_ms == 0)
-        w->stop_seen_ms = slots_now_ms() | 1; /* never 0 */
+        w->stop_seen_ms = clock_ms() | 1; /* never 0 */
     return stop;
 }
 
@@ -95,7 +89,7 @@ static bool keep_trying(worker *w)
     if (!stopping(w))
         return true;
     return w->held != HELD_NONE &&
-           slots_now_ms() - w->stop_seen_ms <
+           clock_ms() - w->stop_seen_ms <
                w->cfg->shutdown_timeout_ms - w->cfg->shutdown_timeout_ms / 10;
 }
 
@@ -103,7 +97,7 @@ static bool keep_trying(worker *w)
  * the future, and never an overflow whatever the entry says. */
 static int64_t wait_since(int64_t enqueued_at_ms)
 {
-    int64_t now = wall_ms();
+    int64_t now = clock_wall_ms();
 
     if (enqueued_at_ms <= 0 || enqueued_at_ms >= now)
         return 0;
@@ -200,14 +194,14 @@ static int worker_setup(worker *w)
         size_t room = w->opts->status->capacity;
         if ((size_t)w->count * routes > room) {
             if (room < routes) {
-                log_fields(WHARF_LOG_ERROR,
-                           "worker: its slot holds fewer tasks than it "
-                           "serves types; the plugins changed since the "
-                           "check (a reload follows)",
-                           (log_field[]){LOG_INT("slot_capacity",
-                                                 (int64_t)room),
-                                         LOG_INT("types", (int64_t)routes)},
-                           2);
+                log_fields(
+                    WHARF_LOG_ERROR,
+                    "worker: its slot holds fewer tasks than it "
+                    "serves types; the plugins changed since the "
+                    "check (a reload follows)",
+                    (log_field[]){LOG_INT("slot_capacity", (int64_t)room),
+                                  LOG_INT("types", (int64_t)routes)},
+                    2);
                 goto out;
             }
             w->count = (unsigned)(room / routes);
@@ -226,8 +220,8 @@ static int worker_setup(worker *w)
         goto out;
     for (size_t i = 0; i < w->capacity; i++)
         context_init(&w->ctxs[i], NULL, WORKER_MAX_RESULT);
-    w->metric_index = calloc(w->b.n_queues ? w->b.n_queues : 1,
-                             sizeof(*w->metric_index));
+    w->metric_index =
+        calloc(w->b.n_queues ? w->b.n_queues : 1, sizeof(*w->metric_index));
     if (!w->metric_index)
         goto out;
     for (size_t i = 0; i < w->b.n_queues; i++)
@@ -235,9 +229,9 @@ static int worker_setup(worker *w)
             metrics_type_find(w->opts->metrics, w->b.queues[i].type);
     rc = 0;
 out:
-    if (rc != 0 && (!types || !policies ||
-                    (w->capacity && (!w->jobs || !w->ctxs ||
-                                     !w->metric_index))))
+    if (rc != 0 &&
+        (!types || !policies ||
+         (w->capacity && (!w->jobs || !w->ctxs || !w->metric_index))))
         log_msg(WHARF_LOG_ERROR, "worker: out of memory");
     free(types);
     free(policies);
@@ -275,10 +269,10 @@ static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
     ctx->plugin = r->plugin;
     ctx->state = r->plugin->state;
     context_begin(ctx, &j->e.task);
-    started = slots_now_ms();
+    started = clock_ms();
     context_set_deadline(ctx, started + timeout_ms, w->opts->status, run);
     status = r->plugin->desc->process_business(&ctx->base, &j->e.task);
-    ended = slots_now_ms();
+    ended = clock_ms();
     if (w->opts->status && slot_run_cancelled(w->opts->status, run)) {
         /* wharf cancel: whatever it returned is dropped, nothing retried
          * (the finish script writes nothing for a cancelled entry). */
@@ -297,8 +291,8 @@ static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
     }
     if (ended - started > timeout_ms || context_cancelled(ctx)) {
         context_end(ctx);
-        snprintf(ctx->error, sizeof(ctx->error), "timeout after %" PRId64
-                 " ms", timeout_ms);
+        snprintf(ctx->error, sizeof(ctx->error), "timeout after %" PRId64 " ms",
+                 timeout_ms);
         backoff_fail(j, ctx->error);
         return;
     }
@@ -316,7 +310,7 @@ static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
         break;
     case WHARF_RETRY:
         backoff_fail(j, ctx->error[0] ? ctx->error
-                                        : "plugin returned WHARF_RETRY");
+                                      : "plugin returned WHARF_RETRY");
         break;
     default:
         snprintf(ctx->error, sizeof(ctx->error),
@@ -533,7 +527,7 @@ static uint32_t slot_running(worker *w, uint32_t i)
     slot_write_begin(sl);
     sl->running = i < sl->capacity ? i : SLOT_NONE;
     sl->run = sl->run + 1 ? sl->run + 1 : 1;
-    sl->started_ms = slots_now_ms();
+    sl->started_ms = clock_ms();
     sl->timeout_ms = w->jobs[i].queue->pol->timeout_ms;
     sl->state = SLOT_RUNNING;
     run = sl->run;
@@ -612,7 +606,7 @@ static int begin_and_run(worker *w, size_t n)
             j->reason = j->e.bad;
         }
     }
-    w->begin_ms = slots_now_ms(); /* before the locks can exist */
+    w->begin_ms = clock_ms(); /* before the locks can exist */
     slot_publish_batch(w, n);
     if (broker_begin(&w->b, w->jobs, n) != 0)
         return -1;
@@ -638,8 +632,8 @@ static int begin_and_run(worker *w, size_t n)
             break;
         case BEGIN_LOCKED:
             if (w->opts->metrics)
-                metrics_add(w->opts->metrics,
-                            &w->opts->metrics->lock_contended, 1);
+                metrics_add(w->opts->metrics, &w->opts->metrics->lock_contended,
+                            1);
             j->finish = FINISH_RESCHEDULE;
             j->next_attempt = j->e.task.attempt;
             j->delay_ms = j->queue->pol->lock_retry_ms;
@@ -650,9 +644,9 @@ static int begin_and_run(worker *w, size_t n)
             {
                 uint32_t run = slot_running(w, (uint32_t)i);
                 int64_t wait_us = wait_since(j->e.task.enqueued_at_ms);
-                int64_t started = slots_now_us();
+                int64_t started = clock_us();
                 run_job(w, j, &w->ctxs[i], run);
-                int64_t took = slots_now_us() - started;
+                int64_t took = clock_us() - started;
                 j->duration_ms = took / 1000;
                 metrics_run(w->opts->metrics, metric_of(w, j), took, wait_us);
             }
@@ -715,7 +709,7 @@ static int resolve_held(worker *w)
 /* Promotes due tasks every block_ms and trims dead sets every second. */
 static int maintain(worker *w)
 {
-    int64_t now = slots_now_ms();
+    int64_t now = clock_ms();
 
     if (!w->opts->maintenance)
         return 0;
@@ -815,9 +809,9 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
                    2);
     status = EX_OK;
     log_fields(WHARF_LOG_INFO, "worker stopped",
-               (log_field[]){LOG_STR("worker", opts->consumer),
-                             LOG_INT("round_trips",
-                                     (int64_t)broker_round_trips(&w.b))},
+               (log_field[]){
+                   LOG_STR("worker", opts->consumer),
+                   LOG_INT("round_trips", (int64_t)broker_round_trips(&w.b))},
                2);
 out:
     count_redis(&w);

@@ -13,8 +13,8 @@
 #include <time.h>
 
 #include "client_ids.h"
+#include "clock_ms.h"
 #include "conn.h"
-#include "monotonic.h"
 #include "redis_url.h"
 #include "served.h"
 
@@ -470,14 +470,14 @@ void cli_iso_time(int64_t ms, char *buf, size_t len)
 
 int cli_backoff(int64_t *step, int64_t deadline)
 {
-    int64_t left = deadline - monotonic_ms();
+    int64_t left = deadline - clock_ms();
 
     if (left <= 0)
         return -1;
     *step = *step <= 0 ? 10 : *step * 2;
     if (*step > 1000)
         *step = 1000;
-    monotonic_sleep_ms(*step < left ? *step : left);
+    clock_sleep_ms(*step < left ? *step : left);
     return 0;
 }
 

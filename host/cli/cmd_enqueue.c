@@ -10,7 +10,7 @@
 
 #include "cli.h"
 #include "client_ids.h"
-#include "monotonic.h"
+#include "clock_ms.h"
 
 enum { OPT_ID, OPT_DELAY, OPT_TRACE, OPT_WAIT, OPT_FILE, OPT_STRICT };
 
@@ -52,7 +52,7 @@ fail:
  * wait_ms has passed. */
 static int enqueue_one(cli *ctx, const wharf_enqueue_opts *t, int64_t wait_ms)
 {
-    int64_t deadline = monotonic_ms() + wait_ms, step = 0;
+    int64_t deadline = clock_ms() + wait_ms, step = 0;
     wharf_enqueue_reply reply;
     wharf_client_status status;
 

@@ -12,7 +12,7 @@
 
 #include "cli.h"
 #include "client_ids.h"
-#include "monotonic.h"
+#include "clock_ms.h"
 
 /* Tasks per wharf_enqueue_batch call. */
 #define FILE_BATCH 10000
@@ -65,7 +65,7 @@ static void clear_progress(file_run *run)
 
 static void draw_progress(file_run *run)
 {
-    int64_t now = monotonic_ms();
+    int64_t now = clock_ms();
     int64_t elapsed = now - run->started;
     size_t tasks = run->enqueued + run->duplicate + run->refused;
     double rate = elapsed > 0 ? (double)tasks * 1000.0 / (double)elapsed : 0;
@@ -171,7 +171,7 @@ static int send_batch(file_run *run, line_batch *b)
         if (retries == 0 || run->wait_ms <= 0)
             return 0;
         if (deadline == 0)
-            deadline = monotonic_ms() + run->wait_ms;
+            deadline = clock_ms() + run->wait_ms;
         if (cli_backoff(&step, deadline) != 0)
             return 0;
         status = wharf_enqueue_batch(client, b->retry_tasks, retries,
@@ -312,7 +312,7 @@ int cli_enqueue_file(cli *ctx, const char *path, const wharf_enqueue_opts *base,
     run.base = base;
     run.wait_ms = wait_ms;
     run.progress = isatty(STDERR_FILENO);
-    run.started = monotonic_ms();
+    run.started = clock_ms();
     code = open_input(&run, path);
     if (code == 0)
         code = cli_connect(ctx);
@@ -322,7 +322,7 @@ int cli_enqueue_file(cli *ctx, const char *path, const wharf_enqueue_opts *base,
         code = read_batch(&run, batch);
         if (code != 0 || batch->n == 0)
             break;
-        monotonic_sleep_ms(run.pause_ms); /* under pressure: see next_pause */
+        clock_sleep_ms(run.pause_ms); /* under pressure: see next_pause */
         code = send_batch(&run, batch);
         if (code == 0)
             code = report_batch(&run, batch);

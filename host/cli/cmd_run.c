@@ -21,6 +21,7 @@
 
 #include "cli.h"
 #include "client_ids.h"
+#include "clock_ms.h"
 #include "context.h"
 #include "loader.h"
 #include "log.h"
@@ -42,8 +43,8 @@ static void run_on_alarm(int sig)
     ssize_t ignored;
 
     (void)sig;
-    ignored = write(STDERR_FILENO, run_timeout_message,
-                    strlen(run_timeout_message));
+    ignored =
+        write(STDERR_FILENO, run_timeout_message, strlen(run_timeout_message));
     (void)ignored;
     _exit(EX_TEMPFAIL);
 }
@@ -144,15 +145,6 @@ static const plugin_section *run_find_section(const config *cfg,
         }
     }
     return best;
-}
-
-/* Wall-clock ms since the epoch, for the task's enqueued_at_ms. */
-static int64_t run_now_ms(void)
-{
-    struct timespec now;
-
-    clock_gettime(CLOCK_REALTIME, &now);
-    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }
 
 static const char *run_status_name(wharf_status status)
@@ -376,7 +368,7 @@ static int run_make_task(cli *ctx, run_state *s)
     task->attempt = s->attempt;
     task->max_attempts = s->route->policy->max_attempts;
     task->fence = 1;
-    task->enqueued_at_ms = run_now_ms();
+    task->enqueued_at_ms = clock_wall_ms();
     return 0;
 }
 
@@ -405,12 +397,12 @@ static void run_call(run_state *s)
     c->phase = WHARF_PHASE_RUN;
     s->context_ready = true;
     context_begin(c, &s->task);
-    started = slots_now_ms();
+    started = clock_ms();
     context_set_deadline(c, started + pol->timeout_ms, NULL, 0);
     run_alarm(pol->timeout_ms + RUN_GRACE_MS);
     s->status = s->route->plugin->desc->process_business(&c->base, &s->task);
     run_alarm(0);
-    s->elapsed = slots_now_ms() - started;
+    s->elapsed = clock_ms() - started;
     context_end(c);
 
     if (s->elapsed > pol->timeout_ms || context_cancelled(c)) {

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock_ms.h"
 #include "client_internal.h"
-#include "monotonic.h"
 
 /* Polling starts fast (a short task is done in a few ms) and backs off. */
 #define POLL_FIRST_MS 5
@@ -67,11 +67,11 @@ wharf_client_status wharf_result_wait(wharf_client *client, const char *type,
         client_error(client, "result: no place to put the result");
         return WHARF_CLIENT_BAD_INPUT;
     }
-    deadline = monotonic_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    deadline = clock_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     for (;;) {
         int64_t left;
         status = get_once(client, type, id, data, len);
-        left = deadline - monotonic_ms();
+        left = deadline - clock_ms();
         if (status != WHARF_CLIENT_NOT_FOUND || timeout_ms <= 0)
             break;
         if (left <= 0) {
@@ -82,7 +82,7 @@ wharf_client_status wharf_result_wait(wharf_client *client, const char *type,
             status = WHARF_CLIENT_TIMEOUT;
             break;
         }
-        monotonic_sleep_ms(step < left ? step : left);
+        clock_sleep_ms(step < left ? step : left);
         step = step * 2 < POLL_MAX_MS ? step * 2 : POLL_MAX_MS;
     }
     return status;
