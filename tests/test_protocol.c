@@ -128,21 +128,21 @@ typedef struct findings {
  * redis.call / redis.pcall; the tokens of those statements are marked
  * in skip. */
 typedef struct names {
-    char keys[4][32], argv[4][32], calls[4][32];
+    char keys[4][96], argv[4][96], calls[4][96];
     size_t n_keys, n_argv, n_calls;
 } names;
 
 static void find_aliases(const body *b, names *a, bool *skip)
 {
-    snprintf(a->keys[a->n_keys++], 32, "KEYS");
-    snprintf(a->argv[a->n_argv++], 32, "ARGV");
+    snprintf(a->keys[a->n_keys++], 96, "KEYS");
+    snprintf(a->argv[a->n_argv++], 96, "ARGV");
     for (size_t i = 0; i < b->n; i++) {
-        char lhs[8][32];
+        char lhs[8][96];
         size_t n_lhs = 0, j = i + 1, v = 0;
         if (!is(b, i, T_NAME, "local"))
             continue;
         while (is(b, j, T_NAME, NULL) && n_lhs < 8) {
-            snprintf(lhs[n_lhs++], 32, "%s", b->t[j].text);
+            snprintf(lhs[n_lhs++], 96, "%s", b->t[j].text);
             skip[j] = true; /* a name declared, not a use */
             j++;
             if (!is(b, j, T_PUNCT, ","))
@@ -159,15 +159,15 @@ static void find_aliases(const body *b, names *a, bool *skip)
             if (!end)
                 continue;
             if (k - start == 1 && is(b, start, T_NAME, "KEYS")) {
-                snprintf(a->keys[a->n_keys++], 32, "%s", lhs[v]);
+                snprintf(a->keys[a->n_keys++], 96, "%s", lhs[v]);
                 skip[start] = true;
             } else if (k - start == 1 && is(b, start, T_NAME, "ARGV")) {
-                snprintf(a->argv[a->n_argv++], 32, "%s", lhs[v]);
+                snprintf(a->argv[a->n_argv++], 96, "%s", lhs[v]);
                 skip[start] = true;
             } else if (k - start == 3 && is(b, start, T_NAME, "redis") &&
                        (is(b, start + 2, T_NAME, "call") ||
                         is(b, start + 2, T_NAME, "pcall"))) {
-                snprintf(a->calls[a->n_calls++], 32, "%s", lhs[v]);
+                snprintf(a->calls[a->n_calls++], 96, "%s", lhs[v]);
             }
             v++;
             start = k + 1;
@@ -177,7 +177,7 @@ static void find_aliases(const body *b, names *a, bool *skip)
     }
 }
 
-static bool named(char (*list)[32], size_t n, const char *text)
+static bool named(char (*list)[96], size_t n, const char *text)
 {
     for (size_t i = 0; i < n; i++)
         if (strcmp(list[i], text) == 0)
