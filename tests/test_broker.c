@@ -12,6 +12,7 @@
 #include <wharf/client.h>
 
 #include "broker.h"
+#include "broker_config.h"
 #include "redis_server.h"
 #include "scripts.h"
 
@@ -25,29 +26,13 @@ static broker_job jobs[256];
 
 static void start(void)
 {
-    char path[300], err[CONFIG_ERR_LEN];
-    FILE *f;
-
-    scripts_init();
-    test_redis_start(&redis, 0);
-    rc = test_redis_connect(&redis);
-    snprintf(path, sizeof(path), "%s/wharf.ini", redis.dir);
-    f = fopen(path, "w");
-    cr_assert(f != NULL);
-    fprintf(f, "[redis]\nurl = %s\n[metrics]\nlisten = off\n", redis.url);
-    fclose(f);
-    cr_assert_eq(config_load_producer(path, &cfg, err, sizeof(err)), 0, "%s",
-                 err);
+    test_broker_up(&redis, &rc, &cfg);
 }
 
 static void stop(void)
 {
-    broker_destroy(&b);
     broker_destroy(&other);
-    config_free(cfg);
-    if (rc)
-        redisFree(rc);
-    test_redis_stop(&redis);
+    test_broker_down(&redis, &rc, &cfg, &b);
 }
 
 TestSuite(broker, .init = start, .fini = stop, .timeout = 60);
@@ -56,11 +41,8 @@ TestSuite(broker, .init = start, .fini = stop, .timeout = 60);
 static void open_broker(broker *br, const char *consumer)
 {
     static const char *const types[] = {"alpha", "beta"};
-    const policy *policies[] = {&cfg->defaults, &cfg->defaults};
 
-    cr_assert_eq(broker_init(br, cfg, types, policies, 2, consumer), 0, "%s",
-                 br->errstr);
-    cr_assert_eq(broker_connect(br), 0, "%s", br->errstr);
+    test_broker_open(br, cfg, types, NULL, 2, consumer);
 }
 
 static void add_task(const char *type, const char *id)

@@ -11,7 +11,6 @@
 #include "broker_config.h"
 #include "cancel_poll.h"
 #include "redis_server.h"
-#include "scripts.h"
 
 static test_redis redis;
 static redisContext *rc;
@@ -21,25 +20,14 @@ static broker b;
 static void start(void)
 {
     static const char *const types[] = {"alpha", "beta"};
-    const policy *policies[2];
 
-    scripts_init();
-    test_redis_start(&redis, 0);
-    rc = test_redis_connect(&redis);
-    cfg = test_config_for(redis.url, redis.dir);
-    policies[0] = policies[1] = &cfg->defaults;
-    cr_assert_eq(broker_init(&b, cfg, types, policies, 2, "tester"), 0, "%s",
-                 b.errstr);
-    cr_assert_eq(broker_connect(&b), 0, "%s", b.errstr);
+    test_broker_up(&redis, &rc, &cfg);
+    test_broker_open(&b, cfg, types, NULL, 2, "tester");
 }
 
 static void stop(void)
 {
-    broker_destroy(&b);
-    config_free(cfg);
-    if (rc)
-        redisFree(rc);
-    test_redis_stop(&redis);
+    test_broker_down(&redis, &rc, &cfg, &b);
 }
 
 TestSuite(cancel_poll, .init = start, .fini = stop, .timeout = 60);

@@ -24,15 +24,12 @@ static redisContext *rc;
 static void start(void)
 {
     scripts_init();
-    test_redis_start(&redis, 0);
-    rc = test_redis_connect(&redis);
+    test_redis_up(&redis, 0, &rc);
 }
 
 static void stop(void)
 {
-    if (rc)
-        redisFree(rc);
-    test_redis_stop(&redis);
+    test_redis_down(&redis, &rc);
 }
 
 TestSuite(command, .init = start, .fini = stop, .timeout = 60);

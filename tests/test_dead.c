@@ -2,15 +2,14 @@
  * (dead:<id>, by a real finish), with a new run of the same id waiting for
  * its retry in task:<id>: list, show, replay and purge read and change
  * the dead record only. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
 
 #include "broker.h"
+#include "broker_config.h"
 #include "redis_server.h"
-#include "scripts.h"
 #include "wharf_cli.h"
 
 #define TRACE "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -26,32 +25,14 @@ static broker b;
 static void start(void)
 {
     static const char *const types[] = {"d"};
-    char path[300], err[CONFIG_ERR_LEN];
-    FILE *f;
 
-    scripts_init();
-    test_redis_start(&redis, 0);
-    rc = test_redis_connect(&redis);
-    snprintf(path, sizeof(path), "%s/wharf.ini", redis.dir);
-    f = fopen(path, "w");
-    cr_assert(f != NULL);
-    fprintf(f, "[redis]\nurl = %s\n[metrics]\nlisten = off\n", redis.url);
-    fclose(f);
-    cr_assert_eq(config_load_producer(path, &cfg, err, sizeof(err)), 0, "%s",
-                 err);
-    const policy *policies[] = {&cfg->defaults};
-    cr_assert_eq(broker_init(&b, cfg, types, policies, 1, "host:test:0"), 0,
-                 "%s", b.errstr);
-    cr_assert_eq(broker_connect(&b), 0, "%s", b.errstr);
+    test_broker_up(&redis, &rc, &cfg);
+    test_broker_open(&b, cfg, types, NULL, 1, "host:test:0");
 }
 
 static void stop(void)
 {
-    broker_destroy(&b);
-    config_free(cfg);
-    if (rc)
-        redisFree(rc);
-    test_redis_stop(&redis);
+    test_broker_down(&redis, &rc, &cfg, &b);
 }
 
 TestSuite(dead, .init = start, .fini = stop, .timeout = 60);

@@ -12,7 +12,6 @@
 #include "known_types.h"
 #include "pipeline.h"
 #include "redis_server.h"
-#include "scripts.h"
 
 /* Replies made by hand, as hiredis makes them. */
 static redisReply integer(long long v)
@@ -101,25 +100,14 @@ static broker b;
 static void start(void)
 {
     static const char *const types[] = {"served"};
-    const policy *policies[1];
 
-    scripts_init();
-    test_redis_start(&redis, 0);
-    rc = test_redis_connect(&redis);
-    cfg = test_config_for(redis.url, redis.dir);
-    policies[0] = &cfg->defaults;
-    cr_assert_eq(broker_init(&b, cfg, types, policies, 1, "tester"), 0, "%s",
-                 b.errstr);
-    cr_assert_eq(broker_connect(&b), 0, "%s", b.errstr);
+    test_broker_up(&redis, &rc, &cfg);
+    test_broker_open(&b, cfg, types, NULL, 1, "tester");
 }
 
 static void stop(void)
 {
-    broker_destroy(&b);
-    config_free(cfg);
-    if (rc)
-        redisFree(rc);
-    test_redis_stop(&redis);
+    test_broker_down(&redis, &rc, &cfg, &b);
 }
 
 TestSuite(known_types_redis, .init = start, .fini = stop, .timeout = 60);

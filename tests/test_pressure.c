@@ -12,7 +12,6 @@
 #include "broker_config.h"
 #include "pressure.h"
 #include "redis_server.h"
-#include "scripts.h"
 
 static test_redis redis;
 static redisContext *rc;
@@ -25,25 +24,16 @@ static void start(void)
     static const char *const types[] = {"p"};
     const policy *policies[] = {&pol};
 
-    scripts_init();
-    test_redis_start(&redis, 0);
-    rc = test_redis_connect(&redis);
-    cfg = test_config_for(redis.url, redis.dir);
+    test_broker_up(&redis, &rc, &cfg);
     pol = cfg->defaults;
     pol.low_watermark = 2;
     pol.high_watermark = 5;
-    cr_assert_eq(broker_init(&b, cfg, types, policies, 1, "tester"), 0, "%s",
-                 b.errstr);
-    cr_assert_eq(broker_connect(&b), 0, "%s", b.errstr);
+    test_broker_open(&b, cfg, types, policies, 1, "tester");
 }
 
 static void stop(void)
 {
-    broker_destroy(&b);
-    config_free(cfg);
-    if (rc)
-        redisFree(rc);
-    test_redis_stop(&redis);
+    test_broker_down(&redis, &rc, &cfg, &b);
 }
 
 TestSuite(pressure, .init = start, .fini = stop, .timeout = 60);

@@ -364,18 +364,12 @@ void test_host_up(test_host *h, const test_redis *r, const test_host_opts *o,
 
 void test_suite_up(test_redis *r, int appendonly, redisContext **rc)
 {
-    test_redis_start(r, appendonly);
-    *rc = test_redis_connect(r);
+    test_redis_up(r, appendonly, rc);
 }
 
 void test_suite_down(test_redis *r, redisContext **rc, test_host *const *hosts)
 {
     for (size_t i = 0; hosts && hosts[i]; i++)
         test_host_stop(hosts[i]);
-    if (*rc)
-        redisFree(*rc);
-    *rc = NULL;
-    if (r->pid > 0)
-        kill(r->pid, SIGCONT);
-    test_redis_stop(r);
+    test_redis_down(r, rc);
 }

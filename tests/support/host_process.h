@@ -132,13 +132,13 @@ void test_host_up(test_host *h, const test_redis *r, const test_host_opts *o,
  * by test_host_manifest* or by the test itself). */
 void test_host_launch(test_host *h, redisContext *rc);
 
-/* The suite fixture of the host tests (TestSuite .init): starts r
- * (append-only if asked) and opens *rc to it. */
+/* The suite fixture of the host tests (TestSuite .init): test_redis_up
+ * (starts r, append-only if asked, and opens *rc to it). */
 void test_suite_up(test_redis *r, int appendonly, redisContext **rc);
 
 /* Its .fini: stops every host of hosts (NULL-terminated; those not
- * running are passed over), closes *rc and stops r, resumed first in
- * case a test left it stopped (SIGSTOP). */
+ * running are passed over), then test_redis_down (closes *rc and stops
+ * r, resumed first in case a test left it stopped). */
 void test_suite_down(test_redis *r, redisContext **rc, test_host *const *hosts);
 
 /* Sleeps ms milliseconds: for the support's own polling, and for a test

@@ -206,6 +206,22 @@ redisContext *test_redis_connect(const test_redis *r)
     return c;
 }
 
+void test_redis_up(test_redis *r, int appendonly, redisContext **rc)
+{
+    test_redis_start(r, appendonly);
+    *rc = test_redis_connect(r);
+}
+
+void test_redis_down(test_redis *r, redisContext **rc)
+{
+    if (*rc)
+        redisFree(*rc);
+    *rc = NULL;
+    if (r->pid > 0)
+        kill(r->pid, SIGCONT);
+    test_redis_stop(r);
+}
+
 static redisReply *vcommand(redisContext *c, const char *fmt, va_list ap)
 {
     redisReply *reply = redisvCommand(c, fmt, ap);

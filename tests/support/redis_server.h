@@ -42,6 +42,15 @@ void test_redis_stop(test_redis *r);
 /* A new connection to it; aborts the test on failure. */
 redisContext *test_redis_connect(const test_redis *r);
 
+/* The fixture of a suite on its own Redis (TestSuite .init): starts r
+ * (append-only if asked) and opens *rc, the test's own connection, to
+ * it. */
+void test_redis_up(test_redis *r, int appendonly, redisContext **rc);
+
+/* Its .fini: closes *rc (NULL is fine) and stops r, resumed first in case
+ * a test left it stopped (SIGSTOP). */
+void test_redis_down(test_redis *r, redisContext **rc);
+
 /* Runs a command and returns its reply; aborts the test on a connection
  * error. Caller frees. */
 redisReply *test_redis_command(redisContext *c, const char *fmt, ...);
