@@ -15,6 +15,7 @@
 #include "client_ids.h"
 #include "clock_ms.h"
 #include "conn.h"
+#include "quote.h"
 #include "redis_url.h"
 #include "served.h"
 
@@ -69,13 +70,13 @@ int cli_usage(cli *ctx, const char *fmt, ...)
     return EX_USAGE;
 }
 
-/* cli_usage saying arg (an operand too many, shown as client_quote
+/* cli_usage saying arg (an operand too many, shown as quote_text
  * shows it) was not expected: 64. */
 static int unexpected(cli *ctx, const char *arg)
 {
     char quoted[120];
 
-    client_quote(arg, quoted, sizeof(quoted));
+    quote_text(arg, quoted, sizeof(quoted));
     return cli_usage(ctx, "unexpected argument '%s'", quoted);
 }
 
@@ -123,11 +124,11 @@ static bool read_flags(cli *ctx, int argc, char **argv, cli_args *args,
             *code = EX_OK;
             return false;
         case ':':
-            client_quote(argv[optind - 1], quoted, sizeof(quoted));
+            quote_text(argv[optind - 1], quoted, sizeof(quoted));
             *code = cli_usage(ctx, "option '%s' needs a value", quoted);
             return false;
         case '?':
-            client_quote(argv[optind - 1], quoted, sizeof(quoted));
+            quote_text(argv[optind - 1], quoted, sizeof(quoted));
             *code = cli_usage(ctx, "unknown option '%s'", quoted);
             return false;
         default:
@@ -201,7 +202,7 @@ int cli_check_type(cli *ctx, const char *type)
 
     if (config_valid_type_name(type))
         return 0;
-    client_quote(type, quoted, sizeof(quoted));
+    quote_text(type, quoted, sizeof(quoted));
     return cli_fail(ctx, EX_DATAERR,
                     "type '%s' is not valid: " CLIENT_TYPE_RULE, quoted);
 }
@@ -212,7 +213,7 @@ int cli_check_id(cli *ctx, const char *id)
 
     if (config_valid_task_id(id, strlen(id)))
         return 0;
-    client_quote(id, quoted, sizeof(quoted));
+    quote_text(id, quoted, sizeof(quoted));
     return cli_fail(ctx, EX_DATAERR,
                     "task id '%s' is not valid: " CLIENT_ID_RULE, quoted);
 }
@@ -248,7 +249,7 @@ int cli_duration(cli *ctx, const char *name, const char *text, int64_t *ms)
 
     if (config_parse_duration(text, ms) == 0)
         return 0;
-    client_quote(text, quoted, sizeof(quoted));
+    quote_text(text, quoted, sizeof(quoted));
     return cli_usage(ctx,
                      "%s '%s' is not a duration: use a whole number and "
                      "ms, s, m, h or d (e.g. 30s)",
@@ -424,7 +425,7 @@ void cli_print_escaped(FILE *out, const char *s, size_t len)
             fputs("\\r", out);
         else if (ch == '\t')
             fputs("\\t", out);
-        else if (ch < 0x20 || ch > 0x7e)
+        else if (!quote_shown(ch))
             fprintf(out, "\\x%02x", ch);
         else
             fputc(ch, out);
@@ -449,7 +450,7 @@ void cli_print_json_string(FILE *out, const char *s)
 int cli_printable(const char *s, size_t len)
 {
     for (size_t i = 0; i < len; i++)
-        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+        if (!quote_shown((unsigned char)s[i]))
             return 0;
     return 1;
 }

@@ -100,8 +100,8 @@ extern const cli_command cmd_queue_drop_entry;
 #define CLI_CANCELLED 3
 
 /* Prints "wharf: NAME: message" on stderr and returns code. Strings the
- * user gave go through client_quote (bytes outside 0x20..0x7e as '?') so
- * no control character reaches the terminal. */
+ * user gave go through quote_text (quote.h: bytes outside 0x20..0x7e as
+ * '?') so no control character reaches the terminal. */
 int cli_fail(cli *ctx, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "client_ids.h"
 #include "clock_ms.h"
+#include "quote.h"
 
 enum { OPT_ID, OPT_DELAY, OPT_TRACE, OPT_WAIT, OPT_FILE, OPT_STRICT };
 
@@ -121,7 +122,7 @@ static int run(cli *ctx, const cli_args *args)
         return code;
     if (task.trace && !client_valid_trace(task.trace)) {
         char quoted[80];
-        client_quote(task.trace, quoted, sizeof(quoted));
+        quote_text(task.trace, quoted, sizeof(quoted));
         return cli_fail(
             ctx, EX_DATAERR,
             "trace '%s' is not a W3C traceparent: " CLIENT_TRACE_RULE, quoted);

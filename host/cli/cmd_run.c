@@ -25,6 +25,7 @@
 #include "context.h"
 #include "loader.h"
 #include "log.h"
+#include "quote.h"
 #include "slots.h"
 #include "worker.h"
 
@@ -214,7 +215,7 @@ static int run_check_attempt(cli *ctx, const char *value)
 
     if (run_parse_attempt(value, &attempt) == 0)
         return 0;
-    client_quote(value, quoted, sizeof(quoted));
+    quote_text(value, quoted, sizeof(quoted));
     return cli_usage(ctx, "--attempt '%s' is not a number >= 1", quoted);
 }
 
@@ -288,7 +289,7 @@ static int run_find_plugin(cli *ctx, run_state *s)
     size_t n;
 
     if (realpath(s->so, s->real) == NULL) {
-        client_quote(s->so, quoted, sizeof(quoted));
+        quote_text(s->so, quoted, sizeof(quoted));
         return cli_fail(ctx, EX_CONFIG, "%s: %s", quoted, strerror(errno));
     }
     slash = strrchr(s->real, '/');

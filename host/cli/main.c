@@ -10,7 +10,7 @@
 
 #include "address.h"
 #include "cli.h"
-#include "client_ids.h"
+#include "quote.h"
 
 static const cli_command *const commands[] = {
     &cmd_enqueue_entry,       &cmd_result_entry,
@@ -73,12 +73,12 @@ static const cli_command *find_command(int argc, char **argv, int *words)
         }
     }
     if (!family) {
-        client_quote(argv[0], quoted, sizeof(quoted));
+        quote_text(argv[0], quoted, sizeof(quoted));
         fprintf(stderr, "wharf: unknown command '%s'\n", quoted);
         usage(stderr);
     } else {
         if (argc > 1) {
-            client_quote(argv[1], quoted, sizeof(quoted));
+            quote_text(argv[1], quoted, sizeof(quoted));
             fprintf(stderr, "wharf: %s: unknown command '%s'\n", argv[0],
                     quoted);
         } else
@@ -132,12 +132,12 @@ int main(int argc, char **argv)
             printf("wharf %s\n", WHARF_VERSION);
             return finish_output(EX_OK);
         case ':':
-            client_quote(argv[optind - 1], quoted, sizeof(quoted));
+            quote_text(argv[optind - 1], quoted, sizeof(quoted));
             fprintf(stderr, "wharf: option '%s' needs a value\n", quoted);
             usage(stderr);
             return EX_USAGE;
         default:
-            client_quote(argv[optind - 1], quoted, sizeof(quoted));
+            quote_text(argv[optind - 1], quoted, sizeof(quoted));
             fprintf(stderr, "wharf: unknown option '%s'\n", quoted);
             usage(stderr);
             return EX_USAGE;

@@ -12,6 +12,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "endpoint.h"
 #include "error_kind.h"
 
 /* At most this many seeds (cluster nodes or sentinels) in one URL. */
@@ -25,13 +26,14 @@ typedef enum redis_url_kind {
 } redis_url_kind;
 
 typedef struct redis_seed {
-    char host[256];
+    char host[ENDPOINT_HOST_MAX];
     int port;
 } redis_seed;
 
 typedef struct redis_url {
     redis_url_kind kind;
-    char host[256]; /* "" for a unix socket; the first seed otherwise */
+    char host[ENDPOINT_HOST_MAX]; /* "" for a unix socket; the first seed
+                                     otherwise */
     int port;
     char path[256]; /* unix socket path, "" for TCP */
     char user[128];
@@ -48,11 +50,10 @@ typedef struct redis_url {
  * library all use it. */
 int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen);
 
-/* Parses the address "host[:port]" or "[v6]:port" of text[0..n) into
- * host (of 256 bytes) and *port (left as it is when none is given). A
- * host is a name, a dotted IPv4 address or a bracketed IPv6 address,
- * checked whole; a port is 1..65535. 0, or -1 with why in err. The one
- * parser of host:port: Redis URLs and the manifest's [metrics] listen. */
+/* endpoint_parse(text, n, 0, ...) (endpoint.h), under the name the
+ * manifest's [metrics] listen check still calls it by: "host[:port]" or
+ * "[v6]:port", the host checked whole, *port left as it is when none is
+ * given. */
 int redis_address_parse(const char *text, size_t n, char *host, int *port,
                         char *err, size_t errlen);
 
