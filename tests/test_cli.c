@@ -1326,6 +1326,16 @@ Test(cli, status_and_cancel_of_waiting_tasks)
                       "\"due_at_ms\": [0-9]+, \"error\": \"\"\\}\n$",
                       r->out),
               "%s", r->out);
+    /* An error a plugin wrote is any bytes: the JSON stays valid (a byte
+     * that is not UTF-8 is the text \xff, as dead show prints it; it was
+     * once written raw, which no JSON reader takes). */
+    command("HSET wharf:{s}:task:d1 error %b", "bad\xff\n<b>\xc3\xa9",
+            (size_t)10);
+    r = wharf("status", "s", "d1", "--json");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(strstr(r->out, "\"error\": "
+                             "\"bad\\\\xff\\n\\u003cb\\u003e\xc3\xa9\"}\n"),
+              "%s", r->out);
     r = wharf("status", "s", "nope");
     cr_assert_eq(r->status, 1);
     cr_assert_str_eq(r->out, "state: unknown\n");

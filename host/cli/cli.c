@@ -15,6 +15,7 @@
 #include "client_ids.h"
 #include "clock_ms.h"
 #include "conn.h"
+#include "json_out.h"
 #include "quote.h"
 #include "redis_url.h"
 #include "served.h"
@@ -434,17 +435,11 @@ void cli_print_escaped(FILE *out, const char *s, size_t len)
 
 void cli_print_json_string(FILE *out, const char *s)
 {
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(out, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(out, "\\u%04x", ch);
-        else
-            fputc(ch, out);
-    }
-    fputc('"', out);
+    json_out b = {0};
+
+    json_out_str(&b, s);
+    fwrite(b.s, 1, b.len, out);
+    json_out_free(&b);
 }
 
 int cli_printable(const char *s, size_t len)

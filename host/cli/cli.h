@@ -179,8 +179,9 @@ void cli_task_key(const cli *ctx, char *buf, const char *type, const char *what,
  * \xNN for every other byte outside 0x20..0x7e. */
 void cli_print_escaped(FILE *out, const char *s, size_t len);
 
-/* Writes s as a JSON string (quoted; '"', '\\' and control bytes
- * escaped). */
+/* Writes s as a JSON string by json_out's one rule (json_out.h): valid
+ * UTF-8 as it is, any other byte that is not printable as the text \xNN,
+ * so the output is valid JSON whatever a plugin wrote. */
 void cli_print_json_string(FILE *out, const char *s);
 
 /* True if every byte of s is printable ASCII (0x20..0x7e). */
