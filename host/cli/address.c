@@ -29,7 +29,7 @@ static int manifest_url(const config *cfg, char *buf, size_t len)
  * configuration wherever it came from, as wharfd says of its own. */
 static int check_url(cli *ctx, const char *source)
 {
-    char err[800], shown[sizeof(ctx->url)];
+    char err[CLI_ERR_MAX], shown[sizeof(ctx->url)];
     redis_url parsed;
 
     if (redis_url_parse(ctx->url, &parsed, err, sizeof(err)) != 0) {
@@ -66,7 +66,7 @@ int address_resolve(cli *ctx, const char *redis_option, const char *config_path)
         return check_url(ctx, "--redis");
     }
     if (ctx->config) {
-        char path[256];
+        char path[CLI_PATH_QUOTE_MAX];
         /* config_load already applied WHARF_REDIS_URL over the file, as
          * wharfd does, so both talk to the same Redis. */
         quote_text(config_path, path, sizeof(path));

@@ -24,11 +24,16 @@
  * (the client library's "enqueue: redis answered: ...", which a program
  * printing it alone needs) loses that word here, so the line does not say
  * "enqueue: enqueue:". */
+/* A message line that needs no malloc (a longer one gets one), and a
+ * bad duration as quoted (a duration is short). */
+#define CLI_LINE_MAX 1024
+#define DURATION_QUOTE_MAX 60
+
 static void vsay(cli *ctx, const char *fmt, va_list ap)
 {
     const char *name = ctx->command->name, *text;
     size_t n = strlen(name);
-    char small[1024], *line = small;
+    char small[CLI_LINE_MAX], *line = small;
     va_list again;
     int len;
 
@@ -75,7 +80,7 @@ int cli_usage(cli *ctx, const char *fmt, ...)
  * shows it) was not expected: 64. */
 static int unexpected(cli *ctx, const char *arg)
 {
-    char quoted[120];
+    char quoted[CLI_QUOTE_MAX];
 
     quote_text(arg, quoted, sizeof(quoted));
     return cli_usage(ctx, "unexpected argument '%s'", quoted);
@@ -109,7 +114,7 @@ static bool read_flags(cli *ctx, int argc, char **argv, cli_args *args,
 {
     const cli_command *entry = ctx->command;
     struct option opts[CLI_FLAGS_MAX + 2];
-    char quoted[120];
+    char quoted[CLI_QUOTE_MAX];
     int opt;
 
     option_table(entry, opts);
@@ -199,7 +204,7 @@ int cli_exit_status(wharf_client_status status)
 
 int cli_check_type(cli *ctx, const char *type)
 {
-    char quoted[120];
+    char quoted[CLI_QUOTE_MAX];
 
     if (config_valid_type_name(type))
         return 0;
@@ -210,7 +215,7 @@ int cli_check_type(cli *ctx, const char *type)
 
 int cli_check_id(cli *ctx, const char *id)
 {
-    char quoted[120];
+    char quoted[CLI_QUOTE_MAX];
 
     if (config_valid_task_id(id, strlen(id)))
         return 0;
@@ -246,7 +251,7 @@ int cli_type_and_id(cli *ctx, const cli_args *args, const char **type,
 
 int cli_duration(cli *ctx, const char *name, const char *text, int64_t *ms)
 {
-    char quoted[60];
+    char quoted[DURATION_QUOTE_MAX];
 
     if (config_parse_duration(text, ms) == 0)
         return 0;
@@ -259,7 +264,7 @@ int cli_duration(cli *ctx, const char *name, const char *text, int64_t *ms)
 
 int cli_connect(cli *ctx)
 {
-    char err[600];
+    char err[CLI_ERR_MAX];
     wharf_client_status status;
     int code;
 
@@ -294,7 +299,7 @@ void cli_disconnect(cli *ctx)
  * why (78 for a bad address, which address_resolve has checked). */
 static int open_conn(cli *ctx)
 {
-    char err[600];
+    char err[CLI_ERR_MAX];
     error_kind kind;
 
     if (ctx->conn)

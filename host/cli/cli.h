@@ -20,10 +20,20 @@
 struct cli_command;
 struct conn;
 
+/* Names for the CLI's buffers. What a user typed (an operand, an option,
+ * a value), as quoted in one message; a path or a URL so quoted; a time
+ * as cli_iso_time writes it; the Redis address; one error line of the
+ * client library or the core. */
+#define CLI_QUOTE_MAX 120
+#define CLI_PATH_QUOTE_MAX 256
+#define CLI_TIME_MAX 64
+#define CLI_URL_MAX 600
+#define CLI_ERR_MAX 600
+
 /* What every command runs with. */
 typedef struct cli {
     const struct cli_command *command; /* the one running, for messages */
-    char url[600];                     /* the Redis address */
+    char url[CLI_URL_MAX];             /* the Redis address */
     const char *password; /* NULL: the URL's own (points into env/config) */
     const char *prefix;   /* key prefix */
     config *config;       /* the manifest of --config, or NULL; owned */

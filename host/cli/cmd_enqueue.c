@@ -13,6 +13,10 @@
 #include "clock_ms.h"
 #include "quote.h"
 
+/* A bad --trace as quoted: a traceparent is 55 bytes, a longer text is
+ * shown cut. */
+#define TRACE_QUOTE_MAX 80
+
 enum { OPT_ID, OPT_DELAY, OPT_TRACE, OPT_WAIT, OPT_FILE, OPT_STRICT };
 
 /* The whole of stdin, binary-safe. 0 with *data malloc'd (caller frees),
@@ -121,7 +125,7 @@ static int run(cli *ctx, const cli_args *args)
         (task.id && (code = cli_check_id(ctx, task.id)) != 0))
         return code;
     if (task.trace && !client_valid_trace(task.trace)) {
-        char quoted[80];
+        char quoted[TRACE_QUOTE_MAX];
         quote_text(task.trace, quoted, sizeof(quoted));
         return cli_fail(
             ctx, EX_DATAERR,

@@ -42,7 +42,7 @@ typedef struct line_batch {
 typedef struct file_run {
     cli *ctx;
     const char *name;      /* for messages: the path (quoted), or "stdin" */
-    char quoted_path[256]; /* the path as quote_text shows it */
+    char quoted_path[CLI_PATH_QUOTE_MAX]; /* as quote_text shows it */
     FILE *in;
     const wharf_enqueue_opts *base;
     int64_t wait_ms;

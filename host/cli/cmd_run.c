@@ -210,7 +210,7 @@ static int run_parse_attempt(const char *text, unsigned *attempt)
 /* The flag table's check of --attempt, where it stands. */
 static int run_check_attempt(cli *ctx, const char *value)
 {
-    char quoted[256];
+    char quoted[CLI_PATH_QUOTE_MAX];
     unsigned attempt;
 
     if (run_parse_attempt(value, &attempt) == 0)
@@ -284,7 +284,7 @@ static int run_load_manifest(cli *ctx, run_state *s)
  * the exit code after saying why. */
 static int run_find_plugin(cli *ctx, run_state *s)
 {
-    char quoted[256];
+    char quoted[CLI_PATH_QUOTE_MAX];
     const char *slash;
     size_t n;
 

@@ -55,7 +55,7 @@ static int is_family(const char *name, const char *word)
  * sets *words to how many it used. NULL after a usage error. */
 static const cli_command *find_command(int argc, char **argv, int *words)
 {
-    char quoted[120];
+    char quoted[CLI_QUOTE_MAX];
     int family = 0;
 
     for (size_t i = 0; commands[i]; i++) {
@@ -109,7 +109,7 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     const char *config_path = NULL, *redis_option = NULL;
     const cli_command *command;
-    char quoted[120];
+    char quoted[CLI_QUOTE_MAX];
     cli_args args;
     cli ctx;
     int opt, words = 1, status;

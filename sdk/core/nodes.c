@@ -112,7 +112,7 @@ static void node_url(const nodes *ns, int index, redis_url *out)
 /* Loads ns->scripts on c. 0, or -1 with ns->errstr set. */
 static int load_scripts(nodes *ns, redisContext *c, const char *name)
 {
-    char err[256];
+    char err[SCRIPT_ERR_MAX];
 
     for (size_t i = 0; ns->scripts && ns->scripts[i]; i++) {
         if (script_load(c, ns->scripts[i], err, sizeof(err)) != 0) {
@@ -395,7 +395,7 @@ static int connect_cluster(nodes *ns)
         nodes_disconnect(ns);
         if (refused == ns->url.n_seeds) {
             /* Say that every seed was tried, not just the last. */
-            char where[400];
+            char where[REDIS_URL_TEXT_MAX];
             redis_url_describe(&ns->url, where, sizeof(where));
             memcpy(last, ns->errstr, sizeof(last));
             nodes_fail(ns, ns->err,

@@ -340,7 +340,7 @@ static int settle(pipeline *p, pipeline_entry *e)
         if (script_is_noscript(r) && e->s) {
             /* The node lost its scripts (restarted, SCRIPT FLUSH). */
             redisContext *c = nodes_context(p->ns, e->node);
-            char err[400];
+            char err[SCRIPT_ERR_MAX];
             index = e->node;
             p->round_trips++;
             if (!c || (script_load(c, e->s, err, sizeof(err)) != 0 && c->err)) {

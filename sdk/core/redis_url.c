@@ -441,7 +441,7 @@ int redis_url_auth_refused(const char *err)
 void redis_url_explain(const redis_url *url, const char *what,
                        const char *reply_text, char *err, size_t errlen)
 {
-    char where[600];
+    char where[REDIS_URL_TEXT_MAX];
 
     redis_url_describe(url, where, sizeof(where));
     explain_error(where, what, reply_text, url->path[0] == '\0', err, errlen);
@@ -522,7 +522,7 @@ redisContext *redis_url_open(const redis_url *url, const char *password,
     error_kind why = ERROR_KIND_UNAVAILABLE;
     redisReply *r;
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    char where[600];
+    char where[REDIS_URL_TEXT_MAX];
     redisContext *c;
     const char *pass = password ? password : url->password;
 

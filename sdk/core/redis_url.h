@@ -18,6 +18,15 @@
 /* At most this many seeds (cluster nodes or sentinels) in one URL. */
 #define REDIS_URL_MAX_SEEDS 16
 
+/* The longest socket path, user name, password and master name a URL
+ * may hold; and an address as redis_url_describe writes it, for
+ * messages. */
+#define REDIS_URL_PATH_MAX 256
+#define REDIS_URL_USER_MAX 128
+#define REDIS_URL_PASSWORD_MAX 256
+#define REDIS_URL_MASTER_MAX 128
+#define REDIS_URL_TEXT_MAX 600
+
 typedef enum redis_url_kind {
     REDIS_URL_TCP = 0, /* redis:// */
     REDIS_URL_UNIX,    /* unix:// */
@@ -35,13 +44,13 @@ typedef struct redis_url {
     char host[ENDPOINT_HOST_MAX]; /* "" for a unix socket; the first seed
                                      otherwise */
     int port;
-    char path[256]; /* unix socket path, "" for TCP */
-    char user[128];
-    char password[256];
+    char path[REDIS_URL_PATH_MAX]; /* unix socket path, "" for TCP */
+    char user[REDIS_URL_USER_MAX];
+    char password[REDIS_URL_PASSWORD_MAX];
     int db;
     redis_seed seeds[REDIS_URL_MAX_SEEDS]; /* cluster and sentinel */
     size_t n_seeds;
-    char master[128]; /* sentinel: the name of the master */
+    char master[REDIS_URL_MASTER_MAX]; /* sentinel: the name of the master */
 } redis_url;
 
 /* Parses text into *out. 0 on success; -1 with the reason alone in err

@@ -10,7 +10,7 @@
 
 /* The address list for messages (redis_url_describe), and one sentinel's
  * reason. */
-#define SENTINEL_WHERE_MAX 600
+#define SENTINEL_WHERE_MAX REDIS_URL_TEXT_MAX
 #define SENTINEL_WHY_MAX 400
 
 /* A connection to sentinel s with timeout tv; NULL with why in err. */
