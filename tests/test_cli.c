@@ -452,7 +452,7 @@ static int has_control(const char *text)
 }
 
 /* Whatever the user typed is echoed as the type and id rule shows it
- * (client_quote: '?' for every byte outside 0x20..0x7e), so an escape
+ * (quote_text: '?' for every byte outside 0x20..0x7e), so an escape
  * sequence in an operand, option, path or URL cannot reach the terminal.
  * The cases are the ones a terminal would act on. */
 Test(cli, control_characters_never_reach_the_terminal)
