@@ -9,6 +9,10 @@
 #include <string.h>
 
 #include "client_ids.h"
+#include "quote.h"
+
+/* A field's text quoted in a bad entry's reason. */
+#define ENTRY_SHOWN_MAX 64
 
 bool entry_valid_trace(const char *t, size_t len)
 {
@@ -76,20 +80,10 @@ static void use_fallback_id(entry *e)
     e->task.id = e->fallback_id;
 }
 
-/* Writes a printable, bounded copy of a field's text for a reason. */
+/* A field's text for a reason, as the one quoting rule shows it. */
 static void quote(char *buf, size_t len, const redisReply *v)
 {
-    size_t n = 0;
-
-    for (size_t i = 0; i < v->len && n + 4 < len; i++) {
-        unsigned char c = (unsigned char)v->str[i];
-        buf[n++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
-    }
-    if (n + 4 >= len && v->len > n) {
-        memcpy(buf + n, "...", 3);
-        n += 3;
-    }
-    buf[n] = '\0';
+    quote_bytes(v->str, v->len, buf, len);
 }
 
 void entry_parse(entry *e, const redisReply *r, const char *type,
@@ -97,7 +91,7 @@ void entry_parse(entry *e, const redisReply *r, const char *type,
 {
     const redisReply *fields, *v[F_COUNT], *id, *t, *payload, *trace;
     long long attempt = 1, enqueued = 0;
-    char shown[64];
+    char shown[ENTRY_SHOWN_MAX];
 
     memset(e, 0, sizeof(*e));
     e->entry_id = r->element[0]->str;

@@ -25,6 +25,7 @@
 #include <microhttpd.h>
 
 #include "clock_ms.h"
+#include "endpoint.h"
 
 /* Why these limits. A health check must be answered whatever other
  * clients do, and two kinds of client defeat the obvious schemes:
@@ -146,6 +147,14 @@ static bool http_token(const char *s)
 /* The longest method we wait for before calling a line garbage. */
 #define HTTP_METHOD_MAX 31
 
+/* A 400 we write ourselves: the status line, its headers and the body. */
+#define HTTP_REFUSAL_MAX 256
+
+/* Why a listen address is refused (endpoint_parse's words), and its port
+ * as getaddrinfo reads it. */
+#define HTTP_WHY_MAX 128
+#define HTTP_PORT_TEXT 8
+
 /* The first bytes of a connection: 1 if they start "METHOD " (a token
  * then a space; the empty lines RFC 9112 2.2 lets a client send first
  * skipped), -1 if they cannot, 0 if too few came to tell. */
@@ -176,7 +185,7 @@ static int http_line_start(const char *buf, size_t n)
 static void http_judge_line(http_conn *c)
 {
     static const char body[] = "bad request: this is not an HTTP request\n";
-    char refusal[256];
+    char refusal[HTTP_REFUSAL_MAX];
     struct tcp_info ti;
     socklen_t len = sizeof(ti);
     char buf[HTTP_METHOD_MAX + 1];
@@ -435,37 +444,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     return http_answer(conn, &reply);
 }
 
-/* Parses "host:port" or "[v6]:port" into addr. 0, or -1 with why. */
+/* Parses "host:port" or "[v6]:port" (endpoint.h; a host name is
+ * resolved) into addr. 0, or -1 with why. */
 static int parse_listen(const char *listen, struct sockaddr_storage *addr,
                         char *err, size_t errlen)
 {
-    char host[256];
-    const char *colon = strrchr(listen, ':');
+    char host[ENDPOINT_HOST_MAX], why[HTTP_WHY_MAX], service[HTTP_PORT_TEXT];
     struct addrinfo hints, *found = NULL;
-    size_t n;
-    int rc;
+    int port = 0, rc;
 
-    if (!colon || colon == listen) {
-        snprintf(err, errlen, "cannot listen on '%s': expected host:port",
-                 listen);
+    if (endpoint_parse(listen, strlen(listen), ENDPOINT_NEED_PORT, host, &port,
+                       why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "cannot listen on '%s': %s", listen, why);
         return -1;
     }
-    n = (size_t)(colon - listen);
-    if (listen[0] == '[' && n >= 2 && listen[n - 1] == ']') {
-        listen++;
-        n -= 2;
-    }
-    if (n >= sizeof(host)) {
-        snprintf(err, errlen, "cannot listen on '%s': host too long", listen);
-        return -1;
-    }
-    memcpy(host, listen, n);
-    host[n] = '\0';
+    snprintf(service, sizeof(service), "%d", port);
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
-    rc = getaddrinfo(host, colon + 1, &hints, &found);
+    rc = getaddrinfo(host, service, &hints, &found);
     if (rc != 0 || !found) {
         snprintf(err, errlen, "cannot listen on '%s': %s", listen,
                  gai_strerror(rc));
@@ -568,6 +566,8 @@ const char *http_query(const char *name)
                            : NULL;
 }
 
+#define FORM_TYPE "application/x-www-form-urlencoded"
+
 bool http_form(const char *name, char *out, size_t len)
 {
     static char value[HTTP_BODY_MAX + 1]; /* one loop, one request */
@@ -576,8 +576,9 @@ bool http_form(const char *name, char *out, size_t len)
 
     /* A request that sent no body has no fields (current_body NULL). */
     if (!current_body || !type ||
-        strncasecmp(type, "application/x-www-form-urlencoded", 33) != 0 ||
-        (type[33] != '\0' && type[33] != ';'))
+        strncasecmp(type, FORM_TYPE, sizeof(FORM_TYPE) - 1) != 0 ||
+        (type[sizeof(FORM_TYPE) - 1] != '\0' &&
+         type[sizeof(FORM_TYPE) - 1] != ';'))
         return false;
     for (const char *p = current_body->body; *p;) {
         size_t field = strcspn(p, "&"), n;

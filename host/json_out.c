@@ -34,9 +34,13 @@ void json_out_puts(json_out *b, const char *s)
     json_out_raw(b, s, strlen(s));
 }
 
+/* What json_out_printf writes without a second pass: names and numbers
+ * are short. */
+#define JSON_OUT_SMALL 256
+
 void json_out_printf(json_out *b, const char *fmt, ...)
 {
-    char small[256];
+    char small[JSON_OUT_SMALL];
     va_list ap;
     int n;
 

@@ -16,12 +16,18 @@
 
 #include "context.h"
 #include "log.h"
+#include "quote.h"
 
 #define LOADER_SYMBOL "wharf_plugin_v1"
 
 /* Longest piece of plugin-supplied text (a name, a type) quoted in an
  * error message. */
 #define LOADER_QUOTE_LEN 64
+
+/* A failure's reason before the file and line are put in front of it,
+ * and the reason of a check of a plugin file's owner and mode. */
+#define LOADER_REASON_MAX 768
+#define LOADER_OWNER_REASON_MAX 256
 
 /* Allocation failure in the host is fatal (STYLE: like Redis zmalloc). */
 static void loader_out_of_memory(void)
@@ -55,7 +61,7 @@ static WHARF_PRINTF(6, 7) void loader_fail(char *err, size_t errlen,
                                            const char *path, const char *fmt,
                                            ...)
 {
-    char reason[768];
+    char reason[LOADER_REASON_MAX];
     va_list ap;
 
     if (err == NULL || errlen == 0)
@@ -72,18 +78,11 @@ static WHARF_PRINTF(6, 7) void loader_fail(char *err, size_t errlen,
         snprintf(err, errlen, "%s: %s: %s", cfg->file, path, reason);
 }
 
-/* Copies plugin-supplied text into buf for an error message: cut to fit and
- * with control bytes replaced, so the message stays one line. */
+/* Plugin-supplied text in buf as the one quoting rule shows it
+ * (quote.h), for use inside a message's arguments. */
 static const char *loader_quote(char *buf, size_t size, const char *text)
 {
-    size_t i;
-
-    for (i = 0; text[i] != '\0' && i + 1 < size; i++) {
-        unsigned char ch = (unsigned char)text[i];
-
-        buf[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-    }
-    buf[i] = '\0';
+    quote_text(text, buf, size);
     return buf;
 }
 
@@ -126,7 +125,7 @@ int loader_check_owner(const char *path, char *err, size_t errlen)
 static int loader_check_folders(const char *dir, char *err, size_t errlen)
 {
     char walk[PATH_MAX];
-    char reason[256];
+    char reason[LOADER_OWNER_REASON_MAX];
     char *slash;
 
     if (snprintf(walk, sizeof walk, "%s", dir) >= (int)sizeof walk) {

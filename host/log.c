@@ -14,6 +14,8 @@
 
 #include <wharf/plugin.h>
 
+#include "quote.h"
+
 /* Every part of a line has its own budget, so a line never outgrows its
  * buffer and structural bytes are never cut: the message keeps at most
  * LOG_MSG_MAX escaped bytes, each field key and value LOG_FIELD_MAX, and at
@@ -21,7 +23,13 @@
 #define LOG_MSG_MAX 4000
 #define LOG_FIELD_MAX 1000
 #define LOG_FIELDS_MAX 12
-#define LOG_LINE_MAX (256 + LOG_MSG_MAX + LOG_FIELDS_MAX * (2 * LOG_FIELD_MAX + 8))
+/* "2026-12-02T15:04:05.123Z" with room; a long long in decimal. */
+#define LOG_TIME_MAX 40
+#define LOG_NUMBER_MAX 32
+/* The rest of a line: priority, timestamp, level, keys and punctuation. */
+#define LOG_FRAME_MAX 256
+#define LOG_LINE_MAX                                                           \
+    (LOG_FRAME_MAX + LOG_MSG_MAX + LOG_FIELDS_MAX * (2 * LOG_FIELD_MAX + 8))
 
 /* Read by every thread (the supervisor's lease keeper logs too). */
 static _Atomic int log_min_level = WHARF_LOG_INFO;
@@ -95,12 +103,13 @@ static void put(line_buf *b, const char *s)
 
 /* Appends s, escaped, using at most max bytes: for JSON, quotes,
  * backslashes and every control or non-ASCII byte are escaped so any
- * plugin text stays valid JSON; for text, control bytes become '?' so one
- * event is always one line. */
+ * plugin text stays valid JSON; for text, the one quoting rule (quote.h:
+ * every byte outside printable ASCII becomes '?') so one event is always
+ * one line and nothing in it reaches a terminal as a control. */
 static void put_escaped(line_buf *b, const char *s, size_t max, int json)
 {
     size_t start = b->len;
-    char esc[8];
+    char esc[sizeof("\\u00ff")];
     size_t n;
 
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -114,8 +123,8 @@ static void put_escaped(line_buf *b, const char *s, size_t max, int json)
         } else if (json && (*p < 0x20 || *p >= 0x7f)) {
             snprintf(esc, sizeof(esc), "\\u%04x", *p);
             n = 6;
-        } else if (!json && (*p < 0x20 || *p == 0x7f)) {
-            esc[0] = '?';
+        } else if (!json) {
+            esc[0] = quote_char(*p);
             n = 1;
         } else {
             esc[0] = (char)*p;
@@ -133,7 +142,7 @@ static void put_timestamp(line_buf *b)
 {
     struct timespec now;
     struct tm tm;
-    char ts[40];
+    char ts[LOG_TIME_MAX];
 
     clock_gettime(CLOCK_REALTIME, &now);
     gmtime_r(&now.tv_sec, &tm);
@@ -162,7 +171,7 @@ void log_fields(int level, const char *msg, const log_field *fields,
     /* large; one per thread, never re-entered */
     static _Thread_local line_buf b;
     int json = log_fmt == LOG_FORMAT_JSON;
-    char num[32];
+    char num[LOG_NUMBER_MAX];
 
     if (!log_enabled(level))
         return;

@@ -1,30 +1,13 @@
-/* The host's Lua scripts: begin and finish (each takes a whole batch of
- * one queue), release, and the maintenance scripts (renew, heartbeat,
- * due, promote, trim_dead). Each is generated from its sdk/lua/NAME.lua
- * (lua_scripts.h, which also has its spec and typed call functions); the
- * header of the file states its KEYS, ARGV and reply. */
+/* The old name of node_scripts.h, for the files that still include it
+ * (broker.c, supervisor.c, worker.c and eight tests): remove once they
+ * include node_scripts.h and call node_scripts_all and
+ * node_scripts_check. */
 #ifndef WHARF_SCRIPTS_H
 #define WHARF_SCRIPTS_H
 
-#include "script.h"
+#include "node_scripts.h"
 
-/* Defined in lua_scripts.c; named here so that a file can have these
- * without the declarations of every script. */
-extern const script script_begin;
-extern const script script_finish;
-extern const script script_release;
-extern const script script_renew;
-extern const script script_heartbeat;
-extern const script script_due;
-extern const script script_promote;
-extern const script script_trim_dead;
-
-/* Every script above, NULL-terminated: each node the broker reaches
- * loads them all. */
-extern const script *const scripts_all[];
-
-/* Checks that each script's SHA1, computed at build time, is the one of
- * its text; aborts with a message if not. Call once at start. */
-void scripts_init(void);
+#define scripts_all node_scripts_all
+#define scripts_init node_scripts_check
 
 #endif /* WHARF_SCRIPTS_H */

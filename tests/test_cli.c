@@ -452,7 +452,7 @@ static int has_control(const char *text)
 }
 
 /* Whatever the user typed is echoed as the type and id rule shows it
- * (client_quote: '?' for every byte outside 0x20..0x7e), so an escape
+ * (quote_text: '?' for every byte outside 0x20..0x7e), so an escape
  * sequence in an operand, option, path or URL cannot reach the terminal.
  * The cases are the ones a terminal would act on. */
 Test(cli, control_characters_never_reach_the_terminal)
@@ -1325,6 +1325,16 @@ Test(cli, status_and_cancel_of_waiting_tasks)
                       "\"attempt\": 1, \"enqueued_at_ms\": [0-9]+, "
                       "\"due_at_ms\": [0-9]+, \"error\": \"\"\\}\n$",
                       r->out),
+              "%s", r->out);
+    /* An error a plugin wrote is any bytes: the JSON stays valid (a byte
+     * that is not UTF-8 is the text \xff, as dead show prints it; it was
+     * once written raw, which no JSON reader takes). */
+    command("HSET wharf:{s}:task:d1 error %b", "bad\xff\n<b>\xc3\xa9",
+            (size_t)10);
+    r = wharf("status", "s", "d1", "--json");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(strstr(r->out, "\"error\": "
+                             "\"bad\\\\xff\\n\\u003cb\\u003e\xc3\xa9\"}\n"),
               "%s", r->out);
     r = wharf("status", "s", "nope");
     cr_assert_eq(r->status, 1);

@@ -338,6 +338,17 @@ Test(loader, refuses_an_invalid_type_name_in_the_manifest)
     assert_refused(refusal(), 26, path, "invalid type name \"{slot}\"");
 }
 
+/* A name is quoted by the one rule (quote.h): no byte outside printable
+ * ASCII reaches the message, 0x80 and up included (a C1 control such as
+ * 0x9b starts an escape sequence on some terminals). */
+Test(loader, an_invalid_type_name_is_quoted_printable)
+{
+    const char *path = fixture("good", "good.so");
+
+    add_section("good", path, (char *[]){"ok", "caf\xc3\xa9\x9b[2J", NULL}, 26);
+    assert_refused(refusal(), 26, path, "invalid type name \"caf???[2J\"");
+}
+
 Test(loader, manifest_types_replace_the_descriptors)
 {
     const char *path = fixture("badtype", "badtype.so");

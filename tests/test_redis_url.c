@@ -2,7 +2,8 @@
  * what it parses to, every refused one with its exact reason, the
  * descriptions (never a password), the one-line explanations of error
  * replies, and connecting (AUTH, SELECT, PING, timeouts, close-on-exec)
- * against a real redis-server. Parsing needs no Redis. */
+ * against a real redis-server. Parsing needs no Redis. And endpoint.h,
+ * the host:port parser under it, in each of its forms. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 
 #include <criterion/criterion.h>
 
+#include "endpoint.h"
 #include "redis_server.h"
 #include "redis_url.h"
 
@@ -362,6 +364,106 @@ Test(redis_url, address_parse_for_the_listen_key)
     cr_assert_str_eq(err, "bad IPv6 address: expected [address]");
     cr_assert_eq(redis_address_parse("", 0, host, &port, err, sizeof(err)), -1);
     cr_assert_str_eq(err, "expected a host name or address");
+}
+
+/* Brackets hold an IPv6 address and nothing else: "[zz]" was once taken
+ * for the host name zz. */
+Test(redis_url, brackets_hold_only_an_ipv6_address)
+{
+    static const char *const bad[] = {"redis://[zz]:1",
+                                      "redis://[zz]",
+                                      "redis://[localhost]:6379",
+                                      "redis://[127.0.0.1]:6379",
+                                      "redis+cluster://a:1,[zz]:2",
+                                      NULL};
+    char err[300];
+    redis_url u;
+
+    for (size_t i = 0; bad[i]; i++) {
+        cr_assert_eq(redis_url_parse(bad[i], &u, err, sizeof(err)), -1, "%s",
+                     bad[i]);
+        cr_assert_str_eq(err, "expected a host name or address", "%s", bad[i]);
+    }
+    u = parsed("redis://[fe80::1]:1");
+    cr_assert_str_eq(u.host, "fe80::1");
+}
+
+/* One text through every form of endpoint_parse. */
+static int endpoint(const char *text, unsigned flags, char *host, int *port,
+                    char *err)
+{
+    return endpoint_parse(text, strlen(text), flags, host, port, err, 128);
+}
+
+Test(endpoint, the_checked_form)
+{
+    char host[ENDPOINT_HOST_MAX], err[128];
+    int port = 0;
+
+    cr_assert_eq(endpoint("10.0.0.1:80", 0, host, &port, err), 0, "%s", err);
+    cr_assert_str_eq(host, "10.0.0.1");
+    cr_assert_eq(port, 80);
+    cr_assert_eq(endpoint("[::1]:6379", 0, host, &port, err), 0, "%s", err);
+    cr_assert_str_eq(host, "::1");
+    cr_assert_eq(port, 6379);
+    port = 5;
+    cr_assert_eq(endpoint("[::1]", 0, host, &port, err), 0, "%s", err);
+    cr_assert_eq(port, 5, "no port given: left as it was");
+    /* Unbracketed, the first ':' ends the host: "::1:6379" is no host. */
+    cr_assert_eq(endpoint("::1:6379", 0, host, &port, err), -1);
+    cr_assert_str_eq(err, "expected a host name or address");
+    cr_assert_eq(endpoint("[zz]:1", 0, host, &port, err), -1);
+    cr_assert_str_eq(err, "expected a host name or address");
+    cr_assert_eq(endpoint("h:65536", 0, host, &port, err), -1);
+    cr_assert_str_eq(err, "bad port: expected 1..65535");
+    cr_assert_eq(endpoint("h:x", 0, host, &port, err), -1);
+    cr_assert_str_eq(err, "bad port: expected 1..65535");
+    cr_assert_eq(port, 5, "a refused port is not written");
+    cr_assert_eq(endpoint("h", ENDPOINT_NEED_PORT, host, &port, err), -1);
+    cr_assert_str_eq(err, "no port: expected host:port");
+    cr_assert_eq(endpoint("[::1]", ENDPOINT_NEED_PORT, host, &port, err), -1);
+    cr_assert_eq(
+        endpoint("localhost:9464", ENDPOINT_NEED_PORT, host, &port, err), 0,
+        "%s", err);
+    cr_assert_str_eq(host, "localhost");
+    cr_assert_eq(port, 9464);
+}
+
+/* As Redis writes a node in MOVED and ASK: the host unchecked, perhaps
+ * empty, an IPv6 address with or without brackets. */
+Test(endpoint, the_loose_form)
+{
+    static const unsigned loose = ENDPOINT_LOOSE_HOST | ENDPOINT_NEED_PORT;
+    char host[ENDPOINT_HOST_MAX], err[128];
+    int port = 0;
+
+    cr_assert_eq(endpoint("::1:6381", loose, host, &port, err), 0, "%s", err);
+    cr_assert_str_eq(host, "::1");
+    cr_assert_eq(port, 6381);
+    cr_assert_eq(endpoint("[::1]:6382", loose, host, &port, err), 0, "%s", err);
+    cr_assert_str_eq(host, "::1");
+    cr_assert_eq(port, 6382);
+    cr_assert_eq(endpoint(":6383", loose, host, &port, err), 0, "%s", err);
+    cr_assert_str_eq(host, "");
+    cr_assert_eq(port, 6383);
+    cr_assert_eq(endpoint("node-1.example:7000", loose, host, &port, err), 0);
+    cr_assert_str_eq(host, "node-1.example");
+    cr_assert_eq(endpoint("[zz]:1", loose, host, &port, err), -1);
+    cr_assert_eq(endpoint("h", loose, host, &port, err), -1);
+    cr_assert_eq(endpoint("h:0", loose, host, &port, err), -1);
+    cr_assert_str_eq(err, "bad port: expected 1..65535");
+}
+
+Test(endpoint, format_brackets_an_ipv6_address)
+{
+    char buf[ENDPOINT_TEXT_MAX];
+
+    cr_assert_eq(endpoint_format(buf, sizeof(buf), "::1", 6379), 10);
+    cr_assert_str_eq(buf, "[::1]:6379");
+    endpoint_format(buf, sizeof(buf), "10.0.0.1", 80);
+    cr_assert_str_eq(buf, "10.0.0.1:80");
+    cr_assert_eq(endpoint_format(buf, 4, "host", 80), 7, "the length it needs");
+    cr_assert_str_eq(buf, "hos");
 }
 
 Test(redis_url, describe_never_shows_a_password)

@@ -11,10 +11,10 @@
 
 #include <criterion/criterion.h>
 
-#include "lua_sources.h"
+#include "lua_scripts.h"
 #include "redis_server.h"
+#include "node_scripts.h"
 #include "script.h"
-#include "scripts.h"
 
 #define TRACE "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 #define ARGS_MAX 64
@@ -22,24 +22,9 @@
 static test_redis redis;
 static redisContext *rc;
 
-static script script_enqueue = {.name = "enqueue", .source = wharf_lua_enqueue};
-static script script_dead_purge = {.name = "dead_purge",
-                                   .source = wharf_lua_dead_purge};
-static script script_dead_replay = {.name = "dead_replay",
-                                    .source = wharf_lua_dead_replay};
-static script script_lock_release = {.name = "lock_release",
-                                     .source = wharf_lua_lock_release};
-static script script_queue_drop = {.name = "queue_drop",
-                                   .source = wharf_lua_queue_drop};
-
 static void start(void)
 {
-    scripts_init();
-    script_init(&script_enqueue);
-    script_init(&script_dead_purge);
-    script_init(&script_dead_replay);
-    script_init(&script_lock_release);
-    script_init(&script_queue_drop);
+    node_scripts_check();
     test_redis_start(&redis, 0);
     rc = test_redis_connect(&redis);
 }
@@ -159,12 +144,12 @@ static const char *pending_entry(const char *id, const char *consumer)
 
 Test(scripts, every_file_states_keys_argv_and_reply)
 {
-    for (size_t i = 0; scripts_all[i]; i++) {
-        const char *src = scripts_all[i]->source;
-        cr_assert(strncmp(src, "-- ", 3) == 0, "%s", scripts_all[i]->name);
-        cr_assert(strstr(src, "-- KEYS:"), "%s", scripts_all[i]->name);
-        cr_assert(strstr(src, "-- ARGV:"), "%s", scripts_all[i]->name);
-        cr_assert(strstr(src, "-- Reply:"), "%s", scripts_all[i]->name);
+    for (size_t i = 0; node_scripts_all[i]; i++) {
+        const char *src = node_scripts_all[i]->source;
+        cr_assert(strncmp(src, "-- ", 3) == 0, "%s", node_scripts_all[i]->name);
+        cr_assert(strstr(src, "-- KEYS:"), "%s", node_scripts_all[i]->name);
+        cr_assert(strstr(src, "-- ARGV:"), "%s", node_scripts_all[i]->name);
+        cr_assert(strstr(src, "-- Reply:"), "%s", node_scripts_all[i]->name);
     }
     /* The SHA1 computed here is the one the server computes. */
     char err[256];

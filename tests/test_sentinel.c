@@ -44,9 +44,11 @@ Test(sentinel, names_the_master_past_a_sentinel_that_is_down)
     snprintf(text, sizeof(text), "redis+sentinel://:secret@127.0.0.1:%d,%s",
              dead, sentinels.url + strlen("redis+sentinel://"));
     redis_url u = url_of(text);
-    cr_assert_eq(
-        sentinel_master(&u, 2000, host, sizeof(host), &port, err, sizeof(err)),
-        0, "%s", err);
+    error_kind kind = ERROR_KIND_NONE;
+    cr_assert_eq(sentinel_master(&u, 2000, host, sizeof(host), &port, &kind,
+                                 err, sizeof(err)),
+                 0, "%s", err);
+    cr_assert_eq(kind, ERROR_KIND_NONE, "the kind was written on success");
     cr_assert_str_eq(host, "127.0.0.1");
     cr_assert_eq(port, sentinels.primary.port);
 
@@ -67,9 +69,10 @@ Test(sentinel, names_the_master_past_a_sentinel_that_is_down)
     char want[800], where[600];
     redis_url_describe(&u, where, sizeof(where));
     port = 7;
-    cr_assert_eq(
-        sentinel_master(&u, 2000, host, sizeof(host), &port, err, sizeof(err)),
-        -2, "%s", err);
+    cr_assert_eq(sentinel_master(&u, 2000, host, sizeof(host), &port, &kind,
+                                 err, sizeof(err)),
+                 -2, "%s", err);
+    cr_assert_eq(kind, ERROR_KIND_SETUP);
     snprintf(want, sizeof(want),
              "%s: no sentinel of 3 that answered knows a master named "
              "'nosuch' (see SENTINEL MASTERS)",
@@ -86,9 +89,11 @@ Test(sentinel, no_sentinel_answering_is_told_with_the_last_reason)
     snprintf(text, sizeof(text),
              "redis+sentinel://:secret@127.0.0.1:%d,127.0.0.1:%d/wharf", a, b);
     redis_url u = url_of(text);
-    cr_assert_eq(
-        sentinel_master(&u, 2000, host, sizeof(host), &port, err, sizeof(err)),
-        -1);
+    error_kind kind = ERROR_KIND_NONE;
+    cr_assert_eq(sentinel_master(&u, 2000, host, sizeof(host), &port, &kind,
+                                 err, sizeof(err)),
+                 -1);
+    cr_assert_eq(kind, ERROR_KIND_UNAVAILABLE);
     snprintf(want, sizeof(want),
              "redis+sentinel://127.0.0.1:%d,127.0.0.1:%d/wharf/0: no sentinel "
              "answered (tried 2): 127.0.0.1:%d: Connection refused",
@@ -109,9 +114,10 @@ Test(sentinel, a_plain_redis_is_no_sentinel)
     snprintf(text, sizeof(text), "redis+sentinel://127.0.0.1:%d/wharf",
              plain.port);
     redis_url u = url_of(text);
-    cr_assert_eq(
-        sentinel_master(&u, 2000, host, sizeof(host), &port, err, sizeof(err)),
-        -1);
+    /* No kind asked for: NULL is fine. */
+    cr_assert_eq(sentinel_master(&u, 2000, host, sizeof(host), &port, NULL, err,
+                                 sizeof(err)),
+                 -1);
     snprintf(want, sizeof(want),
              "redis+sentinel://127.0.0.1:%d/wharf/0: no sentinel names "
              "master 'wharf' (tried 1): 127.0.0.1:%d: ERR unknown command",

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sysexits.h>
 
-#include "client_ids.h"
+#include "quote.h"
 #include "redis_url.h"
 
 #define DEFAULT_URL "redis://127.0.0.1:6379"
@@ -29,11 +29,11 @@ static int manifest_url(const config *cfg, char *buf, size_t len)
  * configuration wherever it came from, as wharfd says of its own. */
 static int check_url(cli *ctx, const char *source)
 {
-    char err[800], shown[sizeof(ctx->url)];
+    char err[CLI_ERR_MAX], shown[sizeof(ctx->url)];
     redis_url parsed;
 
     if (redis_url_parse(ctx->url, &parsed, err, sizeof(err)) != 0) {
-        client_quote(ctx->url, shown, sizeof(shown));
+        quote_text(ctx->url, shown, sizeof(shown));
         fprintf(stderr, "wharf: %s: bad Redis URL '%s': %s\n", source, shown,
                 err);
         return EX_CONFIG;
@@ -66,10 +66,10 @@ int address_resolve(cli *ctx, const char *redis_option, const char *config_path)
         return check_url(ctx, "--redis");
     }
     if (ctx->config) {
-        char path[256];
+        char path[CLI_PATH_QUOTE_MAX];
         /* config_load already applied WHARF_REDIS_URL over the file, as
          * wharfd does, so both talk to the same Redis. */
-        client_quote(config_path, path, sizeof(path));
+        quote_text(config_path, path, sizeof(path));
         if (manifest_url(ctx->config, ctx->url, sizeof(ctx->url)) != 0) {
             fprintf(stderr, "wharf: %s: the Redis address is too long\n", path);
             return EX_CONFIG;

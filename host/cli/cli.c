@@ -15,6 +15,8 @@
 #include "client_ids.h"
 #include "clock_ms.h"
 #include "conn.h"
+#include "json_out.h"
+#include "quote.h"
 #include "redis_url.h"
 #include "served.h"
 
@@ -22,11 +24,16 @@
  * (the client library's "enqueue: redis answered: ...", which a program
  * printing it alone needs) loses that word here, so the line does not say
  * "enqueue: enqueue:". */
+/* A message line that needs no malloc (a longer one gets one), and a
+ * bad duration as quoted (a duration is short). */
+#define CLI_LINE_MAX 1024
+#define DURATION_QUOTE_MAX 60
+
 static void vsay(cli *ctx, const char *fmt, va_list ap)
 {
     const char *name = ctx->command->name, *text;
     size_t n = strlen(name);
-    char small[1024], *line = small;
+    char small[CLI_LINE_MAX], *line = small;
     va_list again;
     int len;
 
@@ -69,13 +76,13 @@ int cli_usage(cli *ctx, const char *fmt, ...)
     return EX_USAGE;
 }
 
-/* cli_usage saying arg (an operand too many, shown as client_quote
+/* cli_usage saying arg (an operand too many, shown as quote_text
  * shows it) was not expected: 64. */
 static int unexpected(cli *ctx, const char *arg)
 {
-    char quoted[120];
+    char quoted[CLI_QUOTE_MAX];
 
-    client_quote(arg, quoted, sizeof(quoted));
+    quote_text(arg, quoted, sizeof(quoted));
     return cli_usage(ctx, "unexpected argument '%s'", quoted);
 }
 
@@ -107,7 +114,7 @@ static bool read_flags(cli *ctx, int argc, char **argv, cli_args *args,
 {
     const cli_command *entry = ctx->command;
     struct option opts[CLI_FLAGS_MAX + 2];
-    char quoted[120];
+    char quoted[CLI_QUOTE_MAX];
     int opt;
 
     option_table(entry, opts);
@@ -123,11 +130,11 @@ static bool read_flags(cli *ctx, int argc, char **argv, cli_args *args,
             *code = EX_OK;
             return false;
         case ':':
-            client_quote(argv[optind - 1], quoted, sizeof(quoted));
+            quote_text(argv[optind - 1], quoted, sizeof(quoted));
             *code = cli_usage(ctx, "option '%s' needs a value", quoted);
             return false;
         case '?':
-            client_quote(argv[optind - 1], quoted, sizeof(quoted));
+            quote_text(argv[optind - 1], quoted, sizeof(quoted));
             *code = cli_usage(ctx, "unknown option '%s'", quoted);
             return false;
         default:
@@ -197,22 +204,22 @@ int cli_exit_status(wharf_client_status status)
 
 int cli_check_type(cli *ctx, const char *type)
 {
-    char quoted[120];
+    char quoted[CLI_QUOTE_MAX];
 
     if (config_valid_type_name(type))
         return 0;
-    client_quote(type, quoted, sizeof(quoted));
+    quote_text(type, quoted, sizeof(quoted));
     return cli_fail(ctx, EX_DATAERR,
                     "type '%s' is not valid: " CLIENT_TYPE_RULE, quoted);
 }
 
 int cli_check_id(cli *ctx, const char *id)
 {
-    char quoted[120];
+    char quoted[CLI_QUOTE_MAX];
 
     if (config_valid_task_id(id, strlen(id)))
         return 0;
-    client_quote(id, quoted, sizeof(quoted));
+    quote_text(id, quoted, sizeof(quoted));
     return cli_fail(ctx, EX_DATAERR,
                     "task id '%s' is not valid: " CLIENT_ID_RULE, quoted);
 }
@@ -244,11 +251,11 @@ int cli_type_and_id(cli *ctx, const cli_args *args, const char **type,
 
 int cli_duration(cli *ctx, const char *name, const char *text, int64_t *ms)
 {
-    char quoted[60];
+    char quoted[DURATION_QUOTE_MAX];
 
     if (config_parse_duration(text, ms) == 0)
         return 0;
-    client_quote(text, quoted, sizeof(quoted));
+    quote_text(text, quoted, sizeof(quoted));
     return cli_usage(ctx,
                      "%s '%s' is not a duration: use a whole number and "
                      "ms, s, m, h or d (e.g. 30s)",
@@ -257,7 +264,7 @@ int cli_duration(cli *ctx, const char *name, const char *text, int64_t *ms)
 
 int cli_connect(cli *ctx)
 {
-    char err[600];
+    char err[CLI_ERR_MAX];
     wharf_client_status status;
     int code;
 
@@ -292,7 +299,7 @@ void cli_disconnect(cli *ctx)
  * why (78 for a bad address, which address_resolve has checked). */
 static int open_conn(cli *ctx)
 {
-    char err[600];
+    char err[CLI_ERR_MAX];
     error_kind kind;
 
     if (ctx->conn)
@@ -424,7 +431,7 @@ void cli_print_escaped(FILE *out, const char *s, size_t len)
             fputs("\\r", out);
         else if (ch == '\t')
             fputs("\\t", out);
-        else if (ch < 0x20 || ch > 0x7e)
+        else if (!quote_shown(ch))
             fprintf(out, "\\x%02x", ch);
         else
             fputc(ch, out);
@@ -433,23 +440,17 @@ void cli_print_escaped(FILE *out, const char *s, size_t len)
 
 void cli_print_json_string(FILE *out, const char *s)
 {
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(out, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(out, "\\u%04x", ch);
-        else
-            fputc(ch, out);
-    }
-    fputc('"', out);
+    json_out b = {0};
+
+    json_out_str(&b, s);
+    fwrite(b.s, 1, b.len, out);
+    json_out_free(&b);
 }
 
 int cli_printable(const char *s, size_t len)
 {
     for (size_t i = 0; i < len; i++)
-        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+        if (!quote_shown((unsigned char)s[i]))
             return 0;
     return 1;
 }

@@ -20,10 +20,20 @@
 struct cli_command;
 struct conn;
 
+/* Names for the CLI's buffers. What a user typed (an operand, an option,
+ * a value), as quoted in one message; a path or a URL so quoted; a time
+ * as cli_iso_time writes it; the Redis address; one error line of the
+ * client library or the core. */
+#define CLI_QUOTE_MAX 120
+#define CLI_PATH_QUOTE_MAX 256
+#define CLI_TIME_MAX 64
+#define CLI_URL_MAX 600
+#define CLI_ERR_MAX 600
+
 /* What every command runs with. */
 typedef struct cli {
     const struct cli_command *command; /* the one running, for messages */
-    char url[600];                     /* the Redis address */
+    char url[CLI_URL_MAX];             /* the Redis address */
     const char *password; /* NULL: the URL's own (points into env/config) */
     const char *prefix;   /* key prefix */
     config *config;       /* the manifest of --config, or NULL; owned */
@@ -100,8 +110,8 @@ extern const cli_command cmd_queue_drop_entry;
 #define CLI_CANCELLED 3
 
 /* Prints "wharf: NAME: message" on stderr and returns code. Strings the
- * user gave go through client_quote (bytes outside 0x20..0x7e as '?') so
- * no control character reaches the terminal. */
+ * user gave go through quote_text (quote.h: bytes outside 0x20..0x7e as
+ * '?') so no control character reaches the terminal. */
 int cli_fail(cli *ctx, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -179,8 +189,9 @@ void cli_task_key(const cli *ctx, char *buf, const char *type, const char *what,
  * \xNN for every other byte outside 0x20..0x7e. */
 void cli_print_escaped(FILE *out, const char *s, size_t len);
 
-/* Writes s as a JSON string (quoted; '"', '\\' and control bytes
- * escaped). */
+/* Writes s as a JSON string by json_out's one rule (json_out.h): valid
+ * UTF-8 as it is, any other byte that is not printable as the text \xNN,
+ * so the output is valid JSON whatever a plugin wrote. */
 void cli_print_json_string(FILE *out, const char *s);
 
 /* True if every byte of s is printable ASCII (0x20..0x7e). */

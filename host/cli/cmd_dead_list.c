@@ -33,7 +33,7 @@ static int found(const redisReply *r)
  * dead tasks had their own key. 0 or an exit code. */
 static int print_page(cli *ctx, const char *type, const redisReply *page)
 {
-    char key[KEY_MAX], legacy[KEY_MAX], when[64];
+    char key[KEY_MAX], legacy[KEY_MAX], when[CLI_TIME_MAX];
     redisContext *redis;
     size_t n = page->elements / 2;
     int code = 0, err;

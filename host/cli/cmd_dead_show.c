@@ -19,7 +19,7 @@ static int is_time_field(const char *name)
 
 static void print_value(const char *name, const redisReply *value)
 {
-    char when[64];
+    char when[CLI_TIME_MAX];
 
     printf("%s: ", name);
     if (strcmp(name, "payload") == 0)
@@ -65,7 +65,7 @@ static int valid_hash(const redisReply *all)
 
 static int run(cli *ctx, const cli_args *args)
 {
-    char dead[KEY_MAX], record[KEY_MAX], task[KEY_MAX], when[64];
+    char dead[KEY_MAX], record[KEY_MAX], task[KEY_MAX], when[CLI_TIME_MAX];
     redisReply *score = NULL, *all = NULL;
     const char *type, *id;
     int code;

@@ -11,6 +11,11 @@
 #include "cli.h"
 #include "client_ids.h"
 #include "clock_ms.h"
+#include "quote.h"
+
+/* A bad --trace as quoted: a traceparent is 55 bytes, a longer text is
+ * shown cut. */
+#define TRACE_QUOTE_MAX 80
 
 enum { OPT_ID, OPT_DELAY, OPT_TRACE, OPT_WAIT, OPT_FILE, OPT_STRICT };
 
@@ -120,8 +125,8 @@ static int run(cli *ctx, const cli_args *args)
         (task.id && (code = cli_check_id(ctx, task.id)) != 0))
         return code;
     if (task.trace && !client_valid_trace(task.trace)) {
-        char quoted[80];
-        client_quote(task.trace, quoted, sizeof(quoted));
+        char quoted[TRACE_QUOTE_MAX];
+        quote_text(task.trace, quoted, sizeof(quoted));
         return cli_fail(
             ctx, EX_DATAERR,
             "trace '%s' is not a W3C traceparent: " CLIENT_TRACE_RULE, quoted);

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "client_ids.h"
 #include "clock_ms.h"
+#include "quote.h"
 
 /* Tasks per wharf_enqueue_batch call. */
 #define FILE_BATCH 10000
@@ -41,7 +42,7 @@ typedef struct line_batch {
 typedef struct file_run {
     cli *ctx;
     const char *name;      /* for messages: the path (quoted), or "stdin" */
-    char quoted_path[256]; /* the path as client_quote shows it */
+    char quoted_path[CLI_PATH_QUOTE_MAX]; /* as quote_text shows it */
     FILE *in;
     const wharf_enqueue_opts *base;
     int64_t wait_ms;
@@ -288,11 +289,11 @@ static int open_input(file_run *run, const char *path)
         run->in = stdin;
         run->name = "stdin";
     } else if (!(run->in = fopen(path, "rb"))) {
-        client_quote(path, run->quoted_path, sizeof(run->quoted_path));
+        quote_text(path, run->quoted_path, sizeof(run->quoted_path));
         return cli_fail(run->ctx, EX_NOINPUT, "cannot open '%s': %s",
                         run->quoted_path, strerror(errno));
     } else {
-        client_quote(path, run->quoted_path, sizeof(run->quoted_path));
+        quote_text(path, run->quoted_path, sizeof(run->quoted_path));
         run->name = run->quoted_path;
     }
     if (fstat(fileno(run->in), &st) == 0 && S_ISREG(st.st_mode))

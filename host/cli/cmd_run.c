@@ -25,6 +25,7 @@
 #include "context.h"
 #include "loader.h"
 #include "log.h"
+#include "quote.h"
 #include "slots.h"
 #include "worker.h"
 
@@ -209,12 +210,12 @@ static int run_parse_attempt(const char *text, unsigned *attempt)
 /* The flag table's check of --attempt, where it stands. */
 static int run_check_attempt(cli *ctx, const char *value)
 {
-    char quoted[256];
+    char quoted[CLI_PATH_QUOTE_MAX];
     unsigned attempt;
 
     if (run_parse_attempt(value, &attempt) == 0)
         return 0;
-    client_quote(value, quoted, sizeof(quoted));
+    quote_text(value, quoted, sizeof(quoted));
     return cli_usage(ctx, "--attempt '%s' is not a number >= 1", quoted);
 }
 
@@ -283,12 +284,12 @@ static int run_load_manifest(cli *ctx, run_state *s)
  * the exit code after saying why. */
 static int run_find_plugin(cli *ctx, run_state *s)
 {
-    char quoted[256];
+    char quoted[CLI_PATH_QUOTE_MAX];
     const char *slash;
     size_t n;
 
     if (realpath(s->so, s->real) == NULL) {
-        client_quote(s->so, quoted, sizeof(quoted));
+        quote_text(s->so, quoted, sizeof(quoted));
         return cli_fail(ctx, EX_CONFIG, "%s: %s", quoted, strerror(errno));
     }
     slash = strrchr(s->real, '/');

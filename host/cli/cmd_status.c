@@ -11,7 +11,7 @@
 /* A time field: its ms, the ISO time and how far from now. */
 static void print_time(const char *name, int64_t ms, int64_t now)
 {
-    char when[64];
+    char when[CLI_TIME_MAX];
 
     cli_iso_time(ms, when, sizeof(when));
     printf("%s: %s (%+" PRId64 " ms)\n", name, when, ms - now);

@@ -14,9 +14,16 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "endpoint.h"
 #include "top_fetch.h"
 #include "top_render.h"
 #include "top_term.h"
+
+/* Why a fetch failed (it may name the URL and a path); the footer line;
+ * why a listen address was refused. */
+#define TOP_ERR_MAX 1024
+#define TOP_FOOTER_MAX 128
+#define TOP_WHY_MAX 128
 
 enum { OPT_URL, OPT_INTERVAL, OPT_ONCE };
 
@@ -34,15 +41,21 @@ static int check_interval(cli *ctx, const char *value)
 static void default_url(const cli *ctx, char *url, size_t len)
 {
     const char *listen = ctx->config ? ctx->config->metrics_listen : NULL;
+    char host[ENDPOINT_HOST_MAX], why[TOP_WHY_MAX], where[ENDPOINT_TEXT_MAX];
+    int port = 0;
 
-    if (!listen)
+    /* The manifest's check let through only what endpoint_parse takes. */
+    if (!listen || endpoint_parse(listen, strlen(listen), ENDPOINT_NEED_PORT,
+                                  host, &port, why, sizeof(why)) != 0) {
         snprintf(url, len, "http://127.0.0.1:9464");
-    else if (strncmp(listen, "0.0.0.0:", 8) == 0)
-        snprintf(url, len, "http://127.0.0.1:%s", listen + 8);
-    else if (strncmp(listen, "[::]:", 5) == 0)
-        snprintf(url, len, "http://[::1]:%s", listen + 5);
-    else
-        snprintf(url, len, "http://%s", listen);
+        return;
+    }
+    endpoint_format(where, sizeof(where),
+                    strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1"
+                    : strcmp(host, "::") == 0    ? "::1"
+                                                 : host,
+                    port);
+    snprintf(url, len, "http://%s", where);
 }
 
 /* Reads the console once and shows what it says, or why it cannot be
@@ -74,7 +87,7 @@ static bool show_frame(top_fetch *fetch, const char *url, bool live,
 
 static int run(cli *ctx, const cli_args *args)
 {
-    char url[600], err[1024], footer[128];
+    char url[CLI_URL_MAX], err[TOP_ERR_MAX], footer[TOP_FOOTER_MAX];
     int64_t interval_ms = 1000;
     bool once = args->flag[OPT_ONCE] != NULL, live, keys = false;
     top_fetch *fetch;

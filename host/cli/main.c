@@ -10,7 +10,7 @@
 
 #include "address.h"
 #include "cli.h"
-#include "client_ids.h"
+#include "quote.h"
 
 static const cli_command *const commands[] = {
     &cmd_enqueue_entry,       &cmd_result_entry,
@@ -55,7 +55,7 @@ static int is_family(const char *name, const char *word)
  * sets *words to how many it used. NULL after a usage error. */
 static const cli_command *find_command(int argc, char **argv, int *words)
 {
-    char quoted[120];
+    char quoted[CLI_QUOTE_MAX];
     int family = 0;
 
     for (size_t i = 0; commands[i]; i++) {
@@ -73,12 +73,12 @@ static const cli_command *find_command(int argc, char **argv, int *words)
         }
     }
     if (!family) {
-        client_quote(argv[0], quoted, sizeof(quoted));
+        quote_text(argv[0], quoted, sizeof(quoted));
         fprintf(stderr, "wharf: unknown command '%s'\n", quoted);
         usage(stderr);
     } else {
         if (argc > 1) {
-            client_quote(argv[1], quoted, sizeof(quoted));
+            quote_text(argv[1], quoted, sizeof(quoted));
             fprintf(stderr, "wharf: %s: unknown command '%s'\n", argv[0],
                     quoted);
         } else
@@ -109,7 +109,7 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     const char *config_path = NULL, *redis_option = NULL;
     const cli_command *command;
-    char quoted[120];
+    char quoted[CLI_QUOTE_MAX];
     cli_args args;
     cli ctx;
     int opt, words = 1, status;
@@ -132,12 +132,12 @@ int main(int argc, char **argv)
             printf("wharf %s\n", WHARF_VERSION);
             return finish_output(EX_OK);
         case ':':
-            client_quote(argv[optind - 1], quoted, sizeof(quoted));
+            quote_text(argv[optind - 1], quoted, sizeof(quoted));
             fprintf(stderr, "wharf: option '%s' needs a value\n", quoted);
             usage(stderr);
             return EX_USAGE;
         default:
-            client_quote(argv[optind - 1], quoted, sizeof(quoted));
+            quote_text(argv[optind - 1], quoted, sizeof(quoted));
             fprintf(stderr, "wharf: unknown option '%s'\n", quoted);
             usage(stderr);
             return EX_USAGE;

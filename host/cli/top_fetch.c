@@ -13,11 +13,19 @@
 
 #include <curl/curl.h>
 
-#include "client_ids.h"
+#include "endpoint.h"
+#include "quote.h"
 
 /* The whole exchange, connect to last byte; the answer's largest size. */
 #define HTTP_TIMEOUT_MS 2000
 #define BODY_MAX (4 << 20)
+
+/* The longest --url taken; why one is refused; a port as text; the
+ * longest API path asked for below the URL's prefix. */
+#define TOP_URL_MAX 400
+#define TOP_WHY_MAX 128
+#define TOP_PORT_TEXT 8
+#define TOP_PATH_MAX 64
 
 struct top_fetch {
     top_target target;
@@ -33,15 +41,16 @@ struct top_fetch {
 
 int top_target_parse(const char *url, top_target *t, char *err, size_t len)
 {
-    if (strlen(url) > 400) {
+    if (strlen(url) > TOP_URL_MAX) {
         snprintf(err, len, "the URL is too long");
         return -1;
     }
-    const char *s = url, *slash, *colon;
-    char shown[420]; /* url for messages, as client_quote shows it */
+    const char *s = url, *slash;
+    char shown[TOP_URL_MAX + 20]; /* url for messages, as quote_text shows it */
+    char why[TOP_WHY_MAX];
     size_t n;
 
-    client_quote(url, shown, sizeof(shown));
+    quote_text(url, shown, sizeof(shown));
 
     if (strncmp(s, "http://", 7) != 0) {
         snprintf(err, len, "'%s': expected http://HOST:PORT", shown);
@@ -54,21 +63,21 @@ int top_target_parse(const char *url, top_target *t, char *err, size_t len)
         snprintf(err, len, "'%s': no host", shown);
         return -1;
     }
-    if (s[0] == '[') { /* [v6]:port */
-        const char *close = memchr(s, ']', n);
-        if (!close) {
-            snprintf(err, len, "'%s': missing ']'", shown);
-            return -1;
-        }
-        snprintf(t->host, sizeof(t->host), "%.*s", (int)(close - s - 1), s + 1);
-        colon = close + 1 < s + n && close[1] == ':' ? close + 1 : NULL;
-    } else {
-        colon = memchr(s, ':', n);
-        snprintf(t->host, sizeof(t->host), "%.*s",
-                 (int)(colon ? (size_t)(colon - s) : n), s);
+    if (s[0] == '[' && !memchr(s, ']', n)) {
+        snprintf(err, len, "'%s': missing ']'", shown);
+        return -1;
     }
-    snprintf(t->port, sizeof(t->port), "%.*s",
-             colon ? (int)(s + n - colon - 1) : 2, colon ? colon + 1 : "80");
+    t->port = 80;
+    /* The host as the user typed it: curl and the resolver judge it. */
+    if (endpoint_parse(s, n, ENDPOINT_LOOSE_HOST, t->host, &t->port, why,
+                       sizeof(why)) != 0) {
+        snprintf(err, len, "'%s': %s", shown, why);
+        return -1;
+    }
+    if (t->host[0] == '\0') {
+        snprintf(err, len, "'%s': no host", shown);
+        return -1;
+    }
     snprintf(t->base, sizeof(t->base), "%s", slash ? slash : "");
     n = strlen(t->base);
     while (n > 0 && t->base[n - 1] == '/')
@@ -116,9 +125,7 @@ top_fetch *top_fetch_open(const top_target *t,
 {
     top_fetch *f = calloc(1, sizeof(*f));
     struct curl_slist *more;
-    char host[300];
-    /* An IPv6 address goes in brackets, as in the URL. */
-    bool v6 = strchr(t->host, ':') != NULL;
+    char host[sizeof("Host: ") + ENDPOINT_TEXT_MAX];
 
     if (!f || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         snprintf(err, len, "cannot start libcurl");
@@ -129,8 +136,9 @@ top_fetch *top_fetch_open(const top_target *t,
     f->stop = stop;
     /* The Host header top has always sent, port and all, which the
      * console checks against its own address. */
-    snprintf(host, sizeof(host), "Host: %s%s%s:%s", v6 ? "[" : "", t->host,
-             v6 ? "]" : "", t->port);
+    memcpy(host, "Host: ", sizeof("Host: ") - 1);
+    endpoint_format(host + sizeof("Host: ") - 1,
+                    sizeof(host) - (sizeof("Host: ") - 1), t->host, t->port);
     f->headers = curl_slist_append(NULL, host);
     more = f->headers
                ? curl_slist_append(f->headers, "Accept: application/json")
@@ -174,11 +182,13 @@ void top_fetch_close(top_fetch *f)
 static const char *resolve_failure(const top_target *t, CURLcode rc)
 {
     struct addrinfo hints, *found = NULL;
+    char port[TOP_PORT_TEXT];
     int gai;
 
+    snprintf(port, sizeof(port), "%d", t->port);
     memset(&hints, 0, sizeof(hints));
     hints.ai_socktype = SOCK_STREAM;
-    gai = getaddrinfo(t->host, t->port, &hints, &found);
+    gai = getaddrinfo(t->host, port, &hints, &found);
     freeaddrinfo(found);
     return gai != 0 ? gai_strerror(gai) : curl_easy_strerror(rc);
 }
@@ -196,13 +206,13 @@ static void say_failure(const top_fetch *f, CURLcode rc, char *err, size_t len)
         snprintf(err, len, "%s: %s", t->host, resolve_failure(t, rc));
         return;
     case CURLE_COULDNT_CONNECT:
-        snprintf(err, len, "connect %s:%s: %s", t->host, t->port,
+        snprintf(err, len, "connect %s:%d: %s", t->host, t->port,
                  os_errno ? strerror((int)os_errno) : curl_easy_strerror(rc));
         return;
     case CURLE_OPERATION_TIMEDOUT:
         curl_easy_getinfo(f->curl, CURLINFO_CONNECT_TIME_T, &connected);
         if (connected == 0)
-            snprintf(err, len, "connect %s:%s: timed out", t->host, t->port);
+            snprintf(err, len, "connect %s:%d: timed out", t->host, t->port);
         else
             snprintf(err, len, "no answer within %d ms", HTTP_TIMEOUT_MS);
         return;
@@ -234,14 +244,17 @@ json_t *top_fetch_json(top_fetch *f, const char *shown, const char *path,
                        char *err, size_t len)
 {
     const top_target *t = &f->target;
-    bool v6 = strchr(t->host, ':') != NULL;
-    char url[1024];
+    char url[sizeof("http://") + ENDPOINT_TEXT_MAX + sizeof(t->base) +
+             TOP_PATH_MAX];
+    int used;
     json_t *answer = NULL;
     long status = 0;
     CURLcode rc;
 
-    snprintf(url, sizeof(url), "http://%s%s%s:%s%s%s", v6 ? "[" : "", t->host,
-             v6 ? "]" : "", t->port, t->base, path);
+    used = snprintf(url, sizeof(url), "http://");
+    used += endpoint_format(url + used, sizeof(url) - (size_t)used, t->host,
+                            t->port);
+    snprintf(url + used, sizeof(url) - (size_t)used, "%s%s", t->base, path);
     f->len = 0;
     f->too_large = false;
     f->errbuf[0] = '\0';

@@ -8,14 +8,16 @@
 
 #include <jansson.h>
 
+#include "endpoint.h"
+
 /* The console's address, from http://HOST[:PORT][/PREFIX]. */
 typedef struct top_target {
-    char host[256]; /* without the brackets of an IPv6 address */
-    char port[16];
+    char host[ENDPOINT_HOST_MAX]; /* without the brackets of an IPv6 address */
+    int port;
     char base[512]; /* path prefix, without a trailing slash */
 } top_target;
 
-/* Parses url into *t: 0, or -1 with why in err (the URL as client_quote
+/* Parses url into *t: 0, or -1 with why in err (the URL as quote_text
  * shows it). */
 int top_target_parse(const char *url, top_target *t, char *err, size_t len);
 

@@ -11,13 +11,24 @@
 #include <string.h>
 #include <time.h>
 
+/* Names for the buffers of a frame: one line before it is cut to the
+ * terminal; a figure in ms; a cell (a duration, a state); the task, the
+ * hosts and the restarts of a row; the clock of the title. */
+#define TOP_LINE_MAX 2048
+#define TOP_MS_MAX 16
+#define TOP_CELL_MAX 32
+#define TOP_TASK_MAX 256
+#define TOP_HOSTS_MAX 256
+#define TOP_RESTARTS_MAX 128
+#define TOP_CLOCK_MAX 64
+
 /* Appends one line, cut to the terminal's width, control bytes dropped
  * (nothing the server sends can move the cursor). */
 static void line(top_frame *f, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void line(top_frame *f, const char *fmt, ...)
 {
-    char text[2048];
+    char text[TOP_LINE_MAX];
     va_list ap;
     int cols = 0;
 
@@ -85,7 +96,7 @@ static void fmt_ms(char *buf, size_t len, const json_t *h, const char *key)
 /* "p50/p99" of a histogram summary, or "-". */
 static void fmt_percentiles(char *buf, size_t len, const json_t *h)
 {
-    char p50[16], p99[16];
+    char p50[TOP_MS_MAX], p99[TOP_MS_MAX];
 
     fmt_ms(p50, sizeof(p50), h, "p50");
     fmt_ms(p99, sizeof(p99), h, "p99");
@@ -130,7 +141,7 @@ static void render_types(top_frame *f, const json_t *types)
         const json_t *t = json_array_get(types, i);
         const json_t *m = json_object_get(t, "last_minute");
         const json_t *hosts = array(t, "hosts");
-        char wait[32], run[32], served[256] = "";
+        char wait[TOP_CELL_MAX], run[TOP_CELL_MAX], served[TOP_HOSTS_MAX] = "";
         size_t used = 0;
         for (size_t k = 0; k < json_array_size(hosts) && used < sizeof(served);
              k++) {
@@ -164,8 +175,9 @@ static void render_slots(top_frame *f, const json_t *slots)
     for (size_t i = 0; i < json_array_size(slots); i++) {
         const json_t *s = json_array_get(slots, i);
         const json_t *last = json_object_get(s, "last_restart");
-        char task[256], run_for[32] = "-", up[32] = "-", restarts[128];
-        char state[32];
+        char task[TOP_TASK_MAX], restarts[TOP_RESTARTS_MAX];
+        char run_for[TOP_CELL_MAX] = "-", up[TOP_CELL_MAX] = "-";
+        char state[TOP_CELL_MAX];
         if (json_object_get(s, "task"))
             snprintf(task, sizeof(task), "%s %s", str(s, "type", ""),
                      str(s, "task", ""));
@@ -202,7 +214,7 @@ void top_render(top_frame *f, const char *url, const json_t *o)
 {
     const json_t *w = json_object_get(o, "workers");
     const json_t *r = json_object_get(o, "restarts");
-    char when[64];
+    char when[TOP_CLOCK_MAX];
     time_t now = (time_t)(num(o, "time_ms", 0) / 1000);
     struct tm tm;
 

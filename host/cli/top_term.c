@@ -117,10 +117,15 @@ void top_term_size(int *cols, int *rows)
     }
 }
 
+/* The last line (the footer, perhaps with a word on the lines that did
+ * not fit); the most keys read at once. */
+#define TOP_LAST_LINE_MAX 256
+#define TOP_KEYS_MAX 32
+
 void top_term_draw(const top_frame *f, int cols, int rows, const char *footer)
 {
     int n = 0, shown = 0, room;
-    char last[256];
+    char last[TOP_LAST_LINE_MAX];
 
     for (size_t i = 0; i < f->len; i++)
         n += f->s[i] == '\n';
@@ -151,7 +156,7 @@ void top_term_wait(bool *keys, int ms)
     struct pollfd in = {STDIN_FILENO, POLLIN, 0};
 
     if (poll(&in, *keys ? 1 : 0, ms) == 1) {
-        char typed[32];
+        char typed[TOP_KEYS_MAX];
         ssize_t n = read(STDIN_FILENO, typed, sizeof(typed));
         /* A terminal that hung up answers at once for good: stop
          * reading it rather than spin. */

@@ -8,6 +8,8 @@
 
 #include <wharf/client.h>
 
+#include "quote.h"
+
 static const char hex_digits[] = "0123456789abcdef";
 
 static void to_hex(const unsigned char *bytes, size_t n, char *out)
@@ -95,17 +97,7 @@ bool client_valid_trace(const char *trace)
 
 void client_quote(const char *s, char *buf, size_t len)
 {
-    size_t n = 0;
-
-    if (len == 0)
-        return;
-    for (; s && s[n] && n + 1 < len; n++) {
-        unsigned char ch = (unsigned char)s[n];
-        buf[n] = ch >= 0x20 && ch <= 0x7e ? (char)ch : '?';
-    }
-    buf[n] = '\0';
-    if (s && s[n] && len >= 4)
-        memcpy(buf + len - 4, "...", 4);
+    quote_text(s, buf, len);
 }
 
 int client_hash_id(EVP_MD_CTX *ctx, const EVP_MD *md, const char *type,

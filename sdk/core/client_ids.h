@@ -28,8 +28,8 @@ bool client_valid_id_len(const char *id, size_t len);
 bool client_valid_prefix(const char *prefix);
 bool client_valid_trace(const char *trace);
 
-/* Copies s into buf for a one-line message: at most len - 1 bytes (cut
- * with "..." when longer), every byte outside 0x20..0x7e as '?'. */
+/* quote_text (quote.h), under the name the client library, the
+ * manifest and wharfd's command line still call it by. */
 void client_quote(const char *s, char *buf, size_t len);
 
 /* Writes the hex SHA-256 of `type "\n" payload` into out, using md and the

@@ -17,6 +17,9 @@ void command_init(command *c)
     memset(c, 0, sizeof(*c));
 }
 
+/* A 64-bit number in decimal: 20 digits, a sign and the NUL. */
+#define COMMAND_DIGITS_MAX 24
+
 void command_reset(command *c)
 {
     c->argc = 0;
@@ -131,7 +134,7 @@ int command_push_copy(command *c, const void *data, size_t len)
 
 int command_push_int(command *c, long long value)
 {
-    char digits[24];
+    char digits[COMMAND_DIGITS_MAX];
     int n = snprintf(digits, sizeof(digits), "%lld", value);
 
     return push_arg(c, digits, (size_t)n, true, false);
@@ -248,7 +251,7 @@ static void check_slots(const command *c)
 /* Writes "<c><n>\r\n" at out; returns the bytes written. */
 static size_t put_header(char *out, char c, size_t n)
 {
-    char digits[24];
+    char digits[COMMAND_DIGITS_MAX];
     size_t k = 0, len = 0;
 
     do {
@@ -265,7 +268,7 @@ static size_t put_header(char *out, char c, size_t n)
 
 int command_encode(command *c)
 {
-    char numkeys[24];
+    char numkeys[COMMAND_DIGITS_MAX];
     size_t need = 32, used = 0;
 
     if (c->err)

@@ -30,7 +30,8 @@ typedef enum error_kind {
     ERROR_KIND_SETUP,
     /* Redis is at maxmemory (an OOM error reply: nothing was written). */
     ERROR_KIND_FULL,
-    /* Any other error reply, or a reply the core cannot read. */
+    /* Any other error reply, a reply the core cannot read, or a command
+     * it cannot encode. */
     ERROR_KIND_REPLY,
     /* This process ran out of memory. The core reports it rather than
      * aborting, as libwharf-client is built on it and <wharf/client.h>
@@ -38,5 +39,9 @@ typedef enum error_kind {
      * instead (xmalloc.h). */
     ERROR_KIND_NOMEM
 } error_kind;
+
+/* The one-line message beside a kind (nodes, pipeline): room for an
+ * address, what was asked and Redis's own words. */
+#define ERROR_TEXT_MAX 600
 
 #endif /* WHARF_ERROR_KIND_H */

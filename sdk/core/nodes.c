@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "command.h"
+#include "endpoint.h"
 #include "sentinel.h"
 
 /* Sets ns->err and ns->errstr (one line, printf-style). */
@@ -89,8 +90,7 @@ static int node_index(nodes *ns, const char *host, size_t host_len, int port)
     nd->host[host_len] = '\0';
     nd->port = port;
     nd->acks = -1;
-    snprintf(nd->name, sizeof(nd->name),
-             strchr(nd->host, ':') ? "[%s]:%d" : "%s:%d", nd->host, port);
+    endpoint_format(nd->name, sizeof(nd->name), nd->host, port);
     return (int)ns->n++;
 }
 
@@ -112,7 +112,7 @@ static void node_url(const nodes *ns, int index, redis_url *out)
 /* Loads ns->scripts on c. 0, or -1 with ns->errstr set. */
 static int load_scripts(nodes *ns, redisContext *c, const char *name)
 {
-    char err[256];
+    char err[SCRIPT_ERR_MAX];
 
     for (size_t i = 0; ns->scripts && ns->scripts[i]; i++) {
         if (script_load(c, ns->scripts[i], err, sizeof(err)) != 0) {
@@ -395,7 +395,7 @@ static int connect_cluster(nodes *ns)
         nodes_disconnect(ns);
         if (refused == ns->url.n_seeds) {
             /* Say that every seed was tried, not just the last. */
-            char where[400];
+            char where[REDIS_URL_TEXT_MAX];
             redis_url_describe(&ns->url, where, sizeof(where));
             memcpy(last, ns->errstr, sizeof(last));
             nodes_fail(ns, ns->err,
@@ -556,16 +556,15 @@ int nodes_master_moved(nodes *ns, int index)
  * writes would be lost when Sentinel demotes it. */
 static int connect_sentinel(nodes *ns)
 {
-    char host[256], err[sizeof(ns->errstr)], role[32];
+    char host[ENDPOINT_HOST_MAX], err[sizeof(ns->errstr)], role[32];
+    error_kind kind = ERROR_KIND_UNAVAILABLE;
     int port = 0, rc, index;
     redisContext *c;
 
     rc = sentinel_master(&ns->url, ns->timeout_ms, host, sizeof(host), &port,
-                         err, sizeof(err));
+                         &kind, err, sizeof(err));
     if (rc != 0) {
-        /* -2: no sentinel that answers knows the master. */
-        nodes_fail(ns, rc == -2 ? ERROR_KIND_SETUP : ERROR_KIND_UNAVAILABLE,
-                   "%s", err);
+        nodes_fail(ns, kind, "%s", err);
         return rc;
     }
     index = node_index(ns, host, strlen(host), port);
@@ -628,8 +627,10 @@ int nodes_connect(nodes *ns)
 
 int nodes_redirected(nodes *ns, const redisReply *r, int *index, bool *ask)
 {
-    const char *text, *addr, *colon;
-    long slot, port;
+    char host[ENDPOINT_HOST_MAX], why[ERROR_TEXT_MAX];
+    const char *text, *addr;
+    long slot;
+    int port = 0;
     char *end;
 
     if (!r || r->type != REDIS_REPLY_ERROR)
@@ -640,24 +641,21 @@ int nodes_redirected(nodes *ns, const redisReply *r, int *index, bool *ask)
         *ask = true;
     else
         return 0;
-    /* "MOVED 3999 127.0.0.1:6381"; the address may be "[::1]:6381", or
-     * ":6381" when the node does not know its own address. */
+    /* "MOVED 3999 127.0.0.1:6381"; the address may be "::1:6381" or
+     * "[::1]:6381", or ":6381" when the node does not know its own
+     * address. */
     text = r->str + (*ask ? 4 : 6);
     slot = strtol(text, &end, 10);
     addr = end + (*end == ' ');
-    colon = strrchr(addr, ':');
-    if (end == text || *end != ' ' || slot < 0 || slot >= NODES_SLOTS || !colon)
+    if (end == text || *end != ' ' || slot < 0 || slot >= NODES_SLOTS ||
+        endpoint_parse(addr, strlen(addr),
+                       ENDPOINT_NEED_PORT | ENDPOINT_LOOSE_HOST, host, &port,
+                       why, sizeof(why)) != 0)
         goto bad;
-    port = strtol(colon + 1, &end, 10);
-    if (*end != '\0' || port < 1 || port > 65535)
-        goto bad;
-    if (addr[0] == '[' && colon > addr && colon[-1] == ']')
-        *index =
-            node_index(ns, addr + 1, (size_t)(colon - addr - 2), (int)port);
-    else if (colon == addr)
-        *index = node_index(ns, ns->url.host, strlen(ns->url.host), (int)port);
+    if (host[0] == '\0')
+        *index = node_index(ns, ns->url.host, strlen(ns->url.host), port);
     else
-        *index = node_index(ns, addr, (size_t)(colon - addr), (int)port);
+        *index = node_index(ns, host, strlen(host), port);
     if (*index < 0)
         return -1;
     if (!*ask)

@@ -23,15 +23,18 @@
 #define NODES_SLOTS 16384
 /* In the slot map: no node serves the slot. */
 #define NODES_NONE 0xffff
+/* A node's name: "host:port" (ENDPOINT_TEXT_MAX) or a socket path. */
+#define NODES_NAME_MAX 300
 
 typedef struct redis_node {
-    char host[256];
+    char host[ENDPOINT_HOST_MAX];
     int port;
-    char name[300];      /* "host:port", or the socket path: for messages */
-    redisContext *redis; /* NULL until used, or after it broke */
-    bool sent;           /* pipeline.c: commands went to it this run */
-    bool unwaited;       /* pipeline.c: it wrote since its last WAIT */
-    int acks;            /* pipeline.c: what its last WAIT counted, or -1 */
+    char name[NODES_NAME_MAX]; /* "host:port", or the socket path: for messages
+                                */
+    redisContext *redis;       /* NULL until used, or after it broke */
+    bool sent;                 /* pipeline.c: commands went to it this run */
+    bool unwaited;             /* pipeline.c: it wrote since its last WAIT */
+    int acks; /* pipeline.c: what its last WAIT counted, or -1 */
 } redis_node;
 
 typedef struct nodes {
@@ -44,11 +47,11 @@ typedef struct nodes {
     size_t n, cap;
     uint16_t slot_node[NODES_SLOTS]; /* index into list, or NODES_NONE */
     const script *const *scripts;    /* loaded on every new connection */
-    char suspect[300]; /* Sentinel: the name of a master found moved
+    char suspect[NODES_NAME_MAX]; /* Sentinel: the name of a master found moved
                           (nodes_master_moved), refused by nodes_connect
                           while a replica still says it is a master; "" */
-    error_kind err;    /* what the last failure was (error_kind.h) */
-    char errstr[600];  /* and what it was, in one line */
+    error_kind err;               /* what the last failure was (error_kind.h) */
+    char errstr[ERROR_TEXT_MAX];  /* and what it was, in one line */
 } nodes;
 
 /* Prepares ns for url (copied) and password (borrowed, NULL for the

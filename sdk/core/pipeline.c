@@ -18,6 +18,33 @@
 #define TRYAGAIN_MAX_MS 200
 #define TRYAGAIN_TOTAL_MS 10000
 
+/* Sets p->err and p->errstr (one line, printf-style). */
+static void pipeline_fail(pipeline *p, error_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void pipeline_fail(pipeline *p, error_kind kind, const char *fmt, ...)
+{
+    va_list ap;
+
+    p->err = kind;
+    va_start(ap, fmt);
+    vsnprintf(p->errstr, sizeof(p->errstr), fmt, ap);
+    va_end(ap);
+}
+
+/* Takes the last failure of p's nodes as p's own. */
+static void take_nodes_error(pipeline *p)
+{
+    p->err = p->ns->err;
+    memcpy(p->errstr, p->ns->errstr, sizeof(p->errstr));
+}
+
+/* What a command that could not be built failed of. */
+static error_kind build_kind(int err)
+{
+    return err == ENOMEM ? ERROR_KIND_NOMEM : ERROR_KIND_REPLY;
+}
+
 void pipeline_init(pipeline *p, nodes *ns)
 {
     memset(p, 0, sizeof(*p));
@@ -82,15 +109,15 @@ static int add_bytes(pipeline *p, long slot, const char *data, size_t len,
     p->used += len;
     return 0;
 oom:
-    snprintf(p->errstr, sizeof(p->errstr), "pipeline: out of memory");
+    pipeline_fail(p, ERROR_KIND_NOMEM, "pipeline: out of memory");
     return -1;
 }
 
 int pipeline_add_command(pipeline *p, long slot, command *cmd, const script *s)
 {
     if (command_encode(cmd) != 0) {
-        snprintf(p->errstr, sizeof(p->errstr), "building a command: %s",
-                 strerror(cmd->err));
+        pipeline_fail(p, build_kind(cmd->err), "building a command: %s",
+                      strerror(cmd->err));
         return -1;
     }
     if (slot < 0)
@@ -110,7 +137,9 @@ int pipeline_addf(pipeline *p, const char *key, const char *fmt, ...)
     len = redisvFormatCommand(&wire, fmt, ap);
     va_end(ap);
     if (len < 0) {
-        snprintf(p->errstr, sizeof(p->errstr), "building a command failed");
+        /* hiredis: -1 out of memory, -2 a bad format */
+        pipeline_fail(p, len == -1 ? ERROR_KIND_NOMEM : ERROR_KIND_REPLY,
+                      "building a command failed");
         return -1;
     }
     rc = add_bytes(
@@ -124,8 +153,8 @@ int pipeline_add_script(pipeline *p, const script *s, int numkeys, int argc,
                         const char *const *argv, const size_t *argvlen)
 {
     if (script_build(&p->cmd, s, numkeys, argc, argv, argvlen) != 0) {
-        snprintf(p->errstr, sizeof(p->errstr), "building a call of %s",
-                 s->name);
+        pipeline_fail(p, build_kind(p->cmd.err), "building a call of %s",
+                      s->name);
         return -1;
     }
     return pipeline_add_command(p, -1, &p->cmd, s);
@@ -153,19 +182,19 @@ static int target_of(pipeline *p, const pipeline_entry *e)
                     : nodes_of_slot(p->ns, (unsigned)e->slot);
 
     if (index < 0)
-        snprintf(p->errstr, sizeof(p->errstr),
-                 nodes_up(p->ns) ? "no node serves slot %ld (is the cluster "
-                                   "down?)"
-                                 : "not connected",
-                 e->slot);
+        pipeline_fail(p, ERROR_KIND_UNAVAILABLE,
+                      nodes_up(p->ns) ? "no node serves slot %ld (is the "
+                                        "cluster down?)"
+                                      : "not connected",
+                      e->slot);
     return index;
 }
 
 /* Why node index failed, in p->errstr. */
 static void node_failed(pipeline *p, int index, const char *why)
 {
-    snprintf(p->errstr, sizeof(p->errstr), "%.300s: %.280s",
-             nodes_name(p->ns, index), why);
+    pipeline_fail(p, ERROR_KIND_UNAVAILABLE, "%.300s: %.280s",
+                  nodes_name(p->ns, index), why);
     nodes_drop(p->ns, index);
 }
 
@@ -177,7 +206,7 @@ static int append_to(pipeline *p, pipeline_entry *e, int index, bool asking)
 
     e->node = -1;
     if (!c) {
-        memcpy(p->errstr, p->ns->errstr, sizeof(p->errstr));
+        take_nodes_error(p);
         return -1;
     }
     if ((asking && redisAppendCommand(c, "ASKING") != REDIS_OK) ||
@@ -284,7 +313,7 @@ static int settle(pipeline *p, pipeline_entry *e)
         int moved = nodes_redirected(p->ns, r, &index, &ask);
 
         if (moved < 0) {
-            memcpy(p->errstr, p->ns->errstr, sizeof(p->errstr));
+            take_nodes_error(p);
             break;
         }
         if (moved > 0) {
@@ -294,10 +323,10 @@ static int settle(pipeline *p, pipeline_entry *e)
         }
         if (error_is(r, "TRYAGAIN")) {
             if (slept >= TRYAGAIN_TOTAL_MS) {
-                snprintf(p->errstr, sizeof(p->errstr),
-                         "%s: still TRYAGAIN after %d ms (a slot migration "
-                         "under way)",
-                         nodes_name(p->ns, e->node), slept);
+                pipeline_fail(p, ERROR_KIND_UNAVAILABLE,
+                              "%s: still TRYAGAIN after %d ms (a slot "
+                              "migration under way)",
+                              nodes_name(p->ns, e->node), slept);
                 break;
             }
             sleep_ms(pause);
@@ -311,7 +340,7 @@ static int settle(pipeline *p, pipeline_entry *e)
         if (script_is_noscript(r) && e->s) {
             /* The node lost its scripts (restarted, SCRIPT FLUSH). */
             redisContext *c = nodes_context(p->ns, e->node);
-            char err[400];
+            char err[SCRIPT_ERR_MAX];
             index = e->node;
             p->round_trips++;
             if (!c || (script_load(c, e->s, err, sizeof(err)) != 0 && c->err)) {
@@ -323,16 +352,16 @@ static int settle(pipeline *p, pipeline_entry *e)
             continue;
         }
         if (refused_for_now(r)) {
-            snprintf(p->errstr, sizeof(p->errstr), "%.300s: %.280s",
-                     nodes_name(p->ns, e->node), r->str);
+            pipeline_fail(p, ERROR_KIND_UNAVAILABLE, "%.300s: %.280s",
+                          nodes_name(p->ns, e->node), r->str);
             break;
         }
         return 0;
     }
     if (e->reply && !p->errstr[0])
-        snprintf(p->errstr, sizeof(p->errstr),
-                 "%s: redirected more than %d times",
-                 nodes_name(p->ns, e->node), SETTLE_TRIES);
+        pipeline_fail(p, ERROR_KIND_UNAVAILABLE,
+                      "%s: redirected more than %d times",
+                      nodes_name(p->ns, e->node), SETTLE_TRIES);
 unanswered:
     freeReplyObject(e->reply);
     e->reply = NULL;
@@ -378,7 +407,7 @@ static int check_moved(pipeline *p)
         if (!nd->redis || nd->acks < 0 || nd->acks >= p->min_replicas ||
             !nodes_master_moved(ns, (int)i))
             continue;
-        snprintf(p->errstr, sizeof(p->errstr), "%s", ns->errstr);
+        take_nodes_error(p);
         for (size_t k = 0; k < p->n; k++) {
             if (p->e[k].node != (int)i)
                 continue;
@@ -408,6 +437,7 @@ int pipeline_run(pipeline *p)
     nodes *ns = p->ns;
     int rc = 0;
 
+    p->err = ERROR_KIND_NONE;
     p->errstr[0] = '\0';
     p->fewest_acks = -1;
     for (size_t i = 0; i < ns->n; i++) {
@@ -450,7 +480,7 @@ int pipeline_run(pipeline *p)
         if (!p->e[i].reply)
             rc = -1;
     if (rc != 0 && !p->errstr[0])
-        snprintf(p->errstr, sizeof(p->errstr), "connection lost");
+        pipeline_fail(p, ERROR_KIND_UNAVAILABLE, "connection lost");
     return rc;
 }
 
@@ -483,7 +513,9 @@ redisReply *pipeline_command(pipeline *p, const char *key, const char *fmt, ...)
     len = redisvFormatCommand(&wire, fmt, ap);
     va_end(ap);
     if (len < 0) {
-        snprintf(p->errstr, sizeof(p->errstr), "building a command failed");
+        /* hiredis: -1 out of memory, -2 a bad format */
+        pipeline_fail(p, len == -1 ? ERROR_KIND_NOMEM : ERROR_KIND_REPLY,
+                      "building a command failed");
         return NULL;
     }
     rc = add_bytes(

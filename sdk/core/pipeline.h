@@ -24,6 +24,7 @@
 #include <hiredis/hiredis.h>
 
 #include "command.h"
+#include "error_kind.h"
 #include "nodes.h"
 #include "script.h"
 
@@ -52,7 +53,13 @@ typedef struct pipeline {
                              node's WAIT counted, or -1 */
     uint64_t round_trips; /* added to by each run */
     command cmd;          /* pipeline_add_script builds in it */
-    char errstr[600];
+    error_kind err;       /* what the last failure was (error_kind.h):
+                             UNAVAILABLE for a node gone, refusing for now
+                             or redirecting without end, NOMEM, REPLY for
+                             a command that could not be built or a
+                             reply that could not be read, or AUTH when a
+                             node refused our credentials */
+    char errstr[ERROR_TEXT_MAX]; /* and what it was, in one line */
 } pipeline;
 
 /* An empty pipeline over ns (borrowed). */
@@ -67,7 +74,8 @@ void pipeline_free(pipeline *p);
 
 /* Adds the command cmd (encoded now: cmd may be reused at once) for slot,
  * or for the slot of its first key when slot < 0; s is the script of an
- * EVALSHA. 0, or -1 (cmd->err, or out of memory) with p->errstr set. */
+ * EVALSHA. 0, or -1 (cmd->err, or out of memory) with p->err and p->errstr set.
+ */
 int pipeline_add_command(pipeline *p, long slot, command *cmd, const script *s);
 
 /* Adds a command in hiredis's printf format, routed by key (NULL: any
@@ -81,8 +89,8 @@ int pipeline_add_script(pipeline *p, const script *s, int numkeys, int argc,
 
 /* Sends every command and reads and settles every reply (see the top).
  * 0 when each command has its answer (which may be an error reply); -1
- * with p->errstr set when any has none: those left unanswered (their node
- * broke, refused them for now, or was a master that moved) have a NULL
+ * with p->err and p->errstr set when any has none: those left unanswered (their
+ * node broke, refused them for now, or was a master that moved) have a NULL
  * reply, the others keep theirs. */
 int pipeline_run(pipeline *p);
 
@@ -100,17 +108,17 @@ redisReply *pipeline_reply(const pipeline *p, size_t i);
 redisReply *pipeline_take(pipeline *p, size_t i);
 
 /* Resets p, adds one script call, runs it: its reply (caller frees), or
- * NULL with p->errstr set. */
+ * NULL with p->err and p->errstr set. */
 redisReply *pipeline_script(pipeline *p, const script *s, int numkeys, int argc,
                             const char *const *argv, const size_t *argvlen);
 
 /* Resets p, adds the script call of s built in cmd (the typed functions
  * of lua_scripts.h build one; p->cmd may be used), runs it: its reply
- * (caller frees), or NULL with p->errstr set. */
+ * (caller frees), or NULL with p->err and p->errstr set. */
 redisReply *pipeline_call(pipeline *p, const script *s, command *cmd);
 
 /* Resets p, adds one printf-format command for key, runs it: its reply
- * (caller frees), or NULL with p->errstr set. */
+ * (caller frees), or NULL with p->err and p->errstr set. */
 redisReply *pipeline_command(pipeline *p, const char *key, const char *fmt,
                              ...);
 

@@ -1,7 +1,6 @@
 /* Redis addresses and connecting to them; see redis_url.h. */
 #include "redis_url.h"
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "endpoint.h"
 
 /* Copies n bytes of src into a dst of size len; -1 if it does not fit. */
 static int copy_part(char *dst, size_t len, const char *src, size_t n)
@@ -142,80 +143,10 @@ static int parse_userinfo(const char **p, redis_url *u, char *err,
     return 0;
 }
 
-/* A host name (labels of 1-63 letters, digits, '_' or '-', joined by
- * '.', at most 253 in all), a dotted IPv4 address (a name of digits and
- * dots alone must be one: 256.0.0.1 is neither) or, from inside brackets,
- * an IPv6 address. Checked whole here, so a bad address is refused when
- * it is read (wharfd --check), not when it is first used. */
-static int valid_host(const char *host)
-{
-    unsigned char addr[sizeof(struct in6_addr)];
-    size_t label = 0, n = strlen(host);
-    int numeric = 1;
-
-    if (strchr(host, ':'))
-        return inet_pton(AF_INET6, host, addr) == 1;
-    if (n == 0 || n > 253)
-        return 0;
-    for (const char *c = host; *c; c++) {
-        if (*c == '.') {
-            if (label == 0)
-                return 0;
-            label = 0;
-            continue;
-        }
-        if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '-') ||
-            ++label > 63)
-            return 0;
-        if (!isdigit((unsigned char)*c))
-            numeric = 0;
-    }
-    if (numeric)
-        return inet_pton(AF_INET, host, addr) == 1;
-    return 1;
-}
-
 int redis_address_parse(const char *p, size_t n, char *host, int *port,
                         char *err, size_t errlen)
 {
-    const char *end = p + n, *port_start = NULL;
-    long v;
-
-    if (*p == '[') { /* [::1]:6379 */
-        const char *close = memchr(p, ']', n);
-        if (!close) {
-            snprintf(err, errlen, "bad IPv6 address: expected [address]");
-            return -1;
-        }
-        if (copy_part(host, 256, p + 1, (size_t)(close - p - 1)) != 0)
-            goto bad_host;
-        if (close + 1 < end) {
-            if (close[1] != ':')
-                goto bad_host;
-            port_start = close + 2;
-        }
-    } else {
-        const char *colon = memchr(p, ':', n);
-        size_t len = colon ? (size_t)(colon - p) : n;
-        if (copy_part(host, 256, p, len) != 0)
-            goto bad_host;
-        if (colon)
-            port_start = colon + 1;
-    }
-    if (!valid_host(host))
-        goto bad_host;
-    if (port_start) {
-        if (parse_number(port_start, (size_t)(end - port_start), 1, 65535,
-                         &v) != 0) {
-            snprintf(err, errlen, "bad port: expected 1..65535");
-            return -1;
-        }
-        *port = (int)v;
-    }
-    return 0;
-bad_host:
-    snprintf(err, errlen, "expected a host name or address");
-    return -1;
+    return endpoint_parse(p, n, 0, host, port, err, errlen);
 }
 
 /* Parses "/N" (the database) at path, if any. 0, or -1 with why in err. */
@@ -381,8 +312,8 @@ int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen)
 static size_t describe_address(char *buf, size_t len, size_t used,
                                const char *host, int port)
 {
-    int n = snprintf(buf + used, used < len ? len - used : 0,
-                     strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+    int n =
+        endpoint_format(buf + used, used < len ? len - used : 0, host, port);
     return used + (n > 0 ? (size_t)n : 0);
 }
 
@@ -510,7 +441,7 @@ int redis_url_auth_refused(const char *err)
 void redis_url_explain(const redis_url *url, const char *what,
                        const char *reply_text, char *err, size_t errlen)
 {
-    char where[600];
+    char where[REDIS_URL_TEXT_MAX];
 
     redis_url_describe(url, where, sizeof(where));
     explain_error(where, what, reply_text, url->path[0] == '\0', err, errlen);
@@ -591,7 +522,7 @@ redisContext *redis_url_open(const redis_url *url, const char *password,
     error_kind why = ERROR_KIND_UNAVAILABLE;
     redisReply *r;
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    char where[600];
+    char where[REDIS_URL_TEXT_MAX];
     redisContext *c;
     const char *pass = password ? password : url->password;
 

@@ -12,10 +12,20 @@
 
 #include <hiredis/hiredis.h>
 
+#include "endpoint.h"
 #include "error_kind.h"
 
 /* At most this many seeds (cluster nodes or sentinels) in one URL. */
 #define REDIS_URL_MAX_SEEDS 16
+
+/* The longest socket path, user name, password and master name a URL
+ * may hold; and an address as redis_url_describe writes it, for
+ * messages. */
+#define REDIS_URL_PATH_MAX 256
+#define REDIS_URL_USER_MAX 128
+#define REDIS_URL_PASSWORD_MAX 256
+#define REDIS_URL_MASTER_MAX 128
+#define REDIS_URL_TEXT_MAX 600
 
 typedef enum redis_url_kind {
     REDIS_URL_TCP = 0, /* redis:// */
@@ -25,21 +35,22 @@ typedef enum redis_url_kind {
 } redis_url_kind;
 
 typedef struct redis_seed {
-    char host[256];
+    char host[ENDPOINT_HOST_MAX];
     int port;
 } redis_seed;
 
 typedef struct redis_url {
     redis_url_kind kind;
-    char host[256]; /* "" for a unix socket; the first seed otherwise */
+    char host[ENDPOINT_HOST_MAX]; /* "" for a unix socket; the first seed
+                                     otherwise */
     int port;
-    char path[256]; /* unix socket path, "" for TCP */
-    char user[128];
-    char password[256];
+    char path[REDIS_URL_PATH_MAX]; /* unix socket path, "" for TCP */
+    char user[REDIS_URL_USER_MAX];
+    char password[REDIS_URL_PASSWORD_MAX];
     int db;
     redis_seed seeds[REDIS_URL_MAX_SEEDS]; /* cluster and sentinel */
     size_t n_seeds;
-    char master[128]; /* sentinel: the name of the master */
+    char master[REDIS_URL_MASTER_MAX]; /* sentinel: the name of the master */
 } redis_url;
 
 /* Parses text into *out. 0 on success; -1 with the reason alone in err
@@ -48,11 +59,10 @@ typedef struct redis_url {
  * library all use it. */
 int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen);
 
-/* Parses the address "host[:port]" or "[v6]:port" of text[0..n) into
- * host (of 256 bytes) and *port (left as it is when none is given). A
- * host is a name, a dotted IPv4 address or a bracketed IPv6 address,
- * checked whole; a port is 1..65535. 0, or -1 with why in err. The one
- * parser of host:port: Redis URLs and the manifest's [metrics] listen. */
+/* endpoint_parse(text, n, 0, ...) (endpoint.h), under the name the
+ * manifest's [metrics] listen check still calls it by: "host[:port]" or
+ * "[v6]:port", the host checked whole, *port left as it is when none is
+ * given. */
 int redis_address_parse(const char *text, size_t n, char *host, int *port,
                         char *err, size_t errlen);
 

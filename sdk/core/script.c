@@ -74,7 +74,7 @@ int script_append(redisContext *c, const script *s, int numkeys, int argc,
 redisReply *script_run_command(redisContext *c, const script *s, command *cmd)
 {
     redisReply *reply = command_run(cmd, c);
-    char err[256];
+    char err[SCRIPT_ERR_MAX];
 
     if (!script_is_noscript(reply))
         return reply;

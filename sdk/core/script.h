@@ -10,10 +10,16 @@
 
 #include "command.h"
 
+/* A SHA1 in hex, and its NUL. */
+#define SCRIPT_SHA_SIZE 41
+
+/* Why a SCRIPT LOAD failed: one reply or connection error. */
+#define SCRIPT_ERR_MAX 256
+
 typedef struct script {
     const char *name;   /* for messages */
     const char *source; /* the Lua body; static storage */
-    char sha[41];
+    char sha[SCRIPT_SHA_SIZE];
 } script;
 
 /* Fills s->sha from s->source. Call once before use. */

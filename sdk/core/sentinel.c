@@ -8,6 +8,11 @@
 
 #include <hiredis/hiredis.h>
 
+/* The address list for messages (redis_url_describe), and one sentinel's
+ * reason. */
+#define SENTINEL_WHERE_MAX REDIS_URL_TEXT_MAX
+#define SENTINEL_WHY_MAX 400
+
 /* A connection to sentinel s with timeout tv; NULL with why in err. */
 static redisContext *sentinel_connect(const redis_seed *s, struct timeval tv,
                                       char *err, size_t errlen)
@@ -34,11 +39,13 @@ static bool is_address(const redisReply *r)
 }
 
 int sentinel_master(const redis_url *url, int timeout_ms, char *host,
-                    size_t hostlen, int *port, char *err, size_t errlen)
+                    size_t hostlen, int *port, error_kind *kind, char *err,
+                    size_t errlen)
 {
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     size_t answered = 0, unknown = 0, refused = 0;
-    char where[600], last[400] = "no sentinel given";
+    char where[SENTINEL_WHERE_MAX];
+    char last[SENTINEL_WHY_MAX] = "no sentinel given";
 
     redis_url_describe(url, where, sizeof(where));
     for (size_t i = 0; i < url->n_seeds; i++) {
@@ -86,8 +93,12 @@ int sentinel_master(const redis_url *url, int timeout_ms, char *host,
                  "%s: no sentinel of %zu that answered knows a master named "
                  "'%s' (see SENTINEL MASTERS)",
                  where, answered, url->master);
+        if (kind)
+            *kind = ERROR_KIND_SETUP;
         return -2;
     }
+    if (kind)
+        *kind = ERROR_KIND_UNAVAILABLE;
     if (refused == url->n_seeds)
         snprintf(err, errlen, "%s: no sentinel answered (tried %zu): %s", where,
                  url->n_seeds, last);
@@ -158,7 +169,7 @@ size_t sentinel_candidates(const redis_url *url, int timeout_ms,
 {
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     bool listed = false;
-    char err[300];
+    char err[SENTINEL_WHY_MAX];
     size_t n = 0;
 
     for (size_t i = 0; i < url->n_seeds; i++) {

@@ -8,21 +8,25 @@
 
 #include <stddef.h>
 
+#include "endpoint.h"
+#include "error_kind.h"
 #include "redis_url.h"
 
 /* Writes into host (of hostlen bytes) and *port the address of the master
  * url->master that the first answering sentinel of url names. 0; -1 when
  * no sentinel answers ("no sentinel answered (tried N): ...", the last
  * one's reason after it) or the ones that do know the master but have no
- * address for it yet; -2 when every sentinel that answers knows no such
- * master (a configuration error). err says why in one line, the address
- * list first and never a password. */
+ * address for it yet (*kind ERROR_KIND_UNAVAILABLE); -2 when every
+ * sentinel that answers knows no such master (a configuration error:
+ * ERROR_KIND_SETUP). err says why in one line, the address list first and
+ * never a password. kind may be NULL; it is written only on failure. */
 int sentinel_master(const redis_url *url, int timeout_ms, char *host,
-                    size_t hostlen, int *port, char *err, size_t errlen);
+                    size_t hostlen, int *port, error_kind *kind, char *err,
+                    size_t errlen);
 
 /* A replica as a sentinel lists it. */
 typedef struct sentinel_replica {
-    char host[256];
+    char host[ENDPOINT_HOST_MAX];
     int port;
 } sentinel_replica;
 

@@ -1,0 +1,39 @@
+-- figures: a type's queue figures, each in O(1), and its backpressure.
+--    Publishes the backlog (ready + delayed) and sets or clears the
+--    pressure flag with hysteresis between the watermarks.
+-- KEYS:
+--   1 stream
+--   2 delayed
+--   3 dead
+--   4 pressure         the flag: set while the backlog is too long
+--   5 backlog          the backlog, for producers to read
+-- ARGV:
+--   1 group
+--   2 high             the high watermark: over it, the flag is set
+--   3 low              the low watermark: under it, the flag is cleared
+--   4 ttl_ms           how long the flag and the backlog live
+-- Reply: {ready, running, delayed, dead, pressure}: ready leaves out the
+--       running (never below 0); pressure is 1 while the flag is set.
+-- Between the watermarks the flag keeps its state: PEXPIRE renews it if
+-- it is there. Every live host refreshes both keys, so they clear
+-- themselves once all hosts are gone.
+local len = redis.call('XLEN', KEYS[1])
+local running = 0
+local p = redis.pcall('XPENDING', KEYS[1], ARGV[1])
+if type(p) == 'table' and p.err == nil then running = p[1] end
+local delayed = redis.call('ZCARD', KEYS[2])
+local dead = redis.call('ZCARD', KEYS[3])
+local ready = len - running
+if ready < 0 then ready = 0 end
+local backlog = ready + delayed
+redis.call('SET', KEYS[5], backlog, 'PX', ARGV[4])
+local pressure = 0
+if backlog > tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[4], '1', 'PX', ARGV[4])
+  pressure = 1
+elseif backlog < tonumber(ARGV[3]) then
+  redis.call('DEL', KEYS[4])
+elseif redis.call('PEXPIRE', KEYS[4], ARGV[4]) == 1 then
+  pressure = 1
+end
+return {ready, running, delayed, dead, pressure}
