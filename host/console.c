@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "config.h"
-#include "log.h"
+#include "xmalloc.h"
 
 #define SAMPLE_EVERY_MS 1000
 
@@ -30,12 +30,6 @@ typedef struct console_asset {
 extern const console_asset console_assets[];
 
 /* ---- common ground (console_internal.h) ---- */
-
-void console_out_of_memory(void)
-{
-    log_msg(WHARF_LOG_ERROR, "console: out of memory");
-    abort();
-}
 
 const char *console_prefix(const console *c)
 {
@@ -107,20 +101,18 @@ static void refresh_view(console *c)
 console *console_create(const char *name, const char *url, metrics *m,
                         size_t n_slots, console_view_fn view, void *arg)
 {
-    console *c = calloc(1, sizeof(*c));
+    console *c = xcalloc(1, sizeof(*c));
 
-    if (!c)
-        return NULL;
     snprintf(c->name, sizeof(c->name), "%s", name);
     snprintf(c->redis_url, sizeof(c->redis_url), "%s", url);
     c->m = m;
     c->view_fn = view;
     c->view_arg = arg;
     c->v.n_slots = n_slots;
-    c->v.slots = calloc(n_slots ? n_slots : 1, sizeof(*c->v.slots));
-    c->history = calloc(n_slots ? n_slots : 1, sizeof(*c->history));
+    c->v.slots = xcalloc(n_slots, sizeof(*c->v.slots));
+    c->history = xcalloc(n_slots, sizeof(*c->history));
     c->presence = presence_create();
-    if (!c->v.slots || !c->history || !c->presence) {
+    if (!c->presence) {
         free(c->v.slots);
         free(c->history);
         presence_destroy(c->presence);
@@ -231,9 +223,8 @@ static void asset(const char *path, http_reply *reply)
             continue;
         reply->status = 200;
         reply->content_type = a->content_type;
-        reply->body = malloc(a->len ? a->len : 1);
-        if (reply->body)
-            memcpy(reply->body, a->data, a->len);
+        reply->body = xcalloc(a->len, 1);
+        memcpy(reply->body, a->data, a->len);
         reply->len = a->len;
         return;
     }

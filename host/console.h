@@ -77,7 +77,8 @@ typedef void (*console_view_fn)(void *arg, console_view *view);
  * url the Redis address the supervisor uses (its "embedded" already
  * resolved), m the shared counters, n_slots the workers. view is called
  * whenever the console needs the supervisor's figures. Connects nothing
- * yet. NULL when out of memory. */
+ * yet. Out of memory aborts (xmalloc.h), but for presence_create's, which
+ * is NULL. */
 console *console_create(const char *name, const char *url, metrics *m,
                         size_t n_slots, console_view_fn view, void *arg);
 

@@ -84,9 +84,6 @@ struct console {
 
 /* ---- console.c: common ground ---- */
 
-/* Logs and aborts. */
-void console_out_of_memory(void) __attribute__((noreturn));
-
 /* The key prefix of the manifest in effect. */
 const char *console_prefix(const console *c);
 

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "redis_url.h"
 #include "slots.h"
+#include "xmalloc.h"
 
 /* Retry a lost console connection no sooner than this. */
 #define RECONNECT_EVERY_MS 2000
@@ -131,8 +132,10 @@ redisReply *console_run_script(console *c, const script *s, command *cmd)
     redisReply *r = NULL;
 
     pipeline_reset(&c->pipe);
+    /* A call the typed functions built fails to add only when the core
+     * ran out of memory (it reports; the host aborts, xmalloc.h). */
     if (pipeline_add_command(&c->pipe, -1, cmd, s) != 0)
-        console_out_of_memory();
+        xmalloc_oom();
     if (console_read_replies(c, &r, 1) != 0)
         return NULL;
     return r;

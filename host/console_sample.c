@@ -5,8 +5,9 @@
 #include "clock_ms.h"
 #include "console_internal.h"
 
-#include <stdlib.h>
 #include <string.h>
+
+#include "xmalloc.h"
 
 const task_outcome console_charted[N_CHARTED] = {OUTCOME_OK, OUTCOME_RETRY,
                                                  OUTCOME_DEAD};
@@ -32,9 +33,7 @@ void console_sample(console *c)
             now[k] = atomic_load(&c->m->types[ti].outcomes[console_charted[k]]);
         if (!ring) {
             /* New type: its past is flat, not a jump from zero. */
-            ring = c->rings[ti] = malloc(sizeof(*ring));
-            if (!ring)
-                console_out_of_memory();
+            ring = c->rings[ti] = xcalloc(1, sizeof(*ring));
             for (size_t i = 0; i < CONSOLE_SAMPLES; i++)
                 memcpy(ring->counts[i], now, sizeof(now));
             for (size_t i = 0; i < HISTOGRAM_COPIES; i++) {

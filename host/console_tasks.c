@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "keys.h"
+#include "xmalloc.h"
 
 /* Bytes of a payload or result preview, and of an error in a list. */
 #define PREVIEW_BYTES 2048
@@ -74,9 +75,7 @@ void console_dead_page(console *c, http_reply *reply)
         pipeline_addf(redis, keys[0], "HMGET %s attempt error", keys[0]);
         pipeline_addf(redis, keys[1], "HMGET %s attempt error", keys[1]);
     }
-    items = calloc(2 * n + 1, sizeof(*items));
-    if (!items)
-        console_out_of_memory();
+    items = xcalloc(2 * n + 1, sizeof(*items));
     if (console_read_replies(c, items, 2 * n) != 0) {
         console_unavailable(reply, "2",
                             "redis: the dead set could not be read");
@@ -325,9 +324,7 @@ void console_task_detail(console *c, http_reply *reply)
         task_args(c, types[i], id, keys, argv);
         pipeline_add_script(redis, &task_script, 7, 9, argv, NULL);
     }
-    r = calloc(n_types + 1, sizeof(*r));
-    if (!r)
-        console_out_of_memory();
+    r = xcalloc(n_types + 1, sizeof(*r));
     if (console_read_replies(c, r, n_types) != 0) {
         console_unavailable(reply, "2", "redis: the task could not be read");
         free(r);
