@@ -1,12 +1,13 @@
 /* The console's ring of per-second samples of the shared counters (for
  * the rate charts and the last minute's figures) and its copies of the
  * histograms every CHART_STEP_S seconds (for the percentiles of the
- * window), and what is read back from them. */
-#include "clock_ms.h"
-#include "console_internal.h"
+ * window), and what is read back from them. It calls nothing of the
+ * console's. */
+#include "console_sample.h"
 
 #include <string.h>
 
+#include "clock_ms.h"
 #include "xmalloc.h"
 
 const task_outcome console_charted[N_CHARTED] = {OUTCOME_OK, OUTCOME_RETRY,

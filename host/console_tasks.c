@@ -5,13 +5,18 @@
  * pass's budget (console_redis.c). Every byte of task data leaves as
  * JSON text with <, > and & escaped (json_out_text), for the page to
  * set as textContent. */
-#include "console_internal.h"
+#include "console_tasks.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <hiredis/hiredis.h>
+
 #include "config.h"
+#include "console_redis.h"
+#include "console_reply.h"
+#include "json_out.h"
 #include "keys.h"
 #include "xmalloc.h"
 
