@@ -33,7 +33,7 @@ int console_run_pipe(console *c);
 
 /* Runs the pipeline and takes its n replies into r (NULL-filled on
  * failure): 0, or -1 after dropping the connections. A pipeline that
- * holds other than n commands (one could not be added) is not run: -1. */
+ * holds other than n commands is not run: -1. */
 int console_read_replies(console *c, redisReply **r, size_t n);
 
 void console_free_replies(redisReply **r, size_t n);

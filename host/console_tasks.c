@@ -61,9 +61,12 @@ void console_dead_page(console *c, http_reply *reply)
     if (!(redis = console_redis_for(c, reply)))
         return;
     key_of_type(key, sizeof(key), console_prefix(c), type, "dead");
-    pipeline_addf(redis, key, "ZCARD %s", key);
-    pipeline_addf(redis, key, "ZREVRANGE %s %ld %ld WITHSCORES", key, offset,
-                  offset + limit - 1);
+    /* A command fails to add only when the core ran out of memory (it
+     * reports; the host aborts, xmalloc.h), here and below. */
+    if (pipeline_addf(redis, key, "ZCARD %s", key) != 0 ||
+        pipeline_addf(redis, key, "ZREVRANGE %s %ld %ld WITHSCORES", key,
+                      offset, offset + limit - 1) != 0)
+        xmalloc_oom();
     if (console_read_replies(c, head, 2) != 0) {
         console_unavailable(reply, "2",
                             "redis: the dead set could not be read");
@@ -78,8 +81,10 @@ void console_dead_page(console *c, http_reply *reply)
     n = ids->elements / 2;
     for (size_t i = 0; i < n; i++) {
         dead_envelope_keys(c, type, ids->element[2 * i]->str, keys);
-        pipeline_addf(redis, keys[0], "HMGET %s attempt error", keys[0]);
-        pipeline_addf(redis, keys[1], "HMGET %s attempt error", keys[1]);
+        for (size_t k = 0; k < 2; k++)
+            if (pipeline_addf(redis, keys[k], "HMGET %s attempt error",
+                              keys[k]) != 0)
+                xmalloc_oom();
     }
     items = xcalloc(2 * n + 1, sizeof(*items));
     if (console_read_replies(c, items, 2 * n) != 0) {
