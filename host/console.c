@@ -1,22 +1,29 @@
 /* The console; see console.h and docs/console.md. This file is its
- * public API (life, the tick, the worker history), the routing of
- * requests with the headers every answer carries, their arguments, and
- * the JSON replies; console_internal.h names the files that do the
- * rest. The page's assets are compiled in (console_assets.c, made from
- * host/console/ at build time). */
-#include "clock_ms.h"
-#include "console_internal.h"
+ * public API (life, the tick, the worker history) and the routing of
+ * requests with the headers every answer carries: the top of the
+ * console's files, which calls the pages below it (console.h says how
+ * they are layered). The page's assets are compiled in
+ * (console_assets.c, made from host/console/ at build time). */
+#include "console.h"
 
 #include <arpa/inet.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
+#include "clock_ms.h"
 #include "config.h"
-#include "log.h"
+#include "console_actions.h"
+#include "console_overview.h"
+#include "console_redis.h"
+#include "console_reply.h"
+#include "console_sample.h"
+#include "console_state.h"
+#include "console_tasks.h"
+#include "presence.h"
+#include "xmalloc.h"
 
 #define SAMPLE_EVERY_MS 1000
 
@@ -29,74 +36,6 @@ typedef struct console_asset {
 } console_asset;
 extern const console_asset console_assets[];
 
-/* ---- common ground (console_internal.h) ---- */
-
-void console_out_of_memory(void)
-{
-    log_msg(WHARF_LOG_ERROR, "console: out of memory");
-    abort();
-}
-
-const char *console_prefix(const console *c)
-{
-    return c->v.cfg->prefix;
-}
-
-void console_reply_json(http_reply *reply, unsigned status, json_out *b)
-{
-    json_out_puts(b, "\n");
-    reply->status = status;
-    reply->content_type = "application/json; charset=utf-8";
-    reply->body = json_out_take(b, &reply->len);
-}
-
-void console_reply_error(http_reply *reply, unsigned status, const char *fmt,
-                         ...)
-{
-    char why[512];
-    json_out b = {0};
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
-    va_end(ap);
-    json_out_puts(&b, "{\"error\":");
-    json_out_str(&b, why);
-    json_out_puts(&b, "}");
-    console_reply_json(reply, status, &b);
-}
-
-long console_query_number(const char *name, long def, long lo, long hi)
-{
-    const char *text = http_query(name);
-    char *end;
-    long n;
-
-    if (!text || !*text)
-        return def;
-    n = strtol(text, &end, 10);
-    if (*end || n < lo || n > hi)
-        return -1;
-    return n;
-}
-
-const char *console_type_arg(http_reply *reply, const char *type, bool required)
-{
-    if ((!type || !*type) && !required)
-        return NULL;
-    if (!type || !config_valid_type_name(type)) {
-        console_reply_error(reply, 400,
-                            "type: expected 1-100 bytes of [A-Za-z0-9._-]");
-        return "";
-    }
-    return type;
-}
-
-const char *console_query_type(http_reply *reply, bool required)
-{
-    return console_type_arg(reply, http_query("type"), required);
-}
-
 /* ---- life ---- */
 
 static void refresh_view(console *c)
@@ -107,20 +46,18 @@ static void refresh_view(console *c)
 console *console_create(const char *name, const char *url, metrics *m,
                         size_t n_slots, console_view_fn view, void *arg)
 {
-    console *c = calloc(1, sizeof(*c));
+    console *c = xcalloc(1, sizeof(*c));
 
-    if (!c)
-        return NULL;
     snprintf(c->name, sizeof(c->name), "%s", name);
     snprintf(c->redis_url, sizeof(c->redis_url), "%s", url);
     c->m = m;
     c->view_fn = view;
     c->view_arg = arg;
     c->v.n_slots = n_slots;
-    c->v.slots = calloc(n_slots ? n_slots : 1, sizeof(*c->v.slots));
-    c->history = calloc(n_slots ? n_slots : 1, sizeof(*c->history));
+    c->v.slots = xcalloc(n_slots, sizeof(*c->v.slots));
+    c->history = xcalloc(n_slots, sizeof(*c->history));
     c->presence = presence_create();
-    if (!c->v.slots || !c->history || !c->presence) {
+    if (!c->presence) {
         free(c->v.slots);
         free(c->history);
         presence_destroy(c->presence);
@@ -231,9 +168,8 @@ static void asset(const char *path, http_reply *reply)
             continue;
         reply->status = 200;
         reply->content_type = a->content_type;
-        reply->body = malloc(a->len ? a->len : 1);
-        if (reply->body)
-            memcpy(reply->body, a->data, a->len);
+        reply->body = xcalloc(a->len, 1);
+        memcpy(reply->body, a->data, a->len);
         reply->len = a->len;
         return;
     }

@@ -5,7 +5,7 @@
  * a cross-origin check. Each script's call (its KEYS and ARGV, in the
  * order of the script's header) is one function: call_cancel,
  * call_dead_replay, call_dead_purge. */
-#include "console_internal.h"
+#include "console_actions.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +18,9 @@
 #include "keys.h"
 #include "log.h"
 #include "command.h"
+#include "console_redis.h"
+#include "console_reply.h"
+#include "json_out.h"
 #include "lua_scripts.h"
 
 typedef enum action_kind {

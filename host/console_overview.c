@@ -3,11 +3,16 @@
  * and the wait and run percentiles; the worker slots; the restarts; the
  * live hosts. All of it from what the supervisor holds, the ring and the
  * last presence round: no Redis here. */
-#include "clock_ms.h"
-#include "console_internal.h"
+#include "console_overview.h"
 
 #include <inttypes.h>
 #include <string.h>
+
+#include "clock_ms.h"
+#include "console_reply.h"
+#include "console_sample.h"
+#include "json_out.h"
+#include "presence.h"
 
 /* The runs of the window: now (h) less the oldest copy kept (from). */
 static void jb_histogram(json_out *b, const console *c, const char *name,

@@ -1,16 +1,17 @@
 /* The console's own Redis connection, and the budget its waits share in
- * one pass of the loop (console.h: CONSOLE_PASS_BUDGET_MS, enforced as
- * the socket timeout of each wait; CONSOLE_PASS_BUSY_MS, past which a
+ * one pass of the loop (console_redis.h: CONSOLE_PASS_BUDGET_MS, enforced
+ * as the socket timeout of each wait; CONSOLE_PASS_BUSY_MS, past which a
  * request is told to come back). Every command the console sends goes
  * through here. */
-#include "clock_ms.h"
-#include "console_internal.h"
+#include "console_redis.h"
 
 #include <sys/time.h>
 
+#include "clock_ms.h"
+#include "console_reply.h"
 #include "log.h"
 #include "redis_url.h"
-#include "slots.h"
+#include "xmalloc.h"
 
 /* Retry a lost console connection no sooner than this. */
 #define RECONNECT_EVERY_MS 2000
@@ -131,19 +132,13 @@ redisReply *console_run_script(console *c, const script *s, command *cmd)
     redisReply *r = NULL;
 
     pipeline_reset(&c->pipe);
+    /* A call the typed functions built fails to add only when the core
+     * ran out of memory (it reports; the host aborts, xmalloc.h). */
     if (pipeline_add_command(&c->pipe, -1, cmd, s) != 0)
-        console_out_of_memory();
+        xmalloc_oom();
     if (console_read_replies(c, &r, 1) != 0)
         return NULL;
     return r;
-}
-
-/* Redis is away or slow; come back in a while. */
-void console_unavailable(http_reply *reply, const char *retry_s,
-                         const char *why)
-{
-    http_reply_header(reply, "Retry-After", retry_s);
-    console_reply_error(reply, 503, "%s", why);
 }
 
 /* NULL while Redis is away, or once this pass has spent

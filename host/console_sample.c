@@ -1,12 +1,14 @@
 /* The console's ring of per-second samples of the shared counters (for
  * the rate charts and the last minute's figures) and its copies of the
  * histograms every CHART_STEP_S seconds (for the percentiles of the
- * window), and what is read back from them. */
-#include "clock_ms.h"
-#include "console_internal.h"
+ * window), and what is read back from them. It calls nothing of the
+ * console's. */
+#include "console_sample.h"
 
-#include <stdlib.h>
 #include <string.h>
+
+#include "clock_ms.h"
+#include "xmalloc.h"
 
 const task_outcome console_charted[N_CHARTED] = {OUTCOME_OK, OUTCOME_RETRY,
                                                  OUTCOME_DEAD};
@@ -32,9 +34,7 @@ void console_sample(console *c)
             now[k] = atomic_load(&c->m->types[ti].outcomes[console_charted[k]]);
         if (!ring) {
             /* New type: its past is flat, not a jump from zero. */
-            ring = c->rings[ti] = malloc(sizeof(*ring));
-            if (!ring)
-                console_out_of_memory();
+            ring = c->rings[ti] = xcalloc(1, sizeof(*ring));
             for (size_t i = 0; i < CONSOLE_SAMPLES; i++)
                 memcpy(ring->counts[i], now, sizeof(now));
             for (size_t i = 0; i < HISTOGRAM_COPIES; i++) {

@@ -1,22 +1,29 @@
 /* GET /api/dead (a page of a type's dead set, newest first, with each
  * task's attempt and error) and GET /api/task (one task's status and
- * detail, read by one script of the console's own): the console's reads
+ * detail, read by sdk/lua/task_detail.lua): the console's reads
  * of task data, each in one pipelined round trip or two, within the
  * pass's budget (console_redis.c). Every byte of task data leaves as
  * JSON text with <, > and & escaped (json_out_text), for the page to
  * set as textContent. */
-#include "console_internal.h"
+#include "console_tasks.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <hiredis/hiredis.h>
+
 #include "config.h"
+#include "console_redis.h"
+#include "console_reply.h"
+#include "json_out.h"
 #include "keys.h"
+#include "lua_scripts.h"
+#include "xmalloc.h"
 
 /* Bytes of a payload or result preview, and of an error in a list. */
 #define PREVIEW_BYTES 2048
-#define PREVIEW_TEXT "2048" /* PREVIEW_BYTES, for the script */
+#define PREVIEW_TEXT "2048" /* PREVIEW_BYTES, for task_detail.lua */
 #define LIST_TEXT_BYTES 300
 /* Bytes of any other field of a task shown. */
 #define FIELD_BYTES 4096
@@ -54,9 +61,12 @@ void console_dead_page(console *c, http_reply *reply)
     if (!(redis = console_redis_for(c, reply)))
         return;
     key_of_type(key, sizeof(key), console_prefix(c), type, "dead");
-    pipeline_addf(redis, key, "ZCARD %s", key);
-    pipeline_addf(redis, key, "ZREVRANGE %s %ld %ld WITHSCORES", key, offset,
-                  offset + limit - 1);
+    /* A command fails to add only when the core ran out of memory (it
+     * reports; the host aborts, xmalloc.h), here and below. */
+    if (pipeline_addf(redis, key, "ZCARD %s", key) != 0 ||
+        pipeline_addf(redis, key, "ZREVRANGE %s %ld %ld WITHSCORES", key,
+                      offset, offset + limit - 1) != 0)
+        xmalloc_oom();
     if (console_read_replies(c, head, 2) != 0) {
         console_unavailable(reply, "2",
                             "redis: the dead set could not be read");
@@ -71,12 +81,12 @@ void console_dead_page(console *c, http_reply *reply)
     n = ids->elements / 2;
     for (size_t i = 0; i < n; i++) {
         dead_envelope_keys(c, type, ids->element[2 * i]->str, keys);
-        pipeline_addf(redis, keys[0], "HMGET %s attempt error", keys[0]);
-        pipeline_addf(redis, keys[1], "HMGET %s attempt error", keys[1]);
+        for (size_t k = 0; k < 2; k++)
+            if (pipeline_addf(redis, keys[k], "HMGET %s attempt error",
+                              keys[k]) != 0)
+                xmalloc_oom();
     }
-    items = calloc(2 * n + 1, sizeof(*items));
-    if (!items)
-        console_out_of_memory();
+    items = xcalloc(2 * n + 1, sizeof(*items));
     if (console_read_replies(c, items, 2 * n) != 0) {
         console_unavailable(reply, "2",
                             "redis: the dead set could not be read");
@@ -122,60 +132,17 @@ out:
 
 /* ---- GET /api/task ---- */
 
-/* One task's status and detail, atomically. KEYS: 1 dead zset, 2 dead:<id>,
- * 3 task:<id>, 4 delayed zset, 5 lock:<id>, 6 result:<id>, 7 seen:<id>.
- * ARGV: 1 id, 2 preview bytes. Returns {status, fields (flat, the payload
- * cut to the preview), payload length, died at, due at, lock ms left,
- * result length, result preview}. Status: the first that holds of dead,
- * delayed, running (its lock is held), done (a result is cached), queued
- * (its enqueue marker lives), else unknown. Bounded: two small hashes and
- * a few O(1) or O(log n) reads, previews cut in the script. */
-static const char task_lua[] =
-    "local id, cut = ARGV[1], tonumber(ARGV[2])\n"
-    "local died = redis.call('ZSCORE', KEYS[1], id)\n"
-    "local due = redis.call('ZSCORE', KEYS[4], id)\n"
-    "local lock = redis.call('PTTL', KEYS[5])\n"
-    "local rlen = redis.call('STRLEN', KEYS[6])\n"
-    "local rexists = redis.call('EXISTS', KEYS[6])\n"
-    "local seen = redis.call('EXISTS', KEYS[7])\n"
-    "local h = redis.call('HGETALL', KEYS[2])\n"
-    "if #h == 0 then h = redis.call('HGETALL', KEYS[3]) end\n"
-    "local plen = 0\n"
-    "for i = 1, #h, 2 do\n"
-    "  if h[i] == 'payload' then\n"
-    "    plen = #h[i + 1]; h[i + 1] = string.sub(h[i + 1], 1, cut)\n"
-    "  end\n"
-    "end\n"
-    "local status = 'unknown'\n"
-    "if died then status = 'dead'\n"
-    "elseif due then status = 'delayed'\n"
-    "elseif lock > 0 or lock == -1 then status = 'running'\n"
-    "elseif rexists == 1 then status = 'done'\n"
-    "elseif seen == 1 then status = 'queued' end\n"
-    "local preview = ''\n"
-    "if rexists == 1 then preview = redis.call('GETRANGE', KEYS[6], 0,\n"
-    "  cut - 1) end\n"
-    "return {status, h, plen, died or '', due or '', lock, rlen, preview}\n";
-
-static script task_script = {.name = "console task", .source = task_lua};
-
-static void task_args(const console *c, const char *type, const char *id,
-                      char keys[7][KEY_MAX], const char *argv[9])
+/* Adds the call of sdk/lua/task_detail.lua (the task's status and
+ * detail, read at once) for id of type. Its keys fit KEY_MAX (the type
+ * and the id are checked), so building or adding it fails only when the
+ * core ran out of memory (it reports; the host aborts, xmalloc.h). */
+static void add_task_detail(console *c, pipeline *redis, const char *type,
+                            const char *id)
 {
-    char env[2][KEY_MAX];
-
-    dead_envelope_keys(c, type, id, env);
-    key_of_type(keys[0], KEY_MAX, console_prefix(c), type, "dead");
-    memcpy(keys[1], env[0], KEY_MAX);
-    memcpy(keys[2], env[1], KEY_MAX);
-    key_of_type(keys[3], KEY_MAX, console_prefix(c), type, "delayed");
-    key_of_task(keys[4], KEY_MAX, console_prefix(c), type, "lock", id);
-    key_of_task(keys[5], KEY_MAX, console_prefix(c), type, "result", id);
-    key_of_task(keys[6], KEY_MAX, console_prefix(c), type, "seen", id);
-    for (int i = 0; i < 7; i++)
-        argv[i] = keys[i];
-    argv[7] = id;
-    argv[8] = PREVIEW_TEXT;
+    if (script_task_detail_call(&redis->cmd, console_prefix(c), type, id,
+                                PREVIEW_TEXT) != 0 ||
+        pipeline_add_command(redis, -1, &redis->cmd, &script_task_detail) != 0)
+        xmalloc_oom();
 }
 
 static bool task_reply_ok(const redisReply *r)
@@ -272,7 +239,8 @@ static void jb_task(json_out *b, console *c, const char *type, const char *id,
     if (r->element[5]->type == REDIS_REPLY_INTEGER &&
         r->element[5]->integer > 0)
         json_out_printf(b, ",\"lock_ms_left\":%lld", r->element[5]->integer);
-    if (strcmp(r->element[0]->str, "done") == 0 &&
+    if (script_task_detail_word_of(r->element[0]->str) ==
+            SCRIPT_TASK_DETAIL_DONE &&
         r->element[7]->type == REDIS_REPLY_STRING) {
         json_out_printf(b, ",\"result\":{\"bytes\":%lld,\"preview\":",
                         r->element[6]->integer);
@@ -297,8 +265,6 @@ void console_task_detail(console *c, http_reply *reply)
     const char *type = console_query_type(reply, false);
     const char *types[METRICS_MAX_TYPES];
     size_t n_types = 0, found = SIZE_MAX;
-    char keys[7][KEY_MAX];
-    const char *argv[9];
     redisReply **r = NULL;
     pipeline *redis;
     json_out b = {0};
@@ -319,15 +285,9 @@ void console_task_detail(console *c, http_reply *reply)
     }
     if (!(redis = console_redis_for(c, reply)))
         return;
-    if (task_script.sha[0] == '\0')
-        script_init(&task_script);
-    for (size_t i = 0; i < n_types; i++) {
-        task_args(c, types[i], id, keys, argv);
-        pipeline_add_script(redis, &task_script, 7, 9, argv, NULL);
-    }
-    r = calloc(n_types + 1, sizeof(*r));
-    if (!r)
-        console_out_of_memory();
+    for (size_t i = 0; i < n_types; i++)
+        add_task_detail(c, redis, types[i], id);
+    r = xcalloc(n_types + 1, sizeof(*r));
     if (console_read_replies(c, r, n_types) != 0) {
         console_unavailable(reply, "2", "redis: the task could not be read");
         free(r);
@@ -340,7 +300,9 @@ void console_task_detail(console *c, http_reply *reply)
                                                                 : "?");
             goto out;
         }
-        if (found == SIZE_MAX && strcmp(r[i]->element[0]->str, "unknown"))
+        if (found == SIZE_MAX &&
+            script_task_detail_word_of(r[i]->element[0]->str) !=
+                SCRIPT_TASK_DETAIL_UNKNOWN)
             found = i;
     }
     if (found == SIZE_MAX) {

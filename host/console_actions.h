@@ -1,0 +1,11 @@
+/* POST /api/replay, /api/purge and /api/cancel (console_actions.c). */
+#ifndef WHARF_CONSOLE_ACTIONS_H
+#define WHARF_CONSOLE_ACTIONS_H
+
+#include "console_state.h"
+#include "http.h"
+
+/* what: "replay", "purge" or "cancel". */
+void console_action(console *c, const char *what, http_reply *reply);
+
+#endif /* WHARF_CONSOLE_ACTIONS_H */
