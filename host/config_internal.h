@@ -1,8 +1,8 @@
 /* The inside of the manifest parser, shared by host/config*.c and by
  * nothing else (config.h is the public face). From the ground up: the
- * configuration object (config.c), what the manifest may hold
- * (config_keys.c), the value parsers (config_values.c), a key's value
- * into its field (config_set.c), the reader and its sections
+ * configuration and what it may hold (config.c), the "did you mean"
+ * hints (config_hint.c), the value parsers (config_values.c), a key's
+ * value into its field (config_set.c), the reader and its sections
  * (config_parse.c), the checks after the last line (config_check.c) and
  * the load that runs them (config_load.c). */
 #ifndef WHARF_CONFIG_INTERNAL_H
@@ -32,16 +32,7 @@
 #define MANIFEST_MAX_BYTES MIB
 #define MANIFEST_MAX_TEXT "1 MiB"
 
-/* ---- the configuration object (config.c) ---- */
-
-/* A config with every key at its default, for the manifest at `path`
- * (cfg->dir is left NULL). Freed with config_free. */
-config *config_new(const char *path);
-
-/* How many names a NULL-terminated types list holds (0 for NULL). */
-size_t config_count_types(char *const *types);
-
-/* ---- what the manifest may hold (config_keys.c) ---- */
+/* ---- the configuration and what it may hold (config.c) ---- */
 
 typedef enum value_kind {
     VALUE_BOOL,
@@ -88,6 +79,19 @@ typedef struct key_spec {
 enum { POLICY_KEYS = 19 };
 extern const key_spec config_policy_keys[POLICY_KEYS + 1];
 
+/* The fixed sections [host] .. [defaults], by name, in the order "it
+ * belongs in" looks through them; NULL-terminated. */
+typedef struct fixed_section {
+    const char *name;
+    section_kind kind;
+} fixed_section;
+extern const fixed_section config_fixed_sections[];
+
+/* The table that holds the keys of section: config_policy_keys for
+ * SECTION_DEFAULTS, else the one of every other fixed section (each row
+ * names its section). NULL-name-terminated. */
+const key_spec *config_keys_of(section_kind section);
+
 /* The fixed section named `name` ([host] .. [defaults]), or SECTION_NONE. */
 section_kind config_fixed_section(const char *name);
 
@@ -97,6 +101,15 @@ const key_spec *config_find_key(section_kind section, const char *name);
 
 /* The index of the policy key `name` in config_policy_keys. */
 size_t config_policy_index(const char *name);
+
+/* A config with every key at its default, for the manifest at `path`
+ * (cfg->dir is left NULL). Freed with config_free. */
+config *config_new(const char *path);
+
+/* How many names a NULL-terminated types list holds (0 for NULL). */
+size_t config_count_types(char *const *types);
+
+/* ---- "did you mean" (config_hint.c) ---- */
 
 /* A hint for an unknown key of a fixed section: " (did you mean 'x'?)",
  * " (it belongs in [s])", or "" if none. */

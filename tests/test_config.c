@@ -1,4 +1,4 @@
-/* The manifest parser (host/config.c): every key of docs/manifest.md, the
+/* The manifest parser (host/config*.c): every key of docs/manifest.md, the
  * defaults, and each configuration error with its line and message. Each
  * test writes its manifests into a fresh temporary folder. */
 
