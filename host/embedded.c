@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include <hiredis/hiredis.h>
 
 #include "clock_ms.h"
+#include "error_set.h"
 
 /* How long the server may take to answer PING after it is started, and to
  * exit after it is asked to. */
@@ -50,21 +50,6 @@ typedef enum child_state {
     CHILD_REAPED, /* it exited and we collected its status */
     CHILD_GONE    /* someone else reaped it: no status, pid may be reused */
 } child_state;
-
-/* Formats a message into err (which may be NULL). */
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!err || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Puts the path of the executable `name` found along PATH into out: 0, or
  * -1 if there is none. */
@@ -105,7 +90,7 @@ static int set_paths(embedded_redis *e, const char *data_dir, char *err,
     int rc = -1;
 
     if (!data_dir || !*data_dir) {
-        set_err(err, errlen, "data_dir is empty");
+        error_set(err, errlen, "data_dir is empty");
         goto out;
     }
     if (data_dir[0] == '/') {
@@ -113,13 +98,13 @@ static int set_paths(embedded_redis *e, const char *data_dir, char *err,
     } else if (getcwd(cwd, sizeof(cwd))) {
         n = snprintf(e->dir, sizeof(e->dir), "%s/%s", cwd, data_dir);
     } else {
-        set_err(err, errlen, "cannot make data_dir %s absolute: getcwd: %s",
-                data_dir, strerror(errno));
+        error_set(err, errlen, "cannot make data_dir %s absolute: getcwd: %s",
+                  data_dir, strerror(errno));
         goto out;
     }
     if (n < 0 || (size_t)n >= sizeof(e->dir)) {
-        set_err(err, errlen, "data_dir %s is longer than %d", data_dir,
-                PATH_MAX - 1);
+        error_set(err, errlen, "data_dir %s is longer than %d", data_dir,
+                  PATH_MAX - 1);
         goto out;
     }
     len = strlen(e->dir);
@@ -130,17 +115,18 @@ static int set_paths(embedded_redis *e, const char *data_dir, char *err,
     n = snprintf(e->socket, sizeof(e->socket), "%s/%s", e->dir,
                  EMBEDDED_SOCKET_NAME);
     if (n < 0 || (size_t)n >= sizeof(e->socket)) {
-        set_err(err, errlen,
-                "socket path %s/%s is %zu bytes, longer than a unix socket "
-                "allows (%zu): use a shorter data_dir",
-                e->dir, EMBEDDED_SOCKET_NAME,
-                len + 1 + strlen(EMBEDDED_SOCKET_NAME), sizeof(e->socket) - 1);
+        error_set(err, errlen,
+                  "socket path %s/%s is %zu bytes, longer than a unix socket "
+                  "allows (%zu): use a shorter data_dir",
+                  e->dir, EMBEDDED_SOCKET_NAME,
+                  len + 1 + strlen(EMBEDDED_SOCKET_NAME),
+                  sizeof(e->socket) - 1);
         goto out;
     }
     n = snprintf(e->log, sizeof(e->log), "%s/%s", e->dir, EMBEDDED_LOG_NAME);
     if (n < 0 || (size_t)n >= sizeof(e->log)) {
-        set_err(err, errlen, "log path %s/%s is too long", e->dir,
-                EMBEDDED_LOG_NAME);
+        error_set(err, errlen, "log path %s/%s is too long", e->dir,
+                  EMBEDDED_LOG_NAME);
         goto out;
     }
     /* Cannot be cut: the socket path is shorter than the url's room. */
@@ -163,28 +149,29 @@ static int make_data_dir(const char *dir, char *err, size_t errlen)
          slash = strchr(slash + 1, '/')) {
         *slash = '\0';
         if (mkdir(path, 0700) != 0 && errno != EEXIST) {
-            set_err(err, errlen, "cannot create data_dir %s: mkdir %s: %s", dir,
-                    path, strerror(errno));
+            error_set(err, errlen, "cannot create data_dir %s: mkdir %s: %s",
+                      dir, path, strerror(errno));
             goto out;
         }
         *slash = '/';
     }
     if (mkdir(path, 0700) != 0 && errno != EEXIST) {
-        set_err(err, errlen, "cannot create data_dir %s: %s", dir,
-                strerror(errno));
+        error_set(err, errlen, "cannot create data_dir %s: %s", dir,
+                  strerror(errno));
         goto out;
     }
     if (stat(path, &st) != 0) {
-        set_err(err, errlen, "data_dir %s: %s", dir, strerror(errno));
+        error_set(err, errlen, "data_dir %s: %s", dir, strerror(errno));
         goto out;
     }
     if (!S_ISDIR(st.st_mode)) {
-        set_err(err, errlen, "data_dir %s exists and is not a directory", dir);
+        error_set(err, errlen, "data_dir %s exists and is not a directory",
+                  dir);
         goto out;
     }
     if (access(path, W_OK | X_OK) != 0) {
-        set_err(err, errlen, "data_dir %s is not writable: %s", dir,
-                strerror(errno));
+        error_set(err, errlen, "data_dir %s is not writable: %s", dir,
+                  strerror(errno));
         goto out;
     }
     rc = 0;
@@ -206,21 +193,21 @@ static int clear_socket(const char *path, char *err, size_t errlen)
         if (errno == ENOENT)
             rc = 0;
         else
-            set_err(err, errlen, "cannot look at %s: %s", path,
-                    strerror(errno));
+            error_set(err, errlen, "cannot look at %s: %s", path,
+                      strerror(errno));
         goto out;
     }
     if (!S_ISSOCK(st.st_mode)) {
-        set_err(err, errlen,
-                "%s exists and is not a socket; remove it if nothing uses it",
-                path);
+        error_set(err, errlen,
+                  "%s exists and is not a socket; remove it if nothing uses it",
+                  path);
         goto out;
     }
     /* Any listener counts, redis or not, and whether or not it would let
      * us in: the server we start would steal its socket. */
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        set_err(err, errlen, "socket: %s", strerror(errno));
+        error_set(err, errlen, "socket: %s", strerror(errno));
         goto out;
     }
     memset(&addr, 0, sizeof(addr));
@@ -229,18 +216,18 @@ static int clear_socket(const char *path, char *err, size_t errlen)
     if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 ||
         errno == EAGAIN) {
         /* EAGAIN: a listener whose backlog is full; still a live one. */
-        set_err(err, errlen, "another redis-server is already serving %s",
-                path);
+        error_set(err, errlen, "another redis-server is already serving %s",
+                  path);
         goto out;
     }
     if (errno != ECONNREFUSED) {
-        set_err(err, errlen, "cannot check %s: connect: %s", path,
-                strerror(errno));
+        error_set(err, errlen, "cannot check %s: connect: %s", path,
+                  strerror(errno));
         goto out;
     }
     if (unlink(path) != 0 && errno != ENOENT) {
-        set_err(err, errlen, "cannot remove stale socket %s: %s", path,
-                strerror(errno));
+        error_set(err, errlen, "cannot remove stale socket %s: %s", path,
+                  strerror(errno));
         goto out;
     }
     rc = 0;
@@ -329,8 +316,8 @@ static void describe_end(const embedded_redis *e, child_state state, int status,
     else
         snprintf(how, sizeof(how), "ended with wait status %#x", status);
     last_log_line(e->log, line, sizeof(line));
-    set_err(err, errlen, "redis-server (pid %ld) %s; %s: %s", (long)e->pid, how,
-            EMBEDDED_LOG_NAME, line);
+    error_set(err, errlen, "redis-server (pid %ld) %s; %s: %s", (long)e->pid,
+              how, EMBEDDED_LOG_NAME, line);
 }
 
 /* Waits up to timeout_ms for the child to end: 0 once it has (reaped, or
@@ -533,22 +520,22 @@ static int spawn_server(embedded_redis *e, const char *program, char *err,
     int rc = -1;
 
     if (null_fd < 0) {
-        set_err(err, errlen, "cannot open /dev/null: %s", strerror(errno));
+        error_set(err, errlen, "cannot open /dev/null: %s", strerror(errno));
         goto out;
     }
     /* The server's stderr goes to its log too, so that what it says
      * before it opens the log (a bad option) is the log's last line. */
     log_fd = open_above_stderr(e->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (log_fd < 0) {
-        set_err(err, errlen, "cannot open %s: %s", e->log, strerror(errno));
+        error_set(err, errlen, "cannot open %s: %s", e->log, strerror(errno));
         goto out;
     }
     if (open_max < 0)
         open_max = 1024;
     pid = fork();
     if (pid < 0) {
-        set_err(err, errlen, "cannot start redis-server: fork: %s",
-                strerror(errno));
+        error_set(err, errlen, "cannot start redis-server: fork: %s",
+                  strerror(errno));
         goto out;
     }
     if (pid == 0)
@@ -591,9 +578,9 @@ static int wait_ready(embedded_redis *e, char *err, size_t errlen)
             }
             /* Someone else's server won a race for the path. SIGKILL: on
              * SIGTERM ours would unlink the socket, which is now theirs. */
-            set_err(err, errlen,
-                    "another redis-server (pid %ld) is already serving %s",
-                    (long)answering, e->socket);
+            error_set(err, errlen,
+                      "another redis-server (pid %ld) is already serving %s",
+                      (long)answering, e->socket);
             kill_child(e->pid);
             e->pid = 0;
             goto out;
@@ -603,12 +590,12 @@ static int wait_ready(embedded_redis *e, char *err, size_t errlen)
         clock_sleep_ms(EMBEDDED_POLL_MS);
     }
     last_log_line(e->log, line, sizeof(line));
-    set_err(err, errlen,
-            "redis-server (pid %ld) did not answer PING on %s within %d s%s; "
-            "%s: %s",
-            (long)e->pid, e->socket, EMBEDDED_START_MS / 1000,
-            loading ? " (still loading its append-only file)" : "",
-            EMBEDDED_LOG_NAME, line);
+    error_set(err, errlen,
+              "redis-server (pid %ld) did not answer PING on %s within %d s%s; "
+              "%s: %s",
+              (long)e->pid, e->socket, EMBEDDED_START_MS / 1000,
+              loading ? " (still loading its append-only file)" : "",
+              EMBEDDED_LOG_NAME, line);
     embedded_stop(e);
 out:
     return rc;
@@ -624,14 +611,14 @@ int embedded_start(embedded_redis *e, const char *data_dir, char *err,
 
     memset(&next, 0, sizeof(next));
     if (running) {
-        set_err(err, errlen, "redis-server (pid %ld) already runs for %s",
-                (long)e->pid, e->dir);
+        error_set(err, errlen, "redis-server (pid %ld) already runs for %s",
+                  (long)e->pid, e->dir);
         goto out;
     }
     if (find_program("redis-server", program, sizeof(program)) != 0) {
-        set_err(err, errlen,
-                "redis-server is not installed (not found in PATH); install "
-                "the Debian package redis-server");
+        error_set(err, errlen,
+                  "redis-server is not installed (not found in PATH); install "
+                  "the Debian package redis-server");
         goto out;
     }
     if (set_paths(&next, data_dir, err, errlen) != 0 ||
@@ -666,7 +653,7 @@ int embedded_check(embedded_redis *e, char *err, size_t errlen)
     int rc = -1;
 
     if (e->pid <= 0) {
-        set_err(err, errlen, "redis-server is not running");
+        error_set(err, errlen, "redis-server is not running");
         goto out;
     }
     state = reap_child(e->pid, &status);

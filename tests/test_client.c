@@ -544,6 +544,25 @@ Test(client, closed_port_is_unavailable)
                  WHARF_CLIENT_BAD_INPUT);
 }
 
+/* open's err is optional, and a short one gets the message cut to fit. */
+Test(client, open_message_fits_the_room_given)
+{
+    wharf_client *c = (wharf_client *)1;
+    char small[12];
+
+    cr_assert_eq(wharf_client_open(&c, "http://x", NULL, NULL, NULL, 0),
+                 WHARF_CLIENT_BAD_INPUT);
+    memset(small, 'x', sizeof(small));
+    cr_assert_eq(wharf_client_open(&c, "http://x", NULL, NULL, small, 0),
+                 WHARF_CLIENT_BAD_INPUT);
+    cr_assert_eq(small[0], 'x', "errlen 0: nothing written");
+    cr_assert_eq(
+        wharf_client_open(&c, "http://x", NULL, NULL, small, sizeof(small)),
+        WHARF_CLIENT_BAD_INPUT);
+    cr_assert_str_eq(small, "bad Redis U");
+    cr_assert_eq(c, (wharf_client *)1, "untouched on failure");
+}
+
 Test(client, reconnects_after_redis_comes_back)
 {
     wharf_enqueue_reply reply;

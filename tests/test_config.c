@@ -1,4 +1,4 @@
-/* The manifest parser (host/config.c): every key of docs/manifest.md, the
+/* The manifest parser (host/config*.c): every key of docs/manifest.md, the
  * defaults, and each configuration error with its line and message. Each
  * test writes its manifests into a fresh temporary folder. */
 
@@ -618,6 +618,44 @@ Test(config, unknown_key)
     fails_at("[redis]\nlisten = 1.2.3.4:5\n", 2, "(it belongs in [metrics])");
     fails_at("workers = 2\n", 1, "key 'workers' comes before any [section]");
     fails_at("[host]\n = 2\n", 2, "missing key name");
+}
+
+/* The fixed sections' keys share one table: each key is taken in its own
+ * section only, "did you mean" looks in the section it is in, and "it
+ * belongs in" names the one that has it. */
+Test(config, each_key_only_in_its_section)
+{
+    static const struct {
+        const char *text, *said;
+    } cases[] = {
+        {"[log]\nstrict = yes\n",
+         "unknown key 'strict' in [log] (it belongs in [producer])"},
+        {"[redis]\nstrict = yes\n",
+         "unknown key 'strict' in [redis] (it belongs in [producer])"},
+        {"[metrics]\ntoken = abcdefghijklmnopqrstu\n",
+         "unknown key 'token' in [metrics] (it belongs in [console])"},
+        {"[console]\nlevel = info\n",
+         "unknown key 'level' in [console] (it belongs in [log])"},
+        {"[producer]\nurl = embedded\n",
+         "unknown key 'url' in [producer] (it belongs in [redis])"},
+        {"[defaults]\nworkers = 2\n",
+         "unknown key 'workers' in [defaults] (it belongs in [host])"},
+        {"[type.echo]\nlisten = off\n",
+         "unknown key 'listen' in [type.echo] (it belongs in [metrics])"},
+        {"[host]\ntimeout = 1s\n", "unknown key 'timeout' in [host] "
+                                   "(it belongs in [defaults] or [type.NAME])"},
+        {"[log]\nformt = text\n",
+         "unknown key 'formt' in [log] (did you mean 'format'?)"},
+        {"[console]\ntokn = x\n",
+         "unknown key 'tokn' in [console] (did you mean 'token'?)"},
+        {"[metrics]\nlisen = off\n",
+         "unknown key 'lisen' in [metrics] (did you mean 'listen'?)"},
+        {"[defaults]\nprefech = 1\n",
+         "unknown key 'prefech' in [defaults] (did you mean 'prefetch'?)"},
+    };
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        cr_assert_str_eq(fails_at(cases[i].text, 2, ""), cases[i].said);
 }
 
 Test(config, bad_duration)

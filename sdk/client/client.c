@@ -1,5 +1,8 @@
-/* A client: its connection to Redis, its last error, and the status
- * vocabulary; see <wharf/client.h> and client_internal.h. */
+/* A client's base: its connection to Redis, its last error and the
+ * errors every call shares (a reply's status, bad names, a protocol the
+ * hosts do not share), and the status vocabulary; see <wharf/client.h>.
+ * The bottom of sdk/client: it calls none of the other files
+ * (client_internal.h says the layers). */
 #include "client_internal.h"
 
 #include <stdarg.h>
@@ -9,12 +12,7 @@
 #include <string.h>
 
 #include "client_ids.h"
-#include "conn.h"
-#include "lua_scripts.h"
 #include "served.h"
-
-#define DEFAULT_URL "redis://127.0.0.1:6379"
-#define DEFAULT_PREFIX "wharf"
 
 void client_error(wharf_client *c, const char *fmt, ...)
 {
@@ -22,20 +20,6 @@ void client_error(wharf_client *c, const char *fmt, ...)
 
     va_start(ap, fmt);
     vsnprintf(c->errstr, sizeof(c->errstr), fmt, ap);
-    va_end(ap);
-}
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!err || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
 }
 
@@ -50,7 +34,7 @@ int client_connect(wharf_client *c)
         return 0;
     client_error(c, "%s", c->nodes.errstr);
     c->connect_status = c->nodes.err == ERROR_KIND_AUTH ? WHARF_CLIENT_AUTH
-                        : rc == -2 ? WHARF_CLIENT_BAD_INPUT
+                        : rc == -2                      ? WHARF_CLIENT_BAD_INPUT
                                    : WHARF_CLIENT_UNAVAILABLE;
     return -1;
 }
@@ -86,6 +70,37 @@ void client_unserved_message(wharf_client *c, const char *type, char *buf,
     served_message(&c->pipe, connected, c->prefix, type, buf, len);
 }
 
+wharf_client_status client_check_names(wharf_client *c, const char *type,
+                                       const char *id)
+{
+    char quoted[120];
+
+    if (!client_valid_type(type)) {
+        client_quote(type ? type : "", quoted, sizeof(quoted));
+        client_error(c, "type '%s' is not valid: " CLIENT_TYPE_RULE, quoted);
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    if (!client_valid_id(id)) {
+        client_quote(id ? id : "", quoted, sizeof(quoted));
+        client_error(c, "task id '%s' is not valid: " CLIENT_ID_RULE, quoted);
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    return WHARF_CLIENT_OK;
+}
+
+wharf_client_status client_protocol_error(wharf_client *c, const char *type,
+                                          const char *host)
+{
+    char quoted[40];
+
+    client_quote(host, quoted, sizeof(quoted));
+    client_error(c,
+                 "the hosts serving '%s' speak wharf protocol %s; this "
+                 "client speaks " CLIENT_PROTOCOLS ": upgrade it",
+                 type, quoted);
+    return WHARF_CLIENT_PROTOCOL;
+}
+
 void wharf_client_require_replicas(wharf_client *client, int min_replicas,
                                    int64_t timeout_ms)
 {
@@ -116,85 +131,6 @@ client_reply_status(wharf_client *c, const redisReply *reply, const char *what)
         break;
     }
     return WHARF_CLIENT_ERROR;
-}
-
-wharf_client_status wharf_client_open(wharf_client **out, const char *url,
-                                      const char *password, const char *prefix,
-                                      char *err, size_t errlen)
-{
-    wharf_client *c = NULL;
-    wharf_client_status status = WHARF_CLIENT_ERROR;
-    char why[512];
-
-    if (!url)
-        url = DEFAULT_URL;
-    if (!prefix)
-        prefix = DEFAULT_PREFIX;
-    if (!out) {
-        set_err(err, errlen, "no place to put the client");
-        return WHARF_CLIENT_BAD_INPUT;
-    }
-    if (!client_valid_prefix(prefix)) {
-        set_err(err, errlen,
-                "key prefix '%.120s' is not valid: use 1-100 printable "
-                "ASCII characters, no spaces or braces",
-                prefix);
-        return WHARF_CLIENT_BAD_INPUT;
-    }
-    c = calloc(1, sizeof(*c));
-    if (!c) {
-        set_err(err, errlen, "out of memory");
-        goto fail;
-    }
-    if (redis_url_parse(url, &c->url, why, sizeof(why)) != 0) {
-        set_err(err, errlen, "bad Redis URL '%s': %s", url, why);
-        status = WHARF_CLIENT_BAD_INPUT;
-        goto fail;
-    }
-    snprintf(c->prefix, sizeof(c->prefix), "%s", prefix);
-    if (password && !(c->password = strdup(password))) {
-        set_err(err, errlen, "out of memory");
-        goto fail;
-    }
-    c->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
-    c->digest = EVP_MD_CTX_new();
-    if (!c->sha256 || !c->digest) {
-        set_err(err, errlen, "libcrypto: cannot set up SHA-256");
-        goto fail;
-    }
-    c->scripts[0] = &script_enqueue;
-    c->scripts[1] = NULL;
-    nodes_init(&c->nodes, &c->url, c->password, CONN_TIMEOUT_MS);
-    nodes_set_scripts(&c->nodes, c->scripts);
-    pipeline_init(&c->pipe, &c->nodes);
-    if (client_connect(c) != 0) {
-        set_err(err, errlen, "%s", c->errstr);
-        status = c->connect_status;
-        goto fail;
-    }
-    *out = c;
-    return WHARF_CLIENT_OK;
-fail:
-    wharf_client_close(c);
-    return status;
-}
-
-void wharf_client_close(wharf_client *client)
-{
-    if (!client)
-        return;
-    pipeline_free(&client->pipe);
-    nodes_free(&client->nodes);
-    client_enqueue_free(client);
-    EVP_MD_CTX_free(client->digest);
-    EVP_MD_free(client->sha256);
-    if (client->password) {
-        /* Do not leave the secret in freed memory. */
-        memset(client->password, 0, strlen(client->password));
-        free(client->password);
-    }
-    memset(&client->url, 0, sizeof(client->url));
-    free(client);
 }
 
 const char *wharf_client_errstr(const wharf_client *client)

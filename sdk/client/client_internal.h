@@ -2,7 +2,13 @@
  * sdk/client and by nothing else: the host and the CLI speak to Redis
  * through the core (sdk/core; the CLI's operator commands through
  * conn.h) and use the client only through <wharf/client.h>. Not
- * installed. */
+ * installed.
+ *
+ * The files are layered, each calling only those below it: client.c, the
+ * connection and its errors, at the bottom; the operations above it
+ * (client_status.c, client_result.c on it, client_cancel.c, and
+ * client_enqueue*.c with their own private headers); client_open.c, a
+ * client's open and close, at the top. */
 #ifndef WHARF_CLIENT_INTERNAL_H
 #define WHARF_CLIENT_INTERNAL_H
 
@@ -23,9 +29,9 @@ struct wharf_client {
     nodes nodes;   /* the Redis nodes (nodes.h); found again after a failure */
     pipeline pipe; /* single commands, the CLI's pipelines */
     redis_url url;
-    char *password;  /* NULL: the URL's own; owned */
+    char *password; /* NULL: the URL's own; owned */
     char prefix[WHARF_PREFIX_MAX + 1];
-    int strict; /* wharf_client_set_strict */
+    int strict;               /* wharf_client_set_strict */
     const script *scripts[2]; /* {&script_enqueue, NULL} (lua_scripts.h):
                                  loaded on each connection a node gets
                                  (nodes_set_scripts); status and cancel
@@ -33,7 +39,7 @@ struct wharf_client {
                                  (pipeline.h) */
     int min_replicas;         /* wharf_client_require_replicas */
     int replicas_timeout_ms;
-    struct enqueue_buffers *enqueue_buffers; /* client_enqueue.c's, made
+    struct enqueue_buffers *enqueue_buffers; /* client_enqueue.h's, made
                                                 on first use; owned */
     EVP_MD *sha256;     /* fetched once: task ids hash every payload */
     EVP_MD_CTX *digest; /* reused for every hash */
@@ -43,6 +49,8 @@ struct wharf_client {
                                            no sentinel knows) */
     char errstr[512];
 };
+
+/* ---- client.c: the connection and its errors ---- */
 
 /* Sets c->errstr (one line) from a printf-style format. */
 void client_error(wharf_client *c, const char *fmt, ...)
@@ -73,11 +81,22 @@ void client_drop(wharf_client *c);
 wharf_client_status
 client_reply_status(wharf_client *c, const redisReply *reply, const char *what);
 
-
 /* Checks a type and an id given to a call: OK, or BAD_INPUT with
  * c->errstr set. */
 wharf_client_status client_check_names(wharf_client *c, const char *type,
                                        const char *id);
+
+/* Writes "no host serves 'T'; served types: a, b" into buf (served.h),
+ * connecting first if needed. On a Redis failure it names none. */
+void client_unserved_message(wharf_client *c, const char *type, char *buf,
+                             size_t len);
+
+/* The message for a PROTOCOL answer: the hosts speak `host`. Sets
+ * c->errstr and returns WHARF_CLIENT_PROTOCOL. */
+wharf_client_status client_protocol_error(wharf_client *c, const char *type,
+                                          const char *host);
+
+/* ---- client_status.c, for client_result.c ---- */
 
 /* Runs sdk/lua/status.lua for task id of type (with its result bytes when
  * with_result): the reply (caller frees), whose first element is the
@@ -92,18 +111,5 @@ void client_status_parse(const redisReply *r, wharf_task_info *out);
 
 /* The result bytes in a "done" reply made with_result, or NULL. */
 const redisReply *client_status_result(const redisReply *r);
-
-/* Writes "no host serves 'T'; served types: a, b" into buf (served.h),
- * connecting first if needed. On a Redis failure it names none. */
-void client_unserved_message(wharf_client *c, const char *type, char *buf,
-                             size_t len);
-
-/* The message for a PROTOCOL answer: the hosts speak `host`. Sets
- * c->errstr and returns WHARF_CLIENT_PROTOCOL. */
-wharf_client_status client_protocol_error(wharf_client *c, const char *type,
-                                          const char *host);
-
-/* Frees c->enqueue_buffers; called by wharf_client_close. */
-void client_enqueue_free(wharf_client *c);
 
 #endif /* WHARF_CLIENT_INTERNAL_H */

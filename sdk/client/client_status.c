@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_ids.h"
 #include "client_internal.h"
 #include "keys.h"
 #include "lua_scripts.h"
@@ -19,37 +18,6 @@ const char *wharf_task_state_name(wharf_task_state s)
     return (unsigned)s < sizeof(state_names) / sizeof(state_names[0])
                ? state_names[s]
                : "unknown";
-}
-
-wharf_client_status client_check_names(wharf_client *c, const char *type,
-                                       const char *id)
-{
-    char quoted[120];
-
-    if (!client_valid_type(type)) {
-        client_quote(type ? type : "", quoted, sizeof(quoted));
-        client_error(c, "type '%s' is not valid: " CLIENT_TYPE_RULE, quoted);
-        return WHARF_CLIENT_BAD_INPUT;
-    }
-    if (!client_valid_id(id)) {
-        client_quote(id ? id : "", quoted, sizeof(quoted));
-        client_error(c, "task id '%s' is not valid: " CLIENT_ID_RULE, quoted);
-        return WHARF_CLIENT_BAD_INPUT;
-    }
-    return WHARF_CLIENT_OK;
-}
-
-wharf_client_status client_protocol_error(wharf_client *c, const char *type,
-                                          const char *host)
-{
-    char quoted[40];
-
-    client_quote(host, quoted, sizeof(quoted));
-    client_error(c,
-                 "the hosts serving '%s' speak wharf protocol %s; this "
-                 "client speaks " CLIENT_PROTOCOLS ": upgrade it",
-                 type, quoted);
-    return WHARF_CLIENT_PROTOCOL;
 }
 
 /* The value of field `name` of a status reply (flat name, value pairs
@@ -100,8 +68,7 @@ redisReply *client_status_call(wharf_client *c, const char *type,
     /* Cannot overflow: prefix, type and id are checked, and bounded well
      * below KEY_MAX. */
     if (script_status_call(&p->cmd, c->prefix, type, id, WHARF_GROUP,
-                           CLIENT_PROTOCOLS,
-                           with_result ? "result" : "") == 0)
+                           CLIENT_PROTOCOLS, with_result ? "result" : "") == 0)
         r = pipeline_call(p, &script_status, &p->cmd);
     if (!r)
         client_drop(c);

@@ -1,0 +1,159 @@
+/* What can only be checked once the whole manifest is read: paths
+ * resolved against the manifest's folder and plugins_dir, [type.NAME]
+ * laid over [defaults], the watermarks and the console's token, the
+ * plugin files, then the environment (WHARF_REDIS_URL,
+ * WHARF_REDIS_PASSWORD). */
+
+#include "config_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "xmalloc.h"
+
+/* `rel` against the absolute folder `base`, with "." parts and doubled
+ * slashes removed (".." is kept: it means something with symlinks).
+ * The caller frees the result. */
+static char *resolve_path(const char *base, const char *rel)
+{
+    size_t len = strlen(base) + strlen(rel) + 2;
+    char *joined = xrealloc(NULL, len);
+    char *out = xrealloc(NULL, len);
+    const char *c = joined;
+    size_t used = 0;
+
+    if (rel[0] == '/')
+        snprintf(joined, len, "%s", rel);
+    else
+        snprintf(joined, len, "%s/%s", base, rel);
+    while (*c != '\0') {
+        size_t part = strcspn(c += strspn(c, "/"), "/");
+
+        if (part == 0 || (part == 1 && c[0] == '.')) {
+            c += part;
+            continue;
+        }
+        out[used++] = '/';
+        memcpy(out + used, c, part);
+        used += part;
+        c += part;
+    }
+    if (used == 0)
+        out[used++] = '/';
+    out[used] = '\0';
+    free(joined);
+    return out;
+}
+
+static void replace_path(char **field, const char *base)
+{
+    char *resolved = resolve_path(base, *field);
+
+    free(*field);
+    *field = resolved;
+}
+
+/* low_watermark <= high_watermark, reported at the later of the two lines
+ * that set them in this section. `inherited` names where the other one
+ * comes from when only one is set here. */
+static void check_watermarks(parser *p, const policy *pol, const int *lines,
+                             const char *section, const char *inherited)
+{
+    int low = lines[config_policy_index("low_watermark")];
+    int high = lines[config_policy_index("high_watermark")];
+
+    if (pol->low_watermark <= pol->high_watermark || (low == 0 && high == 0))
+        return;
+    config_fail(p, low > high ? low : high,
+                "low_watermark %" PRIu64 " is above high_watermark %" PRIu64
+                " in [%s]%s%s",
+                pol->low_watermark, pol->high_watermark, section,
+                low == 0 || high == 0 ? " (the other one is " : "",
+                low == 0 || high == 0 ? inherited : "");
+}
+
+/* What can only be checked once the whole file is read: paths resolved,
+ * [type.NAME] laid over [defaults] wherever it stood, the watermarks,
+ * the plugin files, then the environment. Of the errors found here the
+ * earliest in the file is the one kept. */
+void config_finish(parser *p)
+{
+    config *cfg = p->cfg;
+    const char *env;
+    char *name;
+
+    replace_path(&cfg->plugins_dir, cfg->dir);
+    replace_path(&cfg->data_dir, cfg->dir);
+    cfg->console_line = p->fixed_line[SECTION_CONSOLE];
+    if (cfg->console_actions && cfg->console_token == NULL)
+        config_fail(
+            p, cfg->console_line,
+            "[console] actions = yes needs a token (token = a long random "
+            "string; actions must present it)");
+    check_watermarks(p, &cfg->defaults, p->defaults_lines, "defaults",
+                     "the built-in default)");
+    for (size_t i = 0; i < cfg->n_types; i++) {
+        type_section *t = &cfg->types[i];
+        policy merged = cfg->defaults;
+
+        for (size_t k = 0; k < POLICY_KEYS; k++) {
+            if (p->type_lines[i][k] != 0)
+                memcpy((char *)&merged + config_policy_keys[k].offset,
+                       (char *)&t->policy + config_policy_keys[k].offset,
+                       config_policy_keys[k].size);
+        }
+        t->policy = merged;
+        name = xrealloc(NULL, strlen(t->name) + 6);
+        snprintf(name, strlen(t->name) + 6, "type.%s", t->name);
+        check_watermarks(p, &t->policy, p->type_lines[i], name,
+                         "from [defaults])");
+        free(name);
+    }
+    for (size_t i = 0; i < cfg->n_plugins; i++) {
+        plugin_section *section = &cfg->plugins[i];
+        struct stat st;
+
+        if (section->path == NULL) {
+            section->path = xrealloc(NULL, strlen(section->name) + 4);
+            snprintf(section->path, strlen(section->name) + 4, "%s.so",
+                     section->name);
+        }
+        replace_path(&section->path, cfg->plugins_dir);
+        if (p->skip_plugin_files)
+            continue;
+        if (stat(section->path, &st) != 0) {
+            if (errno == ENOENT)
+                config_fail(p, section->path_line,
+                            "plugin file '%s' of [plugin.%s] does not exist",
+                            section->path, section->name);
+            else
+                config_fail(p, section->path_line,
+                            "cannot access plugin file '%s' of [plugin.%s]: %s",
+                            section->path, section->name, strerror(errno));
+        } else if (S_ISDIR(st.st_mode)) {
+            config_fail(p, section->path_line,
+                        "plugin file '%s' of [plugin.%s] is a directory",
+                        section->path, section->name);
+        }
+    }
+    if (p->failed)
+        return;
+    env = getenv("WHARF_REDIS_URL");
+    if (env != NULL && *env != '\0') {
+        char url_why[256];
+        const char *why = config_check_redis_url(env, url_why, sizeof(url_why));
+
+        if (why != NULL) {
+            config_fail(p, -1, "WHARF_REDIS_URL: bad value '%s': %s", env, why);
+            return;
+        }
+        config_store_string(&cfg->redis_url, env);
+    }
+    env = getenv("WHARF_REDIS_PASSWORD");
+    if (env != NULL && *env != '\0')
+        config_store_string(&cfg->redis_password, env);
+}

@@ -1,0 +1,99 @@
+/* "Did you mean": the hints of a message about a key or a section the
+ * manifest does not know, from the edit distance to the ones it does
+ * (config.c's tables). */
+
+#include "config_internal.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xmalloc.h"
+
+/* Edit distance with adjacent transpositions, or a large number when a
+ * string is too long to bother. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    enum { LONGEST = 40 };
+    size_t la = strlen(a), lb = strlen(b);
+    size_t rows[3][LONGEST + 1];
+    size_t *before = rows[0], *prev = rows[1], *cur = rows[2];
+
+    if (la > LONGEST || lb > LONGEST)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t *spare = before;
+
+        cur[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cost = a[i - 1] != b[j - 1];
+            size_t best = prev[j - 1] + cost;
+
+            if (prev[j] + 1 < best)
+                best = prev[j] + 1;
+            if (cur[j - 1] + 1 < best)
+                best = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+                a[i - 2] == b[j - 1] && before[j - 2] + 1 < best)
+                best = before[j - 2] + 1;
+            cur[j] = best;
+        }
+        before = prev;
+        prev = cur;
+        cur = spare;
+    }
+    return prev[lb];
+}
+
+static bool looks_like(const char *typed, const char *known)
+{
+    size_t d = edit_distance(typed, known);
+
+    return d <= 2 && d * 3 <= strlen(known);
+}
+
+void config_unknown_key_hint(const char *name, section_kind section, char *hint,
+                             size_t len)
+{
+    hint[0] = '\0';
+    for (const key_spec *k = config_keys_of(section); k->name != NULL; k++) {
+        if (k->section == section && looks_like(name, k->name)) {
+            snprintf(hint, len, " (did you mean '%s'?)", k->name);
+            return;
+        }
+    }
+    for (const fixed_section *s = config_fixed_sections; s->name != NULL; s++) {
+        if (s->kind == section || config_find_key(s->kind, name) == NULL)
+            continue;
+        if (s->kind == SECTION_DEFAULTS)
+            snprintf(hint, len, " (it belongs in [defaults] or [type.NAME])");
+        else
+            snprintf(hint, len, " (it belongs in [%s])", s->name);
+        return;
+    }
+}
+
+void config_unknown_section_hint(const char *name, char *hint, size_t len)
+{
+    const char *dot = strchr(name, '.');
+
+    hint[0] = '\0';
+    if (strcmp(name, "plugin") == 0 || strcmp(name, "type") == 0) {
+        snprintf(hint, len, " (expected [%s.NAME])", name);
+        return;
+    }
+    for (const fixed_section *s = config_fixed_sections; s->name != NULL; s++)
+        if (looks_like(name, s->name))
+            snprintf(hint, len, " (did you mean [%s]?)", s->name);
+    if (dot != NULL && hint[0] == '\0') {
+        char *head = xstrndup(name, (size_t)(dot - name));
+
+        if (looks_like(head, "plugin") || looks_like(head, "type"))
+            snprintf(hint, len, " (did you mean [%s%s]?)",
+                     looks_like(head, "plugin") ? "plugin" : "type", dot);
+        free(head);
+    }
+}
