@@ -94,14 +94,6 @@ void console_destroy(console *c)
 {
     if (!c)
         return;
-    refresh_view(c); /* a reload may have moved what the last view held */
-    if (nodes_up(&c->nodes) && c->v.cfg) {
-        /* Withdraw this host's presence so it leaves the lists at once
-         * (the loop is over: no budget, a timeout of its own). */
-        presence_self self = self_of(c);
-        c->spent_us = 0;
-        presence_withdraw(&self, &c->pipe, run_for_presence, c);
-    }
     if (c->nodes_ready) {
         pipeline_free(&c->pipe);
         nodes_free(&c->nodes);
@@ -143,7 +135,7 @@ void console_tick(console *c, int64_t now_ms)
     redis = console_connection(c);
     if (redis) {
         presence_self self = self_of(c);
-        presence_refresh(c->presence, &self, redis, run_for_presence, c);
+        presence_read(c->presence, &self, redis, run_for_presence, c);
     }
 }
 

@@ -10,11 +10,10 @@
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
-#include <wharf/plugin.h> /* the log levels */
 
 #include "json_out.h"
 #include "keys.h"
-#include "log.h"
+#include "xmalloc.h"
 
 /* Bytes of a host's field shown. */
 #define FIELD_BYTES 4096
@@ -31,15 +30,9 @@ struct presence {
     size_t n_served;
 };
 
-static void out_of_memory(void)
-{
-    log_msg(WHARF_LOG_ERROR, "presence: out of memory");
-    abort();
-}
-
 presence *presence_create(void)
 {
-    return calloc(1, sizeof(presence));
+    return xcalloc(1, sizeof(presence));
 }
 
 static void forget_served(presence *pr)
@@ -77,11 +70,9 @@ const char *presence_served_json(const presence *pr, const char *type)
     return served;
 }
 
-/* Adds the first round's commands: this host's hash and its entry in
- * every zset, the expired entries dropped, the live names read. Their
- * replies: 6 + 4 per type, the live hosts at 4, the type i's at
- * 6 + 4 * i + 3. */
-static size_t add_publish(const presence_self *self, pipeline *p)
+/* Adds the commands of a publish: this host's hash and its entry in
+ * every zset, the expired entries dropped, each key's TTL set. */
+static void add_publish(const presence_self *self, pipeline *p)
 {
     char key[KEY_MAX], what[400], expires[24], now_text[24], types[8192];
     char started[24], workers[16], busy[16], pid[16];
@@ -113,8 +104,6 @@ static size_t add_publish(const presence_self *self, pipeline *p)
     key_global(key, sizeof(key), self->prefix, "hosts");
     pipeline_addf(p, key, "ZADD %s %s %s", key, expires, self->name);
     pipeline_addf(p, key, "ZREMRANGEBYSCORE %s -inf (%s", key, now_text);
-    pipeline_addf(p, key, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key, now_text,
-                  PRESENCE_HOSTS_MAX);
     /* Gone with the last live host, like every presence key. */
     pipeline_addf(p, key, "PEXPIRE %s %d", key, PRESENCE_TTL_MS);
     for (size_t i = 0; i < self->n_types; i++) {
@@ -122,22 +111,47 @@ static size_t add_publish(const presence_self *self, pipeline *p)
         pipeline_addf(p, key, "ZADD %s %s %s", key, expires, self->name);
         pipeline_addf(p, key, "ZREMRANGEBYSCORE %s -inf (%s", key, now_text);
         pipeline_addf(p, key, "PEXPIRE %s %d", key, PRESENCE_TTL_MS);
+    }
+}
+
+int presence_publish(const presence_self *self, pipeline *p,
+                     presence_run_fn run, void *arg)
+{
+    int rc;
+
+    pipeline_reset(p);
+    add_publish(self, p);
+    rc = run(arg, p);
+    pipeline_reset(p);
+    return rc;
+}
+
+/* Adds the first round of a read: the live names of <prefix>:hosts
+ * (reply 0), then of each type's {T}:hosts (reply 1 + i). */
+static size_t add_names(const presence_self *self, pipeline *p)
+{
+    char key[KEY_MAX], now_text[24];
+
+    snprintf(now_text, sizeof(now_text), "%" PRId64, self->now_ms);
+    key_global(key, sizeof(key), self->prefix, "hosts");
+    pipeline_addf(p, key, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key, now_text,
+                  PRESENCE_HOSTS_MAX);
+    for (size_t i = 0; i < self->n_types; i++) {
+        key_of_type(key, sizeof(key), self->prefix, self->types[i], "hosts");
         pipeline_addf(p, key, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %d", key,
                       now_text, PRESENCE_HOSTS_MAX);
     }
-    return 6 + 4 * self->n_types;
+    return 1 + self->n_types;
 }
 
 /* Keeps, per served type, the names its ZRANGEBYSCORE gave (r as
- * add_publish orders the replies). */
+ * add_names orders the replies). */
 static void keep_served(presence *pr, const presence_self *self, redisReply **r)
 {
     forget_served(pr);
-    pr->served = calloc(self->n_types ? self->n_types : 1, sizeof(*pr->served));
-    if (!pr->served)
-        out_of_memory();
+    pr->served = xcalloc(self->n_types, sizeof(*pr->served));
     for (size_t i = 0; i < self->n_types; i++) {
-        redisReply *names = r[6 + 4 * i + 3];
+        redisReply *names = r[1 + i];
         json_out list = {0};
         json_out_puts(&list, "[");
         for (size_t k = 0;
@@ -149,9 +163,7 @@ static void keep_served(presence *pr, const presence_self *self, redisReply **r)
                           SIZE_MAX);
         }
         json_out_puts(&list, "]");
-        pr->served[i].type = strdup(self->types[i]);
-        if (!pr->served[i].type)
-            out_of_memory();
+        pr->served[i].type = xstrdup(self->types[i]);
         pr->served[i].json = json_out_take(&list, NULL);
         pr->n_served++;
     }
@@ -202,18 +214,16 @@ static void read_hosts(presence *pr, const presence_self *self,
     pr->hosts_json = json_out_take(&json, NULL);
 }
 
-void presence_refresh(presence *pr, const presence_self *self, pipeline *p,
-                      presence_run_fn run, void *arg)
+void presence_read(presence *pr, const presence_self *self, pipeline *p,
+                   presence_run_fn run, void *arg)
 {
     size_t n_replies;
     redisReply **r;
     const redisReply *hosts;
 
     pipeline_reset(p);
-    n_replies = add_publish(self, p);
-    r = calloc(n_replies, sizeof(*r));
-    if (!r)
-        out_of_memory();
+    n_replies = add_names(self, p);
+    r = xcalloc(n_replies, sizeof(*r));
     if (p->n != n_replies || run(arg, p) != 0) {
         pipeline_reset(p);
         goto out;
@@ -223,7 +233,7 @@ void presence_refresh(presence *pr, const presence_self *self, pipeline *p,
     pipeline_reset(p);
 
     keep_served(pr, self, r);
-    hosts = r[4];
+    hosts = r[0];
     if (hosts && hosts->type == REDIS_REPLY_ARRAY)
         read_hosts(pr, self, hosts, p, run, arg);
 out:

@@ -25,7 +25,7 @@
 #define SLOT_NONE UINT32_MAX
 /* Bytes of each slot for what the plugins of a batch returned (results
  * and reasons), so the supervisor can finish them if the worker dies; a
- * return that does not fit is finished at once instead (worker.c). */
+ * return that does not fit is finished at once instead (worker_batch.c). */
 #define SLOT_ARENA_BYTES ((size_t)1 << 20)
 
 typedef enum slot_state {

@@ -1,15 +1,13 @@
-/* The supervisor (supervisor.h): its signals, its one poll loop, its
- * start and its stop. Signals arrive through a self-pipe, plugin folder
- * changes through inotify, and a 50 ms tick drives restarts, reloads,
+/* The supervisor (supervisor.h): its one poll loop, its start and its
+ * stop. Signals arrive through a self-pipe (supervisor_signals.c), plugin
+ * folder changes through inotify, and a 50 ms tick drives restarts, reloads,
  * HTTP and the Redis maintenance. The leases, the deadlines and the
  * instance name are the lease keeper's, threads of their own (lease.h),
  * so nothing this loop does can starve them. The loop's other jobs live
  * beside it, one a file (supervisor_internal.h lists them). */
-#define _GNU_SOURCE /* pipe2, sigabbrev_np, waitid */
 #include "supervisor.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,43 +22,7 @@
 #include "notify.h"
 #include "scripts.h"
 #include "supervisor_internal.h"
-
-static int signal_pipe[2] = {-1, -1};
-static volatile sig_atomic_t got_stop, got_reload, got_child;
-
-static void on_signal(int sig)
-{
-    int saved = errno;
-    char c = (char)sig;
-
-    if (sig == SIGTERM || sig == SIGINT)
-        got_stop = 1;
-    else if (sig == SIGHUP)
-        got_reload = 1;
-    else if (sig == SIGCHLD)
-        got_child = 1;
-    if (write(signal_pipe[1], &c, 1) < 0) {
-        /* the pipe is full: the loop wakes anyway */
-    }
-    errno = saved;
-}
-
-static int install_signals(void)
-{
-    struct sigaction sa;
-
-    if (pipe2(signal_pipe, O_NONBLOCK | O_CLOEXEC) != 0)
-        return -1;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    if (sigaction(SIGTERM, &sa, NULL) || sigaction(SIGINT, &sa, NULL) ||
-        sigaction(SIGHUP, &sa, NULL) || sigaction(SIGCHLD, &sa, NULL))
-        return -1;
-    signal(SIGPIPE, SIG_IGN);
-    return 0;
-}
+#include "xmalloc.h"
 
 static void begin_stop(supervisor *s, int code)
 {
@@ -81,18 +43,6 @@ static void begin_stop(supervisor *s, int code)
         config_free(s->next_cfg);
         s->next_cfg = NULL;
     }
-}
-
-bool stop_requested(void)
-{
-    return got_stop;
-}
-
-static void drain_signal_pipe(void)
-{
-    char buf[64];
-    while (read(signal_pipe[0], buf, sizeof(buf)) > 0)
-        ;
 }
 
 /* A test hook: with WHARF_TEST_STALL_FILE=PATH, each pass of the loop
@@ -123,7 +73,7 @@ static int run_loop(supervisor *s)
         int watch_at = -1;
         int tick = TICK_MS;
 
-        fds[0].fd = signal_pipe[0];
+        fds[0].fd = signals_fd();
         fds[0].events = POLLIN;
         if (s->watch_fd >= 0) {
             fds[nfds].fd = s->watch_fd;
@@ -144,16 +94,14 @@ static int run_loop(supervisor *s)
         }
         if (poll(fds, nfds, tick) < 0 && errno != EINTR)
             log_msg(WHARF_LOG_ERROR, "poll: %s", strerror(errno));
-        drain_signal_pipe();
+        signals_drain();
         now = clock_ms();
         if (watch_at >= 0 && (fds[watch_at].revents & POLLIN))
             read_watch(s, now);
         http_run(s->http);
-        if (got_child) {
-            got_child = 0;
+        if (signals_take_child())
             reap(s, now);
-        }
-        if (got_stop)
+        if (stop_requested())
             begin_stop(s, EX_OK);
         if (s->stopping) {
             if (!any_worker_alive(s))
@@ -168,8 +116,8 @@ static int run_loop(supervisor *s)
                 s->stop_deadline_ms = INT64_MAX;
             }
         } else {
-            if (got_reload || (s->reload_at_ms && now >= s->reload_at_ms)) {
-                got_reload = 0;
+            if (signals_take_reload() ||
+                (s->reload_at_ms && now >= s->reload_at_ms)) {
                 s->reload_at_ms = 0;
                 start_reload(s);
             }
@@ -190,6 +138,7 @@ static int run_loop(supervisor *s)
             s->last_watchdog_ms = now;
         }
         count_redis(s);
+        publish_presence(s, now);
         console_tick(s->console, now);
         maintain(s, now);
         stall_if_asked();
@@ -217,7 +166,7 @@ int supervisor_run(const char *config_path, config *cfg)
     s.cfg = cfg;
     s.watch_fd = -1;
     scripts_init();
-    if (install_signals() != 0) {
+    if (signals_install() != 0) {
         log_msg(WHARF_LOG_ERROR, "cannot install signal handlers: %s",
                 strerror(errno));
         status = EX_OSERR;
@@ -233,6 +182,7 @@ int supervisor_run(const char *config_path, config *cfg)
     host[sizeof(host) - 1] = '\0';
     snprintf(s.consumer, sizeof(s.consumer), "%s:%s:supervisor", host,
              cfg->instance);
+    snprintf(s.name, sizeof(s.name), "%s:%s", host, cfg->instance);
     snprintf(err, sizeof(err), "instance:%s:%s", host, cfg->instance);
     key_global(s.instance_key, sizeof(s.instance_key), cfg->prefix, err);
     snprintf(s.instance_value, sizeof(s.instance_value), "%ld-%08lx",
@@ -275,12 +225,7 @@ int supervisor_run(const char *config_path, config *cfg)
         goto out;
     }
     s.n_procs = cfg->workers;
-    s.procs = calloc(s.n_procs, sizeof(*s.procs));
-    if (!s.procs) {
-        log_msg(WHARF_LOG_ERROR, "supervisor: out of memory");
-        status = EX_OSERR;
-        goto out;
-    }
+    s.procs = xcalloc(s.n_procs, sizeof(*s.procs));
     setup_watch(&s);
     for (size_t i = 0; i < s.n_procs; i++) {
         snprintf(s.procs[i].consumer, sizeof(s.procs[i].consumer), "%s:%s:%zu",
@@ -295,10 +240,13 @@ int supervisor_run(const char *config_path, config *cfg)
         status = EX_OSERR;
         goto out;
     }
-    snprintf(err, sizeof(err), "%s:%s", host, cfg->instance);
-    s.console =
-        console_create(err, s.embedded_on ? s.embedded.url : cfg->redis_url,
-                       s.m, s.n_procs, console_view_of, &s);
+    s.started_wall_ms = clock_wall_ms();
+    /* The console answers on the metrics listener only: without it there
+     * is no console (the host's presence is the supervisor's own). */
+    if (s.http)
+        s.console = console_create(
+            s.name, s.embedded_on ? s.embedded.url : cfg->redis_url, s.m,
+            s.n_procs, console_view_of, &s);
     log_fields(WHARF_LOG_INFO, "wharfd started",
                (log_field[]){LOG_INT("workers", cfg->workers),
                              LOG_INT("types", (int64_t)s.n_types),
@@ -318,7 +266,7 @@ int supervisor_run(const char *config_path, config *cfg)
         if (s.procs[i].recovering && ensure_connected(&s, INT64_MAX) == 0)
             retry_recovery(&s, i);
     if (ensure_connected(&s, INT64_MAX) == 0)
-        broker_release_key(&s.b, s.instance_key, s.instance_value);
+        release_instance(&s);
     log_fields(WHARF_LOG_INFO, "wharfd stopped",
                (log_field[]){LOG_INT("status", status)}, 1);
 out:

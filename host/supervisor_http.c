@@ -6,34 +6,7 @@
 
 #include "clock_ms.h"
 #include "supervisor_internal.h"
-
-static worker_figures count_workers(supervisor *s)
-{
-    worker_figures w = {0, 0, 0, 0};
-
-    for (size_t i = 0; i < s->n_procs; i++) {
-        worker_proc *p = &s->procs[i];
-        if (p->pid <= 0 || read_slot(p) != 0) {
-            w.down++;
-            continue;
-        }
-        switch (p->snap->state) {
-        case SLOT_RUNNING:
-            w.running++;
-            break;
-        case SLOT_STOPPING:
-            w.stopping++;
-            break;
-        case SLOT_IDLE:
-            w.idle++;
-            break;
-        default:
-            w.down++;
-            break;
-        }
-    }
-    return w;
-}
+#include "xmalloc.h"
 
 /* What the console shows, from what the loop already knows. */
 void console_view_of(void *arg, console_view *v)
@@ -75,8 +48,8 @@ static void text_reply(http_reply *reply, unsigned status, const char *body)
 {
     reply->status = status;
     reply->content_type = "text/plain; charset=utf-8";
-    reply->body = strdup(body);
-    reply->len = reply->body ? strlen(reply->body) : 0;
+    reply->body = xstrdup(body);
+    reply->len = strlen(reply->body);
 }
 
 /* /metrics, /healthz, /readyz. Answered from what the loop already knows

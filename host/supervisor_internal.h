@@ -1,6 +1,14 @@
 /* What the supervisor's files share (supervisor.c and its
  * supervisor_*.c, one job each): its state, its constants, and the calls
- * each file makes of another. Private to them. */
+ * each file makes of one below it. Private to them. From the top:
+ * supervisor.c (the loop, the start, the stop) uses the others. Below it
+ * supervisor_reload.c, supervisor_http.c, supervisor_workers.c (forking,
+ * reaping; a dead worker's batch goes to supervisor_recovery.c),
+ * supervisor_maint.c (the Redis housekeeping) and supervisor_instance.c
+ * (the instance name and the host's presence). At the bottom
+ * supervisor_redis.c (the connection), supervisor_proc.c (a worker's
+ * slot, read) and supervisor_signals.c. Below them all, the lease
+ * keeper (lease.h) and the worker (worker.h). */
 #ifndef WHARF_SUPERVISOR_INTERNAL_H
 #define WHARF_SUPERVISOR_INTERNAL_H
 
@@ -76,6 +84,9 @@ typedef struct supervisor {
     int64_t reconnect_delay_ms;
     bool redis_down_logged;
     char consumer[300];
+    char name[300]; /* "<hostname>:<instance>", its presence's name */
+    int64_t started_wall_ms;
+    int64_t presence_ms; /* when its presence was last published */
     char instance_key[KEY_MAX];
     char instance_value[64];
     lease_keeper *keeper; /* leases, deadlines, the instance name */
@@ -104,22 +115,33 @@ typedef struct supervisor {
     console *console; /* the page and /api/ (console.h) */
 } supervisor;
 
-/* supervisor.c: whether SIGTERM or SIGINT has come. */
+/* supervisor_signals.c: the self-pipe and the flags of SIGTERM / SIGINT
+ * (a stop), SIGHUP (a reload) and SIGCHLD. */
+int signals_install(void);
+int signals_fd(void);     /* poll it: readable when a signal came */
+void signals_drain(void); /* empties the pipe */
 bool stop_requested(void);
+bool signals_take_reload(void); /* true once per SIGHUP (or several) */
+bool signals_take_child(void);  /* true once per SIGCHLD (or several) */
+
+/* supervisor_proc.c */
+void drop_slot(worker_proc *p);
+int read_slot(worker_proc *p);
+void death_reason(const worker_proc *p, int status, const char *entry_id,
+                  char *buf, size_t len);
+worker_figures count_workers(supervisor *s);
 
 /* supervisor_redis.c */
 void count_redis(supervisor *s);
 int setup_broker(supervisor *s);
 int ensure_connected(supervisor *s, int64_t now);
 void lost_connection(supervisor *s, const char *what);
+
+/* supervisor_maint.c */
 int refresh_figures(supervisor *s, int64_t now);
 void maintain(supervisor *s, int64_t now);
 
 /* supervisor_workers.c */
-void drop_slot(worker_proc *p);
-int read_slot(worker_proc *p);
-void death_reason(const worker_proc *p, int status, const char *entry_id,
-                  char *buf, size_t len);
 void reap(supervisor *s, int64_t now);
 void ask_to_stop(worker_proc *p);
 void replace_workers(supervisor *s);
@@ -143,5 +165,9 @@ void on_http(void *arg, const char *method, const char *path,
 
 /* supervisor_instance.c */
 int acquire_instance(supervisor *s);
+/* Publishes this host's presence when due (and Redis is there). */
+void publish_presence(supervisor *s, int64_t now);
+/* At a stop: releases the instance name and withdraws the presence. */
+void release_instance(supervisor *s);
 
 #endif /* WHARF_SUPERVISOR_INTERNAL_H */

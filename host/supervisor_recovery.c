@@ -12,6 +12,7 @@
 #include "clock_ms.h"
 #include "log.h"
 #include "supervisor_internal.h"
+#include "xmalloc.h"
 
 /* Makes j act for the dead worker's consumer with the lock token its
  * slot recorded ("" when it held no lock). */
@@ -37,11 +38,7 @@ static bool returned_job(broker_job *j, const slot_task *t, slot *sl,
     if ((uint64_t)r->reason_off + r->reason_len > SLOT_ARENA_BYTES ||
         (uint64_t)r->result_off + r->result_len > SLOT_ARENA_BYTES)
         return false;
-    *buf = malloc((size_t)r->reason_len + 1 + r->result_len + 1);
-    if (!*buf) {
-        log_msg(WHARF_LOG_ERROR, "recovering a dead worker: out of memory");
-        abort();
-    }
+    *buf = xcalloc(1, (size_t)r->reason_len + 1 + r->result_len + 1);
     memcpy(*buf, arena + r->reason_off, r->reason_len);
     (*buf)[r->reason_len] = '\0';
     memcpy(*buf + r->reason_len + 1, arena + r->result_off, r->result_len);
@@ -99,13 +96,9 @@ bool recover_slot(supervisor *s, size_t index, int status)
     }
     if (ensure_connected(s, clock_ms()) != 0)
         goto out;
-    jobs = calloc(n, sizeof(*jobs));
-    entries = calloc(n, sizeof(*entries));
-    bufs = calloc(n, sizeof(*bufs));
-    if (!jobs || !entries || !bufs) {
-        log_msg(WHARF_LOG_ERROR, "recovering a dead worker: out of memory");
-        goto out;
-    }
+    jobs = xcalloc(n, sizeof(*jobs));
+    entries = xcalloc(n, sizeof(*entries));
+    bufs = xcalloc(n, sizeof(*bufs));
     for (size_t i = 0; i < n; i++) {
         const slot_task *t = &snap->batch[i];
         broker_job *j = &jobs[i];

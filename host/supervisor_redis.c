@@ -1,16 +1,16 @@
-/* The supervisor's own Redis connection and the maintenance it runs on
- * it: take-over of silent hosts' tasks, promotion of due tasks, trimming
- * the dead sets, cancel polling, and the queue figures /metrics and the
- * console answer from. */
+/* The supervisor's own Redis connection: made for the current types
+ * (again at a reload), connected when due with capped backoff, dropped
+ * after a failed command, and its round trips counted. What runs on it
+ * is the business of the files above (supervisor_maint.c,
+ * supervisor_instance.c, supervisor_recovery.c). */
 
 #include <stdlib.h>
 
 #include "backoff.h"
-#include "cancel_poll.h"
 #include "log.h"
-#include "pressure.h"
 #include "run.h"
 #include "supervisor_internal.h"
+#include "xmalloc.h"
 
 /* Adds the supervisor's own round trips and Redis errors to the shared
  * counters. */
@@ -35,11 +35,7 @@ int setup_broker(supervisor *s)
     s->counted_round_trips = 0;
     s->counted_errors = 0;
     s->b_ready = false;
-    policies = calloc(s->n_types + 1, sizeof(*policies));
-    if (!policies) {
-        log_msg(WHARF_LOG_ERROR, "supervisor: out of memory");
-        return -1;
-    }
+    policies = xcalloc(s->n_types + 1, sizeof(*policies));
     for (size_t i = 0; i < s->n_types; i++)
         policies[i] = config_policy(s->cfg, s->types[i]);
     /* The counters exist before the keeper or any worker that adds to
@@ -66,12 +62,8 @@ int setup_broker(supervisor *s)
     /* Only /metrics shows the unserved types, after the served ones in
      * the same array; [metrics] listen holds across reloads. */
     s->figures =
-        calloc(s->n_types + 1 + (s->cfg->metrics_listen ? KNOWN_TYPES_MAX : 0),
-               sizeof(*s->figures));
-    if (!s->figures) {
-        log_msg(WHARF_LOG_ERROR, "supervisor: out of memory");
-        return -1;
-    }
+        xcalloc(s->n_types + 1 + (s->cfg->metrics_listen ? KNOWN_TYPES_MAX : 0),
+                sizeof(*s->figures));
     s->figures_ok = false;
     s->b_ready = true;
     return 0;
@@ -118,175 +110,4 @@ void lost_connection(supervisor *s, const char *what)
         (log_field[]){LOG_STR("during", what), LOG_STR("error", s->b.errstr)},
         2);
     broker_disconnect(&s->b);
-}
-
-/* Asks the running plugin of each worker whose task was cancelled
- * (cancel:<id> names its entry, see cancel_poll.h) to end, through the
- * lease keeper, which ends it as it ends a run past its deadline: the
- * plugin sees wharf_cancelled, the worker ends the run as cancelled, and
- * one that ignores it is killed after the same grace (its finish writes
- * nothing either way). */
-static int check_cancels(supervisor *s)
-{
-    const char *types[s->n_procs ? s->n_procs : 1];
-    const char *ids[s->n_procs ? s->n_procs : 1];
-    const char *entry_ids[s->n_procs ? s->n_procs : 1];
-    uint32_t runs[s->n_procs ? s->n_procs : 1];
-    bool cancelled[s->n_procs ? s->n_procs : 1];
-    size_t which[s->n_procs ? s->n_procs : 1];
-    size_t n = 0;
-
-    for (size_t i = 0; i < s->n_procs; i++) {
-        worker_proc *p = &s->procs[i];
-        const slot_task *t;
-        if (p->pid <= 0 || read_slot(p) != 0 ||
-            !(t = slot_running_task(p->snap)))
-            continue;
-        types[n] = t->type;
-        ids[n] = t->id;
-        entry_ids[n] = t->entry_id;
-        runs[n] = p->snap->run;
-        which[n++] = i;
-    }
-    if (n == 0)
-        return 0;
-    if (cancel_poll(&s->b, types, ids, entry_ids, n, cancelled) != 0)
-        return -1;
-    for (size_t k = 0; k < n; k++)
-        if (cancelled[k] &&
-            lease_keeper_cancel(s->keeper, which[k], runs[k], entry_ids[k]))
-            log_fields(WHARF_LOG_INFO, "task cancelled; asking it to end",
-                       (log_field[]){
-                           LOG_STR("task", ids[k]), LOG_STR("type", types[k]),
-                           LOG_STR("worker", s->procs[which[k]].consumer)},
-                       3);
-    return 0;
-}
-
-/* Takes over the entries of silent hosts (idle past visibility_timeout):
- * each takeover is a failed attempt, so the task goes through retry/dead
- * and runs again on any host. */
-static int take_over(supervisor *s)
-{
-    broker_job jobs[100];
-
-    for (size_t q = 0; q < s->b.n_queues; q++) {
-        broker_queue *queue = &s->b.queues[q];
-        redisReply *r = broker_autoclaim(
-            &s->b, queue, queue->pol->visibility_timeout_ms, 100);
-        size_t n;
-        if (!r)
-            return -1;
-        n = broker_entries(&s->b, queue, r->element[1], jobs, 100);
-        for (size_t i = 0; i < n; i++) {
-            broker_job *j = &jobs[i];
-            if (j->e.deleted) {
-                j->finish = FINISH_NONE;
-            } else if (j->e.bad[0]) {
-                j->finish = FINISH_DEAD;
-                j->next_attempt = j->e.task.attempt;
-                j->reason = j->e.bad;
-            } else {
-                backoff_fail(j, "taken over: its host was silent longer "
-                                "than visibility_timeout");
-            }
-        }
-        if (n > 0 && broker_finish(&s->b, jobs, n) != 0) {
-            freeReplyObject(r);
-            return -1;
-        }
-        for (size_t i = 0; i < n; i++)
-            if (jobs[i].finish != FINISH_NONE)
-                metrics_outcome(s->m, metrics_type_find(s->m, queue->type),
-                                jobs[i].outcome);
-        for (size_t i = 0; i < n; i++)
-            if (jobs[i].finish != FINISH_NONE)
-                log_fields(
-                    WHARF_LOG_WARN, "task taken over from a silent host",
-                    (log_field[]){
-                        LOG_STR("task", jobs[i].e.task.id),
-                        LOG_STR("type", queue->type),
-                        LOG_INT("attempt", jobs[i].e.task.attempt),
-                        LOG_STR("outcome", task_outcome_name(jobs[i].outcome))},
-                    4);
-        freeReplyObject(r);
-    }
-    return 0;
-}
-
-static int64_t takeover_every_ms(const supervisor *s)
-{
-    int64_t every = INT64_MAX;
-    for (size_t i = 0; i < s->n_types; i++)
-        if (s->policies[i]->visibility_timeout_ms / 4 < every)
-            every = s->policies[i]->visibility_timeout_ms / 4;
-    return every < 100 ? 100 : every > 5000 ? 5000 : every;
-}
-
-/* Reads every queue's figures and publishes backlog and pressure; when
- * /metrics is served, reads those of the unserved types too. -1 when the
- * connection failed. */
-int refresh_figures(supervisor *s, int64_t now)
-{
-    int rc;
-
-    s->figures_ms = now;
-    if (pressure_refresh(&s->b, s->figures) != 0) {
-        s->figures_ok = false;
-        lost_connection(s, "reading queue figures");
-        return -1;
-    }
-    s->figures_ok = true;
-    /* Only /metrics reads them, and they never make the served types'
-     * figures less sure (figures_ok). */
-    if (!s->http)
-        return 0;
-    rc = known_types_refresh(&s->b, &s->known, s->figures + s->b.n_queues);
-    if (rc == -1) {
-        lost_connection(s, "reading the figures of unserved types");
-        return -1;
-    }
-    if (rc != 0)
-        log_msg(WHARF_LOG_WARN, "supervisor: out of memory reading the "
-                                "figures of unserved types; /metrics shows "
-                                "them as before");
-    return 0;
-}
-
-/* One pass of the Redis housekeeping that is due (the leases and the
- * instance name are the lease keeper's). */
-void maintain(supervisor *s, int64_t now)
-{
-    if (ensure_connected(s, now) != 0)
-        return;
-    if (now - s->last_cancel_poll_ms >= CANCEL_POLL_EVERY_MS) {
-        s->last_cancel_poll_ms = now;
-        if (check_cancels(s) != 0) {
-            lost_connection(s, "looking for cancel requests");
-            return;
-        }
-    }
-    if (now - s->last_promote_ms >= TICK_MS) {
-        s->last_promote_ms = now;
-        if (broker_promote(&s->b) < 0) {
-            lost_connection(s, "promoting due tasks");
-            return;
-        }
-    }
-    if (now - s->last_trim_ms >= TRIM_EVERY_MS) {
-        s->last_trim_ms = now;
-        if (broker_trim_dead(&s->b) < 0) {
-            lost_connection(s, "trimming dead sets");
-            return;
-        }
-    }
-    if (now - s->last_takeover_ms >= takeover_every_ms(s)) {
-        s->last_takeover_ms = now;
-        if (take_over(s) != 0) {
-            lost_connection(s, "taking over silent hosts' tasks");
-            return;
-        }
-    }
-    if (now - s->figures_ms >= FIGURES_EVERY_MS)
-        refresh_figures(s, now);
 }

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "notify.h"
 #include "supervisor_internal.h"
+#include "xmalloc.h"
 
 int setup_watch(supervisor *s)
 {
@@ -117,22 +118,14 @@ void finish_reload(supervisor *s)
     next->workers = s->cfg->workers;
     next->watch = s->cfg->watch;
     free(next->redis_url);
-    next->redis_url = strdup(s->cfg->redis_url);
+    next->redis_url = xstrdup(s->cfg->redis_url);
     free(next->prefix);
-    next->prefix = strdup(s->cfg->prefix);
+    next->prefix = xstrdup(s->cfg->prefix);
     free(next->instance);
-    next->instance = strdup(s->cfg->instance);
+    next->instance = xstrdup(s->cfg->instance);
     free(next->metrics_listen);
     next->metrics_listen =
-        s->cfg->metrics_listen ? strdup(s->cfg->metrics_listen) : NULL;
-    if (!next->redis_url || !next->prefix || !next->instance ||
-        (s->cfg->metrics_listen && !next->metrics_listen)) {
-        log_msg(WHARF_LOG_ERROR, "reload: out of memory; serving as before");
-        config_free(next);
-        plugin_check_free_types(types);
-        notify_ready();
-        return;
-    }
+        s->cfg->metrics_listen ? xstrdup(s->cfg->metrics_listen) : NULL;
     /* The old manifest and types are freed once the broker and the lease
      * keeper serve the new ones (setup_broker). */
     config *old_cfg = s->cfg;

@@ -1,6 +1,6 @@
 /* The supervisor's workers: forking each (and, in the child, serving as
- * one), its restarts and their delays, reading its slot, and what is done
- * when it exits or dies (worker_exited, reap). */
+ * one), its restarts and their delays, and what is done when it exits or
+ * dies (worker_exited, reap; its batch is supervisor_recovery.c's). */
 #define _GNU_SOURCE /* pipe2, sigabbrev_np, waitid */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,6 +17,7 @@
 #include "log.h"
 #include "worker.h"
 #include "supervisor_internal.h"
+#include "xmalloc.h"
 
 static volatile sig_atomic_t worker_stop; /* in a worker process */
 
@@ -67,15 +68,6 @@ static size_t slot_capacity(const supervisor *s)
     return (size_t)(count ? count : 1) * (s->n_types ? s->n_types : 1);
 }
 
-/* Unmaps a worker's slot once nothing reads it any more. */
-void drop_slot(worker_proc *p)
-{
-    slot_destroy(p->sl);
-    p->sl = NULL;
-    free(p->snap);
-    p->snap = NULL;
-}
-
 static void start_worker(supervisor *s, size_t index, int64_t now)
 {
     worker_proc *p = &s->procs[index];
@@ -83,8 +75,8 @@ static void start_worker(supervisor *s, size_t index, int64_t now)
 
     drop_slot(p);
     p->sl = slot_create(slot_capacity(s));
-    p->snap = p->sl ? malloc(slot_size(p->sl)) : NULL;
-    if (!p->sl || !p->snap) {
+    p->snap = p->sl ? xcalloc(1, slot_size(p->sl)) : NULL;
+    if (!p->sl) {
         log_msg(WHARF_LOG_ERROR, "cannot map a slot for worker %zu: %s", index,
                 strerror(errno));
         drop_slot(p);
@@ -112,35 +104,6 @@ static void start_worker(supervisor *s, size_t index, int64_t now)
                              LOG_INT("slot_capacity", (int64_t)p->sl->capacity),
                              LOG_STR("worker", p->consumer)},
                4);
-}
-
-/* A consistent copy of p's slot in p->snap: 0, or -1 when there is none
- * (no worker, or it kept writing). A copy torn by a writer that died
- * mid-write is refused here; recovery reads it on its own terms. */
-int read_slot(worker_proc *p)
-{
-    if (!p->sl || !p->snap)
-        return -1;
-    return slot_read(p->sl, p->snap) == 0 ? 0 : -1;
-}
-
-/* Names how a worker ended, for the task it was running. */
-void death_reason(const worker_proc *p, int status, const char *entry_id,
-                  char *buf, size_t len)
-{
-    bool asked = p->end.entry[0] && strcmp(p->end.entry, entry_id) == 0;
-
-    if (asked && p->end.timeout_ms > 0)
-        snprintf(buf, len, "timeout after %" PRId64 " ms", p->end.timeout_ms);
-    else if (asked && p->end.lease_lost)
-        snprintf(buf, len, "lease lost: its lock could not be renewed in time");
-    else if (WIFSIGNALED(status))
-        snprintf(buf, len, "worker crashed: SIG%s",
-                 sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status))
-                                                : "UNKNOWN");
-    else
-        snprintf(buf, len, "worker exited with status %d during the task",
-                 WEXITSTATUS(status));
 }
 
 static void worker_exited(supervisor *s, size_t index, int status, int64_t now)

@@ -742,3 +742,49 @@ Test(supervisor, no_listener_reads_no_unserved_types)
                    "the host read the types set with nothing to show it on");
     freeReplyObject(r);
 }
+
+/* Host presence is the supervisor's own: with no [metrics] listen (the
+ * harness's default) there is no console, and still the host's presence
+ * says what it serves, `wharf stats` sees the type served, and a stop
+ * withdraws it at once. */
+Test(supervisor, presence_needs_no_console)
+{
+    const test_cli_run *r;
+    redisReply *names, *field;
+    char name[300], out[TEST_CLI_OUTPUT], *chaos, *end;
+
+    start(&host, &(test_host_opts){.host_keys = "workers = 2\n"});
+    cr_assert_eq(
+        test_wait_int(rc, 1, TEST_EVENT_MS, "ZCARD wharf:{chaos}:hosts"), 1,
+        "no presence without the console; see %s", host.log);
+    cr_expect_gt(test_redis_int(rc, "PTTL wharf:{chaos}:hosts"), 0);
+    names = test_redis_command(rc, "ZRANGE wharf:hosts 0 -1");
+    cr_assert_eq(names->type, REDIS_REPLY_ARRAY);
+    cr_assert_eq(names->elements, 1);
+    snprintf(name, sizeof(name), "%s", names->element[0]->str);
+    freeReplyObject(names);
+    cr_expect_gt(test_redis_int(rc, "PTTL wharf:host:%s", name), 0);
+    field = test_redis_command(rc, "HGET wharf:host:%s workers", name);
+    cr_assert_eq(field->type, REDIS_REPLY_STRING);
+    cr_expect_str_eq(field->str, "2");
+    freeReplyObject(field);
+    field = test_redis_command(rc, "HGET wharf:host:%s types", name);
+    cr_assert_eq(field->type, REDIS_REPLY_STRING);
+    cr_expect(strstr(field->str, "chaos"), "%s", field->str);
+    freeReplyObject(field);
+
+    r = test_cli(redis.url, host.dir,
+                 (const char *const[]){"stats", "--json", NULL});
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    snprintf(out, sizeof(out), "%s", r->out);
+    chaos = strstr(out, "\"chaos\": {");
+    cr_assert(chaos, "%s", out);
+    end = strchr(chaos, '}');
+    cr_assert(end, "%s", out);
+    *end = '\0'; /* chaos's figures only */
+    cr_expect(strstr(chaos, "\"served\": true"), "%s", chaos);
+
+    cr_assert_eq(test_host_stop(&host), 0);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:hosts"), 0);
+    cr_expect_eq(test_redis_int(rc, "EXISTS wharf:host:%s", name), 0);
+}

@@ -1,0 +1,79 @@
+/* A worker process as the rest of the supervisor sees it: a
+ * consistent copy of its slot, its slot unmapped, how it ended, and the
+ * workers counted by what they do. Below the files that fork, reap and
+ * recover workers and those that read what they do. */
+#define _GNU_SOURCE /* sigabbrev_np */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "supervisor_internal.h"
+
+/* Unmaps a worker's slot once nothing reads it any more. */
+void drop_slot(worker_proc *p)
+{
+    slot_destroy(p->sl);
+    p->sl = NULL;
+    free(p->snap);
+    p->snap = NULL;
+}
+
+/* A consistent copy of p's slot in p->snap: 0, or -1 when there is none
+ * (no worker, or it kept writing). A copy torn by a writer that died
+ * mid-write is refused here; recovery reads it on its own terms. */
+int read_slot(worker_proc *p)
+{
+    if (!p->sl || !p->snap)
+        return -1;
+    return slot_read(p->sl, p->snap) == 0 ? 0 : -1;
+}
+
+/* Names how a worker ended, for the task it was running. */
+void death_reason(const worker_proc *p, int status, const char *entry_id,
+                  char *buf, size_t len)
+{
+    bool asked = p->end.entry[0] && strcmp(p->end.entry, entry_id) == 0;
+
+    if (asked && p->end.timeout_ms > 0)
+        snprintf(buf, len, "timeout after %" PRId64 " ms", p->end.timeout_ms);
+    else if (asked && p->end.lease_lost)
+        snprintf(buf, len, "lease lost: its lock could not be renewed in time");
+    else if (WIFSIGNALED(status))
+        snprintf(buf, len, "worker crashed: SIG%s",
+                 sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status))
+                                                : "UNKNOWN");
+    else
+        snprintf(buf, len, "worker exited with status %d during the task",
+                 WEXITSTATUS(status));
+}
+
+/* The workers by what they do now, read from their slots. */
+worker_figures count_workers(supervisor *s)
+{
+    worker_figures w = {0, 0, 0, 0};
+
+    for (size_t i = 0; i < s->n_procs; i++) {
+        worker_proc *p = &s->procs[i];
+        if (p->pid <= 0 || read_slot(p) != 0) {
+            w.down++;
+            continue;
+        }
+        switch (p->snap->state) {
+        case SLOT_RUNNING:
+            w.running++;
+            break;
+        case SLOT_STOPPING:
+            w.stopping++;
+            break;
+        case SLOT_IDLE:
+            w.idle++;
+            break;
+        default:
+            w.down++;
+            break;
+        }
+    }
+    return w;
+}

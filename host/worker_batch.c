@@ -1,0 +1,286 @@
+/* One batch of a worker (worker_internal.h): its begin, each task's
+ * plugin call under its deadline, the fate of each (result, retry with
+ * backoff, dead, cancelled), a return too large for the slot finished at
+ * once, and the counting and logging of what finished. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backoff.h"
+#include "clock_ms.h"
+#include "log.h"
+#include "worker_internal.h"
+
+/* Microseconds from enqueued_at (wall clock, ms) to now; 0 for a time in
+ * the future, and never an overflow whatever the entry says. */
+static int64_t wait_since(int64_t enqueued_at_ms)
+{
+    int64_t now = clock_wall_ms();
+
+    if (enqueued_at_ms <= 0 || enqueued_at_ms >= now)
+        return 0;
+    if (now - enqueued_at_ms > INT64_MAX / 1000)
+        return INT64_MAX;
+    return (now - enqueued_at_ms) * 1000;
+}
+
+/* Runs the plugin of j's type (job index i of the batch) and decides how
+ * j finishes. The run owns its deadline: whatever the plugin returns after
+ * it, or after the supervisor asked it to end, is thrown away and the
+ * attempt fails with "timeout after N ms", the same outcome as when the
+ * worker is killed for it. A run the supervisor asked to end because it
+ * was cancelled (wharf cancel) ends as cancelled instead. */
+static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
+{
+    const route *r = loader_route(w->ld, j->queue->type);
+    int64_t timeout_ms = j->queue->pol->timeout_ms;
+    int64_t started, ended;
+    wharf_status status;
+
+    if (!r) { /* cannot happen: we only read the streams we route */
+        j->finish = FINISH_NONE;
+        return;
+    }
+    ctx->plugin = r->plugin;
+    ctx->state = r->plugin->state;
+    context_begin(ctx, &j->e.task);
+    started = clock_ms();
+    context_set_deadline(ctx, started + timeout_ms, w->opts->status, run);
+    status = r->plugin->desc->process_business(&ctx->base, &j->e.task);
+    ended = clock_ms();
+    if (w->opts->status && slot_run_cancelled(w->opts->status, run)) {
+        /* wharf cancel: whatever it returned is dropped, nothing retried
+         * (the finish script writes nothing for a cancelled entry). */
+        context_end(ctx);
+        j->finish = FINISH_CANCEL;
+        j->reason = "cancelled";
+        return;
+    }
+    if (w->opts->status && slot_run_lease_lost(w->opts->status, run)) {
+        /* The lease keeper could not keep its lock: another host may run
+         * it now, so what it returned is not kept (if the lock is in
+         * fact gone, the finish is stale and writes nothing). */
+        context_end(ctx);
+        backoff_fail(j, "lease lost: its lock could not be renewed in time");
+        return;
+    }
+    if (ended - started > timeout_ms || context_cancelled(ctx)) {
+        context_end(ctx);
+        snprintf(ctx->error, sizeof(ctx->error), "timeout after %" PRId64 " ms",
+                 timeout_ms);
+        backoff_fail(j, ctx->error);
+        return;
+    }
+    context_end(ctx);
+    switch (status) {
+    case WHARF_OK:
+        j->finish = FINISH_OK;
+        j->result = ctx->has_result ? ctx->result : NULL;
+        j->result_len = ctx->has_result ? ctx->result_len : 0;
+        break;
+    case WHARF_FAIL:
+        j->finish = FINISH_DEAD;
+        j->next_attempt = j->e.task.attempt;
+        j->reason = ctx->error[0] ? ctx->error : "plugin returned WHARF_FAIL";
+        break;
+    case WHARF_RETRY:
+        backoff_fail(j, ctx->error[0] ? ctx->error
+                                      : "plugin returned WHARF_RETRY");
+        break;
+    default:
+        snprintf(ctx->error, sizeof(ctx->error),
+                 "plugin returned %d, not a wharf_status", (int)status);
+        backoff_fail(j, ctx->error);
+        break;
+    }
+}
+
+/* The trace id (second part of a traceparent) for logs. */
+static void trace_id(const char *traceparent, char *buf, size_t len)
+{
+    if (strlen(traceparent) == 55)
+        snprintf(buf, len, "%.32s", traceparent + 3);
+    else
+        snprintf(buf, len, "%s", traceparent);
+}
+
+static void log_started(const worker *w, const broker_job *j)
+{
+    char trace[64];
+
+    if (!log_enabled(WHARF_LOG_INFO))
+        return;
+    trace_id(j->e.task.trace, trace, sizeof(trace));
+    log_fields(WHARF_LOG_INFO, "task started",
+               (log_field[]){LOG_STR("task", j->e.task.id),
+                             LOG_STR("type", j->queue->type),
+                             LOG_INT("attempt", j->e.task.attempt),
+                             LOG_STR("trace_id", trace),
+                             LOG_STR("worker", w->opts->consumer)},
+               5);
+}
+
+static void log_job(const worker *w, const broker_job *j, int64_t duration)
+{
+    char trace[64];
+    int level = WHARF_LOG_INFO;
+    log_field f[11];
+    size_t n = 0;
+
+    if (j->outcome == OUTCOME_DEAD || j->outcome == OUTCOME_STALE)
+        level = WHARF_LOG_WARN;
+    if (!log_enabled(level))
+        return;
+    trace_id(j->e.task.trace, trace, sizeof(trace));
+    f[n++] = LOG_STR("task", j->e.task.id);
+    f[n++] = LOG_STR("type", j->queue->type);
+    f[n++] = LOG_INT("attempt", j->e.task.attempt);
+    f[n++] = LOG_STR("outcome", task_outcome_name(j->outcome));
+    f[n++] = LOG_STR("lock", j->begin == BEGIN_RUN      ? j->token
+                             : j->begin == BEGIN_LOCKED ? "held"
+                                                        : "none");
+    f[n++] = LOG_STR("cache", j->begin == BEGIN_CACHED ? "hit" : "miss");
+    f[n++] = LOG_INT("duration_ms", duration);
+    f[n++] = LOG_STR("trace_id", trace);
+    f[n++] = LOG_STR("worker", w->opts->consumer);
+    if (j->reason && j->outcome != OUTCOME_OK)
+        f[n++] = LOG_STR("error", j->reason);
+    log_fields(level, "task finished", f, n);
+}
+
+/* The metrics index of a job's type. */
+static int metric_of(const worker *w, const broker_job *j)
+{
+    return w->metric_index[j->queue - w->b.queues];
+}
+
+/* Counts and logs finished jobs [from, to). */
+static void report_jobs(worker *w, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        const broker_job *j = &w->jobs[i];
+        if (j->finish == FINISH_NONE || j->e.deleted)
+            continue;
+        w->counts.outcomes[j->outcome]++;
+        metrics_outcome(w->opts->metrics, metric_of(w, j), j->outcome);
+        log_job(w, j, j->duration_ms);
+    }
+}
+
+/* Counts and logs a finished batch. */
+void worker_report(worker *w, size_t n)
+{
+    worker_slot_publish(w, 0);
+    report_jobs(w, 0, n);
+    w->counts.batches++;
+}
+
+/* Finishes jobs [from, to) of the batch at once: a return too large for
+ * the slot's arena is sent now rather than kept where a crash would lose
+ * it. Those jobs are then left out of the batch's own finish (FINISH_NONE,
+ * counted here). 0, or -1 on a connection error. */
+static int finish_now(worker *w, size_t from, size_t to)
+{
+    if (broker_finish(&w->b, w->jobs + from, to - from) != 0)
+        return -1;
+    worker_slot_finished(w, from, to);
+    report_jobs(w, from, to);
+    for (size_t i = from; i < to; i++)
+        w->jobs[i].finish = FINISH_NONE;
+    return 0;
+}
+
+/* After a connection error mid-batch: the jobs from i on that have not
+ * run go back unrun, their locks released, no attempt spent, with the
+ * batch's finish once Redis is back. */
+static void reschedule_rest(worker *w, size_t i, size_t n)
+{
+    for (; i < n; i++) {
+        broker_job *j = &w->jobs[i];
+        if (j->begin != BEGIN_RUN)
+            continue;
+        j->finish = FINISH_RESCHEDULE;
+        j->next_attempt = j->e.task.attempt;
+        j->delay_ms = 0;
+        j->reason = "redis connection lost mid-batch";
+    }
+}
+
+/* Begins one claimed batch and runs the plugin of each task it may run.
+ * -1 if the connection broke before every begin was answered; -2 if it
+ * broke while a return too large for the slot was being finished (the
+ * batch is then held for its finish; what had not started goes back
+ * unrun). */
+int worker_begin_and_run(worker *w, size_t n)
+{
+    size_t unfinished = 0; /* jobs before this one are finished already */
+
+    for (size_t i = 0; i < n; i++) {
+        broker_job *j = &w->jobs[i];
+        if (j->e.deleted) {
+            j->finish = FINISH_ACK;
+        } else if (j->e.bad[0]) {
+            j->finish = FINISH_DEAD;
+            j->next_attempt = j->e.task.attempt;
+            j->reason = j->e.bad;
+        }
+    }
+    w->begin_ms = clock_ms(); /* before the locks can exist */
+    worker_slot_publish(w, n);
+    if (broker_begin(&w->b, w->jobs, n) != 0)
+        return -1;
+    worker_slot_publish(w, n);
+    for (size_t i = 0; i < n; i++) {
+        broker_job *j = &w->jobs[i];
+        if (j->begin == BEGIN_RUN && worker_stopping(w)) {
+            /* Stopping: what has not started goes back for any host, its
+             * lock released, no attempt spent. */
+            j->finish = FINISH_RESCHEDULE;
+            j->next_attempt = j->e.task.attempt;
+            j->delay_ms = 0;
+            j->reason = "host stopping";
+            continue;
+        }
+        switch (j->begin) {
+        case BEGIN_CACHED:
+            j->finish = FINISH_ACK;
+            break;
+        case BEGIN_CANCELLED:
+            j->finish = FINISH_CANCEL;
+            j->reason = "cancelled";
+            break;
+        case BEGIN_LOCKED:
+            if (w->opts->metrics)
+                metrics_add(w->opts->metrics, &w->opts->metrics->lock_contended,
+                            1);
+            j->finish = FINISH_RESCHEDULE;
+            j->next_attempt = j->e.task.attempt;
+            j->delay_ms = j->queue->pol->lock_retry_ms;
+            j->reason = "locked by another run";
+            break;
+        case BEGIN_RUN:
+            log_started(w, j);
+            {
+                uint32_t run = worker_slot_running(w, (uint32_t)i);
+                int64_t wait_us = wait_since(j->e.task.enqueued_at_ms);
+                int64_t started = clock_us();
+                run_job(w, j, &w->ctxs[i], run);
+                int64_t took = clock_us() - started;
+                j->duration_ms = took / 1000;
+                metrics_run(w->opts->metrics, metric_of(w, j), took, wait_us);
+            }
+            if (!worker_slot_returned(w, (uint32_t)i)) {
+                if (finish_now(w, unfinished, i + 1) != 0) {
+                    reschedule_rest(w, i + 1, n);
+                    return -2;
+                }
+                unfinished = i + 1;
+            }
+            break;
+        case BEGIN_NONE:
+            break;
+        }
+    }
+    worker_slot_finishing(w);
+    return 0;
+}

@@ -1,0 +1,91 @@
+/* What the worker's files share (worker.c and its worker_*.c, one job
+ * each): a worker's state and the calls each file makes of one below it.
+ * Private to them. From the top: worker.c (the loop: connect, claim,
+ * hold a batch across an outage, maintenance) uses worker_batch.c (one
+ * batch: begin, run each plugin, decide each fate, count and log it),
+ * which tells the supervisor what it does through worker_slot.c; all of
+ * them ask worker_stop.c whether to stop. */
+#ifndef WHARF_WORKER_INTERNAL_H
+#define WHARF_WORKER_INTERNAL_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker.h"
+#include "context.h"
+#include "worker.h"
+
+/* A batch kept across a broken connection: its begun locks to release, or
+ * its finish to send again, once Redis is back. */
+typedef enum held_kind { HELD_NONE = 0, HELD_RELEASE, HELD_FINISH } held_kind;
+
+typedef struct worker {
+    const config *cfg;
+    loader *ld;
+    const worker_options *opts;
+    volatile sig_atomic_t *stop;
+    broker b;
+    broker_job *jobs;
+    context *ctxs;
+    size_t capacity;
+    unsigned count;
+    worker_counts counts;
+    int64_t last_promote_ms;
+    int64_t last_trim_ms;
+    held_kind held;
+    redisReply *held_claim; /* the jobs point into it */
+    size_t held_n;
+    int64_t stop_seen_ms; /* when a stop request was first seen, or 0 */
+    int64_t begin_ms;     /* when the batch's begin was sent */
+    bool signalled;       /* a SIGTERM / SIGINT is pending */
+    int *metric_index;    /* per broker queue: its metrics type index */
+    uint64_t counted_round_trips, counted_errors; /* already in metrics */
+} worker;
+
+/* ---- worker_stop.c: whether to stop, and sleeping ---- */
+
+/* Reads a pending SIGTERM or SIGINT (kept blocked) into w->signalled. */
+void worker_read_signals(worker *w);
+
+/* True once a stop was asked for: by the caller's flag, by the supervisor
+ * through the slot, or by a pending SIGTERM / SIGINT. */
+bool worker_stopping(worker *w);
+
+/* While stopping, true as long as a held batch is still worth sending. */
+bool worker_keep_trying(worker *w);
+
+/* Sleeps ms, in short steps, so a stop request is seen quickly. */
+void worker_sleep_ms(worker *w, int64_t ms);
+
+/* ---- worker_slot.c: what the supervisor reads of this worker ---- */
+
+/* Publishes the batch's first n jobs (0: none) in the slot. */
+void worker_slot_publish(worker *w, size_t n);
+
+/* Keeps what job i's plugin returned in the slot; false when it does not
+ * fit the arena (the caller finishes it at once). */
+bool worker_slot_returned(worker *w, uint32_t i);
+
+/* Marks jobs [from, to) as finished already. */
+void worker_slot_finished(worker *w, size_t from, size_t to);
+
+/* The batch's finish is about to be sent. */
+void worker_slot_finishing(worker *w);
+
+/* Marks job i as running; the run number that names this plugin call. */
+uint32_t worker_slot_running(worker *w, uint32_t i);
+
+/* ---- worker_batch.c: one batch ---- */
+
+/* Begins one claimed batch of n jobs and runs the plugin of each task it
+ * may run: 0, -1 if the connection broke before every begin was
+ * answered, -2 if it broke while finishing a return too large for the
+ * slot. */
+int worker_begin_and_run(worker *w, size_t n);
+
+/* Counts and logs a finished batch of n jobs. */
+void worker_report(worker *w, size_t n);
+
+#endif /* WHARF_WORKER_INTERNAL_H */
