@@ -15,6 +15,8 @@ const state = {
   deadSeen: -1,     /* the dead count the list was read at */
   deadReadAt: 0,
   detail: null,     /* {type, id} shown in the detail panel */
+  wanted: null,     /* {type, id} last asked for */
+  again: 0,         /* the timer that asks for it again, if busy */
 };
 
 function $(id) { return document.getElementById(id); }
@@ -54,7 +56,7 @@ async function api(path, options) {
   const r = await fetch(path, Object.assign({ cache: 'no-store' }, options || {}));
   let body = null;
   try { body = await r.json(); } catch (e) { body = { error: 'not JSON: ' + r.status }; }
-  return { status: r.status, body: body };
+  return { status: r.status, body: body, retryAfter: Number(r.headers.get('Retry-After')) || 0 };
 }
 
 /* A small chart: one bar per step, ok (green) under retry (amber) under
@@ -252,11 +254,32 @@ function say(text, error) {
   $('message').className = error ? 'error' : '';
 }
 
+/* A task asked for while the console is busy (503) or away is asked for
+ * again after the wait the console names, for as long as it is still the
+ * task wanted: a link opened under load shows the task when it can. */
+function askAgain(type, id, keepMessage, seconds) {
+  const ms = Math.max(1, seconds || 0) * 1000;
+  clearTimeout(state.again);
+  state.again = setTimeout(() => {
+    const w = state.wanted;
+    if (w && w.type === type && w.id === id) showTask(type, id, keepMessage);
+  }, ms);
+}
+
 async function showTask(type, id, keepMessage) {
   const q = new URLSearchParams({ id: id });
   if (type) q.set('type', type);
-  const r = await api('api/task?' + q);
+  state.wanted = { type: type, id: id };
+  let r;
+  try {
+    r = await api('api/task?' + q);
+  } catch (e) {
+    say('the console did not answer; asking again', true);
+    askAgain(type, id, keepMessage, 0);
+    return;
+  }
   const t = r.body;
+  if (r.status === 503) askAgain(type, id, keepMessage, r.retryAfter);
   if (r.status !== 200 && r.status !== 404 && state.detail &&
       state.detail.id === id) {
     /* Busy or away for a moment: the task as last seen stays, buttons
