@@ -13,7 +13,7 @@
 #include "broker_internal.h"
 #include "claim.h"
 #include "lua_scripts.h"
-#include "scripts.h"
+#include "node_scripts.h"
 
 int broker_init(broker *b, const config *cfg, const char *const *types,
                 const policy *const *policies, size_t n, const char *consumer)
@@ -34,7 +34,7 @@ int broker_init(broker *b, const config *cfg, const char *const *types,
     nodes_init(&b->nodes, &b->url, cfg->redis_password, BROKER_TIMEOUT_MS);
     /* Every node the broker reaches has every script before its first
      * call, so a pipeline of EVALSHA never comes back NOSCRIPT. */
-    nodes_set_scripts(&b->nodes, (const script *const *)scripts_all);
+    nodes_set_scripts(&b->nodes, (const script *const *)node_scripts_all);
     pipeline_init(&b->pipe, &b->nodes);
     snprintf(b->consumer, sizeof(b->consumer), "%s", consumer);
     b->queues = calloc(n ? n : 1, sizeof(*b->queues));

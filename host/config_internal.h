@@ -175,7 +175,7 @@ typedef struct seen_key {
 } seen_key;
 
 typedef struct parser {
-    char shown[256]; /* the file for messages, as client_quote shows it */
+    char shown[256]; /* the file for messages, as quote_text shows it */
     FILE *stream;
     uint64_t bytes; /* read so far (MANIFEST_MAX_BYTES) */
     char *buf;      /* getline's */

@@ -16,6 +16,7 @@
 
 #include "client_ids.h"
 #include "xmalloc.h"
+#include "quote.h"
 
 /* The absolute, symlink-free folder of `path`, or NULL with errno set. */
 static char *folder_of(const char *path)
@@ -51,7 +52,7 @@ static int load(const char *path, bool skip_plugin_files, config **out,
         p.cfg->dir = folder_of("");
         goto parse;
     }
-    client_quote(path, p.shown, sizeof p.shown);
+    quote_text(path, p.shown, sizeof p.shown);
     p.stream = fopen(path, "r");
     if (p.stream == NULL) {
         config_fail(&p, 0, "cannot open: %s", strerror(errno));

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "client_ids.h"
+#include "endpoint.h"
 #include "redis_url.h"
 
 /* Reads the decimal digits at *text into *out and moves *text past them.
@@ -208,11 +209,11 @@ const char *config_check_redis_url(const char *url, char *why, size_t len)
 const char *config_check_listen(const char *text, char *why, size_t len)
 {
     static const char usage[] = "expected host:port (port 1..65535) or off";
-    char host[256], reason[128];
+    char host[ENDPOINT_HOST_MAX], reason[128];
     int port = 0;
 
-    if (redis_address_parse(text, strlen(text), host, &port, reason,
-                            sizeof(reason)) != 0) {
+    if (endpoint_parse(text, strlen(text), 0, host, &port, reason,
+                       sizeof(reason)) != 0) {
         snprintf(why, len, "%s (%s)", usage, reason);
         return why;
     }

@@ -22,6 +22,7 @@
 #include "console_sample.h"
 #include "console_state.h"
 #include "console_tasks.h"
+#include "endpoint.h"
 #include "presence.h"
 #include "xmalloc.h"
 
@@ -57,13 +58,6 @@ console *console_create(const char *name, const char *url, metrics *m,
     c->v.slots = xcalloc(n_slots, sizeof(*c->v.slots));
     c->history = xcalloc(n_slots, sizeof(*c->history));
     c->presence = presence_create();
-    if (!c->presence) {
-        free(c->v.slots);
-        free(c->history);
-        presence_destroy(c->presence);
-        free(c);
-        return NULL;
-    }
     c->started_wall_ms = clock_wall_ms();
     return c;
 }
@@ -174,36 +168,23 @@ static void asset(const char *path, http_reply *reply)
  * its own name, and is answered 421 rather than with the dead set. */
 static bool host_allowed(const console *c, const char *host)
 {
-    char name[300], listen[300];
+    char name[ENDPOINT_HOST_MAX], listen[ENDPOINT_HOST_MAX], why[128];
     unsigned char addr[sizeof(struct in6_addr)];
-    const char *colon;
-    size_t n;
+    int port = 0;
 
-    if (!host || !*host || strlen(host) >= sizeof(name))
+    if (!host || endpoint_parse(host, strlen(host), 0, name, &port, why,
+                                sizeof(why)) != 0)
         return false;
-    if (host[0] == '[') {
-        const char *close = strchr(host, ']');
-        if (!close)
-            return false;
-        n = (size_t)(close - host - 1);
-        memcpy(name, host + 1, n);
-        name[n] = '\0';
-        return inet_pton(AF_INET6, name, addr) == 1;
-    }
-    colon = strrchr(host, ':');
-    n = colon ? (size_t)(colon - host) : strlen(host);
-    memcpy(name, host, n);
-    name[n] = '\0';
+    if (strchr(name, ':')) /* in brackets: checked as an IPv6 address */
+        return true;
     if (strcasecmp(name, "localhost") == 0 ||
         inet_pton(AF_INET, name, addr) == 1)
         return true;
-    if (c->v.cfg->metrics_listen) {
-        snprintf(listen, sizeof(listen), "%s", c->v.cfg->metrics_listen);
-        colon = strrchr(listen, ':');
-        if (colon)
-            listen[colon - listen] = '\0';
+    if (c->v.cfg->metrics_listen &&
+        endpoint_parse(c->v.cfg->metrics_listen,
+                       strlen(c->v.cfg->metrics_listen), 0, listen, &port,
+                       why, sizeof(why)) == 0)
         return strcasecmp(listen, name) == 0;
-    }
     return false;
 }
 

@@ -34,18 +34,17 @@
  * url the Redis address the supervisor uses (its "embedded" already
  * resolved), m the shared counters, n_slots the workers. view is called
  * whenever the console needs the supervisor's figures. Connects nothing
- * yet. Out of memory aborts (xmalloc.h), but for presence_create's, which
- * is NULL. */
+ * yet. Out of memory aborts (xmalloc.h). */
 console *console_create(const char *name, const char *url, metrics *m,
                         size_t n_slots, console_view_fn view, void *arg);
 
-/* Withdraws this host's presence (best effort), disconnects and frees.
- * Accepts NULL. */
+/* Disconnects and frees. Accepts NULL. */
 void console_destroy(console *c);
 
 /* Call once every loop pass: it begins the pass's Redis budget, and once
- * a second samples the counters and publishes and reads hosts' presence
- * (presence.h, within that budget). */
+ * a second samples the counters and reads hosts' presence (presence.h,
+ * within that budget; the supervisor's heartbeat writes this host's, in
+ * supervisor_instance.c, console or not). */
 void console_tick(console *c, int64_t now_ms);
 
 /* A worker of slot index ended: why (restart_reason) and how ("signal

@@ -11,6 +11,7 @@
 #include "loader.h"
 #include "log.h"
 #include "supervisor.h"
+#include "quote.h"
 
 static void usage(FILE *out)
 {
@@ -50,7 +51,7 @@ static int check(const config *cfg)
     }
     if (ld->n_routes == 0) {
         char file[256];
-        client_quote(cfg->file, file, sizeof(file));
+        quote_text(cfg->file, file, sizeof(file));
         fprintf(stderr, "%s: no plugin serves any type\n", file);
     }
     status = ld->n_routes == 0 ? EX_CONFIG : EX_OK;
@@ -90,19 +91,19 @@ int main(int argc, char **argv)
                    WHARF_PLUGIN_ABI);
             return EX_OK;
         case ':':
-            client_quote(argv[optind - 1], quoted, sizeof(quoted));
+            quote_text(argv[optind - 1], quoted, sizeof(quoted));
             fprintf(stderr, "wharfd: option '%s' needs a value\n", quoted);
             usage(stderr);
             return EX_USAGE;
         default:
-            client_quote(argv[optind - 1], quoted, sizeof(quoted));
+            quote_text(argv[optind - 1], quoted, sizeof(quoted));
             fprintf(stderr, "wharfd: unknown option '%s'\n", quoted);
             usage(stderr);
             return EX_USAGE;
         }
     }
     if (optind < argc) {
-        client_quote(argv[optind], quoted, sizeof(quoted));
+        quote_text(argv[optind], quoted, sizeof(quoted));
         fprintf(stderr, "wharfd: unexpected argument '%s'\n", quoted);
         usage(stderr);
         return EX_USAGE;

@@ -1,6 +1,6 @@
 /* The run protocol: how one run of a task is owned, kept alive, ended and
  * told apart from a stale one. The worker (worker.c), the supervisor
- * (supervisor.c), its lease keeper (lease.c), the broker's scripts
+ * (supervisor.c), its lease keeper (lease*.c), the broker's scripts
  * (sdk/lua/) and the slot (slots.h) each do a part; this comment is the
  * whole, and the numbers they share live here.
  *
@@ -9,19 +9,21 @@
  * worker half of its slot. The supervisor process runs three threads:
  *   - the loop (supervisor.c): signals, reaping and restarting workers
  *     (supervisor_workers.c), reloads (supervisor_reload.c), HTTP and the
- *     console (supervisor_http.c), and on its own connection the
- *     maintenance (supervisor_redis.c: promote, trim the dead sets, take
- *     over silent hosts' entries, queue figures and pressure, cancel
- *     polling) and the recovery of a dead worker's slot
- *     (supervisor_recovery.c);
- *   - the lease keeper's Redis thread (lease.c), on a connection of its
- *     own that nothing else uses: the renewals of every published
+ *     console (supervisor_http.c), the instance heartbeat and host
+ *     presence (supervisor_instance.c), and on its own connection
+ *     (supervisor_redis.c) the maintenance (supervisor_maint.c: promote,
+ *     trim the dead sets, take over silent hosts' entries, queue figures
+ *     and pressure, cancel polling) and the recovery of a dead worker's
+ *     slot (supervisor_recovery.c);
+ *   - the lease keeper's Redis thread (lease_redis.c), on a connection
+ *     of its own that nothing else uses: the renewals of every published
  *     batch's entries and locks (wharf:{T}:lock:<id>, the idle time of
  *     the stream entries) and the instance key
  *     (wharf:instance:<host>:<instance>);
- *   - the lease keeper's clock thread, which talks to no one: each run's
- *     deadline (the slot's `cancel`, SIGKILL after the grace), a worker
- *     past init_timeout, and leases that went a whole TTL unrenewed.
+ *   - the lease keeper's clock thread (lease_clock.c), which talks to no
+ *     one: each run's deadline (the slot's `cancel`, SIGKILL after the
+ *     grace), a worker past init_timeout, and leases that went a whole
+ *     TTL unrenewed.
  * So a slow console, a slow reload check or a Redis command of the loop
  * that waits out its timeout holds up neither a renewal nor a deadline,
  * and a Redis that hangs holds up no deadline.

@@ -20,7 +20,7 @@
 #include "clock_ms.h"
 #include "log.h"
 #include "notify.h"
-#include "scripts.h"
+#include "node_scripts.h"
 #include "supervisor_internal.h"
 #include "xmalloc.h"
 
@@ -165,7 +165,7 @@ int supervisor_run(const char *config_path, config *cfg)
     s.config_path = config_path;
     s.cfg = cfg;
     s.watch_fd = -1;
-    scripts_init();
+    node_scripts_check();
     if (signals_install() != 0) {
         log_msg(WHARF_LOG_ERROR, "cannot install signal handlers: %s",
                 strerror(errno));

@@ -17,7 +17,7 @@
 #include "backoff.h"
 #include "clock_ms.h"
 #include "log.h"
-#include "scripts.h"
+#include "node_scripts.h"
 #include "worker_internal.h"
 #include "xmalloc.h"
 
@@ -231,7 +231,7 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
     w.ld = ld;
     w.opts = opts;
     w.stop = stop;
-    scripts_init();
+    node_scripts_check();
     if (worker_setup(&w) != 0)
         goto out;
     worker_slot_publish(&w, 0); /* loaded: the supervisor sees it up */

@@ -14,7 +14,7 @@
 #include "broker.h"
 #include "broker_config.h"
 #include "redis_server.h"
-#include "scripts.h"
+#include "node_scripts.h"
 
 #define TRACE "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 

@@ -20,7 +20,7 @@
 #include "host_process.h"
 #include "redis_cluster.h"
 #include "redis_server.h"
-#include "scripts.h"
+#include "node_scripts.h"
 
 static test_redis redis;
 static test_cluster cluster;
@@ -52,7 +52,7 @@ static void open_broker(const char *url, const char *dir,
 {
     static const policy *policies[8];
 
-    scripts_init();
+    node_scripts_check();
     cfg = test_config_for(url, dir);
     for (size_t i = 0; i < n; i++)
         policies[i] = &cfg->defaults;

@@ -16,14 +16,14 @@
 #include "command.h"
 #include "redis_server.h"
 #include "script.h"
-#include "scripts.h"
+#include "node_scripts.h"
 
 static test_redis redis;
 static redisContext *rc;
 
 static void start(void)
 {
-    scripts_init();
+    node_scripts_check();
     test_redis_up(&redis, 0, &rc);
 }
 

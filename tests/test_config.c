@@ -579,7 +579,7 @@ Test(config, a_manifest_over_1_MiB_is_refused)
     free(text);
 }
 
-/* The manifest's path is shown as client_quote shows what a user typed:
+/* The manifest's path is shown as quote_text shows what a user typed:
  * no control character of it reaches the terminal. */
 Test(config, a_path_with_control_characters_is_quoted)
 {

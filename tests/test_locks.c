@@ -13,7 +13,7 @@
 #include "broker.h"
 #include "redis_server.h"
 #include "wharf_cli.h"
-#include "scripts.h"
+#include "node_scripts.h"
 
 #define TRACE "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 #define CONSUMER "host-a:default:0"
@@ -151,7 +151,7 @@ Test(locks, hosts_publish_visibility_timeout)
     cr_assert_eq(config_load_producer(path, &cfg, err, sizeof(err)), 0, "%s",
                  err);
     const policy *policies[] = {config_policy(cfg, "orders")};
-    scripts_init();
+    node_scripts_check();
     cr_assert_eq(broker_init(&b, cfg, types, policies, 1, CONSUMER), 0, "%s",
                  b.errstr);
     cr_assert_eq(broker_connect(&b), 0, "%s", b.errstr);

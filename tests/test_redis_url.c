@@ -334,35 +334,35 @@ Test(redis_url, refusal_writes_nothing)
     cr_assert_eq(memcmp(&u, &before, sizeof(u)), 0);
 }
 
-Test(redis_url, address_parse_for_the_listen_key)
+Test(redis_url, endpoint_parse_for_the_listen_key)
 {
     char host[256], err[300];
     int port = 1234;
 
     cr_assert_eq(
-        redis_address_parse("example.org", 11, host, &port, err, sizeof(err)),
+        endpoint_parse("example.org", 11, 0, host, &port, err, sizeof(err)),
         0);
     cr_assert_str_eq(host, "example.org");
     cr_assert_eq(port, 1234, "no port given: left as it was");
     cr_assert_eq(
-        redis_address_parse("[::]:9100", 9, host, &port, err, sizeof(err)), 0);
+        endpoint_parse("[::]:9100", 9, 0, host, &port, err, sizeof(err)), 0);
     cr_assert_str_eq(host, "::");
     cr_assert_eq(port, 9100);
     /* Only the n bytes given are read. */
-    cr_assert_eq(redis_address_parse("10.0.0.1:80,junk", 11, host, &port, err,
+    cr_assert_eq(endpoint_parse("10.0.0.1:80,junk", 11, 0, host, &port, err,
                                      sizeof(err)),
                  0, "%s", err);
     cr_assert_str_eq(host, "10.0.0.1");
     cr_assert_eq(port, 80);
     port = 7;
-    cr_assert_eq(redis_address_parse("h:0", 3, host, &port, err, sizeof(err)),
+    cr_assert_eq(endpoint_parse("h:0", 3, 0, host, &port, err, sizeof(err)),
                  -1);
     cr_assert_str_eq(err, "bad port: expected 1..65535");
     cr_assert_eq(port, 7, "a refused port is not written");
-    cr_assert_eq(redis_address_parse("[::1", 4, host, &port, err, sizeof(err)),
+    cr_assert_eq(endpoint_parse("[::1", 4, 0, host, &port, err, sizeof(err)),
                  -1);
     cr_assert_str_eq(err, "bad IPv6 address: expected [address]");
-    cr_assert_eq(redis_address_parse("", 0, host, &port, err, sizeof(err)), -1);
+    cr_assert_eq(endpoint_parse("", 0, 0, host, &port, err, sizeof(err)), -1);
     cr_assert_str_eq(err, "expected a host name or address");
 }
 

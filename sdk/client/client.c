@@ -13,6 +13,7 @@
 
 #include "client_ids.h"
 #include "served.h"
+#include "quote.h"
 
 void client_error(wharf_client *c, const char *fmt, ...)
 {
@@ -76,12 +77,12 @@ wharf_client_status client_check_names(wharf_client *c, const char *type,
     char quoted[120];
 
     if (!client_valid_type(type)) {
-        client_quote(type ? type : "", quoted, sizeof(quoted));
+        quote_text(type ? type : "", quoted, sizeof(quoted));
         client_error(c, "type '%s' is not valid: " CLIENT_TYPE_RULE, quoted);
         return WHARF_CLIENT_BAD_INPUT;
     }
     if (!client_valid_id(id)) {
-        client_quote(id ? id : "", quoted, sizeof(quoted));
+        quote_text(id ? id : "", quoted, sizeof(quoted));
         client_error(c, "task id '%s' is not valid: " CLIENT_ID_RULE, quoted);
         return WHARF_CLIENT_BAD_INPUT;
     }
@@ -93,7 +94,7 @@ wharf_client_status client_protocol_error(wharf_client *c, const char *type,
 {
     char quoted[40];
 
-    client_quote(host, quoted, sizeof(quoted));
+    quote_text(host, quoted, sizeof(quoted));
     client_error(c,
                  "the hosts serving '%s' speak wharf protocol %s; this "
                  "client speaks " CLIENT_PROTOCOLS ": upgrade it",

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "client_internal.h"
+#include "quote.h"
 
 /* The policy used while no host has published one for the type. */
 #define DEFAULT_MAX_PAYLOAD "1048576"
@@ -56,7 +57,7 @@ wharf_client_status client_enqueue_check(wharf_client *c,
         return WHARF_CLIENT_BAD_INPUT;
     }
     if (!client_valid_type(t->type)) {
-        client_quote(t->type ? t->type : "", quoted, sizeof(quoted));
+        quote_text(t->type ? t->type : "", quoted, sizeof(quoted));
         client_error(c, "type '%s' is not valid: " CLIENT_TYPE_RULE, quoted);
         return WHARF_CLIENT_BAD_INPUT;
     }
@@ -66,12 +67,12 @@ wharf_client_status client_enqueue_check(wharf_client *c,
         return WHARF_CLIENT_BAD_INPUT;
     }
     if (t->id && !client_valid_id(t->id)) {
-        client_quote(t->id, quoted, sizeof(quoted));
+        quote_text(t->id, quoted, sizeof(quoted));
         client_error(c, "task id '%s' is not valid: " CLIENT_ID_RULE, quoted);
         return WHARF_CLIENT_BAD_INPUT;
     }
     if (t->trace && !client_valid_trace(t->trace)) {
-        client_quote(t->trace, quoted, sizeof(quoted));
+        quote_text(t->trace, quoted, sizeof(quoted));
         client_error(c,
                      "trace '%s' is not a W3C traceparent: " CLIENT_TRACE_RULE,
                      quoted);

@@ -8,7 +8,6 @@
 
 #include <wharf/client.h>
 
-#include "quote.h"
 
 static const char hex_digits[] = "0123456789abcdef";
 
@@ -93,11 +92,6 @@ bool client_valid_trace(const char *trace)
     return strncmp(trace, "00-", 3) == 0 && hex_field(trace + 3, 32) &&
            trace[35] == '-' && hex_field(trace + 36, 16) && trace[52] == '-' &&
            strchr(hex_digits, trace[53]) && strchr(hex_digits, trace[54]);
-}
-
-void client_quote(const char *s, char *buf, size_t len)
-{
-    quote_text(s, buf, len);
 }
 
 int client_hash_id(EVP_MD_CTX *ctx, const EVP_MD *md, const char *type,

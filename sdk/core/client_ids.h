@@ -28,10 +28,6 @@ bool client_valid_id_len(const char *id, size_t len);
 bool client_valid_prefix(const char *prefix);
 bool client_valid_trace(const char *trace);
 
-/* quote_text (quote.h), under the name the client library, the
- * manifest and wharfd's command line still call it by. */
-void client_quote(const char *s, char *buf, size_t len);
-
 /* Writes the hex SHA-256 of `type "\n" payload` into out, using md and the
  * reusable digest context ctx. 0, or -1 if libcrypto failed. */
 int client_hash_id(EVP_MD_CTX *ctx, const EVP_MD *md, const char *type,

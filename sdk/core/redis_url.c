@@ -143,12 +143,6 @@ static int parse_userinfo(const char **p, redis_url *u, char *err,
     return 0;
 }
 
-int redis_address_parse(const char *p, size_t n, char *host, int *port,
-                        char *err, size_t errlen)
-{
-    return endpoint_parse(p, n, 0, host, port, err, errlen);
-}
-
 /* Parses "/N" (the database) at path, if any. 0, or -1 with why in err. */
 static int parse_db(const char *path, int *db, char *err, size_t errlen)
 {
@@ -172,8 +166,8 @@ static int parse_tcp(const char *text, redis_url *u, char *err, size_t errlen)
     if (parse_userinfo(&p, u, err, errlen) != 0)
         return -1;
     path = strchr(p, '/');
-    if (redis_address_parse(p, path ? (size_t)(path - p) : strlen(p), u->host,
-                            &u->port, err, errlen) != 0)
+    if (endpoint_parse(p, path ? (size_t)(path - p) : strlen(p), 0, u->host,
+                       &u->port, err, errlen) != 0)
         return -1;
     return parse_db(path, &u->db, err, errlen);
 }
@@ -204,8 +198,8 @@ static int parse_seeds(const char *p, size_t n, int default_port, redis_url *u,
             snprintf(err, errlen, "an empty address in the list");
             return -1;
         }
-        if (redis_address_parse(p, len, seed->host, &seed->port, err, errlen) !=
-            0)
+        if (endpoint_parse(p, len, 0, seed->host, &seed->port, err,
+                           errlen) != 0)
             return -1;
         u->n_seeds++;
         if (!comma)

@@ -59,13 +59,6 @@ typedef struct redis_url {
  * library all use it. */
 int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen);
 
-/* endpoint_parse(text, n, 0, ...) (endpoint.h), under the name the
- * manifest's [metrics] listen check still calls it by: "host[:port]" or
- * "[v6]:port", the host checked whole, *port left as it is when none is
- * given. */
-int redis_address_parse(const char *text, size_t n, char *host, int *port,
-                        char *err, size_t errlen);
-
 /* Connects to the one node of a redis:// or unix:// url (for the others,
  * nodes.h makes one of each node they name) with a connect/command timeout (0 =
  * none), sends AUTH (password overrides the URL's when not NULL) and SELECT, or

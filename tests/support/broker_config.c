@@ -6,7 +6,7 @@
 
 #include <criterion/criterion.h>
 
-#include "scripts.h"
+#include "node_scripts.h"
 
 config *test_config_for(const char *url, const char *dir)
 {
@@ -26,7 +26,7 @@ config *test_config_for(const char *url, const char *dir)
 
 void test_broker_up(test_redis *r, redisContext **rc, config **cfg)
 {
-    scripts_init();
+    node_scripts_check();
     test_redis_up(r, 0, rc);
     *cfg = test_config_for(r->url, r->dir);
 }
