@@ -62,7 +62,7 @@ int broker_init(broker *b, const config *cfg, const char *const *types,
             return -1;
         }
         q->task_prefix_len = strlen(q->task_prefix);
-        q->slot = command_key_slot(q->stream, strlen(q->stream));
+        q->hash_slot = command_key_slot(q->stream, strlen(q->stream));
     }
     return 0;
 }
@@ -85,7 +85,7 @@ uint64_t broker_round_trips(const broker *b)
 
 const char *broker_node_of(const broker *b, const broker_queue *q)
 {
-    return nodes_name(&b->nodes, nodes_of_slot(&b->nodes, q->slot));
+    return nodes_name(&b->nodes, nodes_of_slot(&b->nodes, q->hash_slot));
 }
 
 void broker_destroy(broker *b)
@@ -118,10 +118,10 @@ static int check_eviction(broker *b)
         return 0;
     pipeline_reset(p);
     for (size_t i = 0; i < b->n_queues; i++) {
-        int node = nodes_of_slot(&b->nodes, b->queues[i].slot);
+        int node = nodes_of_slot(&b->nodes, b->queues[i].hash_slot);
         bool seen = false;
         for (size_t k = 0; k < i && !seen; k++)
-            seen = nodes_of_slot(&b->nodes, b->queues[k].slot) == node;
+            seen = nodes_of_slot(&b->nodes, b->queues[k].hash_slot) == node;
         if (!seen)
             pipeline_addf(p, b->queues[i].stream,
                           "CONFIG GET maxmemory-policy");
@@ -189,7 +189,7 @@ static int setup_queues(broker *b)
                       q->pol->idempotency == IDEMPOTENCY_NONE ? "none"
                                                               : "payload",
                       ttl, visibility, WHARF_PROTOCOL);
-        /* Its own command: the set is in no type's slot. */
+        /* Its own command: the set is in no type's hash slot. */
         pipeline_addf(p, types_key, "SADD %s %s", types_key, q->type);
     }
     if (pipeline_run(p) != 0) {

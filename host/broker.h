@@ -51,7 +51,7 @@ typedef struct broker_queue {
     char fence[KEY_MAX];
     char policy_key[KEY_MAX];
     char entries[KEY_MAX]; /* the id -> stream entry index */
-    unsigned slot;         /* the Redis Cluster slot of every key of the type */
+    unsigned hash_slot;    /* Redis Cluster's, of every key of the type */
     char task_prefix[KEY_MAX]; /* "<prefix>:{<type>}:", for task keys */
     size_t task_prefix_len;
     bool history_done;     /* this consumer's own pending entries were read */
@@ -92,7 +92,7 @@ typedef struct broker {
     redis_url url;
     nodes nodes;        /* the Redis nodes (one unless a cluster); nodes.h */
     pipeline pipe;      /* every command but a single Redis's claims */
-    char consumer[256]; /* <hostname>:<instance>:<slot> */
+    char consumer[256]; /* <hostname>:<instance>:<worker slot> */
     broker_queue *queues;
     size_t n_queues;
     broker_scratch *scratch;
@@ -145,7 +145,7 @@ void broker_destroy(broker *b);
 /* Claims up to count entries per queue. On a single Redis: one
  * XREADGROUP over every queue, blocking up to block_ms once every queue's
  * own pending entries are read. On a cluster (no command reads two
- * slots): one XREADGROUP per queue without BLOCK, every node at once,
+ * hash slots): one XREADGROUP per queue without BLOCK, every node at once,
  * again after a short pause while all are empty, for up to block_ms.
  * Returns the reply, [[stream, entries], ...] (caller frees; NULL reply
  * elements mean nothing came), or NULL on a connection error. Parses

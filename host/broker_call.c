@@ -210,10 +210,11 @@ int call_run_batch(broker *b, const batch_ops *ops, broker_job *jobs, size_t n)
         pipeline_reset(p);
         while (calls < PIPE_CALLS &&
                next_call(b, ops, jobs, n, &cursor, &sc->calls[calls])) {
+            const broker_queue *q = jobs[sc->calls[calls].first].queue;
+
             ops->build(b, jobs, &sc->calls[calls]);
-            if (pipeline_add_command(
-                    p, (long)jobs[sc->calls[calls].first].queue->slot, &sc->cmd,
-                    ops->s) != 0) {
+            if (pipeline_add_command(p, (long)q->hash_slot, &sc->cmd,
+                                     ops->s) != 0) {
                 snprintf(b->errstr, sizeof(b->errstr),
                          "building a script call: %s", p->errstr);
                 pipeline_reset(p);

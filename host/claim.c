@@ -187,11 +187,11 @@ static int sweep(broker *b, unsigned count, redisReply *all, bool *got)
 static redisContext *waiter_of(broker *b, size_t i)
 {
     waiter *w = &b->claims->waiters[i];
-    int node = nodes_of_slot(&b->nodes, b->queues[i].slot);
+    int node = nodes_of_slot(&b->nodes, b->queues[i].hash_slot);
     redisReply *r;
 
     if (w->redis && (w->node != node || w->redis->err)) {
-        redisFree(w->redis); /* the slot moved, or it broke */
+        redisFree(w->redis); /* the hash slot moved, or it broke */
         w->redis = NULL;
     }
     if (w->redis)
@@ -306,7 +306,7 @@ static int read_waits(broker *b, bool want, redisReply *all, bool *got)
             continue;
         }
         if (nodes_redirected(&b->nodes, r, &index, &ask) != 0) {
-            /* The slot moves: the next sweep follows it. */
+            /* The hash slot moves: the next sweep follows it. */
             drop_waiter(b, i);
         } else if (r->type == REDIS_REPLY_ERROR) {
             broker_failed(b, "XREADGROUP", r);

@@ -3,7 +3,7 @@
  * On one Redis (redis://, unix://, Sentinel's master): one XREADGROUP
  * over every stream, blocking while all are empty.
  *
- * On a Redis Cluster no command reads streams of two slots, and a
+ * On a Redis Cluster no command reads streams of two hash slots, and a
  * connection blocked on one type's stream can read no other, so:
  *   1. a sweep: one XREADGROUP per type without BLOCK, pipelined, every
  *      node at once; if anything came (or a type is re-reading its own
