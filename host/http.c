@@ -26,6 +26,7 @@
 
 #include "clock_ms.h"
 #include "endpoint.h"
+#include "xmalloc.h"
 
 /* Why these limits. A health check must be answered whatever other
  * clients do, and two kinds of client defeat the obvious schemes:
@@ -381,13 +382,12 @@ static enum MHD_Result http_answer(struct MHD_Connection *conn,
     return rc;
 }
 
-/* A plain-text reply of status with a static message; NULL body when out
- * of memory (http_answer then says so). */
+/* A plain-text reply of status with a static message. */
 static void http_plain(http_reply *reply, unsigned status, const char *text)
 {
     reply->status = status;
-    reply->body = strdup(text);
-    reply->len = reply->body ? strlen(reply->body) : 0;
+    reply->body = xstrdup(text);
+    reply->len = strlen(reply->body);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
@@ -417,9 +417,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     }
     if (*upload_size != 0) { /* a piece of the body */
         if (!req) {
-            req = calloc(1, sizeof(*req));
-            if (!req)
-                return MHD_NO;
+            req = xcalloc(1, sizeof(*req));
             *req_cls = req;
         }
         if (req->len + *upload_size > HTTP_BODY_MAX) {
@@ -485,11 +483,7 @@ http_server *http_start(const char *listen, http_handler handler, void *arg,
     memset(&addr, 0, sizeof(addr));
     if (parse_listen(listen, &addr, err, errlen) != 0)
         return NULL;
-    s = calloc(1, sizeof(*s));
-    if (!s) {
-        snprintf(err, errlen, "cannot listen on '%s': out of memory", listen);
-        return NULL;
-    }
+    s = xcalloc(1, sizeof(*s));
     s->handler = handler;
     s->arg = arg;
     s->fd = -1;

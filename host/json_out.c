@@ -7,11 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void out_of_memory(void)
-{
-    fputs("wharf: json_out: out of memory\n", stderr);
-    abort();
-}
+#include "xmalloc.h"
 
 void json_out_raw(json_out *b, const char *s, size_t n)
 {
@@ -19,9 +15,7 @@ void json_out_raw(json_out *b, const char *s, size_t n)
         size_t cap = b->cap ? b->cap : 1024;
         while (cap < b->len + n + 1)
             cap *= 2;
-        b->s = realloc(b->s, cap);
-        if (!b->s)
-            out_of_memory();
+        b->s = xrealloc(b->s, cap);
         b->cap = cap;
     }
     memcpy(b->s + b->len, s, n);
@@ -54,9 +48,7 @@ void json_out_printf(json_out *b, const char *fmt, ...)
         return;
     }
     {
-        char *big = malloc((size_t)n + 1);
-        if (!big)
-            out_of_memory();
+        char *big = xrealloc(NULL, (size_t)n + 1);
         va_start(ap, fmt);
         vsnprintf(big, (size_t)n + 1, fmt, ap);
         va_end(ap);

@@ -7,6 +7,7 @@
 
 #include "client_ids.h"
 #include "keys.h"
+#include "xmalloc.h"
 
 void known_types_free(known_types *k)
 {
@@ -85,17 +86,13 @@ int known_types_refresh(broker *b, known_types *k, queue_figures *out)
         goto out;
     }
     pipeline_reset(&b->pipe);
-    next.names = calloc(types->elements + 1, sizeof(*next.names));
-    if (!next.names)
-        goto out;
+    next.names = xcalloc(types->elements + 1, sizeof(*next.names));
     for (size_t i = 0; i < types->elements && next.n < KNOWN_TYPES_MAX; i++) {
         const char *type = types->element[i]->str;
         if (types->element[i]->type != REDIS_REPLY_STRING ||
             !client_valid_type(type) || broker_queue_of(b, type))
             continue;
-        if (!(next.names[next.n] = strdup(type)))
-            goto out;
-        next.n++;
+        next.names[next.n++] = xstrdup(type);
         if (known_types_add_queries(&b->pipe, b->cfg->prefix, type) != 0)
             goto out;
     }

@@ -17,6 +17,7 @@
 #include "context.h"
 #include "log.h"
 #include "quote.h"
+#include "xmalloc.h"
 
 #define LOADER_SYMBOL "wharf_plugin_v1"
 
@@ -28,31 +29,6 @@
  * and the reason of a check of a plugin file's owner and mode. */
 #define LOADER_REASON_MAX 768
 #define LOADER_OWNER_REASON_MAX 256
-
-/* Allocation failure in the host is fatal (STYLE: like Redis zmalloc). */
-static void loader_out_of_memory(void)
-{
-    log_msg(WHARF_LOG_ERROR, "loader: out of memory");
-    abort();
-}
-
-static void *loader_calloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size ? size : 1);
-
-    if (p == NULL)
-        loader_out_of_memory();
-    return p;
-}
-
-static char *loader_strdup(const char *s)
-{
-    char *copy = strdup(s);
-
-    if (copy == NULL)
-        loader_out_of_memory();
-    return copy;
-}
 
 /* Writes "FILE:LINE: PATH: reason" into err ("FILE: PATH: reason" when the
  * line is unknown, "PATH: reason" when the config has no file name). */
@@ -290,14 +266,10 @@ static int loader_add_route(loader *ld, loaded_plugin *plugin, const char *type,
     }
     if (ld->n_routes == *cap) {
         size_t grown_cap = *cap ? *cap * 2 : 8;
-        route *grown = realloc(ld->routes, grown_cap * sizeof *grown);
-
-        if (grown == NULL)
-            loader_out_of_memory();
-        ld->routes = grown;
+        ld->routes = xrealloc(ld->routes, grown_cap * sizeof *ld->routes);
         *cap = grown_cap;
     }
-    ld->routes[ld->n_routes].type = loader_strdup(type);
+    ld->routes[ld->n_routes].type = xstrdup(type);
     ld->routes[ld->n_routes].plugin = plugin;
     ld->routes[ld->n_routes].policy = config_policy(cfg, type);
     ld->n_routes++;
@@ -363,8 +335,8 @@ static int loader_open_one(loader *ld, const char *path, const char *real,
         0)
         goto out;
 
-    plugin->name = loader_strdup(desc->name);
-    plugin->path = loader_strdup(real);
+    plugin->name = xstrdup(desc->name);
+    plugin->path = xstrdup(real);
     plugin->section = section;
     plugin->handle = handle;
     plugin->desc = desc;
@@ -430,15 +402,10 @@ static int loader_scan(const config *cfg, char ***out, size_t *out_n, char *err,
             strcmp(entry->d_name + len - 3, ".so") != 0)
             continue;
         if (n == cap) {
-            char **grown;
-
             cap = cap ? cap * 2 : 16;
-            grown = realloc(names, cap * sizeof *grown);
-            if (grown == NULL)
-                loader_out_of_memory();
-            names = grown;
+            names = xrealloc(names, cap * sizeof *names);
         }
-        names[n++] = loader_strdup(entry->d_name);
+        names[n++] = xstrdup(entry->d_name);
     }
     closedir(dir);
     if (n > 0)
@@ -489,12 +456,12 @@ int loader_open(const config *cfg, loader **out, char *err, size_t errlen)
     size_t i;
     int rc = -1;
 
-    ld = loader_calloc(1, sizeof *ld);
+    ld = xcalloc(1, sizeof *ld);
     ld->cfg = cfg;
     if (cfg->autoload && loader_scan(cfg, &names, &n_names, err, errlen) != 0)
         goto out;
     /* Sized once, so routes can point into it. */
-    ld->plugins = loader_calloc(cfg->n_plugins + n_names, sizeof *ld->plugins);
+    ld->plugins = xcalloc(cfg->n_plugins + n_names, sizeof *ld->plugins);
 
     for (i = 0; i < cfg->n_plugins; i++) {
         const plugin_section *section = &cfg->plugins[i];

@@ -10,6 +10,8 @@
 
 #include <wharf/plugin.h>
 
+#include "xmalloc.h"
+
 /* Upper bounds of the finite buckets, in microseconds. */
 static const int64_t bucket_us[METRICS_BUCKETS - 1] = {
     1000,   2500,   5000,    10000,   25000,   50000,  100000,
@@ -111,7 +113,7 @@ void metrics_add(metrics *m, _Atomic uint64_t *counter, uint64_t n)
 typedef struct text {
     char *data;
     size_t len, cap;
-    int failed;
+    int failed; /* a line vsnprintf could not format */
 } text;
 
 static void put(text *t, const char *fmt, ...)
@@ -136,14 +138,8 @@ static void put(text *t, const char *fmt, ...)
             t->len += (size_t)n;
             return;
         }
-        size_t cap = t->cap * 2 + (size_t)n + 1;
-        char *grown = realloc(t->data, cap);
-        if (!grown) {
-            t->failed = 1;
-            return;
-        }
-        t->data = grown;
-        t->cap = cap;
+        t->cap = t->cap * 2 + (size_t)n + 1;
+        t->data = xrealloc(t->data, t->cap);
     }
 }
 
@@ -190,11 +186,9 @@ char *metrics_render(const metrics *m, const queue_figures *queues,
                      size_t n_queues, const worker_figures *workers,
                      int redis_up, size_t *len)
 {
-    text t = {malloc(16384), 0, 16384, 0};
+    text t = {xrealloc(NULL, 16384), 0, 16384, 0};
     uint32_t n = atomic_load_explicit(&m->n_types, memory_order_acquire);
 
-    if (!t.data)
-        return NULL;
     if (n > METRICS_MAX_TYPES)
         n = METRICS_MAX_TYPES;
     put(&t, "# HELP wharf_tasks_total Tasks finished, by type and outcome.\n"

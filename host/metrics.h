@@ -104,7 +104,8 @@ int64_t metrics_bucket_bound_us(size_t b);
 const char *metrics_restart_name(restart_reason why);
 
 /* Renders everything as Prometheus text (format 0.0.4) into a malloc'd,
- * NUL-terminated buffer (caller frees); NULL when out of memory. queues
+ * NUL-terminated buffer (caller frees); NULL when a line could not be
+ * formatted (out of memory aborts, xmalloc.h). queues
  * are n_queues current figures (redis_up 0: queue gauges left out). */
 char *metrics_render(const metrics *m, const queue_figures *queues,
                      size_t n_queues, const worker_figures *workers,

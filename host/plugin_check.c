@@ -19,6 +19,7 @@
 #include "clock_ms.h"
 #include "loader.h"
 #include "slots.h"
+#include "xmalloc.h"
 
 /* The most a child may report: far above any real list of types. */
 #define CHECK_REPORT_MAX (1 << 20)
@@ -91,10 +92,9 @@ static bool read_report(plugin_check *c)
         ssize_t n;
         if (c->len + 4096 > c->cap) {
             size_t cap = c->cap ? c->cap * 2 : 8192;
-            char *grown = cap <= CHECK_REPORT_MAX ? realloc(c->buf, cap) : NULL;
-            if (!grown)
+            if (cap > CHECK_REPORT_MAX)
                 return false; /* too much to be a report: stop reading */
-            c->buf = grown;
+            c->buf = xrealloc(c->buf, cap);
             c->cap = cap;
         }
         n = read(c->fd, c->buf + c->len, c->cap - c->len - 1);
@@ -158,29 +158,20 @@ void plugin_check_free_types(char **types)
 /* Turns the "T <type>" lines of the report into a types array. */
 static char **parse_types(char *report, size_t *count)
 {
-    char **types = calloc(1, sizeof(*types));
+    char **types = xcalloc(1, sizeof(*types));
     char *save = NULL;
 
     *count = 0;
-    for (char *line = strtok_r(report, "\n", &save); types && line;
+    for (char *line = strtok_r(report, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save)) {
-        char **grown;
         if (strncmp(line, "T ", 2) != 0)
             continue;
-        grown = realloc(types, (*count + 2) * sizeof(*types));
-        if (!grown)
-            goto fail;
-        types = grown;
-        types[*count] = strdup(line + 2);
+        types = xrealloc(types, (*count + 2) * sizeof(*types));
+        types[*count] = xstrdup(line + 2);
         types[*count + 1] = NULL;
-        if (!types[*count])
-            goto fail;
         (*count)++;
     }
     return types;
-fail:
-    plugin_check_free_types(types);
-    return NULL;
 }
 
 int plugin_check_result(plugin_check *c, const config *cfg, char ***types_out,
@@ -215,16 +206,19 @@ int plugin_check_result(plugin_check *c, const config *cfg, char ***types_out,
                  "checking plugins: the check process exited "
                  "with status %d",
                  WEXITSTATUS(c->status));
-    } else if (!c->buf || !(types = parse_types(c->buf, &count))) {
-        snprintf(err, errlen, "checking plugins: %s",
-                 c->buf ? "out of memory" : "the check process said nothing");
-    } else if (count == 0) {
-        snprintf(err, errlen, "%s: no plugin serves any type", cfg->file);
+    } else if (!c->buf) {
+        snprintf(err, errlen, "checking plugins: the check process said "
+                              "nothing");
     } else {
-        *types_out = types;
-        *n_out = count;
-        types = NULL;
-        rc = 0;
+        types = parse_types(c->buf, &count);
+        if (count == 0) {
+            snprintf(err, errlen, "%s: no plugin serves any type", cfg->file);
+        } else {
+            *types_out = types;
+            *n_out = count;
+            types = NULL;
+            rc = 0;
+        }
     }
     plugin_check_free_types(types);
     free(c->buf);
