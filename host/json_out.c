@@ -89,39 +89,46 @@ static size_t utf8_length(const unsigned char *s, size_t n)
     return need;
 }
 
-void json_out_text(json_out *b, const char *text, size_t len, size_t max)
+size_t json_out_piece(const char *text, size_t n,
+                      char out[JSON_OUT_PIECE_MAX], size_t *used)
 {
     const unsigned char *s = (const unsigned char *)text;
+    unsigned char ch = s[0];
+    size_t run;
+
+    *used = 1;
+    if (ch == '"' || ch == '\\') {
+        out[0] = '\\';
+        out[1] = (char)ch;
+        return 2;
+    }
+    if (ch == '<' || ch == '>' || ch == '&' || ch == '\'')
+        return (size_t)snprintf(out, JSON_OUT_PIECE_MAX, "\\u%04x", ch);
+    if (ch == '\n' || ch == '\t') {
+        out[0] = '\\';
+        out[1] = ch == '\n' ? 'n' : 't';
+        return 2;
+    }
+    if (ch >= 0x20 && ch < 0x7f) {
+        out[0] = (char)ch;
+        return 1;
+    }
+    if (ch >= 0x80 && (run = utf8_length(s, n)) > 0) {
+        memcpy(out, s, run);
+        *used = run;
+        return run;
+    }
+    return (size_t)snprintf(out, JSON_OUT_PIECE_MAX, "\\\\x%02x", ch);
+}
+
+void json_out_text(json_out *b, const char *text, size_t len, size_t max)
+{
     size_t n = len < max ? len : max;
+    char piece[JSON_OUT_PIECE_MAX];
 
     json_out_raw(b, "\"", 1);
-    for (size_t i = 0; i < n;) {
-        unsigned char ch = s[i];
-        size_t run;
-        if (ch == '"' || ch == '\\') {
-            json_out_raw(b, "\\", 1);
-            json_out_raw(b, (const char *)&s[i], 1);
-            i++;
-        } else if (ch == '<' || ch == '>' || ch == '&' || ch == '\'') {
-            json_out_printf(b, "\\u%04x", ch);
-            i++;
-        } else if (ch == '\n') {
-            json_out_raw(b, "\\n", 2);
-            i++;
-        } else if (ch == '\t') {
-            json_out_raw(b, "\\t", 2);
-            i++;
-        } else if (ch >= 0x20 && ch < 0x7f) {
-            json_out_raw(b, (const char *)&s[i], 1);
-            i++;
-        } else if (ch >= 0x80 && (run = utf8_length(s + i, n - i)) > 0) {
-            json_out_raw(b, (const char *)&s[i], run);
-            i += run;
-        } else {
-            json_out_printf(b, "\\\\x%02x", ch);
-            i++;
-        }
-    }
+    for (size_t i = 0, used; i < n; i += used)
+        json_out_raw(b, piece, json_out_piece(text + i, n - i, piece, &used));
     json_out_raw(b, "\"", 1);
 }
 

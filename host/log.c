@@ -14,6 +14,7 @@
 
 #include <wharf/plugin.h>
 
+#include "json_out.h"
 #include "quote.h"
 
 /* Every part of a line has its own budget, so a line never outgrows its
@@ -101,40 +102,29 @@ static void put(line_buf *b, const char *s)
     put_raw(b, s, strlen(s));
 }
 
-/* Appends s, escaped, using at most max bytes: for JSON, quotes,
- * backslashes and every control or non-ASCII byte are escaped so any
- * plugin text stays valid JSON; for text, the one quoting rule (quote.h:
- * every byte outside printable ASCII becomes '?') so one event is always
- * one line and nothing in it reaches a terminal as a control. */
+/* Appends s, escaped, using at most max bytes: for JSON, as every JSON
+ * string of the host is written (json_out_piece: valid UTF-8 as it is,
+ * other bytes outside printable ASCII as the text \xNN), so any plugin
+ * text stays valid JSON; for text, the one quoting rule (quote.h: every
+ * byte outside printable ASCII becomes '?') so one event is always one
+ * line and nothing in it reaches a terminal as a control. */
 static void put_escaped(line_buf *b, const char *s, size_t max, int json)
 {
-    size_t start = b->len;
-    char esc[sizeof("\\u00ff")];
-    size_t n;
+    size_t start = b->len, left = strlen(s), used, n;
+    char piece[JSON_OUT_PIECE_MAX];
 
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (json && (*p == '"' || *p == '\\')) {
-            esc[0] = '\\';
-            esc[1] = (char)*p;
-            n = 2;
-        } else if (json && *p == '\n') {
-            memcpy(esc, "\\n", 2);
-            n = 2;
-        } else if (json && (*p < 0x20 || *p >= 0x7f)) {
-            snprintf(esc, sizeof(esc), "\\u%04x", *p);
-            n = 6;
-        } else if (!json) {
-            esc[0] = quote_char(*p);
-            n = 1;
+    for (; left > 0; s += used, left -= used) {
+        if (json) {
+            n = json_out_piece(s, left, piece, &used);
         } else {
-            esc[0] = (char)*p;
-            n = 1;
+            piece[0] = quote_char((unsigned char)*s);
+            n = used = 1;
         }
         if (b->len - start + n + 3 > max) {
             put_raw(b, "...", 3);
             return;
         }
-        put_raw(b, esc, n);
+        put_raw(b, piece, n);
     }
 }
 

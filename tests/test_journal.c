@@ -77,6 +77,22 @@ Test(journal, json_lines_keep_ts_behind_the_priority)
     cr_assert_not_null(strstr(out, "\"level\":\"info\",\"msg\":\"hello\"}\n"));
 }
 
+/* A JSON log line writes strings as every JSON of the host does
+ * (json_out_piece): UTF-8 as it is (once escaped byte by byte, so "é"
+ * read back as "Ã©"), a byte that is not UTF-8 as the text \xNN. */
+Test(journal, json_lines_keep_utf8_and_show_bad_bytes)
+{
+    char *out;
+
+    capture(0);
+    log_setup(WHARF_LOG_INFO, LOG_FORMAT_JSON);
+    log_msg(WHARF_LOG_INFO, "caf\xc3\xa9 \"q\" bad\xff\tend\nnext");
+    out = captured();
+    cr_assert_not_null(strstr(out, "\"msg\":\"caf\xc3\xa9 \\\"q\\\" "
+                                   "bad\\\\xff\\tend\\nnext\"}\n"),
+                       "got %s", out);
+}
+
 Test(journal, another_stream_is_not_the_journal)
 {
     char *out;
