@@ -795,6 +795,41 @@ Test(console, page_replay_button_in_chromium)
     cr_expect(test_host_log_has(&host, "console action", "click-me", NULL));
 }
 
+/* A link to a task opened while Redis does not answer: the page's first
+ * ask gets the console's 503, and the page must ask again by itself once
+ * Redis answers (it once asked only at load, so the task never showed).
+ * The script says "busy" when the page has told of the 503; only then is
+ * Redis let go, so the order is certain on any machine. */
+Test(console, a_task_opened_while_redis_is_paused_shows_once_it_answers)
+{
+    char cmd[1024], line[256], rest[4096];
+    size_t got;
+    FILE *page;
+
+    test_need_tools((const char *const[]){"chromium", "node", NULL});
+    start_host("[console]\nactions = yes\ntoken = " TOKEN "\n");
+    seed_dead("opened-paused", "ok");
+    cr_assert_eq(kill(redis.pid, SIGSTOP), 0);
+    snprintf(cmd, sizeof(cmd),
+             "node %s/tests/console/click-replay.mjs "
+             "'http://127.0.0.1:%d/#type=chaos&id=opened-paused' '%s' "
+             "busy-first 2>&1",
+             WHARF_SOURCE_DIR, port, TOKEN);
+    page = popen(cmd, "r");
+    cr_assert_not_null(page);
+    if (!fgets(line, sizeof(line), page))
+        line[0] = '\0';
+    kill(redis.pid, SIGCONT);
+    got = fread(rest, 1, sizeof(rest) - 1, page);
+    rest[got] = '\0';
+    cr_assert_eq(pclose(page), 0, "the page never showed the task: %s%s",
+                 line, rest);
+    cr_assert_str_eq(line, "busy\n", "the page never told of the 503");
+    cr_expect_eq(test_wait_int(rc, 1, TEST_EVENT_MS,
+                               "EXISTS wharf:{chaos}:result:opened-paused"),
+                 1, "the task replayed from the page never ran");
+}
+
 /* ---- the supervisor's loop while the API is hammered on a slow Redis ---- */
 
 /* Below the HTTP layer's per-address limit (8) and its mark of pressure

@@ -5,14 +5,17 @@
 // --remote-debugging-pipe (fds 3 and 4, messages ended by NUL), so any
 // Node from Debian 12 on does.
 //
-//   node click-replay.mjs URL TOKEN
-// URL is the console's page with #type=T&id=ID of a dead task.
+//   node click-replay.mjs URL TOKEN [busy-first]
+// URL is the console's page with #type=T&id=ID of a dead task. With
+// busy-first, the page is opened while Redis does not answer: the script
+// waits until the page says so, prints "busy" (the caller then lets Redis
+// answer again), and goes on: the page must bring the task up by itself.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const [url, token] = process.argv.slice(2);
+const [url, token, mode] = process.argv.slice(2);
 const profile = mkdtempSync(join(tmpdir(), 'wharf-console-'));
 const chrome = spawn('chromium', [
   '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
@@ -72,6 +75,10 @@ async function until(expression, what) {
 }
 
 await send('Page.navigate', { url });
+if (mode === 'busy-first') {
+  await until("document.getElementById('message').className === 'error'", 'the page saying the console is busy');
+  console.log('busy');
+}
 await until("document.getElementById('detail-status') && document.getElementById('detail-status').textContent === 'dead'", 'the task shown as dead');
 await until("!document.getElementById('actions').hidden", 'the action buttons shown');
 
