@@ -79,16 +79,17 @@ Test(journal, json_lines_keep_ts_behind_the_priority)
 
 /* A JSON log line writes strings as every JSON of the host does
  * (json_out_piece): UTF-8 as it is (once escaped byte by byte, so "é"
- * read back as "Ã©"), a byte that is not UTF-8 as the text \xNN. */
+ * read back as "Ã©"), a byte that is not UTF-8 as the text \xNN; but
+ * < > & ' as they are (a log is grepped, not shown as a page). */
 Test(journal, json_lines_keep_utf8_and_show_bad_bytes)
 {
     char *out;
 
     capture(0);
     log_setup(WHARF_LOG_INFO, LOG_FORMAT_JSON);
-    log_msg(WHARF_LOG_INFO, "caf\xc3\xa9 \"q\" bad\xff\tend\nnext");
+    log_msg(WHARF_LOG_INFO, "caf\xc3\xa9 \"q\" <it's> bad\xff\tend\nnext");
     out = captured();
-    cr_assert_not_null(strstr(out, "\"msg\":\"caf\xc3\xa9 \\\"q\\\" "
+    cr_assert_not_null(strstr(out, "\"msg\":\"caf\xc3\xa9 \\\"q\\\" <it's> "
                                    "bad\\\\xff\\tend\\nnext\"}\n"),
                        "got %s", out);
 }
