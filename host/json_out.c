@@ -89,7 +89,7 @@ static size_t utf8_length(const unsigned char *s, size_t n)
     return need;
 }
 
-size_t json_out_piece(const char *text, size_t n,
+size_t json_out_piece(const char *text, size_t n, bool inert,
                       char out[JSON_OUT_PIECE_MAX], size_t *used)
 {
     const unsigned char *s = (const unsigned char *)text;
@@ -102,7 +102,7 @@ size_t json_out_piece(const char *text, size_t n,
         out[1] = (char)ch;
         return 2;
     }
-    if (ch == '<' || ch == '>' || ch == '&' || ch == '\'')
+    if (inert && (ch == '<' || ch == '>' || ch == '&' || ch == '\''))
         return (size_t)snprintf(out, JSON_OUT_PIECE_MAX, "\\u%04x", ch);
     if (ch == '\n' || ch == '\t') {
         out[0] = '\\';
@@ -127,8 +127,10 @@ void json_out_text(json_out *b, const char *text, size_t len, size_t max)
     char piece[JSON_OUT_PIECE_MAX];
 
     json_out_raw(b, "\"", 1);
-    for (size_t i = 0, used; i < n; i += used)
-        json_out_raw(b, piece, json_out_piece(text + i, n - i, piece, &used));
+    for (size_t i = 0, used; i < n; i += used) {
+        size_t wrote = json_out_piece(text + i, n - i, true, piece, &used);
+        json_out_raw(b, piece, wrote);
+    }
     json_out_raw(b, "\"", 1);
 }
 

@@ -6,6 +6,7 @@
 #ifndef WHARF_JSON_OUT_H
 #define WHARF_JSON_OUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,10 +39,12 @@ void json_out_text(json_out *b, const char *text, size_t len, size_t max);
 /* The rule json_out_text follows, one piece at a time, for writers that
  * cannot allocate (the log): writes into out what the bytes at s (n > 0
  * of them) become, at most JSON_OUT_PIECE_MAX bytes, returns how many it
- * wrote, and sets *used to how many bytes of s that took. */
+ * wrote, and sets *used to how many bytes of s that took. inert: <, >, &
+ * and ' \u-escaped, as json_out_text does for a page; a log, grepped
+ * rather than shown, keeps them as they are. */
 #define JSON_OUT_PIECE_MAX 8
-size_t json_out_piece(const char *s, size_t n, char out[JSON_OUT_PIECE_MAX],
-                      size_t *used);
+size_t json_out_piece(const char *s, size_t n, bool inert,
+                      char out[JSON_OUT_PIECE_MAX], size_t *used);
 
 /* json_out_text of the whole NUL-terminated s. */
 void json_out_str(json_out *b, const char *s);

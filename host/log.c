@@ -104,22 +104,19 @@ static void put(line_buf *b, const char *s)
 
 /* Appends s, escaped, using at most max bytes: for JSON, as every JSON
  * string of the host is written (json_out_piece: valid UTF-8 as it is,
- * other bytes outside printable ASCII as the text \xNN; but < > & '
- * as they are), so any plugin
- * text stays valid JSON; for text, the one quoting rule (quote.h: every
- * byte outside printable ASCII becomes '?') so one event is always one
- * line and nothing in it reaches a terminal as a control. */
+ * other bytes outside printable ASCII as the text \xNN; not inert, so
+ * < > & ' as they are), so any plugin text stays valid JSON; for text,
+ * the one quoting rule (quote.h: every byte outside printable ASCII
+ * becomes '?') so one event is always one line and nothing in it reaches
+ * a terminal as a control. */
 static void put_escaped(line_buf *b, const char *s, size_t max, int json)
 {
     size_t start = b->len, left = strlen(s), used, n;
     char piece[JSON_OUT_PIECE_MAX];
 
     for (; left > 0; s += used, left -= used) {
-        if (json && strchr("<>&'", *s)) {
-            piece[0] = *s; /* a log is no page: no need to make it inert */
-            n = used = 1;
-        } else if (json) {
-            n = json_out_piece(s, left, piece, &used);
+        if (json) {
+            n = json_out_piece(s, left, false, piece, &used);
         } else {
             piece[0] = quote_char((unsigned char)*s);
             n = used = 1;
