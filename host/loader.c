@@ -322,11 +322,13 @@ static int loader_open_one(loader *ld, const char *path, const char *real,
     /* Only abi is read until it matches: the rest of the layout is the
      * ABI's to define. */
     desc = symbol;
-    if (desc->abi != WHARF_PLUGIN_ABI) {
+    if (desc->abi < WHARF_PLUGIN_ABI_OLDEST || desc->abi > WHARF_PLUGIN_ABI) {
         loader_fail(err, errlen, cfg, line, path,
-                    "ABI %lu instead of %d: built against another "
-                    "<wharf/plugin.h>; rebuild it against this wharf's SDK",
-                    (unsigned long)desc->abi, WHARF_PLUGIN_ABI);
+                    "ABI %lu, not one of %d to %d this host loads: built "
+                    "against another <wharf/plugin.h>; rebuild it against "
+                    "this wharf's SDK",
+                    (unsigned long)desc->abi, WHARF_PLUGIN_ABI_OLDEST,
+                    WHARF_PLUGIN_ABI);
         goto out;
     }
     types = section && section->types ? (const char *const *)section->types
@@ -342,6 +344,8 @@ static int loader_open_one(loader *ld, const char *path, const char *real,
     plugin->desc = desc;
     plugin->state = NULL;
     plugin->initialized = false;
+    /* Appended in ABI 3: an ABI 2 descriptor ends before it. */
+    plugin->thread_safe = desc->abi >= 3 && desc->thread_safe != 0;
     ld->n_plugins++;
     handle = NULL; /* the slot owns it now */
     for (i = 0; types[i] != NULL; i++)

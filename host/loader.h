@@ -19,6 +19,7 @@ typedef struct loaded_plugin {
     const wharf_plugin *desc;
     void *state;                   /* what init stored */
     bool initialized;              /* init ran and returned 0 */
+    bool thread_safe;              /* the descriptor's .thread_safe (ABI 3) */
 } loaded_plugin;
 
 typedef struct route {
@@ -41,7 +42,7 @@ typedef struct loader {
  * constructors dlopen runs. On failure returns -1, closes what it opened,
  * leaves *out untouched and writes one line naming the manifest line, the
  * plugin file and the reason into err:
- *   "FILE:LINE: PATH: ABI 1 instead of 2: built against another ...". */
+ *   "FILE:LINE: PATH: ABI 1, not one of 2 to 3 this host loads: ...". */
 int loader_open(const config *cfg, loader **out, char *err, size_t errlen);
 
 /* Runs each plugin's init (in this process). On failure returns -1, runs

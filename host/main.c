@@ -87,7 +87,8 @@ int main(int argc, char **argv)
             usage(stdout);
             return EX_OK;
         case 'V':
-            printf("wharfd %s (plugin ABI %d)\n", WHARF_VERSION,
+            printf("wharfd %s (plugin ABI %d; loads ABI %d to %d)\n",
+                   WHARF_VERSION, WHARF_PLUGIN_ABI, WHARF_PLUGIN_ABI_OLDEST,
                    WHARF_PLUGIN_ABI);
             return EX_OK;
         case ':':

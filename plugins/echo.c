@@ -18,5 +18,6 @@ static wharf_status process_business(wharf_ctx *ctx, const wharf_task *task)
 
 static const char *const echo_types[] = {"echo", NULL};
 
+/* Keeps nothing between calls, so any number may run at once. */
 WHARF_PLUGIN(.name = "echo", .version = "1.0.0", .types = echo_types,
-             .process_business = process_business);
+             .process_business = process_business, .thread_safe = 1);

@@ -153,7 +153,7 @@ Test(check, fixture_refusals_name_their_reason)
         const char *reason;
     } cases[] = {
         {"nosym", "no wharf_plugin_v1"},
-        {"badabi", "ABI 999 instead of 2"},
+        {"badabi", "ABI 999, not one of 2 to 3 this host loads"},
         {"nullcb", "process_business"},
         {"initfail", "init returned 3"},
     };
@@ -224,7 +224,7 @@ Test(check, missing_manifest_and_usage_errors)
     cr_assert_eq(run(bad_option), 64);
     const char *version[] = {WHARFD_PATH, "--version", NULL};
     cr_assert_eq(run(version), 0);
-    cr_assert(strstr(out, "plugin ABI 2"), "%s", out);
+    cr_assert(strstr(out, "plugin ABI 3; loads ABI 2 to 3"), "%s", out);
 }
 
 Test(check, shipped_example_manifest_is_valid)

@@ -272,7 +272,21 @@ Test(loader, refuses_another_abi)
     const char *path = fixture("badabi", "badabi.so");
 
     add_section("badabi", path, NULL, 21);
-    assert_refused(refusal(), 21, path, "ABI 999 instead of 2");
+    assert_refused(refusal(), 21, path, "ABI 999, not one of 2 to 3 this host loads");
+}
+
+Test(loader, loads_an_abi_2_plugin_as_not_thread_safe)
+{
+    const char *path = fixture("abi2", "abi2.so");
+    loader *ld;
+
+    add_section("abi2", path, NULL, 22);
+    ld = open_ok();
+    cr_assert_eq(ld->n_plugins, 1);
+    cr_assert_eq(ld->plugins[0].desc->abi, 2);
+    cr_assert(!ld->plugins[0].thread_safe);
+    cr_assert_not_null(loader_route(ld, "abi2"));
+    loader_close(ld);
 }
 
 Test(loader, refuses_a_null_process_business)
@@ -627,6 +641,7 @@ Test(loader, loads_and_routes_a_good_plugin)
     cr_assert_str_eq(ld->plugins[0].path, real);
     cr_assert_eq(ld->plugins[0].section, &sections[0]);
     cr_assert(!ld->plugins[0].initialized, "loader_open runs no init");
+    cr_assert(!ld->plugins[0].thread_safe, "good does not opt in");
     r = loader_route(ld, "good");
     cr_assert_not_null(r);
     cr_assert_str_eq(r->type, "good");
@@ -1119,6 +1134,6 @@ Test(loader, names_the_plugins_dir_line_for_autoload)
     cr_assert_eq(loader_open(loaded, &ld, err, sizeof err), -1);
     snprintf(prefix, sizeof prefix, "%s:3: ", manifest);
     cr_assert(strncmp(err, prefix, strlen(prefix)) == 0, "%s", err);
-    assert_contains(err, "badabi.so: ABI 999 instead of 2");
+    assert_contains(err, "badabi.so: ABI 999, not one of 2 to 3 this host loads");
     config_free(loaded);
 }

@@ -15,13 +15,19 @@ extern "C" {
 #endif
 
 /* Bumped whenever wharf_plugin, wharf_task or the meaning of an existing
- * service changes. The host refuses a plugin whose abi differs, saying
- * which ABI each side has. Appending a service at the end of
- * wharf_services does not bump it: a plugin asks for a newer service
- * with WHARF_HAS_SERVICE, and the wrappers of services appended after the
- * first release check it themselves.
- * ABI 2: fini receives a ctx (it can log and read its config). */
-#define WHARF_PLUGIN_ABI 2
+ * service changes. Appending a service at the end of wharf_services does
+ * not bump it: a plugin asks for a newer service with WHARF_HAS_SERVICE,
+ * and the wrappers of services appended after the first release check it
+ * themselves. A field appended at the end of wharf_plugin does bump it,
+ * but keeps the ABIs from WHARF_PLUGIN_ABI_OLDEST on loadable: the host
+ * reads an appended field only from a plugin whose abi has it, so an
+ * older plugin's shorter descriptor is never read past its end, and the
+ * field counts as 0 (its default) there. The host refuses a plugin whose
+ * abi is outside that range, saying which ABIs it loads.
+ * ABI 2: fini receives a ctx (it can log and read its config).
+ * ABI 3: .thread_safe appended (ABI 2 plugins load, as not thread-safe). */
+#define WHARF_PLUGIN_ABI 3
+#define WHARF_PLUGIN_ABI_OLDEST 2
 
 #if defined(__GNUC__)
 #define WHARF_EXPORT __attribute__((visibility("default")))
@@ -199,7 +205,8 @@ static inline int wharf_phase(wharf_ctx *ctx)
  * to a closed socket fails with EPIPE. A plugin must not unblock those
  * signals or install handlers for them. It may start threads, but the
  * services above are for the thread that runs process_business (or init),
- * during that call. */
+ * during that call, with that call's ctx; a plugin with .thread_safe = 1
+ * may have several such calls at once, one per thread. */
 
 /* The descriptor. `abi` comes first so the host can check it before it
  * trusts the rest of the layout. */
@@ -211,6 +218,16 @@ typedef struct wharf_plugin {
     int (*init)(wharf_ctx *ctx, void **state);
     wharf_status (*process_business)(wharf_ctx *ctx, const wharf_task *task);
     void (*fini)(wharf_ctx *ctx, void *state);
+    /* From ABI 3. 1: process_business may run on several threads of one
+     * process at once, each call with its own ctx, so a manifest may give
+     * the plugin more than one thread. It then must keep what init stored
+     * in *state safe to share (read-only, or guarded by its own locks),
+     * keep per-task data in locals or in memory it allocates per call, and
+     * call only thread-safe library functions (no strtok, no static
+     * buffers). Every service is safe from any process_business call, for
+     * that call's ctx. init and fini still run alone. 0 (the default, and
+     * what an ABI 2 plugin counts as): one call at a time per process. */
+    int thread_safe;
 } wharf_plugin;
 
 /* Defines and exports the plugin's descriptor:
