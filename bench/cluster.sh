@@ -160,7 +160,7 @@ redis-cli --cluster create "${cports[@]/#/127.0.0.1:}" --cluster-yes \
 for _ in $(seq 1 500); do
     ok=0
     for p in "${cports[@]}"; do
-        redis-cli -p "$p" CLUSTER INFO | grep -q cluster_state:ok && ok=$((ok + 1))
+        redis-cli -p "$p" CLUSTER INFO | grep cluster_state:ok >/dev/null && ok=$((ok + 1))
     done
     [ "$ok" = 3 ] && break
     sleep 0.02
@@ -174,7 +174,7 @@ primary=$port
 start_node replica --replicaof 127.0.0.1 "$primary"
 replica=$port
 for _ in $(seq 1 500); do
-    redis-cli -p "$replica" INFO replication | grep -q master_link_status:up && break
+    redis-cli -p "$replica" INFO replication | grep master_link_status:up >/dev/null && break
     sleep 0.02
 done
 run async "redis://127.0.0.1:$primary/0" "$primary"

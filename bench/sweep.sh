@@ -18,7 +18,7 @@ mkdir -p "$OUTDIR"
 
 # json_num FILE KEY: the first number after "KEY": in a results file.
 json_num() {
-    grep -o "\"$2\": [-0-9.e+]*" "$1" | head -n 1 | awk '{ print $2 }'
+    grep -o "\"$2\": [-0-9.e+]*" "$1" | sed -n 1p | awk '{ print $2 }'
 }
 # median_run NAME ENV...: runs bench/run.sh REPEAT times with ENV, and
 # copies the run with the median tasks/s to $OUTDIR/NAME.json.
