@@ -26,14 +26,17 @@ build-sanitize: bootstrap
 	    -DWHARF_WERROR=$(WERROR) -DWHARF_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD_SANITIZE) -j $(JOBS) -- --no-print-directory
 
-# wharfd alone under ThreadSanitizer: its threads are the lease keeper's.
-# Criterion cannot run under TSan (its arena), so the tests are the plain
-# build's, pointed at this wharfd.
+# What has threads, under ThreadSanitizer: wharfd (the lease keeper's),
+# and wharf run with the plugins its --threads runs. Criterion cannot run
+# under TSan (its arena), so the tests are the plain build's, pointed at
+# these binaries.
+TSAN_TARGETS = wharfd wharf echo chaos fixture_meet fixture_abi2
 build-tsan: bootstrap
-	@cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=Debug -DWHARF_TESTS=OFF \
+	@cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=Debug \
 	    -DWHARF_WERROR=$(WERROR) -DWHARF_TSAN=ON -DWHARF_HARDEN=OFF \
 	    $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD_TSAN) -j $(JOBS) --target wharfd -- --no-print-directory
+	@cmake --build $(BUILD_TSAN) -j $(JOBS) --target $(TSAN_TARGETS) \
+	    -- --no-print-directory
 
 # What the Python and Node clients need beyond bootstrap's packages: the
 # Node client's dependencies, exactly as its package-lock.json pins them.
@@ -80,12 +83,14 @@ test-plain: build clients
 	    --output-log $(abspath $(BUILD))/test-plain.log
 
 # The tests that run wharfd's lease keeper hard (leases, deadlines,
-# reloads, crashes) against the ThreadSanitizer wharfd; any report fails.
+# reloads, crashes) against the ThreadSanitizer wharfd, and those of
+# wharf run --threads against its wharf and plugins; any report fails.
 TSAN_REPORTS = $(abspath $(BUILD_TSAN))/tsan-reports
-TSAN_TESTS = test_lease|test_supervisor
+TSAN_TESTS = test_lease|test_supervisor|test_wharf_run
 test-tsan: build build-tsan
 	@rm -rf $(TSAN_REPORTS) && mkdir -p $(TSAN_REPORTS)
 	@WHARF_TEST_WHARFD=$(abspath $(BUILD_TSAN))/wharfd \
+	    WHARF_TEST_BUILD=$(abspath $(BUILD_TSAN)) \
 	    TSAN_OPTIONS=log_path=$(TSAN_REPORTS)/tsan \
 	    ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) \
 	    -R '^($(TSAN_TESTS))$$' \

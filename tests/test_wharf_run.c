@@ -1,8 +1,11 @@
 /* `wharf run PLUGIN.so TYPE PAYLOAD`: the real binary on the shipped
  * plugins (echo, chaos) and on test fixtures, without Redis: its output,
  * its exit codes (0 ok, 75 retry, 65 fail, 78 not loadable, 64 usage),
- * the manifest section it reads, and the type's deadline. (webhook.so is
- * run by tests/test_webhook.c, against its HTTP server.) */
+ * the manifest section it reads, the type's deadline, and --threads and
+ * --repeat. (webhook.so is run by tests/test_webhook.c, against its HTTP
+ * server.) Under make test-tsan, WHARF_TEST_BUILD names the
+ * ThreadSanitizer build: its wharf and plugins run, so the threads of
+ * --threads are checked for races. */
 #include <criterion/criterion.h>
 
 #include <errno.h>
@@ -15,11 +18,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define WHARF WHARF_BINARY_DIR "/wharf"
-#define ECHO WHARF_PLUGIN_DIR "/echo.so"
-#define CHAOS WHARF_PLUGIN_DIR "/chaos.so"
+#define WHARF built("wharf")
+#define ECHO built("plugins/echo.so")
+#define CHAOS built("plugins/chaos.so")
+#define MEET built("tests/plugins/meet.so")
 
 static char dir[64];
+
+/* path in the build under test (see above); the last four stay valid. */
+static const char *built(const char *path)
+{
+    static char paths[4][512];
+    static unsigned next;
+    const char *top = getenv("WHARF_TEST_BUILD");
+    char *buf = paths[next++ % 4];
+
+    snprintf(buf, sizeof(paths[0]), "%s/%s",
+             top && *top ? top : WHARF_BINARY_DIR, path);
+    return buf;
+}
 static char out[16384];
 static char err[16384];
 
@@ -268,4 +285,124 @@ Test(wharf_run, usage_errors_are_64)
                  64);
     cr_assert_eq(wharf(NULL, "run", "--help", NULL), 0);
     cr_assert(strstr(out, "usage: wharf run"), "%s", out);
+}
+
+/* ---- --threads and --repeat ---------------------------------------- */
+
+/* Each call of meet:4 returns only once 4 are under way at once: all ok
+ * means 4 threads ran calls side by side, round after round. */
+Test(wharf_run, threads_run_their_calls_at_once)
+{
+    cr_assert_eq(wharf(NULL, "run", MEET, "meet", "meet:4", "--threads", "4",
+                       "--repeat", "25", NULL),
+                 0, "%s%s", out, err);
+    cr_assert(strstr(out, "calls: 100 (4 threads x 25)\nok: 100\nretry: 0\n"
+                          "fail: 0\n"),
+              "%s", out);
+    cr_assert(strstr(out, "slowest_ms: "), "%s", out);
+    cr_assert(strstr(out, "duration_ms: "), "%s", out);
+    cr_assert_null(strstr(out, "first_error"), "%s", out);
+}
+
+/* The converse, so the test above proves something: 2 threads never make
+ * a meeting of 3, and each call retries at its deadline. */
+Test(wharf_run, fewer_threads_than_a_meeting_never_meet)
+{
+    const char *ini = write_manifest("[host]\nautoload = no\n"
+                                     "[type.meet]\ntimeout = 1s\n");
+
+    cr_assert_eq(wharf(NULL, "run", MEET, "meet", "meet:3", "--threads", "2",
+                       "--config", ini, NULL),
+                 75, "%s%s", out, err);
+    cr_assert(strstr(out, "calls: 2 (2 threads x 1)\nok: 0\nretry: 2\n"),
+              "%s", out);
+    cr_assert(strstr(out, "first_error: "), "%s", out);
+    cr_assert(strstr(out, " of 3 calls at once") ||
+                  strstr(out, "timeout after 1000 ms"),
+              "%s", out);
+}
+
+Test(wharf_run, threads_are_refused_to_a_plugin_not_opted_in)
+{
+    cr_assert_eq(wharf(NULL, "run", CHAOS, "chaos", "ok", "--threads", "2",
+                       NULL),
+                 78, "%s", err);
+    cr_assert(strstr(err, "has not opted in to threads (.thread_safe = 1"),
+              "%s", err);
+    cr_assert(strstr(err, "--threads 2 needs it"), "%s", err);
+    cr_assert_str_eq(out, "");
+    /* An ABI 2 plugin cannot have opted in. */
+    cr_assert_eq(wharf(NULL, "run", built("tests/plugins/abi2.so"), "abi2",
+                       "p", "--threads", "8", NULL),
+                 78, "%s", err);
+    cr_assert(strstr(err, "has not opted in to threads"), "%s", err);
+}
+
+/* --repeat alone runs any plugin, one call after another, each call its
+ * own task: ID.1, ID.2, ... */
+Test(wharf_run, repeat_runs_any_plugin_one_call_after_another)
+{
+    char runs[160], lines[512];
+    const char *ini;
+
+    snprintf(runs, sizeof(runs), "%s/runs", dir);
+    ini = write_manifest("[host]\nplugins_dir = %s\nautoload = no\n"
+                         "[plugin.chaos]\npath = chaos.so\ntypes = chaos\n"
+                         "runs_file = %s\n",
+                         WHARF_PLUGIN_DIR, runs);
+    cr_assert_eq(wharf(NULL, "run", CHAOS, "chaos", "ok", "--config", ini,
+                       "--id", "t", "--repeat", "3", NULL),
+                 0, "%s", err);
+    cr_assert(strstr(out, "calls: 3 (1 thread x 3)\nok: 3\n"), "%s", out);
+    slurp(runs, lines, sizeof(lines));
+    cr_assert_str_eq(lines, "t.1 1\nt.2 1\nt.3 1\n");
+    /* Of many, the exit code says the worst: a retry is 75... */
+    cr_assert_eq(wharf(NULL, "run", CHAOS, "chaos", "fail:1", "--id", "t",
+                       "--repeat", "2", NULL),
+                 75, "%s", err);
+    cr_assert(strstr(out, "retry: 2\n"), "%s", out);
+    cr_assert(strstr(out, "first_error: t.1: fail:1: attempt 1 fails\n"), "%s",
+              out);
+    /* ... and a failure 65. */
+    cr_assert_eq(wharf(NULL, "run", CHAOS, "chaos", "fatal", "--repeat", "2",
+                       NULL),
+                 65, "%s", err);
+    cr_assert(strstr(out, "fail: 2\n"), "%s", out);
+}
+
+/* A call deaf to its deadline ends the run a grace after it, exit 75, as
+ * a worker is killed for it; the message names the call. */
+Test(wharf_run, a_hung_call_ends_the_run_after_the_grace)
+{
+    const char *ini = write_manifest("[host]\nautoload = no\n"
+                                     "[type.meet]\ntimeout = 1s\n");
+
+    cr_assert_eq(wharf(NULL, "run", MEET, "meet", "hang", "--threads", "2",
+                       "--id", "h", "--config", ini, NULL),
+                 75, "%s%s", out, err);
+    cr_assert(strstr(err, "wharf: run: task h."), "%s", err);
+    cr_assert(strstr(err, ": timeout after 1000 ms (killed after a 1000 ms "
+                          "grace); the host would retry it\n"),
+              "%s", err);
+}
+
+Test(wharf_run, bad_threads_and_repeat_are_64)
+{
+    static const char *const bad[][2] = {
+        {"--threads", "0"},    {"--threads", "1025"}, {"--threads", "x"},
+        {"--threads", "-1"},   {"--threads", ""},     {"--repeat", "0"},
+        {"--repeat", "2x"},    {"--repeat", "1000001"}};
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        cr_assert_eq(wharf(NULL, "run", ECHO, "echo", "a", bad[i][0],
+                           bad[i][1], NULL),
+                     64, "%s %s: %s", bad[i][0], bad[i][1], err);
+        cr_assert(strstr(err, "is not a number from 1 to "), "%s", err);
+        cr_assert_str_eq(out, "");
+    }
+    cr_assert_eq(wharf(NULL, "run", ECHO, "echo", "a", "--threads", "2",
+                       "--result", NULL),
+                 64, "%s", err);
+    cr_assert(strstr(err, "--result prints the result of one call"), "%s",
+              err);
 }

@@ -3,10 +3,12 @@
  * worker does (the loader's owner, mode, ABI and descriptor checks, the
  * plugin's [plugin.NAME] section of the manifest), runs init, one
  * process_business and fini in this process, and prints the outcome.
+ * With --threads N --repeat M it runs N threads of M calls each instead
+ * (run_many.c) and prints what they returned, counted.
  * The exit code says what the host would do with the task:
  *   0 ok, 75 retry (EX_TEMPFAIL), 65 fail (EX_DATAERR, dead at once),
  *   78 the plugin does not load or its init fails (as wharfd --check),
- *   64 usage. */
+ *   or it has not opted in to --threads; 64 usage. */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -26,14 +28,19 @@
 #include "loader.h"
 #include "log.h"
 #include "quote.h"
+#include "run_many.h"
 #include "slots.h"
 #include "worker.h"
 
-enum { OPT_CONFIG, OPT_ATTEMPT, OPT_ID, OPT_TRACE, OPT_RESULT };
-
-/* How long past the deadline a plugin that ignores it may run before
- * wharf run gives up on it (a worker is SIGKILLed then). */
-#define RUN_GRACE_MS 1000
+enum {
+    OPT_CONFIG,
+    OPT_ATTEMPT,
+    OPT_ID,
+    OPT_TRACE,
+    OPT_RESULT,
+    OPT_THREADS,
+    OPT_REPEAT
+};
 
 /* What the SIGALRM handler writes: prepared before the call, as a handler
  * may only write(2) and _exit. */
@@ -167,6 +174,7 @@ typedef struct run_state {
     /* what the command line asks for */
     const char *so, *type, *config_path, *id, *trace;
     unsigned attempt;
+    unsigned threads, repeat; /* 1 and 1: the one call of run_call */
     bool result_only;
     const char *payload;
     size_t payload_len;
@@ -190,33 +198,51 @@ typedef struct run_state {
     bool context_ready; /* c is to be destroyed */
     wharf_status status;
     int64_t elapsed;
+    run_many_tally tally; /* of the calls of --threads and --repeat */
 } run_state;
 
-/* Parses --attempt: 0 with *attempt, or -1 when text is not a number
- * from 1 to UINT_MAX. */
-static int run_parse_attempt(const char *text, unsigned *attempt)
+/* Parses a count: 0 with *out, or -1 when text is not a number from 1
+ * to max. */
+static int run_parse_count(const char *text, unsigned long max, unsigned *out)
 {
     unsigned long n;
     char *end;
 
     errno = 0;
     n = strtoul(text, &end, 10);
-    if (errno || *end || text[0] == '-' || n == 0 || n > UINT_MAX)
+    if (errno || *end || text[0] < '0' || text[0] > '9' || n == 0 || n > max)
         return -1;
-    *attempt = (unsigned)n;
+    *out = (unsigned)n;
     return 0;
 }
 
-/* The flag table's check of --attempt, where it stands. */
-static int run_check_attempt(cli *ctx, const char *value)
+/* The flag table's check of a count flag, where it stands. */
+static int run_check_count(cli *ctx, const char *flag, const char *value,
+                           unsigned long max)
 {
     char quoted[CLI_PATH_QUOTE_MAX];
-    unsigned attempt;
+    unsigned n;
 
-    if (run_parse_attempt(value, &attempt) == 0)
+    if (run_parse_count(value, max, &n) == 0)
         return 0;
     quote_text(value, quoted, sizeof(quoted));
-    return cli_usage(ctx, "--attempt '%s' is not a number >= 1", quoted);
+    return cli_usage(ctx, "--%s '%s' is not a number from 1 to %lu", flag,
+                     quoted, max);
+}
+
+static int run_check_attempt(cli *ctx, const char *value)
+{
+    return run_check_count(ctx, "attempt", value, UINT_MAX);
+}
+
+static int run_check_threads(cli *ctx, const char *value)
+{
+    return run_check_count(ctx, "threads", value, RUN_THREADS_MAX);
+}
+
+static int run_check_repeat(cli *ctx, const char *value)
+{
+    return run_check_count(ctx, "repeat", value, RUN_REPEAT_MAX);
 }
 
 /* Takes the flags and operands into s and checks them, reading the
@@ -229,15 +255,28 @@ static int run_take_args(cli *ctx, const cli_args *args, run_state *s)
     s->id = args->flag[OPT_ID];
     s->trace = args->flag[OPT_TRACE];
     s->result_only = args->flag[OPT_RESULT] != NULL;
-    s->attempt = 1;
+    s->attempt = s->threads = s->repeat = 1;
     if (args->flag[OPT_ATTEMPT])
-        run_parse_attempt(args->flag[OPT_ATTEMPT], &s->attempt);
+        run_parse_count(args->flag[OPT_ATTEMPT], UINT_MAX, &s->attempt);
+    if (args->flag[OPT_THREADS])
+        run_parse_count(args->flag[OPT_THREADS], RUN_THREADS_MAX, &s->threads);
+    if (args->flag[OPT_REPEAT])
+        run_parse_count(args->flag[OPT_REPEAT], RUN_REPEAT_MAX, &s->repeat);
+    if (s->result_only && (s->threads > 1 || s->repeat > 1))
+        return cli_usage(ctx, "--result prints the result of one call: not "
+                              "with --threads or --repeat above 1");
     s->so = args->operand[0];
     s->type = args->operand[1];
     s->payload = "";
     if ((code = cli_check_type(ctx, s->type)) != 0 ||
         (s->id && (code = cli_check_id(ctx, s->id)) != 0))
         return code;
+    if (s->id && (s->threads > 1 || s->repeat > 1) &&
+        strlen(s->id) > RUN_ID_SIZE - 12)
+        return cli_fail(ctx, EX_DATAERR,
+                        "--id is too long for --threads and --repeat, which "
+                        "add .N to it for each call: at most %d characters",
+                        RUN_ID_SIZE - 12);
     if (s->trace && !client_valid_trace(s->trace))
         return cli_fail(ctx, EX_DATAERR,
                         "--trace is not a W3C traceparent: " CLIENT_TRACE_RULE);
@@ -272,7 +311,10 @@ static int run_load_manifest(cli *ctx, run_state *s)
         if (config_load_defaults(&s->own_config, err, sizeof(err)) != 0)
             return cli_fail(ctx, EX_SOFTWARE, "default settings: %s", err);
         /* own_config->file is NULL: messages name the plugin alone. */
-        s->own_config->log_level = WHARF_LOG_DEBUG;
+        /* One call's debug lines help; those of many drown the tally. */
+        s->own_config->log_level = s->threads == 1 && s->repeat == 1
+                                       ? WHARF_LOG_DEBUG
+                                       : WHARF_LOG_INFO;
         s->own_config->log_format = LOG_FORMAT_TEXT;
         s->manifest = s->own_config;
     }
@@ -405,18 +447,26 @@ static void run_call(run_state *s)
     run_alarm(0);
     s->elapsed = clock_ms() - started;
     context_end(c);
+    s->status = run_outcome(c, s->status, s->elapsed, pol->timeout_ms);
+}
 
-    if (s->elapsed > pol->timeout_ms || context_cancelled(c)) {
-        snprintf(c->error, sizeof(c->error), "timeout after %" PRId64 " ms",
-                 pol->timeout_ms);
-        s->status = WHARF_RETRY;
-        c->has_result = false;
-    } else if (s->status != WHARF_OK && s->status != WHARF_RETRY &&
-               s->status != WHARF_FAIL) {
-        snprintf(c->error, sizeof(c->error),
-                 "plugin returned %d, not a wharf_status", (int)s->status);
-        s->status = WHARF_RETRY;
-    }
+/* The calls of --threads and --repeat: refused above one thread for a
+ * plugin that has not promised it may run on many; else run and counted
+ * (run_many.c). 0 or the exit code after saying why. */
+static int run_calls(cli *ctx, run_state *s)
+{
+    char err[256];
+
+    if (s->threads > 1 && !s->route->plugin->thread_safe)
+        return cli_fail(ctx, EX_CONFIG,
+                        "%s has not opted in to threads (.thread_safe = 1 in "
+                        "its WHARF_PLUGIN descriptor, docs/sdk.md): "
+                        "--threads %u needs it; run it with --threads 1",
+                        s->so, s->threads);
+    if (run_many(s->route, &s->task, s->threads, s->repeat, &s->tally, err,
+                 sizeof(err)) != 0)
+        return cli_fail(ctx, EX_OSERR, "%s", err);
+    return 0;
 }
 
 /* Prints the outcome: the result bytes alone with --result, else one
@@ -456,6 +506,30 @@ static int run_report(cli *ctx, const run_state *s)
     return code;
 }
 
+/* Prints what the calls of --threads and --repeat returned, one "name:
+ * value" a line. Returns the exit code: 65 if any failed, else 75 if any
+ * would be retried, else 0. */
+static int run_report_calls(const run_state *s)
+{
+    const run_many_tally *t = &s->tally;
+
+    printf("calls: %" PRIu64 " (%u thread%s x %u)\n",
+           t->ok + t->retry + t->fail, s->threads, s->threads == 1 ? "" : "s",
+           s->repeat);
+    printf("ok: %" PRIu64 "\nretry: %" PRIu64 "\nfail: %" PRIu64 "\n", t->ok,
+           t->retry, t->fail);
+    if (t->timeouts)
+        printf("timeouts: %" PRIu64 "\n", t->timeouts);
+    if (t->first_error[0]) {
+        printf("first_error: %s: ", t->first_error_id);
+        cli_print_escaped(stdout, t->first_error, strlen(t->first_error));
+        putchar('\n');
+    }
+    printf("slowest_ms: %" PRId64 "\nduration_ms: %" PRId64 "\n",
+           t->slowest_ms, t->elapsed_ms);
+    return t->fail ? EX_DATAERR : t->retry ? EX_TEMPFAIL : EX_OK;
+}
+
 /* Frees what s owns; closing the loader runs the plugin's fini. */
 static void run_cleanup(run_state *s)
 {
@@ -478,8 +552,12 @@ static int run(cli *ctx, const cli_args *args)
         (code = run_find_plugin(ctx, &s)) == 0 &&
         (code = run_open_plugin(ctx, &s)) == 0 &&
         (code = run_make_task(ctx, &s)) == 0) {
-        run_call(&s);
-        code = run_report(ctx, &s);
+        if (s.threads == 1 && s.repeat == 1) {
+            run_call(&s);
+            code = run_report(ctx, &s);
+        } else if ((code = run_calls(ctx, &s)) == 0) {
+            code = run_report_calls(&s);
+        }
     }
     run_cleanup(&s);
     return code;
@@ -488,7 +566,7 @@ static int run(cli *ctx, const cli_args *args)
 const cli_command cmd_run_entry = {
     .name = "run",
     .usage = "PLUGIN.so TYPE [PAYLOAD|-] [--config FILE] [--attempt N] "
-             "[--id ID] [--trace TP] [--result]",
+             "[--id ID] [--trace TP] [--result] [--threads N] [--repeat M]",
     .help =
         "Runs one task through a plugin in this process, without Redis: a\n"
         "plugin author's inner loop. The plugin is loaded as a worker\n"
@@ -500,13 +578,21 @@ const cli_command cmd_run_entry = {
         "  --id ID        the task id (else the SHA-256 of type and payload,\n"
         "                 as enqueue makes it); --trace TP its traceparent\n"
         "  --result       print only the result bytes on stdout\n"
-        "Exit: 0 ok; 75 retry; 65 fail; 78 not loadable or init failed;\n"
+        "  --threads N    run on N threads at once (1-1024), each call with\n"
+        "                 its own context and task id ID.k; only a plugin\n"
+        "                 with .thread_safe = 1 runs on more than one\n"
+        "  --repeat M     M calls on each thread (1); the outcomes are\n"
+        "                 counted, the first error shown\n"
+        "Exit: 0 ok; 75 retry; 65 fail (of many: any failed, else any\n"
+        "retried); 78 not loadable, init failed or not thread-safe;\n"
         "64 usage.\n",
     .flags = {[OPT_CONFIG] = {"config", true},
               [OPT_ATTEMPT] = {"attempt", true, run_check_attempt},
               [OPT_ID] = {"id", true},
               [OPT_TRACE] = {"trace", true},
-              [OPT_RESULT] = {"result", false}},
+              [OPT_RESULT] = {"result", false},
+              [OPT_THREADS] = {"threads", true, run_check_threads},
+              [OPT_REPEAT] = {"repeat", true, run_check_repeat}},
     .operands = {"PLUGIN.so", "TYPE", "PAYLOAD"},
     .lower = 2,
     .upper = 3,
