@@ -22,6 +22,11 @@
 #      side by side; and the no-op run again with 1% crashing, where the
 #      cost of a restart (a fork, the plugins' load, a connect: a few ms)
 #      is all there is to see.
+#  10. tasks that wait on I/O: BENCH_IO_TASKS tasks that each sleep
+#      BENCH_IO_MS (50 ms, as an HTTP call does), BENCH_IO_WORKERS worker
+#      processes (64) of one task each: the rate as a share of what that
+#      many in flight allow, the Redis CPU, and the memory (PSS) of the
+#      whole host, supervisor and workers.
 # Only processes it started are stopped, and always. Needs bash, awk and
 # the redis-server/redis-cli/redis-benchmark of scripts/bootstrap.
 set -euo pipefail
@@ -34,11 +39,14 @@ PREFETCH=${BENCH_PREFETCH:-16}
 SINGLE=${BENCH_SINGLE:-20000}
 RATE=${BENCH_RATE:-1000}
 STEADY_SECONDS=${BENCH_STEADY_SECONDS:-5}
-PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,crash,latency,cluster}
+PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,crash,io,latency,cluster}
 # Tasks in a thousand that crash their worker in the poison row.
 CRASH_PERMILLE=${BENCH_CRASH_PERMILLE:-10}
 CRASH_TASKS=${BENCH_CRASH_TASKS:-20000}
 CLIENT_TASKS=${BENCH_CLIENT_TASKS:-50000}
+IO_TASKS=${BENCH_IO_TASKS:-8000}
+IO_MS=${BENCH_IO_MS:-50}
+IO_WORKERS=${BENCH_IO_WORKERS:-64}
 # Another wharfd (say, last release's) to run the processing phase with
 # too, against the same server: its rate is shown beside ours.
 BASELINE=${BENCH_BASELINE_WHARFD:-}
@@ -168,7 +176,7 @@ clients() {
 }
 
 # ---- 2, 3, 5: processing ----
-manifest() { # manifest FILE WORKERS METRICS_PORT [EXTRA PLUGIN KEYS]
+manifest() { # manifest FILE WORKERS METRICS_PORT [EXTRA PLUGIN KEYS] [PREFETCH]
     cat >"$1" <<EOF
 [host]
 plugins_dir = $PLUGINS
@@ -186,7 +194,7 @@ listen = ${3:-off}
 level = warn
 format = json
 [defaults]
-prefetch = $PREFETCH
+prefetch = ${5:-$PREFETCH}
 [plugin.noop]
 path = noop.so
 types = noop
@@ -207,6 +215,9 @@ proc_children() { # proc_children PID
     return 0
 }
 hwm_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
+# Proportional set size: shared pages split among those that share them,
+# so the sum over processes is the host's real memory.
+pss_kib() { awk '/^Pss:/ { print $2; exit }' "/proc/$1/smaps_rollup"; }
 cpu_ticks() { # utime + stime
     local stat rest
     stat=$(cat "/proc/$1/stat")
@@ -217,10 +228,12 @@ cpu_ticks() { # utime + stime
 }
 CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
 
-# process NAME WHARFD [EXTRA]: one processing run; writes $WORK/NAME.*
-# files. EXTRA goes into the manifest after the noop plugin's section.
+# process NAME WHARFD [EXTRA] [TASKS] [WORKERS] [PREFETCH]: one processing
+# run; writes $WORK/NAME.* files. EXTRA goes into the manifest after the
+# noop plugin's section.
 process() {
     local name=$1 bin=$2 extra=${3:-} tasks=${4:-$TASKS} mport ini log
+    local workers=${5:-$WORKERS} prefetch=${6:-$PREFETCH}
     ini=$WORK/$name.ini log=$WORK/$name.log
     rcli FLUSHALL >/dev/null
     echo "bench: $name: enqueueing $tasks tasks in bulk" >&2
@@ -231,7 +244,7 @@ process() {
         set_before=$(set_rate)
     fi
     mport=$("$TOOL" free-port)
-    manifest "$ini" "$WORKERS" "127.0.0.1:$mport" "$extra"
+    manifest "$ini" "$workers" "127.0.0.1:$mport" "$extra" "$prefetch"
     rm -f "$WORK/ready"
     "$TOOL" watch "$port" "$STREAM" "$tasks" "$WORK/ready" 120 \
         >"$WORK/$name.watch" &
@@ -240,7 +253,7 @@ process() {
         kill -0 "$watch_pid" 2>/dev/null || fail "the watcher did not start"
         sleep 0.01
     done
-    echo "bench: $name: wharfd, $WORKERS workers, prefetch $PREFETCH" >&2
+    echo "bench: $name: wharfd, $workers workers, prefetch $prefetch" >&2
     "$bin" --config "$ini" 2>"$log" &
     wharfd_pid=$!
     if ! wait "$watch_pid"; then
@@ -252,9 +265,10 @@ process() {
     "$TOOL" scrape "$mport" wharf_round_trips_total >"$WORK/$name.trips" \
         2>/dev/null || echo "" >"$WORK/$name.trips"
     {
-        echo "supervisor $(hwm_kib "$wharfd_pid") $(cpu_ticks "$wharfd_pid")"
+        echo "supervisor $(hwm_kib "$wharfd_pid") $(cpu_ticks "$wharfd_pid")" \
+            "$(pss_kib "$wharfd_pid")"
         for c in $(proc_children "$wharfd_pid"); do
-            echo "worker $(hwm_kib "$c") $(cpu_ticks "$c")"
+            echo "worker $(hwm_kib "$c") $(cpu_ticks "$c") $(pss_kib "$c")"
         done
     } >"$WORK/$name.procs"
     stop_pid "$wharfd_pid"
@@ -313,6 +327,10 @@ $poison" "$CRASH_TASKS"
     process crash "$WHARFD" "$poison"
     crash_dead=$(rcli ZCARD 'wharf:{noop}:dead')
 fi
+if has_phase io; then
+    process io "$WHARFD" "sleep_us = $((IO_MS * 1000))" "$IO_TASKS" \
+        "$IO_WORKERS" 1
+fi
 has_phase latency && latency
 
 # ---- report ----
@@ -354,6 +372,18 @@ if has_phase crash; then
     crash_rate=$(value_of "$WORK/crash.watch" rate)
     slow_rate=$(value_of "$WORK/slow.watch" rate)
     slow_crash_rate=$(value_of "$WORK/slow_crash.watch" rate)
+fi
+io_rate=0 io_of_limit=0 io_redis_us=0 io_cmds=0 io_pss=0 io_limit=0
+if has_phase io; then
+    io_rate=$(value_of "$WORK/io.watch" rate)
+    io_limit=$(awk -v w="$IO_WORKERS" -v ms="$IO_MS" \
+        'BEGIN { printf "%.0f", w * 1000 / ms }')
+    io_of_limit=$(ratio "$io_rate" "$io_limit")
+    io_redis_us=$(awk -v c="$(num "$(value_of "$WORK/io.watch" redis_cpu_s)")" \
+        -v n="$IO_TASKS" 'BEGIN { printf "%.2f", c * 1000000 / n }')
+    io_cmds=$(awk -v n="$IO_TASKS" '$1 == "cmd" { s += $3 }
+        END { printf "%.2f", s / n }' "$WORK/io.watch")
+    io_pss=$(awk '{ s += $4 } END { print s + 0 }' "$WORK/io.procs")
 fi
 p50=0 p99=0 p999=0 pmax=0 samples=0
 if has_phase latency; then
@@ -428,6 +458,14 @@ if has_phase crash; then
     has_phase process &&
         row "  of the crash-free rate" "$(ratio "$crash_rate" "$rate")" "" ""
 fi
+if has_phase io; then
+    row "${IO_MS} ms I/O tasks, $IO_WORKERS workers (tasks/s)" "$io_rate" "" ""
+    row "  of the limit, $IO_WORKERS in flight ($io_limit/s)" "$io_of_limit" \
+        "" ""
+    row "  redis CPU per task (us)" "$io_redis_us" "" ""
+    row "  redis commands per task" "$io_cmds" "" ""
+    row "  host memory, all processes (PSS, MiB)" "$(mib "$io_pss")" "" ""
+fi
 if has_phase clients; then
     same=$(awk -v a="$c_client_cmds" -v b="$py_client_cmds" \
         -v c="$node_client_cmds" 'BEGIN { print (a == b && b == c) ? "yes" : "NO" }')
@@ -483,6 +521,11 @@ cat >"$OUT" <<EOF
                     "worker_cpu_us": $(num "$worker_us"),
                     "commands": {$cmd_json},
                     "command_usec": {$usec_json}},
+  "io": {"tasks": $IO_TASKS, "task_ms": $IO_MS, "workers": $IO_WORKERS,
+         "tasks_per_s": $(num "$io_rate"), "of_limit": $(num "$io_of_limit"),
+         "redis_cpu_us": $(num "$io_redis_us"),
+         "redis_commands": $(num "$io_cmds"),
+         "host_pss_kib": $(num "$io_pss")},
   "latency_us": {"rate": $RATE, "samples": $(num "$samples"),
                  "p50": $(num "$p50"), "p99": $(num "$p99"),
                  "p999": $(num "$p999"), "max": $(num "$pmax")},
