@@ -213,7 +213,7 @@ Test(nodes, moved_ask_and_tryagain_are_followed, .timeout = 120)
     test_cluster_stop(&c);
 }
 
-Test(nodes, sentinel_names_the_master_and_follows_a_failover, .timeout = 240)
+Test(nodes, sentinel_names_the_master_and_follows_a_failover, .timeout = 120)
 {
     test_sentinels s;
     nodes ns;

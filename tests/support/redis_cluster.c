@@ -467,7 +467,7 @@ void test_sentinels_kill_primary(test_sentinels *s)
     while (!failed_over(s)) {
         int64_t now = test_now_ms();
 
-        cr_assert(now - start < 150000, "no failover from port %d", old);
+        cr_assert(now - start < 90000, "no failover from port %d", old);
         /* The sentinels elect a leader to fail over; on a loaded machine
          * the vote can split, and a failed election waits twice the
          * failover-timeout before the next. What is under test is how
