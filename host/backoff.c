@@ -44,6 +44,11 @@ void backoff_fail(broker_job *j, const char *reason)
     }
 }
 
+int64_t backoff_retry_in(const policy *pol, int64_t ms)
+{
+    return ms < pol->max_retry_delay_ms ? ms : pol->max_retry_delay_ms;
+}
+
 double backoff_random_unit(void)
 {
     /* One stream per thread (the supervisor's lease keeper draws too). */

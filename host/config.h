@@ -27,6 +27,7 @@ typedef struct policy {
     backoff_kind backoff;
     int64_t backoff_base_ms;
     int64_t backoff_max_ms;
+    int64_t max_retry_delay_ms; /* cap of a plugin's wharf_retry_in */
     unsigned jitter_pct;
     int64_t lock_ttl_ms;
     int64_t lock_retry_ms;

@@ -160,6 +160,16 @@ static int context_phase(wharf_ctx *ctx)
     return context_of(ctx)->phase;
 }
 
+static int context_retry_in(wharf_ctx *ctx, int64_t ms)
+{
+    context *c = context_of(ctx);
+
+    if (c->task == NULL || ms < 0)
+        return -1;
+    c->retry_in_ms = ms;
+    return 0;
+}
+
 static const wharf_services context_services = {
     .size = sizeof(wharf_services),
     .result = context_result,
@@ -170,6 +180,7 @@ static const wharf_services context_services = {
     .deadline_ms = context_deadline,
     .cancelled = context_cancelled_service,
     .phase = context_phase,
+    .retry_in = context_retry_in,
 };
 
 void context_init(context *c, const struct loaded_plugin *plugin,
@@ -180,6 +191,7 @@ void context_init(context *c, const struct loaded_plugin *plugin,
     c->plugin = plugin;
     c->state = plugin ? plugin->state : NULL;
     c->max_result = max_result;
+    c->retry_in_ms = -1;
 }
 
 void context_begin(context *c, const wharf_task *task)
@@ -191,6 +203,7 @@ void context_begin(context *c, const wharf_task *task)
     c->deadline_ms = 0;
     c->status = NULL;
     c->status_run = 0;
+    c->retry_in_ms = -1;
 }
 
 void context_end(context *c)

@@ -34,13 +34,15 @@ typedef struct context {
                             NULL */
     uint32_t status_run; /* the slot's `run` of this call */
     int phase;           /* WHARF_PHASE_*: what wharf_phase answers */
+    int64_t retry_in_ms; /* wharf_retry_in's delay, or -1 */
 } context;
 
 /* Prepares c for calls into `plugin` (whose state it reads at each call). */
 void context_init(context *c, const struct loaded_plugin *plugin,
                   size_t max_result);
 
-/* Starts a process_business call for `task`: clears result and error. */
+/* Starts a process_business call for `task`: clears result, error and
+ * retry delay. */
 void context_begin(context *c, const wharf_task *task);
 
 /* Gives the call under way a deadline (clock_ms() clock) and, with a

@@ -86,6 +86,8 @@ static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
     case WHARF_RETRY:
         backoff_fail(j, ctx->error[0] ? ctx->error
                                       : "plugin returned WHARF_RETRY");
+        if (ctx->retry_in_ms >= 0 && j->finish == FINISH_RETRY)
+            j->delay_ms = backoff_retry_in(j->queue->pol, ctx->retry_in_ms);
         break;
     default:
         snprintf(ctx->error, sizeof(ctx->error),

@@ -4,6 +4,8 @@
  *   ok          succeed
  *   fail:N      WHARF_RETRY while attempt <= N, then succeed
  *   fatal       WHARF_FAIL (dead at once)
+ *   later:MS    on attempt 1, WHARF_RETRY with wharf_retry_in(MS), as
+ *               an API that says when to come back; then succeed
  *   crash       SIGSEGV
  *   abort       abort()
  *   sleep:MS    sleep MS milliseconds (resuming after EINTR), then succeed
@@ -142,6 +144,14 @@ static wharf_status process_business(wharf_ctx *ctx, const wharf_task *task)
             return WHARF_RETRY;
         }
         return succeed(ctx, task);
+    }
+    if ((n = command_number(command, "later")) >= 0) {
+        /* As an API that answers "come back in n ms" does. */
+        if (task->attempt > 1)
+            return succeed(ctx, task);
+        wharf_retry_in(ctx, n);
+        wharf_error(ctx, "later:%lld: asked to come back in %lld ms", n, n);
+        return WHARF_RETRY;
     }
     if ((n = command_number(command, "sleep")) >= 0) {
         struct timespec ts = {(time_t)(n / 1000), (long)(n % 1000) * 1000000L};

@@ -187,3 +187,27 @@ Test(context, destroy_accepts_null_and_repeats)
     context_destroy(&c);
     cr_assert_null(c.result);
 }
+
+/* wharf_retry_in: only inside a task, never negative, the last call wins,
+ * and the next task starts without it. */
+Test(context, retry_in_is_kept_for_its_call_only)
+{
+    context c;
+
+    context_init(&c, NULL, 16);
+    cr_assert(WHARF_HAS_SERVICE(&c.base, retry_in));
+    cr_assert_eq(wharf_retry_in(&c.base, 100), -1, "outside a task");
+    cr_assert_eq(c.retry_in_ms, -1);
+    context_begin(&c, &task);
+    cr_assert_eq(wharf_retry_in(&c.base, -1), -1, "negative");
+    cr_assert_eq(c.retry_in_ms, -1);
+    cr_assert_eq(wharf_retry_in(&c.base, 2000), 0);
+    cr_assert_eq(wharf_retry_in(&c.base, 0), 0);
+    cr_assert_eq(c.retry_in_ms, 0, "a later call replaces it");
+    context_end(&c);
+    cr_assert_eq(c.retry_in_ms, 0, "readable after the call");
+    context_begin(&c, &task);
+    cr_assert_eq(c.retry_in_ms, -1, "the next call starts without it");
+    context_end(&c);
+    context_destroy(&c);
+}

@@ -173,6 +173,34 @@ Test(wharf_run, chaos_fail_then_ok_by_attempt)
     cr_assert(strstr(out, "result: ok attempt=2\n"), "%s", out);
 }
 
+/* A plugin's wharf_retry_in is shown as the host would use it: capped by
+ * the type's max_retry_delay, and not at all on the last attempt. */
+Test(wharf_run, retry_in_is_shown_capped)
+{
+    const char *ini = write_manifest("[host]\nautoload = no\n"
+                                     "[type.chaos]\nmax_retry_delay = 2s\n");
+
+    cr_assert_eq(wharf(NULL, "run", CHAOS, "chaos", "later:1500", NULL), 75,
+                 "%s", err);
+    cr_assert(strstr(out, "status: retry\nerror: later:1500: asked to come "
+                          "back in 1500 ms\nretry_in_ms: 1500\n"),
+              "%s", out);
+    cr_assert_eq(wharf(NULL, "run", CHAOS, "chaos", "later:9000", "--config",
+                       ini, NULL),
+                 75, "%s", err);
+    cr_assert(strstr(out, "retry_in_ms: 2000\n"), "%s", out);
+    ini = write_manifest("[host]\nautoload = no\n"
+                         "[type.chaos]\nmax_attempts = 1\n");
+    cr_assert_eq(wharf(NULL, "run", CHAOS, "chaos", "later:1500", "--config",
+                       ini, NULL),
+                 75, "%s", err);
+    cr_assert(strstr(out, "the host would dead-letter it"), "%s", out);
+    cr_assert_null(strstr(out, "retry_in_ms"), "%s", out);
+    /* Without it, the backoff decides: nothing to show. */
+    cr_assert_eq(wharf(NULL, "run", CHAOS, "chaos", "fail:1", NULL), 75);
+    cr_assert_null(strstr(out, "retry_in_ms"), "%s", out);
+}
+
 Test(wharf_run, last_attempt_says_the_host_would_dead_letter)
 {
     cr_assert_eq(wharf(NULL, "run", "--attempt", "5", CHAOS, "chaos",

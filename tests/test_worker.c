@@ -237,6 +237,49 @@ Test(worker, retry_waits_for_its_backoff)
     free(res);
 }
 
+/* The due time of delayed task id less its failed_at, both Redis's, read
+ * in one script while it still waits; its attempt must be 2. */
+static long long delayed_by(const char *id)
+{
+    redisReply *r = test_redis_command(
+        rc, "EVAL %s 2 wharf:{chaos}:task:%s wharf:{chaos}:delayed %s",
+        "return {redis.call('HGET', KEYS[1], 'attempt'), "
+        "redis.call('HGET', KEYS[1], 'failed_at'), "
+        "redis.call('ZSCORE', KEYS[2], ARGV[1])}",
+        id, id);
+    long long by;
+
+    cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+                  r->element[0]->type == REDIS_REPLY_STRING &&
+                  r->element[1]->type == REDIS_REPLY_STRING &&
+                  r->element[2]->type == REDIS_REPLY_STRING,
+              "%s was promoted before it could be read; see %s", id, host.log);
+    cr_assert_str_eq(r->element[0]->str, "2");
+    by = atoll(r->element[2]->str) - atoll(r->element[1]->str);
+    freeReplyObject(r);
+    return by;
+}
+
+/* wharf_retry_in sets the attempt's delay in place of the backoff (3 s
+ * here), without jitter, capped by max_retry_delay. The delays are long
+ * so the tasks still wait when they are read, however slow the machine. */
+Test(worker, retry_in_replaces_the_backoff_up_to_max_retry_delay)
+{
+    start_host("[defaults]\nbackoff_base = 3s\njitter = 50%\n"
+               "[type.chaos]\nmax_retry_delay = 40s\n");
+    test_add_entry(rc, "chaos", "t-later", "later:25000");
+    test_add_entry(rc, "chaos", "t-capped", "later:90000");
+    cr_assert_eq(
+        test_wait_int(rc, 2, TEST_EVENT_MS, "ZCARD wharf:{chaos}:delayed"), 2,
+        "the tasks were never delayed; see %s", host.log);
+    cr_assert_eq(delayed_by("t-later"), 25000);
+    cr_assert_eq(delayed_by("t-capped"), 40000);
+    cr_assert(test_host_log_has(&host, "\"task\":\"t-later\"",
+                                "\"outcome\":\"retry\"",
+                                "later:25000: asked to come back in 25000 ms",
+                                NULL));
+}
+
 Test(worker, fatal_goes_to_dead_set_with_reason)
 {
     start_host(NULL);

@@ -23,6 +23,7 @@
 
 #include "cli.h"
 #include "client_ids.h"
+#include "backoff.h"
 #include "clock_ms.h"
 #include "context.h"
 #include "loader.h"
@@ -497,6 +498,10 @@ static int run_report(cli *ctx, const run_state *s)
         cli_print_escaped(stdout, c->error, strlen(c->error));
         putchar('\n');
     }
+    if (status == WHARF_RETRY && c->retry_in_ms >= 0 &&
+        s->task.attempt < s->task.max_attempts)
+        printf("retry_in_ms: %" PRId64 "\n",
+               backoff_retry_in(s->route->policy, c->retry_in_ms));
     if (status == WHARF_OK && c->has_result) {
         printf("result: ");
         cli_print_escaped(stdout, (const char *)c->result, c->result_len);

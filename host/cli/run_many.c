@@ -36,11 +36,13 @@ wharf_status run_outcome(context *c, wharf_status status, int64_t elapsed_ms,
         snprintf(c->error, sizeof(c->error), "timeout after %" PRId64 " ms",
                  timeout_ms);
         c->has_result = false;
+        c->retry_in_ms = -1; /* the backoff decides, as in a worker */
         return WHARF_RETRY;
     }
     if (status != WHARF_OK && status != WHARF_RETRY && status != WHARF_FAIL) {
         snprintf(c->error, sizeof(c->error),
                  "plugin returned %d, not a wharf_status", (int)status);
+        c->retry_in_ms = -1;
         return WHARF_RETRY;
     }
     return status;

@@ -37,7 +37,8 @@ typedef struct run_many_tally {
 /* What the host makes of a call of `timeout_ms` that returned `status`
  * after `elapsed_ms` in context c: past the timeout (or cancelled by its
  * deadline) it is a retry whatever it returned, its result dropped, and
- * a status that is none is a retry; why is in c->error. */
+ * a status that is none is a retry; why is in c->error. Only a retry the
+ * plugin returned keeps its wharf_retry_in. */
 wharf_status run_outcome(context *c, wharf_status status, int64_t elapsed_ms,
                          int64_t timeout_ms);
 

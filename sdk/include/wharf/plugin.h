@@ -81,6 +81,7 @@ typedef struct wharf_services {
     int64_t (*deadline_ms)(wharf_ctx *ctx);
     int (*cancelled)(wharf_ctx *ctx);
     int (*phase)(wharf_ctx *ctx);
+    int (*retry_in)(wharf_ctx *ctx, int64_t ms);
 } wharf_services;
 
 /* Where a plugin's code is running; see wharf_phase. */
@@ -192,6 +193,20 @@ static inline int wharf_phase(wharf_ctx *ctx)
     if (!WHARF_HAS_SERVICE(ctx, phase))
         return -1;
     return ctx->services->phase(ctx);
+}
+
+/* Asks that, if this call returns WHARF_RETRY, the next attempt start ms
+ * milliseconds after it, in place of the type's backoff: for an API that
+ * says when to come back (HTTP Retry-After, a quota's reset time). The
+ * host caps it at the type's `max_retry_delay`; a later call replaces it;
+ * it is ignored for any other status, and on the last attempt the task
+ * is dead as usual. 0 once taken; -1 outside process_business, for
+ * ms < 0, or on a host without the service (the backoff applies). */
+static inline int wharf_retry_in(wharf_ctx *ctx, int64_t ms)
+{
+    if (!WHARF_HAS_SERVICE(ctx, retry_in))
+        return -1;
+    return ctx->services->retry_in(ctx, ms);
 }
 
 /* Signals, EINTR and threads. A worker process blocks SIGTERM, SIGINT and
