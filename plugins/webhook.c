@@ -17,9 +17,18 @@
  * set. 2xx is WHARF_OK with the response body as the result; 408, 429,
  * 5xx, timeouts and transport errors are WHARF_RETRY (a Retry-After is
  * quoted in the reason: the host's backoff decides the delay); any other
- * status is WHARF_FAIL with the status and the start of the body. */
+ * status is WHARF_FAIL with the status and the start of the body.
+ *
+ * Thread-safe (.thread_safe = 1): calls share only what init read from
+ * the manifest, which no call writes, and a pool of curl easy handles
+ * under a mutex. A call takes an idle handle (or makes one when none is
+ * idle), so the pool grows to the most calls ever at once, and gives it
+ * back afterwards with its connections still open for the next call.
+ * Everything a call writes (the response, its headers, the reason) is its
+ * own, on its stack or allocated by it. */
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,8 +48,17 @@
 #define WEBHOOK_DEFAULT_MAX_ERROR_BODY 512
 #define WEBHOOK_HEADER_MAX 512
 
+/* An idle easy handle. A libcurl easy handle is for one thread at a
+ * time; each keeps its own connection cache, which curl_easy_reset leaves
+ * alone, so a handle given back keeps its connections alive. */
+typedef struct pooled {
+    CURL *curl;
+    struct pooled *next;
+} pooled;
+
 typedef struct webhook {
-    CURL *curl;          /* reused across tasks: keeps connections alive */
+    pthread_mutex_t pool_lock; /* guards idle, and only idle */
+    pooled *idle; /* handles no call holds; at fini, every handle */
     char *url;           /* NULL: only task URLs (or every task fails) */
     char *secret;        /* NULL: requests are not signed */
     size_t secret_len;
@@ -169,8 +187,15 @@ static void webhook_free(webhook *w)
 {
     if (w == NULL)
         return;
-    if (w->curl)
-        curl_easy_cleanup(w->curl);
+    /* fini runs with no call in flight, so every handle is idle. */
+    while (w->idle) {
+        pooled *p = w->idle;
+
+        w->idle = p->next;
+        curl_easy_cleanup(p->curl);
+        free(p);
+    }
+    pthread_mutex_destroy(&w->pool_lock);
     free(w->url);
     if (w->secret) {
         OPENSSL_cleanse(w->secret, w->secret_len);
@@ -192,8 +217,19 @@ static int webhook_init(wharf_ctx *ctx, void **state)
         wharf_error(ctx, "webhook: out of memory");
         return 1;
     }
+    if (pthread_mutex_init(&w->pool_lock, NULL) != 0) {
+        wharf_error(ctx, "webhook: cannot create the handle pool's lock");
+        free(w);
+        return 1;
+    }
+    /* curl_global_init and curl_global_cleanup must not run beside other
+     * curl calls. Safe here: the host runs init and fini from one thread,
+     * once per plugin instance, with no process_business in flight. curl
+     * counts the calls, so two instances' inits pair with their finis and
+     * only the last fini tears curl down, after its handles are gone. */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         wharf_error(ctx, "webhook: curl_global_init failed");
+        pthread_mutex_destroy(&w->pool_lock);
         free(w);
         return 1;
     }
@@ -262,8 +298,6 @@ static int webhook_init(wharf_ctx *ctx, void **state)
         wharf_log(ctx, WHARF_LOG_WARN,
                   "webhook: no url in [plugin.webhook] and allow_task_url "
                   "= no: every task will fail");
-    if ((w->curl = curl_easy_init()) == NULL)
-        goto oom;
     *state = w;
     return 0;
 oom:
@@ -277,8 +311,52 @@ fail:
 static void webhook_fini(wharf_ctx *ctx, void *state)
 {
     (void)ctx;
-    webhook_free(state);
+    webhook_free(state); /* its handles, before curl's globals go */
     curl_global_cleanup();
+}
+
+/* --- the handle pool --------------------------------------------------- */
+
+/* An idle handle, or a new one when none is idle; NULL out of memory. The
+ * caller owns it until pool_put. */
+static pooled *pool_take(webhook *w)
+{
+    pooled *p;
+
+    /* A default mutex fails to lock only when misused; should it ever,
+     * the call makes a handle of its own rather than touch the list. */
+    if (pthread_mutex_lock(&w->pool_lock) == 0) {
+        p = w->idle;
+        if (p)
+            w->idle = p->next;
+        pthread_mutex_unlock(&w->pool_lock);
+        if (p)
+            return p;
+    }
+    /* Made outside the lock: other calls need not wait for it. */
+    if ((p = malloc(sizeof(*p))) == NULL)
+        return NULL;
+    if ((p->curl = curl_easy_init()) == NULL) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* Gives a handle taken with pool_take back, its connections open. Reset
+ * first, so an idle handle points into no finished call (its headers,
+ * body, buffers and ctx). */
+static void pool_put(webhook *w, pooled *p)
+{
+    curl_easy_reset(p->curl);
+    if (pthread_mutex_lock(&w->pool_lock) != 0) {
+        curl_easy_cleanup(p->curl); /* as in pool_take: not kept */
+        free(p);
+        return;
+    }
+    p->next = w->idle;
+    w->idle = p;
+    pthread_mutex_unlock(&w->pool_lock);
 }
 
 /* --- one request ------------------------------------------------------- */
@@ -470,6 +548,8 @@ static int sign(const webhook *w, const char *body, size_t len, char *out,
     unsigned mac_len = 0;
     size_t o;
 
+    /* Into mac, ours: given no output buffer HMAC would use a static one,
+     * shared by every call at once. */
     if (HMAC(EVP_sha256(), w->secret, (int)w->secret_len,
              (const unsigned char *)body, len, mac, &mac_len) == NULL)
         return -1;
@@ -519,6 +599,8 @@ static wharf_status webhook_process(wharf_ctx *ctx, const wharf_task *task)
 {
     webhook *w = wharf_state(ctx);
     struct curl_slist *headers = NULL;
+    pooled *handle = NULL;
+    CURL *curl;
     response r;
     const char *url = NULL, *body = NULL;
     char *owned_url = NULL, *owned_body = NULL;
@@ -560,31 +642,38 @@ static wharf_status webhook_process(wharf_ctx *ctx, const wharf_task *task)
             goto oom;
     }
 
-    curl_easy_reset(w->curl);
-    curl_easy_setopt(w->curl, CURLOPT_URL, url);
-    curl_easy_setopt(w->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(w->curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(w->curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(w->curl, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(w->curl, CURLOPT_POSTFIELDSIZE_LARGE,
+    if ((handle = pool_take(w)) == NULL) {
+        /* Memory may be back by the next attempt. */
+        wharf_error(ctx, "no curl handle for the request: curl_easy_init "
+                         "failed (out of memory)");
+        goto out;
+    }
+    curl = handle->curl;
+    curl_easy_reset(curl);
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
                      (curl_off_t)body_len);
-    curl_easy_setopt(w->curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(w->curl, CURLOPT_USERAGENT, "wharf-webhook/1.0");
-    curl_easy_setopt(w->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(w->curl, CURLOPT_CONNECTTIMEOUT_MS,
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_USERAGENT, "wharf-webhook/1.0");
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
                      w->connect_timeout_ms < timeout_ms ? w->connect_timeout_ms
                                                         : timeout_ms);
-    curl_easy_setopt(w->curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(w->curl, CURLOPT_WRITEDATA, &r);
-    curl_easy_setopt(w->curl, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(w->curl, CURLOPT_HEADERDATA, &r);
-    curl_easy_setopt(w->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(w->curl, CURLOPT_XFERINFODATA, ctx);
-    curl_easy_setopt(w->curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &r);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, ctx);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
 
-    rc = curl_easy_perform(w->curl);
+    rc = curl_easy_perform(curl);
     if (rc == CURLE_OK) {
-        curl_easy_getinfo(w->curl, CURLINFO_RESPONSE_CODE, &code);
+        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
         status = by_http_status(ctx, w, code, &r, url);
     } else if (rc == CURLE_OPERATION_TIMEDOUT) {
         wharf_error(ctx, "POST %s: timeout after %ld ms", url, timeout_ms);
@@ -605,6 +694,8 @@ oom:
 out:
     wharf_log(ctx, WHARF_LOG_DEBUG, "POST %s: %zu bytes, HTTP %ld",
               url ? url : "-", body_len, code);
+    if (handle)
+        pool_put(w, handle);
     curl_slist_free_all(headers);
     free(r.data);
     free(owned_url);
@@ -615,4 +706,4 @@ out:
 WHARF_PLUGIN(.name = "webhook", .version = "1.0.0",
              .types = (const char *const[]){"webhook", NULL},
              .init = webhook_init, .process_business = webhook_process,
-             .fini = webhook_fini);
+             .fini = webhook_fini, .thread_safe = 1);

@@ -1,7 +1,8 @@
 /* plugins/webhook.so against a real HTTP server this test starts on a free
  * loopback port (libmicrohttpd, one thread per connection): the plugin is
  * loaded by the host's loader from a real manifest and called through a
- * real context, as a worker calls it; one test runs it with `wharf run`. */
+ * real context, as a worker calls it (one test from many threads at once,
+ * a context each); one test runs it with `wharf run`. */
 #include <criterion/criterion.h>
 
 #include <arpa/inet.h>
@@ -10,9 +11,12 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -81,10 +85,61 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status,
     return rc;
 }
 
+/* The server side of the concurrent calls: every /gate request is kept,
+ * held until GATE_CALLS of them are in flight at once, and answered with
+ * "accepted:<Idempotency-Key>:<body>". The hold ends anyway GATE_HOLD_MS
+ * after the first request, so a plugin that ran one call at a time fails
+ * on the counts below, quickly, rather than on the suite's timeout. */
+#define GATE_CALLS 200
+#define GATE_HOLD_MS 3000
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t changed; /* on CLOCK_MONOTONIC, made by the test */
+    int in_flight;
+    int max_in_flight;
+    int requests;
+    int64_t first_ms; /* clock_ms() of the first request; 0 before it */
+    char key[GATE_CALLS][64];
+    char body[GATE_CALLS][64];
+} gate = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static enum MHD_Result gate_request(struct MHD_Connection *conn,
+                                    const upload *u)
+{
+    char key[64], answer[256];
+    struct timespec until;
+    int64_t deadline;
+
+    copy_header(conn, "Idempotency-Key", key, sizeof(key));
+    pthread_mutex_lock(&gate.lock);
+    if (gate.requests < GATE_CALLS) {
+        snprintf(gate.key[gate.requests], sizeof(gate.key[0]), "%s", key);
+        snprintf(gate.body[gate.requests], sizeof(gate.body[0]), "%.*s",
+                 (int)u->len, u->data);
+    }
+    gate.requests++;
+    if (gate.first_ms == 0)
+        gate.first_ms = clock_ms();
+    if (++gate.in_flight > gate.max_in_flight)
+        gate.max_in_flight = gate.in_flight;
+    pthread_cond_broadcast(&gate.changed);
+    deadline = gate.first_ms + GATE_HOLD_MS;
+    until.tv_sec = (time_t)(deadline / 1000);
+    until.tv_nsec = (long)(deadline % 1000) * 1000000L;
+    while (gate.max_in_flight < GATE_CALLS && clock_ms() < deadline)
+        pthread_cond_timedwait(&gate.changed, &gate.lock, &until);
+    gate.in_flight--;
+    pthread_mutex_unlock(&gate.lock);
+    snprintf(answer, sizeof(answer), "accepted:%s:%.*s", key, (int)u->len,
+             u->data);
+    return reply(conn, 200, answer, NULL);
+}
+
 /* /ok echoes "accepted:" and the body; /busy is 503 with Retry-After;
  * /missing is 404 with a body, /bad 400, /request-timeout 408, /moved
  * 301; /throttle is 429; /big is 2000 bytes of 'y'; /slow answers after
- * 6 s; any other path is 500. */
+ * 6 s; /gate is above; any other path is 500. */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                                   const char *url, const char *method,
                                   const char *version, const char *data,
@@ -129,6 +184,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     seen.body_len = u->len;
     pthread_mutex_unlock(&seen.lock);
 
+    if (strcmp(url, "/gate") == 0)
+        return gate_request(conn, u);
     if (strcmp(url, "/ok") == 0) {
         snprintf(answer, sizeof(answer), "accepted:%.*s", (int)u->len, u->data);
         return reply(conn, 200, answer, NULL);
@@ -166,6 +223,20 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
+/* Connections the server accepted, to see the plugin reuse them. */
+static atomic_int connections;
+
+static void on_connection(void *cls, struct MHD_Connection *conn,
+                          void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls;
+    (void)conn;
+    (void)socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        atomic_fetch_add(&connections, 1);
+}
+
 static void start_server(void)
 {
     struct sockaddr_in addr;
@@ -179,7 +250,8 @@ static void start_server(void)
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0,
         NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-        NULL, MHD_OPTION_END);
+        NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+        MHD_OPTION_END);
     cr_assert_not_null(server, "cannot start the HTTP server");
     info = MHD_get_daemon_info(server, MHD_DAEMON_INFO_BIND_PORT);
     cr_assert_not_null(info);
@@ -346,6 +418,19 @@ Test(webhook, no_secret_means_no_signature_and_json_by_default)
     cr_assert_eq(call("x"), WHARF_OK, "error: %s", ctx.error);
     cr_assert_str_eq(seen.signature, "");
     cr_assert_str_eq(seen.content_type, "application/json");
+}
+
+/* A handle goes back to the pool with its connection open, so the next
+ * call's request rides the same connection. */
+Test(webhook, calls_one_after_another_reuse_the_connection)
+{
+    cr_assert_eq(load("30s", "url = http://127.0.0.1:%u/ok\n", port), 0, "%s",
+                 last_error);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(call("x"), WHARF_OK, "error: %s", ctx.error);
+    cr_assert_eq(seen.requests, 3);
+    cr_assert_eq(atomic_load(&connections), 1, "%d connections for 3 calls",
+                 atomic_load(&connections));
 }
 
 Test(webhook, server_error_is_a_retry_with_the_reason)
@@ -536,6 +621,135 @@ Test(webhook, no_url_fails_each_task_but_not_the_host)
     cr_assert_eq(load("30s", ""), 0, "an autoloaded webhook.so must load");
     cr_assert_eq(call("x"), WHARF_FAIL);
     cr_assert(strstr(ctx.error, "no url configured"), "%s", ctx.error);
+}
+
+/* One of the concurrent calls: its task, and what came back. */
+typedef struct gate_call {
+    const route *route;
+    pthread_barrier_t *start;
+    char id[32];
+    char payload[32];
+    wharf_status status;
+    char result[CONTEXT_ERROR_LEN + 16]; /* the result, or "error: " and
+                                          the reason */
+} gate_call;
+
+/* Runs one call with a context of its own, as a worker thread would.
+ * Records what came back; the test asserts (criterion's asserts are for
+ * the test's own thread). */
+static void *gate_thread(void *arg)
+{
+    gate_call *g = arg;
+    context c;
+    wharf_task task = {
+        .id = g->id,
+        .type = "webhook",
+        .trace = TRACE,
+        .payload = (const unsigned char *)g->payload,
+        .payload_len = strlen(g->payload),
+        .attempt = 1,
+        .max_attempts = 5,
+        .fence = 1,
+    };
+
+    context_init(&c, g->route->plugin, 1 << 20);
+    pthread_barrier_wait(g->start); /* every call starts together */
+    context_begin(&c, &task);
+    context_set_deadline(&c, clock_ms() + g->route->policy->timeout_ms, NULL,
+                         0);
+    g->status = g->route->plugin->desc->process_business(&c.base, &task);
+    context_end(&c);
+    if (c.has_result)
+        snprintf(g->result, sizeof(g->result), "%.*s", (int)c.result_len,
+                 (const char *)c.result);
+    else
+        snprintf(g->result, sizeof(g->result), "error: %s", c.error);
+    context_destroy(&c);
+    return NULL;
+}
+
+/* GATE_CALLS calls at once, each with its own context, as a worker with
+ * that many threads makes them: every call gets its own answer, the
+ * server sees each task once with its own Idempotency-Key, and the calls
+ * really overlap (one handle shared, or calls taken one at a time, would
+ * fail here). */
+Test(webhook, concurrent_calls_each_get_their_own_answer)
+{
+    static gate_call calls[GATE_CALLS];
+    static pthread_t threads[GATE_CALLS];
+    static int seen_task[GATE_CALLS];
+    pthread_barrier_t start;
+    pthread_condattr_t cond_attr;
+    struct rlimit files;
+    const route *r;
+
+    /* Each call holds a client socket and the server one more: well under
+     * the usual 1024, but a lower soft limit is raised as far as allowed. */
+    cr_assert_eq(getrlimit(RLIMIT_NOFILE, &files), 0);
+    if (files.rlim_cur < 4 * GATE_CALLS && files.rlim_cur < files.rlim_max) {
+        files.rlim_cur =
+            files.rlim_max < 4 * GATE_CALLS ? files.rlim_max : 4 * GATE_CALLS;
+        cr_assert_eq(setrlimit(RLIMIT_NOFILE, &files), 0);
+    }
+    cr_assert_geq(files.rlim_cur, 2 * GATE_CALLS + 64,
+                  "too few file descriptors for %d calls", GATE_CALLS);
+    cr_assert_eq(pthread_condattr_init(&cond_attr), 0);
+    cr_assert_eq(pthread_condattr_setclock(&cond_attr, CLOCK_MONOTONIC), 0);
+    cr_assert_eq(pthread_cond_init(&gate.changed, &cond_attr), 0);
+    pthread_condattr_destroy(&cond_attr);
+
+    cr_assert_eq(load("30s", "url = http://127.0.0.1:%u/gate\n", port), 0,
+                 "%s", last_error);
+    r = loader_route(ld, "webhook");
+    cr_assert_not_null(r);
+    cr_assert(r->plugin->thread_safe, "webhook.so must opt in (ABI 3)");
+
+    cr_assert_eq(pthread_barrier_init(&start, NULL, GATE_CALLS), 0);
+    for (int i = 0; i < GATE_CALLS; i++) {
+        calls[i].route = r;
+        calls[i].start = &start;
+        snprintf(calls[i].id, sizeof(calls[i].id), "task-%d", i);
+        snprintf(calls[i].payload, sizeof(calls[i].payload), "payload-%d", i);
+        cr_assert_eq(pthread_create(&threads[i], NULL, gate_thread, &calls[i]),
+                     0, "thread %d", i);
+    }
+    for (int i = 0; i < GATE_CALLS; i++)
+        cr_assert_eq(pthread_join(threads[i], NULL), 0);
+
+    for (int i = 0; i < GATE_CALLS; i++) {
+        char want[128];
+
+        snprintf(want, sizeof(want), "accepted:task-%d:payload-%d", i, i);
+        cr_assert_eq(calls[i].status, WHARF_OK, "call %d: %s", i,
+                     calls[i].result);
+        cr_assert_str_eq(calls[i].result, want, "call %d", i);
+    }
+
+    pthread_mutex_lock(&gate.lock);
+    cr_assert_eq(gate.requests, GATE_CALLS);
+    for (int j = 0; j < GATE_CALLS; j++) {
+        char want[32];
+        int i = -1;
+
+        cr_assert_eq(sscanf(gate.body[j], "payload-%d", &i), 1, "body '%s'",
+                     gate.body[j]);
+        cr_assert(i >= 0 && i < GATE_CALLS, "body '%s'", gate.body[j]);
+        snprintf(want, sizeof(want), "task-%d", i);
+        cr_assert_str_eq(gate.key[j], want, "the Idempotency-Key of %s",
+                         gate.body[j]);
+        seen_task[i]++;
+    }
+    for (int i = 0; i < GATE_CALLS; i++)
+        cr_assert_eq(seen_task[i], 1, "task-%d reached the server %d times", i,
+                     seen_task[i]);
+    /* All GATE_CALLS at once unless the hold ran out first; 50 leaves a
+     * loaded machine room, and one call at a time would be 1. */
+    cr_assert_geq(gate.max_in_flight, 50,
+                  "at most %d requests were in flight at once",
+                  gate.max_in_flight);
+    pthread_mutex_unlock(&gate.lock);
+    cr_assert_eq(seen.requests, GATE_CALLS);
+    pthread_barrier_destroy(&start);
 }
 
 /* `wharf run` on the shipped plugin, against the same server. */
