@@ -15,8 +15,10 @@
  * Headers: Content-Type, Idempotency-Key (the task id), traceparent,
  * X-Wharf-Type, X-Wharf-Attempt, and X-Wharf-Signature when a secret is
  * set. 2xx is WHARF_OK with the response body as the result; 408, 429,
- * 5xx, timeouts and transport errors are WHARF_RETRY (a Retry-After is
- * quoted in the reason: the host's backoff decides the delay); any other
+ * 5xx, timeouts and transport errors are WHARF_RETRY, with the reason; a
+ * Retry-After (seconds or an HTTP date) on a 429 or a 503 is the next
+ * attempt's delay (wharf_retry_in, capped by the type's max_retry_delay),
+ * elsewhere it is only quoted and the type's backoff decides; any other
  * status is WHARF_FAIL with the status and the start of the body.
  *
  * Thread-safe (.thread_safe = 1): calls share only what init read from
@@ -34,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -409,6 +412,28 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
     return len;
 }
 
+/* The delay a Retry-After value asks for, in ms: delta-seconds or an
+ * HTTP date (0 once past); -1 if it is neither. At most 30 days, which
+ * is past any type's max_retry_delay. */
+static int64_t retry_after_ms(const char *v)
+{
+    const int64_t most_s = 30 * 24 * 3600;
+    int64_t s = 0;
+    time_t at;
+
+    if (isdigit((unsigned char)v[0])) {
+        for (; isdigit((unsigned char)*v); v++)
+            if ((s = s * 10 + (*v - '0')) > most_s)
+                s = most_s;
+        return *v == '\0' ? s * 1000 : -1;
+    }
+    /* curl_getdate keeps no state of its own: safe from any thread. */
+    if ((at = curl_getdate(v, NULL)) == -1)
+        return -1;
+    s = (int64_t)(at - time(NULL));
+    return s <= 0 ? 0 : (s > most_s ? most_s : s) * 1000;
+}
+
 /* Stops the transfer once the host cancels the task. */
 static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
                        curl_off_t ultotal, curl_off_t ulnow)
@@ -583,9 +608,16 @@ static wharf_status by_http_status(wharf_ctx *ctx, const webhook *w,
                       : sizeof(quoted) - 8,
                quoted, sizeof(quoted));
     if (code == 408 || code == 429 || code >= 500) {
-        if (r->retry_after[0])
-            wharf_error(ctx, "HTTP %ld from %s (Retry-After: %s; the "
-                             "host's backoff applies): %s",
+        int64_t after = r->retry_after[0] && (code == 429 || code == 503)
+                            ? retry_after_ms(r->retry_after)
+                            : -1;
+
+        if (after >= 0 && wharf_retry_in(ctx, after) == 0)
+            wharf_error(ctx, "HTTP %ld from %s (Retry-After: %s): %s", code,
+                        url, r->retry_after, quoted);
+        else if (r->retry_after[0])
+            wharf_error(ctx, "HTTP %ld from %s (Retry-After: %s, not used: "
+                             "the type's backoff applies): %s",
                         code, url, r->retry_after, quoted);
         else
             wharf_error(ctx, "HTTP %ld from %s: %s", code, url, quoted);

@@ -136,7 +136,9 @@ static enum MHD_Result gate_request(struct MHD_Connection *conn,
     return reply(conn, 200, answer, NULL);
 }
 
-/* /ok echoes "accepted:" and the body; /busy is 503 with Retry-After;
+/* /ok echoes "accepted:" and the body; /busy is 503 with Retry-After: 7,
+ * /busy-soon with "soon"; /throttle-past and /throttle-far are 429 with a
+ * Retry-After date long gone and far off; /broken-after 500 with one;
  * /missing is 404 with a body, /bad 400, /request-timeout 408, /moved
  * 301; /throttle is 429; /big is 2000 bytes of 'y'; /slow answers after
  * 6 s; /gate is above; any other path is 500. */
@@ -194,6 +196,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         return reply(conn, 503, "try later", "7");
     if (strcmp(url, "/throttle") == 0)
         return reply(conn, 429, "slow down", NULL);
+    if (strcmp(url, "/throttle-past") == 0)
+        return reply(conn, 429, "slow down", "Wed, 21 Oct 2015 07:28:00 GMT");
+    if (strcmp(url, "/throttle-far") == 0)
+        return reply(conn, 429, "slow down", "Fri, 01 Jan 2100 00:00:00 GMT");
+    if (strcmp(url, "/busy-soon") == 0)
+        return reply(conn, 503, "try later", "soon");
+    if (strcmp(url, "/broken-after") == 0)
+        return reply(conn, 500, "broken", "5");
     if (strcmp(url, "/missing") == 0)
         return reply(conn, 404, "no such hook: check the url", NULL);
     if (strcmp(url, "/bad") == 0)
@@ -441,6 +451,40 @@ Test(webhook, server_error_is_a_retry_with_the_reason)
     cr_assert(strstr(ctx.error, "HTTP 503"), "%s", ctx.error);
     cr_assert(strstr(ctx.error, "Retry-After: 7"), "%s", ctx.error);
     cr_assert(strstr(ctx.error, "try later"), "%s", ctx.error);
+    cr_assert_eq(ctx.retry_in_ms, 7000, "Retry-After sets the delay");
+}
+
+/* A Retry-After on 429 or 503 is the next attempt's delay, as seconds or
+ * as a date; one that is neither, or on another status, is only quoted,
+ * and the type's backoff decides. */
+Test(webhook, retry_after_on_429_and_503_sets_the_delay)
+{
+    static const struct {
+        const char *path;
+        int64_t delay_ms; /* -1: the backoff's */
+        const char *reason;
+    } cases[] = {
+        {"/throttle-past", 0, "(Retry-After: Wed, 21 Oct 2015 07:28:00 GMT)"},
+        {"/throttle-far", 30LL * 24 * 3600 * 1000, "HTTP 429"},
+        {"/busy-soon", -1, "(Retry-After: soon, not used: the type's "
+                           "backoff applies)"},
+        {"/broken-after", -1, "(Retry-After: 5, not used"},
+        {"/throttle", -1, "HTTP 429 from"},
+    };
+
+    cr_assert_eq(load("30s", "allow_task_url = yes\n"), 0, "%s", last_error);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char payload[256];
+
+        snprintf(payload, sizeof(payload),
+                 "{\"url\": \"http://127.0.0.1:%u%s\", \"body\": \"x\"}", port,
+                 cases[i].path);
+        cr_assert_eq(call(payload), WHARF_RETRY, "%s", cases[i].path);
+        cr_assert_eq(ctx.retry_in_ms, cases[i].delay_ms, "%s: %lld ms",
+                     cases[i].path, (long long)ctx.retry_in_ms);
+        cr_assert(strstr(ctx.error, cases[i].reason), "%s: %s", cases[i].path,
+                  ctx.error);
+    }
 }
 
 Test(webhook, too_many_requests_is_a_retry)
