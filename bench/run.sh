@@ -344,7 +344,7 @@ verdict() { # verdict VALUE OP LIMIT: yes/no
 
 rate=0 seconds=0 bulk_rate=0 bulk_redis_us=0 trips="" commands=0 redis_cpu=0
 sup_hwm=0 worker_hwms="" worker_hwm_max=0 worker_cpu=0 sup_cpu=0
-cmd_json="" usec_json="" base_rate=0
+cmd_json="" usec_json="" base_rate=0 base_redis_cpu=0 base_commands=0
 if has_phase process; then
     W=$WORK/wharf
     rate=$(value_of "$W.watch" rate)
@@ -365,7 +365,12 @@ if has_phase process; then
     worker_hwm_max=$(awk '$1 == "worker" && $2 > m { m = $2 } END { print m + 0 }' \
         "$W.procs")
     worker_cpu=$(awk '$1 == "worker" { s += $3 } END { print s + 0 }' "$W.procs")
-    [ -n "$BASELINE" ] && base_rate=$(value_of "$WORK/baseline.watch" rate)
+    if [ -n "$BASELINE" ]; then
+        base_rate=$(value_of "$WORK/baseline.watch" rate)
+        base_redis_cpu=$(value_of "$WORK/baseline.watch" redis_cpu_s)
+        base_commands=$(awk '$1 == "cmd" { s += $3 } END { print s + 0 }' \
+            "$WORK/baseline.watch")
+    fi
 fi
 crash_rate=0 slow_rate=0 slow_crash_rate=0
 if has_phase crash; then
@@ -434,6 +439,13 @@ if has_phase process; then
     [ -n "$BASELINE" ] &&
         row "  baseline wharfd (tasks/s)" "$base_rate" "" "" &&
         row "  this / baseline" "$(ratio "$rate" "$base_rate")" "" ""
+    [ -n "$BASELINE" ] &&
+        row "  baseline redis CPU per task (us)" \
+            "$(per_task "$base_redis_cpu" 1000000)" "" "" &&
+        row "  this / baseline" \
+            "$(ratio "$redis_cpu" "$base_redis_cpu")" "" "" &&
+        row "  baseline redis commands per task" \
+            "$(per_task "$base_commands")" "" ""
     row "redis commands per task" "$cmds_per_task" "" ""
     row "round trips per task" "${trips_per_task:-n/a}" "<= 0.25" \
         "$([ -n "$trips_per_task" ] && verdict "$trips_per_task" "<=" 0.25)"
@@ -514,7 +526,9 @@ cat >"$OUT" <<EOF
              "noop_of_crash_free": $(ratio "$crash_rate" "$rate")},
   "processing": {"tasks_per_s": $(num "$rate"), "seconds": $(num "$seconds"),
                  "share_of_set": $(num "$of_set"),
-                 "baseline_tasks_per_s": $(num "$base_rate")},
+                 "baseline_tasks_per_s": $(num "$base_rate"),
+                 "baseline_redis_cpu_us": $(per_task "$base_redis_cpu" 1000000),
+                 "baseline_redis_commands": $(per_task "$base_commands")},
   "cost_per_task": {"redis_commands": $(num "$cmds_per_task"),
                     "round_trips": ${trips_per_task:-null},
                     "redis_cpu_us": $(num "$redis_us"),
