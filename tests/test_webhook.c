@@ -373,6 +373,17 @@ static wharf_status call(const char *payload)
     return status;
 }
 
+/* call() with a task URL of the local server's `path` (allow_task_url). */
+static wharf_status call_at(const char *path)
+{
+    char payload[256];
+
+    snprintf(payload, sizeof(payload),
+             "{\"url\": \"http://127.0.0.1:%u%s\", \"body\": \"x\"}", port,
+             path);
+    return call(payload);
+}
+
 static char *result_text(void)
 {
     static char buf[4096];
@@ -474,12 +485,7 @@ Test(webhook, retry_after_on_429_and_503_sets_the_delay)
 
     cr_assert_eq(load("30s", "allow_task_url = yes\n"), 0, "%s", last_error);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char payload[256];
-
-        snprintf(payload, sizeof(payload),
-                 "{\"url\": \"http://127.0.0.1:%u%s\", \"body\": \"x\"}", port,
-                 cases[i].path);
-        cr_assert_eq(call(payload), WHARF_RETRY, "%s", cases[i].path);
+        cr_assert_eq(call_at(cases[i].path), WHARF_RETRY, "%s", cases[i].path);
         cr_assert_eq(ctx.retry_in_ms, cases[i].delay_ms, "%s: %lld ms",
                      cases[i].path, (long long)ctx.retry_in_ms);
         cr_assert(strstr(ctx.error, cases[i].reason), "%s: %s", cases[i].path,
@@ -518,12 +524,7 @@ Test(webhook, each_status_is_sorted_into_ok_retry_or_fail)
 
     cr_assert_eq(load("30s", "allow_task_url = yes\n"), 0, "%s", last_error);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char payload[256];
-
-        snprintf(payload, sizeof(payload),
-                 "{\"url\": \"http://127.0.0.1:%u%s\", \"body\": \"x\"}", port,
-                 cases[i].path);
-        cr_assert_eq(call(payload), cases[i].want, "%s: %s", cases[i].path,
+        cr_assert_eq(call_at(cases[i].path), cases[i].want, "%s: %s", cases[i].path,
                      ctx.error);
         if (cases[i].reason)
             cr_assert(strstr(ctx.error, cases[i].reason), "%s: %s",
