@@ -21,9 +21,9 @@
 #include <sysexits.h>
 #include <unistd.h>
 
+#include "backoff.h"
 #include "cli.h"
 #include "client_ids.h"
-#include "backoff.h"
 #include "clock_ms.h"
 #include "context.h"
 #include "loader.h"

@@ -166,10 +166,13 @@ int run_many(const route *r, const wharf_task *task, unsigned threads,
         }
     }
     while (done < n) {
+        int64_t now;
+
         nanosleep(&tick, NULL);
+        now = clock_ms();
         done = 0;
         for (unsigned i = 0; i < n; i++) {
-            run_watch(&th[i], task->id, timeout_ms, clock_ms());
+            run_watch(&th[i], task->id, timeout_ms, now);
             done += atomic_load(&th[i].done);
         }
     }

@@ -46,8 +46,8 @@ wharf_status run_outcome(context *c, wharf_status status, int64_t elapsed_ms,
  * k (from 1) gets `task` with its id as "ID.k", so no two calls share a
  * task; every call gets the type's timeout as its deadline. A call still
  * running RUN_GRACE_MS past its deadline ends the process, as a worker's
- * SIGKILL would: `timeout_message` is written to stderr and the exit code
- * is EX_TEMPFAIL. 0 with *tally filled, or -1 with why in err when a
+ * SIGKILL would: a line naming it goes to stderr and the exit code is
+ * EX_TEMPFAIL. 0 with *tally filled, or -1 with why in err when a
  * thread could not be started (the calls already started are waited
  * for). */
 int run_many(const route *r, const wharf_task *task, unsigned threads,
