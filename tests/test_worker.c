@@ -196,6 +196,40 @@ static bool delayed_until_due(void *arg)
     return done;
 }
 
+/* Delayed task id's failed_at and due time, both Redis's, read with its
+ * envelope in one script (so at one instant, while it still waits); its
+ * envelope must keep attempt+1 (2). */
+static void delayed_times(const char *id, long long *failed_at,
+                          long long *due)
+{
+    redisReply *r = test_redis_command(
+        rc, "EVAL %s 2 wharf:{chaos}:task:%s wharf:{chaos}:delayed %s",
+        "return {redis.call('HGET', KEYS[1], 'attempt'), "
+        "redis.call('HGET', KEYS[1], 'failed_at'), "
+        "redis.call('ZSCORE', KEYS[2], ARGV[1])}",
+        id, id);
+
+    cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+                  r->element[0]->type == REDIS_REPLY_STRING &&
+                  r->element[1]->type == REDIS_REPLY_STRING &&
+                  r->element[2]->type == REDIS_REPLY_STRING,
+              "%s was promoted before it could be read; see %s", id, host.log);
+    cr_assert_str_eq(r->element[0]->str, "2",
+                     "the delayed envelope keeps attempt+1");
+    *failed_at = atoll(r->element[1]->str);
+    *due = atoll(r->element[2]->str);
+    freeReplyObject(r);
+}
+
+/* How long after it failed delayed task id is due (delayed_times). */
+static long long delayed_by(const char *id)
+{
+    long long failed_at, due;
+
+    delayed_times(id, &failed_at, &due);
+    return due - failed_at;
+}
+
 Test(worker, retry_waits_for_its_backoff)
 {
     /* linear, no jitter: attempt 1 fails -> due 3 s after it failed. The
@@ -207,24 +241,9 @@ Test(worker, retry_waits_for_its_backoff)
     cr_assert_eq(
         test_wait_int(rc, 1, TEST_EVENT_MS, "ZCARD wharf:{chaos}:delayed"), 1,
         "the failed task was never delayed; see %s", host.log);
-    /* Its envelope and its due time, read in one script (so at one
-     * instant, while it still waits): attempt+1, due exactly the backoff
-     * after it failed, both times Redis's. */
-    redisReply *r = test_redis_command(
-        rc, "EVAL %s 2 wharf:{chaos}:task:t-back wharf:{chaos}:delayed t-back",
-        "return {redis.call('HGET', KEYS[1], 'attempt'), "
-        "redis.call('HGET', KEYS[1], 'failed_at'), "
-        "redis.call('ZSCORE', KEYS[2], ARGV[1])}");
-    cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
-                  r->element[0]->type == REDIS_REPLY_STRING &&
-                  r->element[1]->type == REDIS_REPLY_STRING &&
-                  r->element[2]->type == REDIS_REPLY_STRING,
-              "promoted before it could be read; see %s", host.log);
-    cr_assert_str_eq(r->element[0]->str, "2",
-                     "the delayed envelope keeps attempt+1");
-    long long failed_at = atoll(r->element[1]->str);
-    long long due = atoll(r->element[2]->str);
-    freeReplyObject(r);
+    /* Due exactly the backoff after it failed, both times Redis's. */
+    long long failed_at, due;
+    delayed_times("t-back", &failed_at, &due);
     cr_assert_eq(due - failed_at, 3000, "due %lld, failed at %lld", due,
                  failed_at);
     /* Then it must not leave the delayed set, nor run, before it is due
@@ -235,29 +254,6 @@ Test(worker, retry_waits_for_its_backoff)
     char *res = result_of("chaos", "t-back");
     cr_assert_str_eq(res, "ok attempt=2");
     free(res);
-}
-
-/* The due time of delayed task id less its failed_at, both Redis's, read
- * in one script while it still waits; its attempt must be 2. */
-static long long delayed_by(const char *id)
-{
-    redisReply *r = test_redis_command(
-        rc, "EVAL %s 2 wharf:{chaos}:task:%s wharf:{chaos}:delayed %s",
-        "return {redis.call('HGET', KEYS[1], 'attempt'), "
-        "redis.call('HGET', KEYS[1], 'failed_at'), "
-        "redis.call('ZSCORE', KEYS[2], ARGV[1])}",
-        id, id);
-    long long by;
-
-    cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
-                  r->element[0]->type == REDIS_REPLY_STRING &&
-                  r->element[1]->type == REDIS_REPLY_STRING &&
-                  r->element[2]->type == REDIS_REPLY_STRING,
-              "%s was promoted before it could be read; see %s", id, host.log);
-    cr_assert_str_eq(r->element[0]->str, "2");
-    by = atoll(r->element[2]->str) - atoll(r->element[1]->str);
-    freeReplyObject(r);
-    return by;
 }
 
 /* wharf_retry_in sets the attempt's delay in place of the backoff (3 s
