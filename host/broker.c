@@ -247,6 +247,16 @@ redisReply *broker_claim(broker *b, unsigned count, int block_ms)
     return claim_next(b, count, block_ms);
 }
 
+size_t broker_claimable(const broker *b)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < b->n_queues; i++)
+        if (!b->queues[i].paused)
+            n++;
+    return n;
+}
+
 static broker_queue *queue_of_stream(broker *b, const char *stream)
 {
     for (size_t i = 0; i < b->n_queues; i++)
@@ -301,9 +311,10 @@ size_t broker_jobs(broker *b, const redisReply *claim, broker_job *jobs,
         got[q - b->queues] = added > 0;
         n += added;
     }
-    /* A history read that came back empty means all of ours were read. */
+    /* A history read that came back empty means all of ours were read (a
+     * paused queue was not read at all). */
     for (size_t i = 0; i < b->n_queues; i++)
-        if (!b->queues[i].history_done && !got[i])
+        if (!b->queues[i].history_done && !b->queues[i].paused && !got[i])
             b->queues[i].history_done = true;
     return n;
 }

@@ -39,7 +39,8 @@ typedef enum begin_kind {
     BEGIN_CACHED,   /* a result is cached: do not run */
     BEGIN_RUN,      /* lock taken with token */
     BEGIN_LOCKED,   /* another run holds the lock */
-    BEGIN_CANCELLED /* its entry was cancelled: do not run */
+    BEGIN_CANCELLED, /* its entry was cancelled: do not run */
+    BEGIN_PAUSED     /* the type is paused: nothing taken, do not run */
 } begin_kind;
 
 typedef struct broker_queue {
@@ -55,6 +56,8 @@ typedef struct broker_queue {
     char task_prefix[KEY_MAX]; /* "<prefix>:{<type>}:", for task keys */
     size_t task_prefix_len;
     bool history_done;     /* this consumer's own pending entries were read */
+    bool paused;           /* left out of claims: the type is paused (the
+                              worker sets it before each claim) */
     char history_from[48]; /* the last of them read so far ("0" at start) */
 } broker_queue;
 
@@ -142,8 +145,8 @@ void broker_failed(broker *b, const char *what, const redisReply *r);
 /* Disconnects and frees. Accepts NULL members. */
 void broker_destroy(broker *b);
 
-/* Claims up to count entries per queue. On a single Redis: one
- * XREADGROUP over every queue, blocking up to block_ms once every queue's
+/* Claims up to count entries per queue that is not paused. On a single
+ * Redis: one XREADGROUP over those queues, blocking up to block_ms once every queue's
  * own pending entries are read. On a cluster (no command reads two
  * hash slots): one XREADGROUP per queue without BLOCK, every node at once,
  * again after a short pause while all are empty, for up to block_ms.
@@ -151,6 +154,10 @@ void broker_destroy(broker *b);
  * elements mean nothing came), or NULL on a connection error. Parses
  * nothing. */
 redisReply *broker_claim(broker *b, unsigned count, int block_ms);
+
+/* The number of queues a claim reads (those not paused). With none a
+ * claim sends nothing and answers at once with nothing. */
+size_t broker_claimable(const broker *b);
 
 /* Turns a claim reply into jobs (at most max), parsing each entry.
  * Marks a queue's history as read when it returned no entries in history

@@ -79,8 +79,8 @@ static bool lock_value_fence(const char *text, size_t len, const char *owner,
     return true;
 }
 
-/* One element per task: 0 (cached), -1 (locked), -2 (cancelled) or the
- * lock value. */
+/* One element per task: 0 (cached), -1 (locked), -2 (cancelled), -3
+ * (paused) or the lock value. */
 static void begin_apply(broker *b, broker_job *jobs, const batch_call *c,
                         const redisReply *r)
 {
@@ -100,6 +100,7 @@ static void begin_apply(broker *b, broker_job *jobs, const batch_call *c,
         if (v->type == REDIS_REPLY_INTEGER) {
             j->begin = v->integer == 0    ? BEGIN_CACHED
                        : v->integer == -2 ? BEGIN_CANCELLED
+                       : v->integer == -3 ? BEGIN_PAUSED
                                           : BEGIN_LOCKED;
         } else if (v->type == REDIS_REPLY_STRING &&
                    lock_value_fence(v->str, v->len, j->owner,

@@ -136,7 +136,9 @@ static task_outcome outcome_done(const broker_job *j)
     case FINISH_RETRY:
         return OUTCOME_RETRY;
     case FINISH_RESCHEDULE:
-        return j->begin == BEGIN_LOCKED ? OUTCOME_LOCKED : OUTCOME_RESCHEDULED;
+        return j->begin == BEGIN_LOCKED   ? OUTCOME_LOCKED
+               : j->begin == BEGIN_PAUSED ? OUTCOME_PAUSED
+                                          : OUTCOME_RESCHEDULED;
     case FINISH_DEAD:
         return OUTCOME_DEAD;
     case FINISH_CANCEL:

@@ -19,6 +19,7 @@ typedef struct waiter {
     redisContext *redis; /* NULL until the first wait */
     long long id;        /* its CLIENT ID, for CLIENT UNBLOCK */
     int node;            /* the node it is connected to */
+    bool sent;           /* this wait was sent (its queue is not paused) */
     bool answered;       /* this wait's reply is readable */
 } waiter;
 
@@ -66,13 +67,14 @@ void claim_destroy(claim_state *cs, size_t n)
 static bool history_pending(const broker *b)
 {
     for (size_t i = 0; i < b->n_queues; i++)
-        if (!b->queues[i].history_done)
+        if (!b->queues[i].history_done && !b->queues[i].paused)
             return true;
     return false;
 }
 
-/* One XREADGROUP over every stream of a single Redis, blocking up to
- * block_ms once every queue's own pending entries are read. */
+/* One XREADGROUP over the stream of every queue not paused (at least one)
+ * of a single Redis, blocking up to block_ms once their own pending
+ * entries are read. */
 static redisReply *claim_all(broker *b, unsigned count, int block_ms)
 {
     size_t n = b->n_queues, argc = 0;
@@ -100,10 +102,12 @@ static redisReply *claim_all(broker *b, unsigned count, int block_ms)
     }
     argv[argc++] = "STREAMS";
     for (size_t i = 0; i < n; i++)
-        argv[argc++] = b->queues[i].stream;
+        if (!b->queues[i].paused)
+            argv[argc++] = b->queues[i].stream;
     for (size_t i = 0; i < n; i++)
-        argv[argc++] =
-            b->queues[i].history_done ? ">" : b->queues[i].history_from;
+        if (!b->queues[i].paused)
+            argv[argc++] =
+                b->queues[i].history_done ? ">" : b->queues[i].history_from;
     r = redisCommandArgv(c, (int)argc, argv, NULL);
     b->round_trips++;
     if (!r || r->type == REDIS_REPLY_ERROR) {
@@ -160,6 +164,8 @@ static int sweep(broker *b, unsigned count, redisReply *all, bool *got)
     pipeline_reset(p);
     for (size_t i = 0; i < b->n_queues; i++) {
         const broker_queue *q = &b->queues[i];
+        if (q->paused)
+            continue;
         pipeline_addf(p, q->stream,
                       "XREADGROUP GROUP %s %s COUNT %u STREAMS %s %s",
                       WHARF_GROUP, b->consumer, count ? count : 1, q->stream,
@@ -220,15 +226,20 @@ static void drop_waiter(broker *b, size_t i)
     b->claims->waiters[i].redis = NULL;
 }
 
-/* Sends every queue's blocking XREADGROUP on its waiter. 0 or -1. */
+/* Sends the blocking XREADGROUP of every queue not paused on its waiter.
+ * 0 or -1. */
 static int send_waits(broker *b, unsigned count, int block_ms)
 {
+    for (size_t i = 0; i < b->n_queues; i++)
+        b->claims->waiters[i].sent = b->claims->waiters[i].answered = false;
     for (size_t i = 0; i < b->n_queues; i++) {
-        redisContext *c = waiter_of(b, i);
+        redisContext *c;
         int done = 0;
-        if (!c)
+        if (b->queues[i].paused)
+            continue;
+        if (!(c = waiter_of(b, i)))
             return -1;
-        b->claims->waiters[i].answered = false;
+        b->claims->waiters[i].sent = true;
         if (redisAppendCommand(c,
                                "XREADGROUP GROUP %s %s COUNT %u BLOCK %d "
                                "STREAMS %s >",
@@ -256,12 +267,14 @@ static void first_answer(broker *b, int block_ms)
     int ready;
 
     for (size_t i = 0; i < b->n_queues; i++)
-        cs->fds[i] = (struct pollfd){cs->waiters[i].redis->fd, POLLIN, 0};
+        cs->fds[i] = (struct pollfd){
+            cs->waiters[i].sent ? cs->waiters[i].redis->fd : -1, POLLIN, 0};
     do
         ready = poll(cs->fds, b->n_queues, block_ms + WAIT_GRACE_MS);
     while (ready < 0 && errno == EINTR);
     for (size_t i = 0; i < b->n_queues; i++)
-        cs->waiters[i].answered = ready > 0 && cs->fds[i].revents != 0;
+        cs->waiters[i].answered =
+            ready > 0 && cs->waiters[i].sent && cs->fds[i].revents != 0;
 }
 
 /* Releases the waiters without an answer with CLIENT UNBLOCK, sent over
@@ -274,7 +287,7 @@ static void release_others(broker *b)
 
     pipeline_reset(p);
     for (size_t i = 0; i < b->n_queues; i++)
-        if (!cs->waiters[i].answered)
+        if (cs->waiters[i].sent && !cs->waiters[i].answered)
             pipeline_addf(p, b->queues[i].stream, "CLIENT UNBLOCK %lld",
                           cs->waiters[i].id);
     if (p->n > 0)
@@ -295,7 +308,8 @@ static int read_waits(broker *b, bool want, redisReply *all, bool *got)
         redisReply *r = NULL;
         int index;
         bool ask;
-        if (b->claims->waiters[i].answered != want)
+        if (!b->claims->waiters[i].sent ||
+            b->claims->waiters[i].answered != want)
             continue;
         if (!c || redisGetReply(c, (void **)&r) != REDIS_OK) {
             snprintf(b->pipe.errstr, sizeof(b->pipe.errstr), "%s",
@@ -354,6 +368,8 @@ fail:
 
 redisReply *claim_next(broker *b, unsigned count, int block_ms)
 {
+    if (broker_claimable(b) == 0)
+        return new_claim(b); /* every type paused: nothing to read */
     if (b->nodes.cluster)
         return claim_cluster(b, count, block_ms);
     return claim_all(b, count, block_ms);

@@ -49,6 +49,9 @@ typedef struct type_metrics {
     _Atomic int lease_margin_known;
     _Atomic int64_t lease_ttl_ms;
     _Atomic uint64_t leases_lost;
+    /* Written by the supervisor from the queue figures (every second):
+     * 1 while the type is paused. Workers leave it out of their claims. */
+    _Atomic int paused;
 } type_metrics;
 
 typedef struct metrics {
@@ -66,6 +69,8 @@ typedef struct queue_figures {
     const char *type;
     long long ready, running, delayed, dead;
     int pressure;
+    int paused;               /* 1 while the type is paused (wharf pause) */
+    long long paused_left_ms; /* the pause's time left; -1: no end */
     char node[300]; /* "host:port" of the Redis node serving the type */
 } queue_figures;
 

@@ -2,8 +2,8 @@
 #include "outcome.h"
 
 static const char *const outcome_names[OUTCOME_COUNT] = {
-    "ok",     "retry", "dead",      "cached",
-    "locked", "stale", "cancelled", "rescheduled"};
+    "ok",    "retry",     "dead",        "cached", "locked",
+    "stale", "cancelled", "rescheduled", "paused"};
 
 const char *task_outcome_name(task_outcome outcome)
 {

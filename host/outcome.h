@@ -16,6 +16,8 @@ typedef enum task_outcome {
     OUTCOME_CANCELLED,   /* wharf cancel: nothing written, not retried */
     OUTCOME_RESCHEDULED, /* back unrun, no attempt spent: its host was
                             stopping, or its lease could not be kept */
+    OUTCOME_PAUSED,      /* back unrun, no attempt spent: its type was
+                            paused between its claim and its begin */
     OUTCOME_COUNT
 } task_outcome;
 

@@ -11,8 +11,8 @@
 /* A number argument of the figures call: a uint64_t in decimal. */
 #define FIGURE_ARG_MAX 24
 
-/* figures.lua answers {ready, running, delayed, dead, pressure}. */
-#define FIGURES_REPLY_LEN 5
+/* figures.lua answers {ready, running, delayed, dead, pressure, paused}. */
+#define FIGURES_REPLY_LEN 6
 
 /* Adds the figures call for queue q (sdk/lua/figures.lua) to p. 0 or -1. */
 static int add_figures(broker *b, const broker_queue *q)
@@ -45,6 +45,8 @@ static int read_figures(const redisReply *r, queue_figures *f)
     f->delayed = r->element[2]->integer;
     f->dead = r->element[3]->integer;
     f->pressure = r->element[4]->integer != 0;
+    f->paused = r->element[5]->integer != -2;
+    f->paused_left_ms = f->paused ? r->element[5]->integer : 0;
     return 0;
 }
 

@@ -3,6 +3,8 @@
  * promotion of due tasks, trimming the dead sets, cancel polling, and
  * the queue figures /metrics and the console answer from. */
 
+#include <stdatomic.h>
+
 #include "backoff.h"
 #include "cancel_poll.h"
 #include "log.h"
@@ -112,6 +114,20 @@ static int64_t takeover_every_ms(const supervisor *s)
     return every < 100 ? 100 : every > 5000 ? 5000 : every;
 }
 
+/* Tells the workers which served types are paused (they leave those out
+ * of their claims), from the figures just read. */
+static void publish_pauses(supervisor *s)
+{
+    metrics *m = s->m;
+
+    for (size_t i = 0; m && i < s->b.n_queues; i++) {
+        int t = metrics_type_find(m, s->b.queues[i].type);
+        if (t >= 0)
+            atomic_store_explicit(&m->types[t].paused, s->figures[i].paused,
+                                  memory_order_relaxed);
+    }
+}
+
 /* Reads every queue's figures and publishes backlog and pressure; when
  * /metrics is served, reads those of the unserved types too. -1 when the
  * connection failed. */
@@ -126,6 +142,7 @@ int refresh_figures(supervisor *s, int64_t now)
         return -1;
     }
     s->figures_ok = true;
+    publish_pauses(s);
     /* Only /metrics reads them, and they never make the served types'
      * figures less sure (figures_ok). */
     if (!s->http)

@@ -8,6 +8,7 @@
 #include "worker.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,11 @@
 #define RECONNECT_MAX_MS 5000
 /* How often the dead sets are trimmed to dead_max. */
 #define TRIM_EVERY_MS 1000
+/* How long a pause a begin found holds a type out of this worker's
+ * claims before the supervisor's figures (read every second) show it. */
+#define PAUSE_SEEN_MS 3000
+/* While every served type is paused: how often the worker looks again. */
+#define PAUSED_NAP_MS 200
 
 void worker_consumer_name(char *buf, size_t len, const char *instance,
                           unsigned slot_index)
@@ -123,6 +129,7 @@ static int worker_setup(worker *w)
     w->ctxs = xcalloc(w->capacity, sizeof(*w->ctxs));
     for (size_t i = 0; i < w->capacity; i++)
         context_init(&w->ctxs[i], NULL, WORKER_MAX_RESULT);
+    w->pause_seen_ms = xcalloc(w->b.n_queues, sizeof(*w->pause_seen_ms));
     w->metric_index = xcalloc(w->b.n_queues, sizeof(*w->metric_index));
     for (size_t i = 0; i < w->b.n_queues; i++)
         w->metric_index[i] =
@@ -142,7 +149,37 @@ static void worker_teardown(worker *w)
     free(w->ctxs);
     free(w->jobs);
     free(w->metric_index);
+    free(w->pause_seen_ms);
     broker_destroy(&w->b);
+}
+
+void worker_saw_pause(worker *w, const broker_queue *q)
+{
+    w->pause_seen_ms[q - w->b.queues] = clock_ms();
+}
+
+/* Marks the queues a claim leaves out: those the supervisor's figures
+ * show paused, and those a begin found paused a moment ago. */
+static void note_pauses(worker *w)
+{
+    const metrics *m = w->opts->metrics;
+    int64_t now = 0;
+
+    for (size_t i = 0; i < w->b.n_queues; i++) {
+        bool shared = m && w->metric_index[i] >= 0 &&
+                      atomic_load_explicit(&m->types[w->metric_index[i]].paused,
+                                           memory_order_relaxed);
+        bool seen = false;
+        if (w->pause_seen_ms[i] != 0) {
+            if (!now)
+                now = clock_ms();
+            if (shared || now - w->pause_seen_ms[i] > PAUSE_SEEN_MS)
+                w->pause_seen_ms[i] = 0; /* the figures know, or it ended */
+            else
+                seen = true;
+        }
+        w->b.queues[i].paused = shared || seen;
+    }
 }
 
 /* Adds the round trips and Redis errors since the last call to the
@@ -242,7 +279,7 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
     while (true) {
         redisReply *claim;
         size_t n;
-        int ran;
+        int ran, maintained;
 
         worker_read_signals(&w);
         if (worker_stopping(&w) && !(w.held && worker_keep_trying(&w)))
@@ -264,7 +301,16 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
         }
         if (worker_stopping(&w))
             break; /* nothing held is left to send */
-        if (worker_maintain(&w) != 0 ||
+        maintained = worker_maintain(&w);
+        note_pauses(&w);
+        if (maintained == 0 && broker_claimable(&w.b) == 0) {
+            /* Every type paused: nothing to claim, and no claim sent
+             * until one runs again. */
+            worker_sleep_ms(&w, opts->block_ms < PAUSED_NAP_MS ? opts->block_ms
+                                                               : PAUSED_NAP_MS);
+            continue;
+        }
+        if (maintained != 0 ||
             !(claim = broker_claim(&w.b, w.count, opts->block_ms))) {
             log_fields(WHARF_LOG_WARN, "redis connection lost; reconnecting",
                        (log_field[]){LOG_STR("error", w.b.errstr),

@@ -251,6 +251,16 @@ int worker_begin_and_run(worker *w, size_t n)
             j->finish = FINISH_CANCEL;
             j->reason = "cancelled";
             break;
+        case BEGIN_PAUSED:
+            /* Claimed before this worker knew of the pause: back to wait
+             * in the stream, no attempt spent, and the type left out of
+             * this worker's claims from now on (worker.c). */
+            j->finish = FINISH_RESCHEDULE;
+            j->next_attempt = j->e.task.attempt;
+            j->delay_ms = 0;
+            j->reason = "type paused";
+            worker_saw_pause(w, j->queue);
+            break;
         case BEGIN_LOCKED:
             if (w->opts->metrics)
                 metrics_add(w->opts->metrics, &w->opts->metrics->lock_contended,

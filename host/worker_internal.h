@@ -42,6 +42,8 @@ typedef struct worker {
     bool signalled;       /* a SIGTERM / SIGINT is pending */
     int *metric_index;    /* per broker queue: its metrics type index */
     uint64_t counted_round_trips, counted_errors; /* already in metrics */
+    int64_t *pause_seen_ms; /* per broker queue: when a begin last found
+                               it paused, or 0 */
 } worker;
 
 /* ---- worker_stop.c: whether to stop, and sleeping ---- */
@@ -76,6 +78,13 @@ void worker_slot_finishing(worker *w);
 
 /* Marks job i as running; the run number that names this plugin call. */
 uint32_t worker_slot_running(worker *w, uint32_t i);
+
+/* ---- worker.c: the loop ---- */
+
+/* A begin found q's type paused: q stays out of this worker's claims
+ * until the supervisor's figures show the pause (or for a few seconds,
+ * should they never do: it ended meanwhile). */
+void worker_saw_pause(worker *w, const broker_queue *q);
 
 /* ---- worker_batch.c: one batch ---- */
 

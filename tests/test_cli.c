@@ -817,6 +817,8 @@ Test(cli, stats_json_exact)
     command("SET wharf:{a}:pressure 1");
     command("XADD wharf:{b}:stream * id b0");
     command("ZADD wharf:{b}:hosts 1 web-1:default");
+    command("SET wharf:{b}:paused 1 PX 600000");
+    command("SET wharf:{c}:paused 1");
     command("SADD wharf:types b a c");
     r = wharf("stats", "--json");
     cr_assert_eq(r->status, 0, "%s", r->err);
@@ -825,21 +827,37 @@ Test(cli, stats_json_exact)
         want, sizeof(want),
         "{\"types\": {"
         "\"a\": {\"ready\": 2, \"running\": 1, \"delayed\": 2, \"dead\": 1, "
-        "\"pressure\": true, \"served\": false, \"node\": \"%s\"}, "
+        "\"pressure\": true, \"paused\": false, \"served\": false, "
+        "\"node\": \"%s\"}, "
         "\"b\": {\"ready\": 1, \"running\": 0, \"delayed\": 0, \"dead\": 0, "
-        "\"pressure\": false, \"served\": true, \"node\": \"%s\"}, "
+        "\"pressure\": false, \"paused\": true, \"paused_left_ms\": LEFT, "
+        "\"served\": true, \"node\": \"%s\"}, "
         "\"c\": {\"ready\": 0, \"running\": 0, \"delayed\": 0, \"dead\": 0, "
-        "\"pressure\": false, \"served\": false, \"node\": \"%s\"}}}\n",
+        "\"pressure\": false, \"paused\": true, \"served\": false, "
+        "\"node\": \"%s\"}}}\n",
         node, node, node);
+    /* b's pause has some 600000 ms left: the one figure that moves. */
+    {
+        char *left = strstr(r->out, "\"paused_left_ms\": ");
+        long long ms;
+        cr_assert(left, "%s", r->out);
+        left += strlen("\"paused_left_ms\": ");
+        ms = strtoll(left, NULL, 10);
+        cr_assert(ms > 0 && ms <= 600000, "%lld", ms);
+        memmove(left + 4, left + strspn(left, "0123456789"),
+                strlen(left + strspn(left, "0123456789")) + 1);
+        memcpy(left, "LEFT", 4);
+    }
     cr_assert_str_eq(r->out, want);
     r = wharf("stats");
     cr_assert_eq(r->status, 0);
-    cr_assert(matches("^TYPE +READY +RUNNING +DELAYED +DEAD +PRESSURE +NODE "
-                      "+SERVED\n"
-                      "a +2 +1 +2 +1 +yes +127\\.0\\.0\\.1:[0-9]+ +NO "
+    cr_assert(matches("^TYPE +READY +RUNNING +DELAYED +DEAD +PRESSURE +PAUSED "
+                      "+NODE +SERVED\n"
+                      "a +2 +1 +2 +1 +yes +no +127\\.0\\.0\\.1:[0-9]+ +NO "
                       "\\(no live host\\)\n"
-                      "b +1 +0 +0 +0 +no +127\\.0\\.0\\.1:[0-9]+ +yes\n"
-                      "c +0 +0 +0 +0 +no +127\\.0\\.0\\.1:[0-9]+ +NO "
+                      "b +1 +0 +0 +0 +no +yes, (600|5[0-9][0-9])s "
+                      "+127\\.0\\.0\\.1:[0-9]+ +yes\n"
+                      "c +0 +0 +0 +0 +no +yes +127\\.0\\.0\\.1:[0-9]+ +NO "
                       "\\(no live host\\)\n$",
                       r->out),
               "%s", r->out);

@@ -166,11 +166,11 @@ Test(scripts, begin_answers_cached_locked_or_a_fresh_token)
     freeReplyObject(test_redis_command(rc, "SET w:{t}:result:a done"));
     freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:b 99"));
     freeReplyObject(test_redis_command(rc, "SET w:{t}:fence 41"));
-    r = run(&script_begin, 11, "w:{t}:fence", "w:{t}:entries", "w:{t}:result:a",
-            "w:{t}:result:b", "w:{t}:result:c", "w:{t}:cancel:a",
-            "w:{t}:cancel:b", "w:{t}:cancel:c", "w:{t}:lock:a", "w:{t}:lock:b",
-            "w:{t}:lock:c", "60000", "00112233aabbccdd", "13", "1-1", "1-2",
-            "1-3", NULL);
+    r = run(&script_begin, 12, "w:{t}:fence", "w:{t}:entries", "w:{t}:paused",
+            "w:{t}:result:a", "w:{t}:result:b", "w:{t}:result:c",
+            "w:{t}:cancel:a", "w:{t}:cancel:b", "w:{t}:cancel:c",
+            "w:{t}:lock:a", "w:{t}:lock:b", "w:{t}:lock:c", "60000",
+            "00112233aabbccdd", "13", "1-1", "1-2", "1-3", NULL);
     cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
     cr_assert_eq(r->elements, 3);
     cr_assert_eq(r->element[0]->type, REDIS_REPLY_INTEGER);
@@ -201,10 +201,10 @@ Test(scripts, begin_skips_a_cancelled_entry_only)
     /* a's cancel names its entry; b's names an older entry of the id. */
     freeReplyObject(test_redis_command(rc, "SET w:{t}:cancel:a 1-1"));
     freeReplyObject(test_redis_command(rc, "SET w:{t}:cancel:b 0-9"));
-    r = run(&script_begin, 8, "w:{t}:fence", "w:{t}:entries", "w:{t}:result:a",
-            "w:{t}:result:b", "w:{t}:cancel:a", "w:{t}:cancel:b",
-            "w:{t}:lock:a", "w:{t}:lock:b", "60000", "00112233aabbccdd", "13",
-            "1-1", "1-2", NULL);
+    r = run(&script_begin, 9, "w:{t}:fence", "w:{t}:entries", "w:{t}:paused",
+            "w:{t}:result:a", "w:{t}:result:b", "w:{t}:cancel:a",
+            "w:{t}:cancel:b", "w:{t}:lock:a", "w:{t}:lock:b", "60000",
+            "00112233aabbccdd", "13", "1-1", "1-2", NULL);
     cr_assert_eq(r->elements, 2);
     cr_assert_eq(r->element[0]->type, REDIS_REPLY_INTEGER);
     cr_assert_eq(r->element[0]->integer, -2);
@@ -212,6 +212,74 @@ Test(scripts, begin_skips_a_cancelled_entry_only)
     freeReplyObject(r);
     cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:a"), 0);
     cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:b"), 1);
+}
+
+/* While the type is paused begin answers -3 for every task and takes
+ * nothing: no token drawn, no lock, nothing marked begun; once resumed
+ * the same call begins them. */
+Test(scripts, begin_takes_nothing_while_the_type_is_paused)
+{
+    redisReply *r;
+
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:fence 7"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:paused 1700000000000"));
+    for (int resumed = 0; resumed < 2; resumed++) {
+        r = run(&script_begin, 9, "w:{t}:fence", "w:{t}:entries",
+                "w:{t}:paused", "w:{t}:result:a", "w:{t}:result:b",
+                "w:{t}:cancel:a", "w:{t}:cancel:b", "w:{t}:lock:a",
+                "w:{t}:lock:b", "60000", "00112233aabbccdd", "13", "1-1", "1-2",
+                NULL);
+        cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+        cr_assert_eq(r->elements, 2);
+        for (size_t i = 0; i < 2; i++) {
+            if (resumed) {
+                cr_assert_eq(r->element[i]->type, REDIS_REPLY_STRING);
+            } else {
+                cr_assert_eq(r->element[i]->type, REDIS_REPLY_INTEGER);
+                cr_assert_eq(r->element[i]->integer, -3);
+            }
+        }
+        freeReplyObject(r);
+        if (!resumed) {
+            assert_str(get("w:{t}:fence"), "7");
+            cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:a w:{t}:lock:b"),
+                         0);
+            cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:entries"), 0);
+            freeReplyObject(test_redis_command(rc, "DEL w:{t}:paused"));
+        }
+    }
+    assert_str(get("w:{t}:fence"), "9");
+}
+
+/* pause.lua: a pause keeps its start when paused again, its end is
+ * replaced, and a resume answers the start it ends. */
+Test(scripts, pause_keeps_its_start_and_resume_ends_it)
+{
+    redisReply *r;
+    long long since;
+
+    r = run(&script_pause, 1, "w:{t}:paused", "pause", "60000", NULL);
+    cr_assert_eq(r->elements, 3);
+    cr_assert_str_eq(r->element[0]->str, "PAUSED");
+    since = r->element[1]->integer;
+    cr_assert_gt(since, 0);
+    cr_assert_eq(r->element[2]->integer, 60000);
+    freeReplyObject(r);
+    r = run(&script_pause, 1, "w:{t}:paused", "pause", "0", NULL);
+    cr_assert_str_eq(r->element[0]->str, "EXTENDED");
+    cr_assert_eq(r->element[1]->integer, since);
+    cr_assert_eq(r->element[2]->integer, -1);
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "PTTL w:{t}:paused"), -1);
+    r = run(&script_pause, 1, "w:{t}:paused", "resume", "0", NULL);
+    cr_assert_str_eq(r->element[0]->str, "RESUMED");
+    cr_assert_eq(r->element[1]->integer, since);
+    freeReplyObject(r);
+    r = run(&script_pause, 1, "w:{t}:paused", "resume", "0", NULL);
+    cr_assert_str_eq(r->element[0]->str, "RUNNING");
+    cr_assert_eq(r->element[1]->integer, 0);
+    freeReplyObject(r);
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:paused"), 0);
 }
 
 Test(scripts, finish_writes_each_kind_and_nothing_of_a_stale_run)

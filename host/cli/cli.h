@@ -102,6 +102,8 @@ extern const cli_command cmd_top_entry;
 extern const cli_command cmd_status_entry;
 extern const cli_command cmd_cancel_entry;
 extern const cli_command cmd_queue_drop_entry;
+extern const cli_command cmd_pause_entry;
+extern const cli_command cmd_resume_entry;
 
 /* Exit codes beyond <sysexits.h>: a missing thing is 1; a task that will
  * never have a result is 2 (dead) or 3 (cancelled). */

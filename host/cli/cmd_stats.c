@@ -1,5 +1,6 @@
 /* wharf stats [--json]: per type of the types set, ready (stream length
- * less pending), running (pending), delayed, dead, pressure, whether a
+ * less pending), running (pending), delayed, dead, pressure, whether it
+ * is paused (and for how long more), whether a
  * live host serves it (its presence key <prefix>:{T}:hosts, which every
  * live host serving T refreshes), and the Redis node that serves it. O(1)
  * commands per type, all types in one pipelined round trip (to every node
@@ -78,10 +79,12 @@ static void print_json(const type_stats *stats, size_t n)
         printf("%s", i ? ", " : "");
         cli_print_json_string(stdout, f->type);
         printf(": {\"ready\": %lld, \"running\": %lld, \"delayed\": %lld, "
-               "\"dead\": %lld, \"pressure\": %s, \"served\": %s, "
-               "\"node\": ",
+               "\"dead\": %lld, \"pressure\": %s, \"paused\": %s, ",
                f->ready, f->running, f->delayed, f->dead,
-               f->pressure ? "true" : "false",
+               f->pressure ? "true" : "false", f->paused ? "true" : "false");
+        if (f->paused && f->paused_left_ms >= 0)
+            printf("\"paused_left_ms\": %lld, ", f->paused_left_ms);
+        printf("\"served\": %s, \"node\": ",
                stats[i].served ? "true" : "false");
         cli_print_json_string(stdout, f->node);
         putchar('}');
@@ -89,20 +92,34 @@ static void print_json(const type_stats *stats, size_t n)
     printf("}}\n");
 }
 
+/* "no", "yes" (until resumed) or "yes, 42s" (the time left). */
+static const char *paused_text(const queue_figures *f, char *buf, size_t len)
+{
+    if (!f->paused)
+        return "no";
+    if (f->paused_left_ms < 0)
+        return "yes";
+    snprintf(buf, len, "yes, %llds", (f->paused_left_ms + 999) / 1000);
+    return buf;
+}
+
 static void print_table(const type_stats *stats, size_t n)
 {
+    char paused[32];
     int width = 4;
 
     for (size_t i = 0; i < n; i++)
         if ((int)strlen(stats[i].f.type) > width)
             width = (int)strlen(stats[i].f.type);
-    printf("%-*s %10s %10s %10s %10s  %-8s  %-21s  %s\n", width, "TYPE",
-           "READY", "RUNNING", "DELAYED", "DEAD", "PRESSURE", "NODE", "SERVED");
+    printf("%-*s %10s %10s %10s %10s  %-8s  %-10s  %-21s  %s\n", width, "TYPE",
+           "READY", "RUNNING", "DELAYED", "DEAD", "PRESSURE", "PAUSED", "NODE",
+           "SERVED");
     for (size_t i = 0; i < n; i++) {
         const queue_figures *f = &stats[i].f;
-        printf("%-*s %10lld %10lld %10lld %10lld  %-8s  %-21s  %s\n", width,
-               f->type, f->ready, f->running, f->delayed, f->dead,
-               f->pressure ? "yes" : "no", f->node,
+        printf("%-*s %10lld %10lld %10lld %10lld  %-8s  %-10s  %-21s  %s\n",
+               width, f->type, f->ready, f->running, f->delayed, f->dead,
+               f->pressure ? "yes" : "no",
+               paused_text(f, paused, sizeof(paused)), f->node,
                stats[i].served ? "yes" : "NO (no live host)");
     }
 }
@@ -184,6 +201,7 @@ const cli_command cmd_stats_entry = {
     .usage = "[--json]",
     .help =
         "Per type: ready, running, delayed and dead tasks, pressure, whether\n"
+        "it is paused (wharf pause; \"yes, 42s\": that long more), whether\n"
         "a live host serves it (SERVED \"NO\": its tasks wait for nobody),\n"
         "and the Redis node that serves it (on a cluster, the primary owning\n"
         "its slot).\n"

@@ -19,7 +19,8 @@ static const cli_command *const commands[] = {
     &cmd_dead_purge_entry,    &cmd_locks_list_entry,
     &cmd_locks_release_entry, &cmd_run_entry, &cmd_top_entry,
     &cmd_status_entry,        &cmd_cancel_entry,
-    &cmd_queue_drop_entry,    NULL};
+    &cmd_queue_drop_entry,    &cmd_pause_entry,
+    &cmd_resume_entry,        NULL};
 
 /* Usage lines of every command whose name starts with `family` (all when
  * NULL). */

@@ -3,6 +3,7 @@
 -- KEYS:
 --   1 fence
 --   2 entries
+--   3 paused           set while the type is paused (pause.lua)
 --   then result:<id>   of each task,
 --   then cancel:<id>   of each task,
 --   then lock:<id>     of each task (same order).
@@ -13,7 +14,8 @@
 --   3 id_offset        the length of "<prefix>:{<type>}:result:" (an id is
 --                      the rest of its result key)
 --   then entry         the stream entry id of each task.
--- Reply: one element per task, in order: 0 when its result is cached; -2
+-- Reply: one element per task, in order: -3 for every task while the type
+--       is paused (nothing is taken); 0 when its result is cached; -2
 --       when its entry was cancelled (cancel:<id> holds the entry id);
 --       else it draws a fresh fencing token from fence and takes the lock
 --       with SET NX PX: the lock's value "<token>-<owner>" (a string), or
@@ -27,22 +29,28 @@
 -- The owner part lets the caller release the locks of a call whose reply
 -- it never read (the connection broke): it knows the owner, not the
 -- tokens (see release.lua).
--- Per call, not per task: one EXISTS over every result and cancel key
--- answers the common case (none cached, none cancelled), and one INCRBY
+-- Per call, not per task: one EXISTS over the paused key and every result
+-- and cancel key answers the common case (not paused, none cached, none
+-- cancelled), and one INCRBY
 -- draws the tokens: the same tokens, in the same order, as one INCR per
 -- task. A token is formatted as an integer (%d, cheap) rather than left to
 -- Redis's %.17g. Only the first write can fail (out of memory, before
 -- anything was written): then the call fails as a whole.
 local call, format, keys, argv = redis.call, string.format, KEYS, ARGV
 local ttl, owner, skip = argv[1], argv[2], tonumber(argv[3]) + 1
-local n = (#keys - 2) / 3
+local n = (#keys - 3) / 3
 local early, fresh = nil, n
-if call('EXISTS', unpack(keys, 3, 2 + 2 * n)) > 0 then
+if call('EXISTS', unpack(keys, 3, 3 + 2 * n)) > 0 then
+  if call('EXISTS', keys[3]) == 1 then
+    local out = {}
+    for i = 1, n do out[i] = -3 end
+    return out
+  end
   early, fresh = {}, 0
   for i = 1, n do
-    if call('EXISTS', keys[2 + i]) == 1 then
+    if call('EXISTS', keys[3 + i]) == 1 then
       early[i] = 0
-    elseif call('GET', keys[2 + n + i]) == argv[3 + i] then
+    elseif call('GET', keys[3 + n + i]) == argv[3 + i] then
       early[i] = -2
     else
       fresh = fresh + 1
@@ -59,7 +67,7 @@ for i = 1, n do
   else
     token = token + 1
     local t = format('%d-%s', token, owner)
-    local lock = keys[2 + 2 * n + i]
+    local lock = keys[3 + 2 * n + i]
     if call('SET', lock, t, 'NX', 'PX', ttl) then
       out[i] = t
       begun[#begun + 1] = i
@@ -81,7 +89,7 @@ if #begun > 0 then
                            math.floor(tonumber(time[2]) / 1000))
   local fields = {}
   for _, i in ipairs(begun) do
-    fields[#fields + 1] = string.sub(keys[2 + i], skip)
+    fields[#fields + 1] = string.sub(keys[3 + i], skip)
     fields[#fields + 1] = argv[3 + i] .. ' ' .. now
   end
   call('HSET', keys[2], unpack(fields))

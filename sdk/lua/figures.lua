@@ -7,13 +7,16 @@
 --   3 dead
 --   4 pressure         the flag: set while the backlog is too long
 --   5 backlog          the backlog, for producers to read
+--   6 paused           set while the type is paused (pause.lua)
 -- ARGV:
 --   1 group
 --   2 high             the high watermark: over it, the flag is set
 --   3 low              the low watermark: under it, the flag is cleared
 --   4 ttl_ms           how long the flag and the backlog live
--- Reply: {ready, running, delayed, dead, pressure}: ready leaves out the
---       running (never below 0); pressure is 1 while the flag is set.
+-- Reply: {ready, running, delayed, dead, pressure, paused}: ready leaves
+--       out the running (never below 0); pressure is 1 while the flag is
+--       set; paused is the pause's time left in ms while the type is
+--       paused (-1: until resumed), else -2 (PTTL's answers).
 -- Between the watermarks the flag keeps its state: PEXPIRE renews it if
 -- it is there. Every live host refreshes both keys, so they clear
 -- themselves once all hosts are gone.
@@ -36,4 +39,5 @@ elseif backlog < tonumber(ARGV[3]) then
 elseif redis.call('PEXPIRE', KEYS[4], ARGV[4]) == 1 then
   pressure = 1
 end
-return {ready, running, delayed, dead, pressure}
+return {ready, running, delayed, dead, pressure,
+        redis.call('PTTL', KEYS[6])}
