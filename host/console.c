@@ -213,7 +213,8 @@ void console_http(console *c, const char *method, const char *path,
         return;
     }
     if (strcmp(path, "/api/replay") == 0 || strcmp(path, "/api/purge") == 0 ||
-        strcmp(path, "/api/cancel") == 0) {
+        strcmp(path, "/api/cancel") == 0 || strcmp(path, "/api/pause") == 0 ||
+        strcmp(path, "/api/resume") == 0) {
         if (!post)
             console_reply_error(reply, 405, "%s takes POST", path);
         else

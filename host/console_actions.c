@@ -1,12 +1,14 @@
-/* The console's actions (docs/console.md): POST /api/replay, /api/purge
- * and /api/cancel, each one script of sdk/lua, the same as `wharf dead
- * replay`, `wharf dead purge` and `wharf cancel` run. Off unless the
+/* The console's actions (docs/console.md): POST /api/replay, /api/purge,
+ * /api/cancel, /api/pause and /api/resume, each one script of sdk/lua,
+ * the same as `wharf dead replay`, `wharf dead purge`, `wharf cancel`,
+ * `wharf pause` and `wharf resume` run. Off unless the
  * manifest says [console] actions = yes; each needs its token and passes
  * a cross-origin check. Each script's call (its KEYS and ARGV, in the
  * order of the script's header) is one function: call_cancel,
- * call_dead_replay, call_dead_purge. */
+ * call_dead_replay, call_dead_purge, call_pause. */
 #include "console_actions.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -26,8 +28,13 @@
 typedef enum action_kind {
     ACTION_CANCEL,
     ACTION_REPLAY,
-    ACTION_PURGE
+    ACTION_PURGE,
+    ACTION_PAUSE, /* of a type: no id */
+    ACTION_RESUME
 } action_kind;
+
+/* The longest pause the console sets with `for` (wharf pause's too). */
+#define PAUSE_FOR_MAX_MS ((int64_t)30 * 24 * 3600 * 1000)
 
 /* ---- the scripts' calls (lua_scripts.h builds each from its .lua
  * header): the reply (caller frees), or NULL after dropping the
@@ -72,6 +79,24 @@ static redisReply *call_dead_purge(console *c, const char *type, const char *id)
     command_init(&cmd);
     script_dead_purge_call(&cmd, console_prefix(c), type, id);
     r = console_run_script(c, &script_dead_purge, &cmd);
+    command_free(&cmd);
+    return r;
+}
+
+/* sdk/lua/pause.lua: a type paused (for for_ms, 0 until resumed) or
+ * resumed. */
+static redisReply *call_pause(console *c, const char *type, bool pause,
+                              int64_t for_ms)
+{
+    char for_text[24];
+    command cmd;
+    redisReply *r;
+
+    snprintf(for_text, sizeof(for_text), "%" PRId64, for_ms);
+    command_init(&cmd);
+    script_pause_call(&cmd, console_prefix(c), type, pause ? "pause" : "resume",
+                      for_text);
+    r = console_run_script(c, &script_pause, &cmd);
     command_free(&cmd);
     return r;
 }
@@ -221,16 +246,75 @@ static const char *action_arg(const char *name, char *buf, size_t len)
     return http_form(name, buf, len) ? buf : NULL;
 }
 
-/* POST /api/<what>, what being "replay", "purge" or "cancel". */
+/* POST /api/pause or /api/resume of type (checked): `for` (a duration,
+ * optional) ends the pause by itself. Answers {"done", "type", "was"
+ * (PAUSED, EXTENDED, RESUMED or RUNNING: pause.lua's word),
+ * "paused_since" (ms), "left_ms" (-1: until resumed)}. */
+static void pause_action(console *c, action_kind kind, const char *type,
+                         http_reply *reply)
+{
+    char for_buf[64];
+    const char *for_text = action_arg("for", for_buf, sizeof(for_buf));
+    int64_t for_ms = 0;
+    redisReply *r;
+    json_out b = {0};
+
+    if (kind == ACTION_PAUSE && for_text &&
+        (config_parse_duration(for_text, &for_ms) != 0 || for_ms <= 0 ||
+         for_ms > PAUSE_FOR_MAX_MS)) {
+        console_reply_error(reply, 400,
+                            "for: expected a duration from 1ms to 30d "
+                            "(e.g. 10m), or none to pause until resumed");
+        return;
+    }
+    if (!console_redis_for(c, reply))
+        return;
+    r = call_pause(c, type, kind == ACTION_PAUSE, for_ms);
+    if (!r) {
+        console_unavailable(reply, "2",
+                            "redis: the action may not have gone through");
+        return;
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING ||
+        r->element[1]->type != REDIS_REPLY_INTEGER ||
+        r->element[2]->type != REDIS_REPLY_INTEGER ||
+        script_pause_word_of(r->element[0]->str) == SCRIPT_PAUSE_NO_WORD) {
+        console_reply_error(reply, 502, "redis: %s",
+                            r->type == REDIS_REPLY_ERROR ? r->str
+                                                         : "unexpected reply");
+        freeReplyObject(r);
+        return;
+    }
+    log_fields(WHARF_LOG_INFO, "console action",
+               (log_field[]){
+                   LOG_STR("action", kind == ACTION_PAUSE ? "pause" : "resume"),
+                   LOG_STR("type", type), LOG_STR("was", r->element[0]->str)},
+               3);
+    json_out_printf(&b, "{\"done\":\"%s\",\"type\":",
+                    kind == ACTION_PAUSE ? "pause" : "resume");
+    json_out_str(&b, type);
+    json_out_puts(&b, ",\"was\":");
+    json_out_str(&b, r->element[0]->str);
+    json_out_printf(&b, ",\"paused_since\":%lld,\"left_ms\":%lld}",
+                    r->element[1]->integer, r->element[2]->integer);
+    console_reply_json(reply, 200, &b);
+    freeReplyObject(r);
+}
+
+/* POST /api/<what>, what being "replay", "purge", "cancel", "pause" or
+ * "resume". */
 void console_action(console *c, const char *what, http_reply *reply)
 {
     char type_buf[128], id_buf[256];
     const char *type;
     const char *id = action_arg("id", id_buf, sizeof(id_buf));
     const char *word;
-    action_kind kind = strcmp(what, "replay") == 0  ? ACTION_REPLAY
-                       : strcmp(what, "purge") == 0 ? ACTION_PURGE
-                                                    : ACTION_CANCEL;
+    action_kind kind = strcmp(what, "replay") == 0   ? ACTION_REPLAY
+                       : strcmp(what, "purge") == 0  ? ACTION_PURGE
+                       : strcmp(what, "pause") == 0  ? ACTION_PAUSE
+                       : strcmp(what, "resume") == 0 ? ACTION_RESUME
+                                                     : ACTION_CANCEL;
     redisReply *r;
     json_out b = {0};
 
@@ -240,6 +324,10 @@ void console_action(console *c, const char *what, http_reply *reply)
         reply, action_arg("type", type_buf, sizeof(type_buf)), true);
     if (!*type)
         return;
+    if (kind == ACTION_PAUSE || kind == ACTION_RESUME) {
+        pause_action(c, kind, type, reply);
+        return;
+    }
     if (!id || !config_valid_task_id(id, strlen(id))) {
         console_reply_error(reply, 400,
                             "id: expected 1-200 printable bytes without "

@@ -55,9 +55,13 @@ static void jb_type(json_out *b, const console *c, const queue_figures *f)
     json_out_str(b, f->type);
     json_out_printf(b,
                     ",\"ready\":%lld,\"running\":%lld,\"delayed\":%lld,"
-                    "\"dead\":%lld,\"pressure\":%s,\"hosts\":%s",
+                    "\"dead\":%lld,\"pressure\":%s,\"paused\":%s,"
+                    "\"hosts\":%s",
                     f->ready, f->running, f->delayed, f->dead,
-                    f->pressure ? "true" : "false", served);
+                    f->pressure ? "true" : "false",
+                    f->paused ? "true" : "false", served);
+    if (f->paused && f->paused_left_ms >= 0)
+        json_out_printf(b, ",\"paused_left_ms\":%lld", f->paused_left_ms);
     if (ti < 0 || !c->rings[ti] || c->samples == 0) {
         json_out_puts(b, "}");
         return;

@@ -177,7 +177,8 @@ static void render_gauge(text *t, const char *name, const char *help,
                       : field == 1 ? q[i].running
                       : field == 2 ? q[i].delayed
                       : field == 3 ? q[i].dead
-                                   : q[i].pressure;
+                      : field == 4 ? q[i].pressure
+                                   : q[i].paused;
         put(t, "%s{type=\"%s\"} %lld\n", name, q[i].type, v);
     }
 }
@@ -217,6 +218,10 @@ char *metrics_render(const metrics *m, const queue_figures *queues,
         render_gauge(&t, "wharf_queue_pressure",
                      "1 while the backlog is above the high watermark.",
                      queues, n_queues, 4);
+        render_gauge(&t, "wharf_queue_paused",
+                     "1 while the type is paused (wharf pause): no task of it "
+                     "starts.",
+                     queues, n_queues, 5);
         put(&t, "# HELP wharf_queue_node 1 for the Redis node that serves "
                 "the type (on a cluster, the primary owning its slot).\n"
                 "# TYPE wharf_queue_node gauge\n");

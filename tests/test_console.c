@@ -479,6 +479,32 @@ Test(console, actions_need_post_the_token_and_the_same_origin)
     cr_expect(test_host_log_has(&host, "console action", "replay", "replay-me",
                                 NULL));
 
+    /* pause and resume a type: the same token and origin checks */
+    cr_expect_eq(request("POST", "/api/pause?type=chaos", NULL), 403, "%s",
+                 body);
+    cr_expect_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:paused"), 0,
+                 "a refused pause paused");
+    cr_expect_eq(request("POST", "/api/pause?type=chaos&for=never", same), 400,
+                 "%s", body);
+    cr_expect(strstr(body, "for: expected a duration"), "%s", body);
+    cr_expect_eq(request("POST", "/api/pause?type=chaos&for=10m", same), 200,
+                 "%s", body);
+    cr_expect(strstr(body, "\"done\":\"pause\",\"type\":\"chaos\","
+                           "\"was\":\"PAUSED\""),
+              "%s", body);
+    cr_expect(strstr(body, "\"left_ms\":600000}"), "%s", body);
+    {
+        long long ttl = test_redis_int(rc, "PTTL wharf:{chaos}:paused");
+        cr_expect(ttl > 0 && ttl <= 600000, "pause TTL %lld", ttl);
+    }
+    wait_overview("\"paused\":true", TEST_EVENT_MS);
+    cr_expect_eq(request("POST", "/api/resume?type=chaos", same), 200, "%s",
+                 body);
+    cr_expect(strstr(body, "\"was\":\"RESUMED\""), "%s", body);
+    cr_expect_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:paused"), 0);
+    cr_expect(test_host_log_has(&host, "console action", "pause", "chaos",
+                                NULL));
+
     /* a plain form: the token, type and id as fields */
     seed_dead("form-1", "fatal");
     seed_dead("form-2", "fatal");
@@ -1010,7 +1036,7 @@ Test(console, leases_hold_while_the_api_is_hammered_on_a_slow_redis)
               "a finish came back stale: its lock was lost");
     wait_overview("\"totals\":{\"ok\":1,\"retry\":0,\"dead\":0,\"cached\":0,"
                   "\"locked\":0,\"stale\":0,\"cancelled\":0,"
-                  "\"rescheduled\":0}",
+                  "\"rescheduled\":0,\"paused\":0}",
                   TEST_EVENT_MS);
     /* Every request was answered: with the page, or told when to come
      * back. */

@@ -174,7 +174,12 @@ Test(metrics, exact_counts_after_a_known_mix)
     /* Queue gauges are read at most once a second. */
     cr_assert_eq(scrape_until("wharf_queue_dead{type=\"chaos\"}", 1), 1);
     cr_assert_eq(sample(body, "wharf_queue_ready{type=\"chaos\"}"), 0);
+    cr_assert_eq(sample(body, "wharf_queue_paused{type=\"chaos\"}"), 0);
     cr_assert_eq(sample(body, "wharf_redis_up"), 1);
+    /* A served type's pause reaches the gauge with the next figures. */
+    freeReplyObject(test_redis_command(rc, "SET wharf:{chaos}:paused 1"));
+    cr_assert_eq(scrape_until("wharf_queue_paused{type=\"chaos\"}", 1), 1,
+                 "the pause of a served type is not shown");
     cr_assert_eq(sample(body, "wharf_workers{state=\"down\"}"), 0);
     cr_assert(sample(body, "wharf_round_trips_total") > 0);
     cr_assert(strstr(body, "wharf_build_info{version=\"") != NULL);
@@ -204,6 +209,7 @@ Test(metrics, unserved_types_have_their_gauges)
     freeReplyObject(test_redis_command(rc, "ZADD wharf:{ghost}:dead 1 c"));
     freeReplyObject(test_redis_command(rc, "SET wharf:{ghost}:pressure 1"));
     freeReplyObject(test_redis_command(rc, "XADD wharf:{lost}:stream * id l"));
+    freeReplyObject(test_redis_command(rc, "SET wharf:{ghost}:paused 1"));
 
     cr_assert_eq(scrape_until("wharf_queue_dead{type=\"ghost\"}", 1), 1,
                  "no gauges for an unserved type; see %s", host.log);
@@ -211,11 +217,18 @@ Test(metrics, unserved_types_have_their_gauges)
     cr_assert_eq(sample(body, "wharf_queue_running{type=\"ghost\"}"), 1);
     cr_assert_eq(sample(body, "wharf_queue_delayed{type=\"ghost\"}"), 2);
     cr_assert_eq(sample(body, "wharf_queue_pressure{type=\"ghost\"}"), 1);
+    cr_assert_eq(sample(body, "wharf_queue_paused{type=\"ghost\"}"), 1);
+    cr_assert_eq(sample(body, "wharf_queue_paused{type=\"lost\"}"), 0);
     cr_assert_eq(sample(body, "wharf_queue_ready{type=\"lost\"}"), 1);
     cr_assert_eq(sample(body, "wharf_queue_running{type=\"lost\"}"), 0);
     /* the served type is there as before, and Redis is up */
     cr_assert_eq(sample(body, "wharf_queue_ready{type=\"chaos\"}"), 0);
+    cr_assert_eq(sample(body, "wharf_queue_paused{type=\"chaos\"}"), 0);
     cr_assert_eq(sample(body, "wharf_redis_up"), 1);
+    /* A served type's pause reaches the gauge with the next figures. */
+    freeReplyObject(test_redis_command(rc, "SET wharf:{chaos}:paused 1"));
+    cr_assert_eq(scrape_until("wharf_queue_paused{type=\"chaos\"}", 1), 1,
+                 "the pause of a served type is not shown");
 }
 
 Test(metrics, exposition_passes_promtool)

@@ -131,6 +131,7 @@ function renderTypes(o) {
       cell('delayed', t.delayed),
       cell('dead', t.dead, t.dead > 0 ? 'nonzero-dead' : ''),
       cell('pressure', t.pressure ? 'on' : 'off', t.pressure ? 'pressure-on' : ''),
+      pausedCell(o, t),
       el('td', (t.hosts || []).join(', ') || '-', { 'data-field': 'hosts' }),
       cell('ok_last_min', pm.ok !== undefined ? pm.ok : '-'),
       cell('retry_last_min', pm.retry !== undefined ? pm.retry : '-'),
@@ -141,6 +142,45 @@ function renderTypes(o) {
     ]);
     body.appendChild(row);
   }
+}
+
+/* The paused cell: no / yes / yes, 42s, and with actions on a button
+ * that pauses or resumes the type on every host. */
+function pausedCell(o, t) {
+  const text = !t.paused ? 'no'
+    : t.paused_left_ms !== undefined ? 'yes, ' + duration(t.paused_left_ms) : 'yes';
+  const td = el('td', text + ' ', Object.assign({ 'data-field': 'paused' },
+                                                t.paused ? { class: 'paused-on' } : {}));
+  if (o.actions) {
+    const action = t.paused ? 'resume' : 'pause';
+    const b = el('button', action, { 'data-type-action': action });
+    b.addEventListener('click', () => typeAct(action, t.type));
+    td.appendChild(b);
+  }
+  return td;
+}
+
+/* POST api/pause or api/resume of type, behind the actions token. */
+async function typeAct(action, type) {
+  let token = $('token').value || sessionStorage.getItem('wharf-console-token') || '';
+  if (!token) token = prompt('[console] token') || '';
+  if (!token) return;
+  if (!confirm(action + ' ' + type + ' on every host?')) return;
+  sessionStorage.setItem('wharf-console-token', token);
+  $('token').value = token;
+  let r;
+  try {
+    r = await api('api/' + action + '?' + new URLSearchParams({ type: type }), {
+      method: 'POST',
+      headers: { Authorization: 'Bearer ' + token },
+    });
+  } catch (e) {
+    say(action + ' ' + type + ': the console did not answer; try again', true);
+    return;
+  }
+  say(r.status === 200 ? action + ' ' + type + ': done'
+                       : action + ' ' + type + ': ' + (r.body.error || r.status),
+      r.status !== 200);
 }
 
 function renderSlots(o) {
