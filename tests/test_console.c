@@ -690,14 +690,16 @@ Test(console, top_in_tmux_shows_types_and_counts)
     cr_assert(shown, "wharf top never drew its table: %s",
               screen ? screen : "");
     {
-        /* chaos: ready 0, running 0, delayed 0, dead 1, off, 2 ok */
+        /* chaos: ready 0, running 0, delayed 0, dead 1, off, not paused,
+         * 2 ok */
         char *row = strstr(screen, "\nchaos");
         int ready = -1, running = -1, delayed = -1, dead = -1, ok = -1;
-        char pressure[8];
+        char pressure[8], paused[8];
         cr_assert(row, "%s", screen);
-        cr_expect_eq(sscanf(row, "\nchaos %d %d %d %d %7s %d", &ready, &running,
-                            &delayed, &dead, pressure, &ok),
-                     6, "%s", screen);
+        cr_expect_eq(sscanf(row, "\nchaos %d %d %d %d %7s %7s %d", &ready,
+                            &running, &delayed, &dead, pressure, paused, &ok),
+                     7, "%s", screen);
+        cr_expect_str_eq(paused, "no");
         cr_expect_eq(ready, 0);
         cr_expect_eq(running, 0);
         cr_expect_eq(delayed, 0);

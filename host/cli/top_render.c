@@ -134,9 +134,10 @@ static void render_types(top_frame *f, const json_t *types)
 {
     int tw = column_width(types, "type", 4, 40);
 
-    line(f, "%-*s %7s %7s %7s %7s %-5s %7s %8s %7s %13s %13s  %s", tw, "TYPE",
-         "READY", "RUNNING", "DELAYED", "DEAD", "PRESS", "OK/1m", "RETRY/1m",
-         "DEAD/1m", "WAIT p50/p99", "RUN p50/p99", "HOSTS");
+    line(f, "%-*s %7s %7s %7s %7s %-5s %-6s %7s %8s %7s %13s %13s  %s", tw,
+         "TYPE", "READY", "RUNNING", "DELAYED", "DEAD", "PRESS", "PAUSED",
+         "OK/1m", "RETRY/1m", "DEAD/1m", "WAIT p50/p99", "RUN p50/p99",
+         "HOSTS");
     for (size_t i = 0; i < json_array_size(types); i++) {
         const json_t *t = json_array_get(types, i);
         const json_t *m = json_object_get(t, "last_minute");
@@ -155,10 +156,12 @@ static void render_types(top_frame *f, const json_t *types)
         fmt_percentiles(run, sizeof(run), json_object_get(t, "run_ms"));
         line(
             f,
-            "%-*s %7.0f %7.0f %7.0f %7.0f %-5s %7.0f %8.0f %7.0f %13s %13s  %s",
+            "%-*s %7.0f %7.0f %7.0f %7.0f %-5s %-6s %7.0f %8.0f %7.0f %13s "
+            "%13s  %s",
             tw, str(t, "type", "?"), num(t, "ready", 0), num(t, "running", 0),
             num(t, "delayed", 0), num(t, "dead", 0),
-            flag(t, "pressure") ? "ON" : "off", num(m, "ok", 0),
+            flag(t, "pressure") ? "ON" : "off",
+            flag(t, "paused") ? "YES" : "no", num(m, "ok", 0),
             num(m, "retry", 0), num(m, "dead", 0), wait, run,
             served[0] ? served : "-");
     }
