@@ -40,7 +40,8 @@ typedef enum begin_kind {
     BEGIN_RUN,      /* lock taken with token */
     BEGIN_LOCKED,   /* another run holds the lock */
     BEGIN_CANCELLED, /* its entry was cancelled: do not run */
-    BEGIN_PAUSED     /* the type is paused: nothing taken, do not run */
+    BEGIN_PAUSED,    /* the type is paused: nothing taken, do not run */
+    BEGIN_NO_SLOT    /* concurrency_limit reached: nothing taken, wait */
 } begin_kind;
 
 typedef struct broker_queue {
@@ -73,7 +74,9 @@ typedef struct broker_job {
                        lock is ours, or ""; e.task.fence is the
                        number */
     finish_kind finish;
-    int64_t delay_ms;            /* FINISH_RETRY / FINISH_RESCHEDULE */
+    int64_t delay_ms;            /* FINISH_RETRY / FINISH_RESCHEDULE;
+                                    BROKER_WAIT_FOR_SLOT: until a
+                                    concurrency slot is free */
     unsigned next_attempt;       /* attempt stored with FINISH_RETRY/_DEAD */
     const char *reason;          /* error kept with a retried or dead task */
     const unsigned char *result; /* FINISH_OK */
@@ -83,6 +86,10 @@ typedef struct broker_job {
     const char *consumer; /* finish as this consumer (a dead worker's,
                              for the supervisor); NULL: the broker's */
 } broker_job;
+
+/* A reschedule's delay_ms that means: wait, uncharged and unpolled,
+ * until a slot of the type's concurrency_limit is free (finish.lua). */
+#define BROKER_WAIT_FOR_SLOT (-1)
 
 /* Argument arrays of batched script calls, made once (broker.c). */
 typedef struct broker_scratch broker_scratch;
@@ -197,6 +204,12 @@ int broker_finish_resend(broker *b, broker_job *jobs, size_t n);
  * Each released job ends with begin BEGIN_NONE and no owner. 0, or -1 on
  * a connection error. */
 int broker_release(broker *b, broker_job *jobs, size_t n);
+
+/* For each queue with a concurrency_limit: drops the slots whose run
+ * died without a finish and makes due as many waiting tasks as slots are
+ * free (sdk/lua/limit_wake.lua), one call per such queue. Returns the
+ * tasks made due, or -1 on a connection error. */
+long broker_limit_wake(broker *b);
 
 /* The queue of `type`, or NULL. */
 broker_queue *broker_queue_of(broker *b, const char *type);

@@ -38,7 +38,8 @@ static void begin_build(broker *b, broker_job *jobs, const batch_call *c)
     /* id_offset: the length of "<prefix>:{<type>}:result:". */
     script_begin_args(
         cmd, call_number(q->pol->lock_ttl_ms).s, jobs[c->first].owner,
-        call_number((long long)(q->task_prefix_len + strlen("result:"))).s);
+        call_number((long long)(q->task_prefix_len + strlen("result:"))).s,
+        call_number((long long)q->pol->concurrency_limit).s);
     for (size_t i = c->first; i < c->end; i++)
         if (job_begins(&jobs[i]))
             call_push_str(b, jobs[i].e.entry_id);
@@ -80,7 +81,7 @@ static bool lock_value_fence(const char *text, size_t len, const char *owner,
 }
 
 /* One element per task: 0 (cached), -1 (locked), -2 (cancelled), -3
- * (paused) or the lock value. */
+ * (paused), -4 (no concurrency slot) or the lock value. */
 static void begin_apply(broker *b, broker_job *jobs, const batch_call *c,
                         const redisReply *r)
 {
@@ -101,6 +102,7 @@ static void begin_apply(broker *b, broker_job *jobs, const batch_call *c,
             j->begin = v->integer == 0    ? BEGIN_CACHED
                        : v->integer == -2 ? BEGIN_CANCELLED
                        : v->integer == -3 ? BEGIN_PAUSED
+                       : v->integer == -4 ? BEGIN_NO_SLOT
                                           : BEGIN_LOCKED;
         } else if (v->type == REDIS_REPLY_STRING &&
                    lock_value_fence(v->str, v->len, j->owner,

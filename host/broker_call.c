@@ -97,8 +97,14 @@ long broker_renew(broker *b, broker_queue *q, const char *consumer,
                               call_task_key(q,
                                             script_renew_spec.then_keys[0].what,
                                             task_ids[i], key));
-    script_renew_args(cmd, WHARF_GROUP, consumer,
-                      call_number(q->pol->lock_ttl_ms).s);
+    /* slot_offset: with a concurrency_limit, the length of
+     * "<prefix>:{<type>}:lock:", so renew extends the slots too. */
+    script_renew_args(
+        cmd, WHARF_GROUP, consumer, call_number(q->pol->lock_ttl_ms).s,
+        call_number(q->pol->concurrency_limit
+                        ? (long long)(q->task_prefix_len + strlen("lock:"))
+                        : 0)
+            .s);
     for (size_t i = 0; i < n; i++)
         call_push_str(b, entry_ids[i]);
     for (size_t i = 0; i < n; i++)

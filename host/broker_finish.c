@@ -103,7 +103,8 @@ static void finish_build(broker *b, broker_job *jobs, const batch_call *c)
         call_number(q->pol->result_ttl_ms).s,
         call_number(q->pol->dead_ttl_ms).s, q->type, sc->resend ? "resend" : "",
         sc->kinds,
-        call_number((long long)(q->task_prefix_len + strlen("cancel:"))).s);
+        call_number((long long)(q->task_prefix_len + strlen("cancel:"))).s,
+        call_number((long long)q->pol->concurrency_limit).s);
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]))
             call_push_str(b, jobs[i].e.entry_id);
@@ -136,9 +137,10 @@ static task_outcome outcome_done(const broker_job *j)
     case FINISH_RETRY:
         return OUTCOME_RETRY;
     case FINISH_RESCHEDULE:
-        return j->begin == BEGIN_LOCKED   ? OUTCOME_LOCKED
-               : j->begin == BEGIN_PAUSED ? OUTCOME_PAUSED
-                                          : OUTCOME_RESCHEDULED;
+        return j->begin == BEGIN_LOCKED    ? OUTCOME_LOCKED
+               : j->begin == BEGIN_PAUSED  ? OUTCOME_PAUSED
+               : j->begin == BEGIN_NO_SLOT ? OUTCOME_LIMITED
+                                           : OUTCOME_RESCHEDULED;
     case FINISH_DEAD:
         return OUTCOME_DEAD;
     case FINISH_CANCEL:

@@ -145,3 +145,32 @@ long broker_trim_dead(broker *b)
     }
     return total;
 }
+
+long broker_limit_wake(broker *b)
+{
+    long total = 0;
+
+    if (!broker_connected(b))
+        return -1;
+    for (size_t i = 0; i < b->n_queues; i++) {
+        const broker_queue *q = &b->queues[i];
+        command *cmd = &b->scratch->cmd;
+        redisReply *r;
+
+        if (q->pol->concurrency_limit == 0)
+            continue;
+        script_limit_wake_keys(cmd, b->cfg->prefix, q->type);
+        script_limit_wake_args(
+            cmd, call_number((long long)q->pol->concurrency_limit).s);
+        r = call_run(b, &script_limit_wake);
+        if (!r)
+            return -1;
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+            r->element[1]->type == REDIS_REPLY_INTEGER)
+            total += (long)r->element[1]->integer;
+        else /* the connection is fine: the next pass tries again */
+            broker_failed(b, script_limit_wake.name, r);
+        freeReplyObject(r);
+    }
+    return total;
+}

@@ -130,6 +130,8 @@ const key_spec config_policy_keys[] = {
     POLICY("max_backlog", VALUE_NUMBER, max_backlog, 0, MAX_COUNT, NULL),
     POLICY("dead_max", VALUE_NUMBER, dead_max, 1, MAX_COUNT, NULL),
     POLICY("dead_ttl", VALUE_DURATION, dead_ttl_ms, 1, 3650 * MS_DAY, NULL),
+    POLICY("concurrency_limit", VALUE_NUMBER, concurrency_limit, 0, 100000,
+           NULL),
     KEYS_END,
 };
 _Static_assert(sizeof config_policy_keys / sizeof config_policy_keys[0] ==

@@ -43,6 +43,7 @@ typedef struct policy {
     uint64_t max_backlog; /* 0 = no hard limit */
     uint64_t dead_max;
     int64_t dead_ttl_ms;
+    uint64_t concurrency_limit; /* runs at once across every host; 0: no cap */
 } policy;
 
 /* One key of a [plugin.NAME] section that the host does not know; the

@@ -76,7 +76,7 @@ typedef struct key_spec {
 
 /* The keys of [defaults] and [type.NAME], fields of policy, in a fixed
  * order: a key's index in config_policy_keys numbers it. */
-enum { POLICY_KEYS = 20 };
+enum { POLICY_KEYS = 21 };
 extern const key_spec config_policy_keys[POLICY_KEYS + 1];
 
 /* The fixed sections [host] .. [defaults], by name, in the order "it

@@ -3,7 +3,7 @@
 
 static const char *const outcome_names[OUTCOME_COUNT] = {
     "ok",    "retry",     "dead",        "cached", "locked",
-    "stale", "cancelled", "rescheduled", "paused"};
+    "stale", "cancelled", "rescheduled", "paused", "limited"};
 
 const char *task_outcome_name(task_outcome outcome)
 {

@@ -18,6 +18,8 @@ typedef enum task_outcome {
                             stopping, or its lease could not be kept */
     OUTCOME_PAUSED,      /* back unrun, no attempt spent: its type was
                             paused between its claim and its begin */
+    OUTCOME_LIMITED,     /* back unrun, no attempt spent, to wait for a
+                            slot of its type's concurrency_limit */
     OUTCOME_COUNT
 } task_outcome;
 

@@ -94,7 +94,7 @@ typedef struct supervisor {
     embedded_redis embedded;
     bool embedded_on;
     int64_t last_promote_ms, last_trim_ms, last_takeover_ms,
-        last_cancel_poll_ms;
+        last_cancel_poll_ms, last_limit_wake_ms;
     int watch_fd;
     int64_t reload_at_ms; /* a watched change asks for a reload then */
     plugin_check check;   /* a reload's plugin check under way */

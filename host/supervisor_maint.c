@@ -1,6 +1,7 @@
 /* The Redis housekeeping the supervisor's loop runs on its own
  * connection (supervisor_redis.c): take-over of silent hosts' tasks,
- * promotion of due tasks, trimming the dead sets, cancel polling, and
+ * promotion of due tasks, trimming the dead sets, cancel polling, the
+ * concurrency slots of runs that died without a finish, and
  * the queue figures /metrics and the console answer from. */
 
 #include <stdatomic.h>
@@ -190,6 +191,13 @@ void maintain(supervisor *s, int64_t now)
         s->last_takeover_ms = now;
         if (take_over(s) != 0) {
             lost_connection(s, "taking over silent hosts' tasks");
+            return;
+        }
+    }
+    if (now - s->last_limit_wake_ms >= FIGURES_EVERY_MS) {
+        s->last_limit_wake_ms = now;
+        if (broker_limit_wake(&s->b) < 0) {
+            lost_connection(s, "freeing the slots of dead runs");
             return;
         }
     }

@@ -261,6 +261,15 @@ int worker_begin_and_run(worker *w, size_t n)
             j->reason = "type paused";
             worker_saw_pause(w, j->queue);
             break;
+        case BEGIN_NO_SLOT:
+            /* Every slot of the type's concurrency_limit is taken (on
+             * any host): it waits for one, no attempt spent, and costs
+             * nothing while it waits (finish.lua wakes it). */
+            j->finish = FINISH_RESCHEDULE;
+            j->next_attempt = j->e.task.attempt;
+            j->delay_ms = BROKER_WAIT_FOR_SLOT;
+            j->reason = "waiting for a free slot (concurrency_limit)";
+            break;
         case BEGIN_LOCKED:
             if (w->opts->metrics)
                 metrics_add(w->opts->metrics, &w->opts->metrics->lock_contended,

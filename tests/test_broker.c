@@ -472,8 +472,8 @@ Test(broker, enqueue_of_a_dead_id_leaves_its_record)
 Test(broker, locks_of_a_begin_whose_reply_was_lost_are_released)
 {
     redisReply *reply = NULL, *r;
-    const char *argv[16];
-    char keys[9][KEY_MAX];
+    const char *argv[18];
+    char keys[10][KEY_MAX];
     size_t n;
 
     open_broker(&b, "host:test:0");
@@ -490,21 +490,23 @@ Test(broker, locks_of_a_begin_whose_reply_was_lost_are_released)
     snprintf(keys[0], KEY_MAX, "wharf:{alpha}:fence");
     snprintf(keys[1], KEY_MAX, "wharf:{alpha}:entries");
     snprintf(keys[2], KEY_MAX, "wharf:{alpha}:paused");
-    snprintf(keys[3], KEY_MAX, "wharf:{alpha}:result:l1");
-    snprintf(keys[4], KEY_MAX, "wharf:{alpha}:result:l2");
-    snprintf(keys[5], KEY_MAX, "wharf:{alpha}:cancel:l1");
-    snprintf(keys[6], KEY_MAX, "wharf:{alpha}:cancel:l2");
-    snprintf(keys[7], KEY_MAX, "wharf:{alpha}:lock:l1");
-    snprintf(keys[8], KEY_MAX, "wharf:{alpha}:lock:l2");
-    for (int i = 0; i < 9; i++)
+    snprintf(keys[3], KEY_MAX, "wharf:{alpha}:running");
+    snprintf(keys[4], KEY_MAX, "wharf:{alpha}:result:l1");
+    snprintf(keys[5], KEY_MAX, "wharf:{alpha}:result:l2");
+    snprintf(keys[6], KEY_MAX, "wharf:{alpha}:cancel:l1");
+    snprintf(keys[7], KEY_MAX, "wharf:{alpha}:cancel:l2");
+    snprintf(keys[8], KEY_MAX, "wharf:{alpha}:lock:l1");
+    snprintf(keys[9], KEY_MAX, "wharf:{alpha}:lock:l2");
+    for (int i = 0; i < 10; i++)
         argv[i] = keys[i];
-    argv[9] = "60000";
-    argv[10] = jobs[0].owner;
-    argv[11] = "22"; /* strlen("wharf:{alpha}:result:") */
-    argv[12] = jobs[0].e.entry_id;
-    argv[13] = jobs[1].e.entry_id;
+    argv[10] = "60000";
+    argv[11] = jobs[0].owner;
+    argv[12] = "22"; /* strlen("wharf:{alpha}:result:") */
+    argv[13] = "0";  /* no concurrency_limit */
+    argv[14] = jobs[0].e.entry_id;
+    argv[15] = jobs[1].e.entry_id;
     /* The call runs in Redis; its reply is dropped unread. */
-    r = script_run(rc, &script_begin, 9, 14, argv, NULL);
+    r = script_run(rc, &script_begin, 10, 16, argv, NULL);
     cr_assert(r && r->type == REDIS_REPLY_ARRAY);
     freeReplyObject(r);
     cr_assert_eq(jobs[0].begin, BEGIN_NONE);

@@ -1038,7 +1038,7 @@ Test(console, leases_hold_while_the_api_is_hammered_on_a_slow_redis)
               "a finish came back stale: its lock was lost");
     wait_overview("\"totals\":{\"ok\":1,\"retry\":0,\"dead\":0,\"cached\":0,"
                   "\"locked\":0,\"stale\":0,\"cancelled\":0,"
-                  "\"rescheduled\":0,\"paused\":0}",
+                  "\"rescheduled\":0,\"paused\":0,\"limited\":0}",
                   TEST_EVENT_MS);
     /* Every request was answered: with the page, or told when to come
      * back. */

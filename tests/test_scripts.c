@@ -166,11 +166,11 @@ Test(scripts, begin_answers_cached_locked_or_a_fresh_token)
     freeReplyObject(test_redis_command(rc, "SET w:{t}:result:a done"));
     freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:b 99"));
     freeReplyObject(test_redis_command(rc, "SET w:{t}:fence 41"));
-    r = run(&script_begin, 12, "w:{t}:fence", "w:{t}:entries", "w:{t}:paused",
-            "w:{t}:result:a", "w:{t}:result:b", "w:{t}:result:c",
-            "w:{t}:cancel:a", "w:{t}:cancel:b", "w:{t}:cancel:c",
-            "w:{t}:lock:a", "w:{t}:lock:b", "w:{t}:lock:c", "60000",
-            "00112233aabbccdd", "13", "1-1", "1-2", "1-3", NULL);
+    r = run(&script_begin, 13, "w:{t}:fence", "w:{t}:entries", "w:{t}:paused",
+            "w:{t}:running", "w:{t}:result:a", "w:{t}:result:b",
+            "w:{t}:result:c", "w:{t}:cancel:a", "w:{t}:cancel:b",
+            "w:{t}:cancel:c", "w:{t}:lock:a", "w:{t}:lock:b", "w:{t}:lock:c",
+            "60000", "00112233aabbccdd", "13", "0", "1-1", "1-2", "1-3", NULL);
     cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
     cr_assert_eq(r->elements, 3);
     cr_assert_eq(r->element[0]->type, REDIS_REPLY_INTEGER);
@@ -201,10 +201,10 @@ Test(scripts, begin_skips_a_cancelled_entry_only)
     /* a's cancel names its entry; b's names an older entry of the id. */
     freeReplyObject(test_redis_command(rc, "SET w:{t}:cancel:a 1-1"));
     freeReplyObject(test_redis_command(rc, "SET w:{t}:cancel:b 0-9"));
-    r = run(&script_begin, 9, "w:{t}:fence", "w:{t}:entries", "w:{t}:paused",
-            "w:{t}:result:a", "w:{t}:result:b", "w:{t}:cancel:a",
-            "w:{t}:cancel:b", "w:{t}:lock:a", "w:{t}:lock:b", "60000",
-            "00112233aabbccdd", "13", "1-1", "1-2", NULL);
+    r = run(&script_begin, 10, "w:{t}:fence", "w:{t}:entries", "w:{t}:paused",
+            "w:{t}:running", "w:{t}:result:a", "w:{t}:result:b",
+            "w:{t}:cancel:a", "w:{t}:cancel:b", "w:{t}:lock:a", "w:{t}:lock:b",
+            "60000", "00112233aabbccdd", "13", "0", "1-1", "1-2", NULL);
     cr_assert_eq(r->elements, 2);
     cr_assert_eq(r->element[0]->type, REDIS_REPLY_INTEGER);
     cr_assert_eq(r->element[0]->integer, -2);
@@ -224,11 +224,11 @@ Test(scripts, begin_takes_nothing_while_the_type_is_paused)
     freeReplyObject(test_redis_command(rc, "SET w:{t}:fence 7"));
     freeReplyObject(test_redis_command(rc, "SET w:{t}:paused 1700000000000"));
     for (int resumed = 0; resumed < 2; resumed++) {
-        r = run(&script_begin, 9, "w:{t}:fence", "w:{t}:entries",
-                "w:{t}:paused", "w:{t}:result:a", "w:{t}:result:b",
-                "w:{t}:cancel:a", "w:{t}:cancel:b", "w:{t}:lock:a",
-                "w:{t}:lock:b", "60000", "00112233aabbccdd", "13", "1-1", "1-2",
-                NULL);
+        r = run(&script_begin, 10, "w:{t}:fence", "w:{t}:entries",
+                "w:{t}:paused", "w:{t}:running", "w:{t}:result:a",
+                "w:{t}:result:b", "w:{t}:cancel:a", "w:{t}:cancel:b",
+                "w:{t}:lock:a", "w:{t}:lock:b", "60000", "00112233aabbccdd",
+                "13", "0", "1-1", "1-2", NULL);
         cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
         cr_assert_eq(r->elements, 2);
         for (size_t i = 0; i < 2; i++) {
@@ -303,14 +303,14 @@ Test(scripts, finish_writes_each_kind_and_nothing_of_a_stale_run)
     freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:st1 999"));
     freeReplyObject(test_redis_command(rc, "HSET w:{t}:entries ok1 %s re1 %s",
                                        entries[0], "0-1"));
-    r = run(&script_finish, 16, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
-            "w:{t}:entries", "w:{t}:lock:ok1", "w:{t}:lock:re1",
-            "w:{t}:lock:de1", "w:{t}:lock:st1", "w:{t}:result:ok1",
-            "w:{t}:task:re1", "w:{t}:dead:de1", "w:{t}:result:st1",
-            "w:{t}:cancel:ok1", "w:{t}:cancel:re1", "w:{t}:cancel:de1",
-            "w:{t}:cancel:st1",
+    r = run(&script_finish, 17, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
+            "w:{t}:entries", "w:{t}:running", "w:{t}:lock:ok1",
+            "w:{t}:lock:re1", "w:{t}:lock:de1", "w:{t}:lock:st1",
+            "w:{t}:result:ok1", "w:{t}:task:re1", "w:{t}:dead:de1",
+            "w:{t}:result:st1", "w:{t}:cancel:ok1", "w:{t}:cancel:re1",
+            "w:{t}:cancel:de1", "w:{t}:cancel:st1",
             /* ARGV */
-            "wharf", "c1", "300000", "86400000", "t", "", "ordo", "13",
+            "wharf", "c1", "300000", "86400000", "t", "", "ordo", "13", "0",
             entries[0], entries[1], entries[2], entries[3], "5", "6", "7", "8",
             /* ok1 */ "the result",
             /* re1 */ "re1", "p", "2", "1700000000000", TRACE, "boom", "5000",
@@ -345,6 +345,113 @@ Test(scripts, finish_writes_each_kind_and_nothing_of_a_stale_run)
     cr_assert_eq(test_redis_int(rc, "HEXISTS w:{t}:entries re1"), 1);
 }
 
+/* A score of the delayed set at or above this is a task waiting for a
+ * concurrency slot (finish.lua's PARK_AT, 2^52 ms). */
+#define PARK_AT 4503599627370496.0
+
+static double score(const char *key, const char *member)
+{
+    redisReply *r = test_redis_command(rc, "ZSCORE %s %s", key, member);
+    double v = r->type == REDIS_REPLY_STRING ? atof(r->str) : -1;
+    freeReplyObject(r);
+    return v;
+}
+
+/* With concurrency_limit 2, one slot held by a live run and one whose
+ * end has passed: the stale slot is dropped, one task of three gets the
+ * free slot, the others are answered -4 with no token drawn and no lock. */
+Test(scripts, begin_takes_a_slot_per_run_up_to_the_limit)
+{
+    redisReply *r;
+
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:fence 10"));
+    freeReplyObject(
+        test_redis_command(rc, "ZADD w:{t}:running 99999999999999 %s 1 %s",
+                           "x 9-live", "y 8-dead"));
+    r = run(&script_begin, 13, "w:{t}:fence", "w:{t}:entries", "w:{t}:paused",
+            "w:{t}:running", "w:{t}:result:a", "w:{t}:result:b",
+            "w:{t}:result:c", "w:{t}:cancel:a", "w:{t}:cancel:b",
+            "w:{t}:cancel:c", "w:{t}:lock:a", "w:{t}:lock:b", "w:{t}:lock:c",
+            "60000", "00112233aabbccdd", "13", "2", "1-1", "1-2", "1-3", NULL);
+    cr_assert_eq(r->elements, 3);
+    cr_assert_eq(r->element[0]->type, REDIS_REPLY_STRING);
+    cr_assert_str_eq(r->element[0]->str, "11-00112233aabbccdd");
+    for (size_t i = 1; i < 3; i++) {
+        cr_assert_eq(r->element[i]->type, REDIS_REPLY_INTEGER);
+        cr_assert_eq(r->element[i]->integer, -4);
+    }
+    freeReplyObject(r);
+    assert_str(get("w:{t}:fence"), "11");
+    cr_assert_eq(test_redis_int(rc, "EXISTS w:{t}:lock:b w:{t}:lock:c"), 0);
+    cr_assert_eq(test_redis_int(rc, "ZCARD w:{t}:running"), 2);
+    cr_assert_lt(score("w:{t}:running", "y 8-dead"), 0, "stale slot kept");
+    cr_assert_gt(score("w:{t}:running", "a 11-00112233aabbccdd"), 0,
+                 "no slot for the run that began");
+}
+
+/* finish with a limit: the finished run's slot is given back and the
+ * oldest waiting task becomes due now; a task that found no slot waits
+ * (scored at PARK_AT + now) while every slot is held. */
+Test(scripts, finish_gives_slots_back_and_wakes_the_oldest_waiting)
+{
+    char entries[2][64];
+    redisReply *r;
+
+    snprintf(entries[0], 64, "%s", pending_entry("ok1", "c1"));
+    snprintf(entries[1], 64, "%s", pending_entry("wt1", "c1"));
+    freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:ok1 5-aa"));
+    freeReplyObject(test_redis_command(
+        rc, "ZADD w:{t}:running 99999999999999 %s 99999999999999 %s",
+        "ok1 5-aa", "other 6-bb"));
+    /* Two waiting already: old (first) and young. */
+    freeReplyObject(test_redis_command(
+        rc, "ZADD w:{t}:delayed 4503599627370497 old 4503599627370499 young"));
+    /* wt1 found no slot at its begin (no lock): it waits. */
+    r = run(&script_finish, 11, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
+            "w:{t}:entries", "w:{t}:running", "w:{t}:lock:ok1",
+            "w:{t}:lock:wt1", "w:{t}:result:ok1", "w:{t}:task:wt1",
+            "w:{t}:cancel:ok1", "w:{t}:cancel:wt1",
+            /* ARGV */
+            "wharf", "c1", "300000", "86400000", "t", "", "or", "13", "2",
+            entries[0], entries[1], "5-aa", "",
+            /* ok1 */ "the result",
+            /* wt1 */ "wt1", "p", "1", "1700000000000", TRACE,
+            "waiting for a free slot", "-1", NULL);
+    cr_assert_str_eq(r->element[0]->str, "kk");
+    freeReplyObject(r);
+    cr_assert_lt(score("w:{t}:running", "ok1 5-aa"), 0, "slot not given back");
+    cr_assert_eq(test_redis_int(rc, "ZCARD w:{t}:running"), 1);
+    /* One slot free, two given back or parked: only one can start, the
+     * oldest; the other two wait. */
+    cr_assert_lt(score("w:{t}:delayed", "old"), PARK_AT, "old still waits");
+    cr_assert_geq(score("w:{t}:delayed", "young"), PARK_AT);
+    cr_assert_geq(score("w:{t}:delayed", "wt1"), PARK_AT, "wt1 not waiting");
+    assert_str(hget("w:{t}:task:wt1", "attempt"), "1");
+}
+
+/* limit_wake: drops the slots whose end passed and wakes as many waiting
+ * tasks as slots are free, oldest first. */
+Test(scripts, limit_wake_frees_dead_runs_slots_and_wakes_waiting_tasks)
+{
+    redisReply *r;
+
+    freeReplyObject(
+        test_redis_command(rc, "ZADD w:{t}:running 1 %s 2 %s 99999999999999 %s",
+                           "a 1-x", "b 2-x", "c 3-x"));
+    freeReplyObject(test_redis_command(
+        rc, "ZADD w:{t}:delayed 4503599627370501 w1 4503599627370502 w2 "
+            "4503599627370503 w3 5 retry"));
+    r = run(&script_limit_wake, 2, "w:{t}:running", "w:{t}:delayed", "3", NULL);
+    cr_assert_eq(r->elements, 2);
+    cr_assert_eq(r->element[0]->integer, 1); /* c's slot lives */
+    cr_assert_eq(r->element[1]->integer, 2); /* two free: w1 and w2 */
+    freeReplyObject(r);
+    cr_assert_lt(score("w:{t}:delayed", "w1"), PARK_AT);
+    cr_assert_lt(score("w:{t}:delayed", "w2"), PARK_AT);
+    cr_assert_geq(score("w:{t}:delayed", "w3"), PARK_AT);
+    cr_assert_eq(score("w:{t}:delayed", "retry"), 5, "a plain retry moved");
+}
+
 Test(scripts, finish_of_a_cancelled_entry_writes_nothing)
 {
     char entries[2][64];
@@ -358,12 +465,12 @@ Test(scripts, finish_of_a_cancelled_entry_writes_nothing)
         test_redis_command(rc, "SET w:{t}:cancel:ok1 %s", entries[0]));
     freeReplyObject(
         test_redis_command(rc, "SET w:{t}:cancel:re1 %s", entries[1]));
-    r = run(&script_finish, 10, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
-            "w:{t}:entries", "w:{t}:lock:ok1", "w:{t}:lock:re1",
-            "w:{t}:result:ok1", "w:{t}:task:re1", "w:{t}:cancel:ok1",
-            "w:{t}:cancel:re1",
+    r = run(&script_finish, 11, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
+            "w:{t}:entries", "w:{t}:running", "w:{t}:lock:ok1",
+            "w:{t}:lock:re1", "w:{t}:result:ok1", "w:{t}:task:re1",
+            "w:{t}:cancel:ok1", "w:{t}:cancel:re1",
             /* ARGV */
-            "wharf", "c1", "300000", "86400000", "t", "", "or", "13",
+            "wharf", "c1", "300000", "86400000", "t", "", "or", "13", "0",
             entries[0], entries[1], "5", "6",
             /* ok1 */ "the result",
             /* re1 */ "re1", "p", "2", "1700000000000", TRACE, "boom", "5000",
@@ -420,8 +527,9 @@ Test(scripts, renew_resets_idle_time_and_extends_our_locks)
     usleep(50 * 1000);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    r = run(&script_renew, 3, "w:{t}:stream", "w:{t}:lock:a", "w:{t}:lock:b",
-            "wharf", "c1", "60000", entry, "0-1", "3", "5", NULL);
+    r = run(&script_renew, 4, "w:{t}:stream", "w:{t}:running", "w:{t}:lock:a",
+            "w:{t}:lock:b", "wharf", "c1", "60000", "0", entry, "0-1", "3", "5",
+            NULL);
     /* Per task: idle before (-1: 0-1 is not pending), then the lock's
      * time left before (a: ours, at most 30000; b: another token, -2). */
     cr_assert_eq(r->type, REDIS_REPLY_ARRAY);

@@ -5,6 +5,7 @@
 --   2 delayed
 --   3 dead
 --   4 entries
+--   5 running          the concurrency slots (see begin.lua)
 --   then lock:<id>     of each task but an ack,
 --   then <record>      of the same tasks, in the same order: its
 --                      result:<id> (ok), task:<id> (retry), dead:<id>
@@ -21,13 +22,14 @@
 --                      r retry or reschedule, d dead, c cancelled
 --   8 id_offset        the length of "<prefix>:{<type>}:cancel:" (an id
 --                      is the rest of its cancel key)
+--   9 limit            the type's concurrency_limit, 0 for none
 --   then entry         the entry id of every task,
 --   then token         the token of each task but an ack ("" when the run
 --                      holds no lock),
 --   then <per_task>    per task but an ack: o its result; r the envelope
 --                      (id, payload, attempt of the next run, enqueued_at,
---                      trace, error) and delay_ms; d the envelope; c
---                      nothing.
+--                      trace, error) and delay_ms (-1: it waits for a
+--                      concurrency slot); d the envelope; c nothing.
 -- Reply: {codes, errors...}: codes has one letter per task, k (done as
 --       asked), c (cancelled), s (stale) or e (failed: its message is the
 --       next of errors).
@@ -45,6 +47,14 @@
 -- and its effect is there (ok: result:<id> exists; retry: the id is in the
 -- delayed set; dead: the id is in the dead set; ack: nothing more; a
 -- cancelled one: its cancel:<id> still names the entry).
+-- With a limit, every run of the call that held a lock gives its slot
+-- "<id> <token>" back, owned or stale (the run is over either way). A
+-- retry with delay_ms -1 (begin found no free slot) waits in the delayed
+-- set scored PARK_AT + now: never due, in the order it came; then as many
+-- waiting tasks as this call gave slots back or parked (at most the free
+-- slots) become due now, oldest first, and the next promote puts them in
+-- the stream. So a waiting task costs nothing until a slot frees, and a
+-- slot that freed while a task was being parked is not missed.
 -- An owned task: ok stores its result (an empty one too, TTL result_ttl);
 -- retry writes the envelope task:<id> and puts the id in the delayed set
 -- at now + delay; dead writes the dead record dead:<id> (the same fields,
@@ -67,8 +77,10 @@ local group, consumer, kinds = argv[1], argv[2], argv[7]
 local skip = tonumber(argv[8]) + 1
 local resend = argv[6] == 'resend'
 local n = #kinds
-local m = (#keys - 4 - n) / 2
-local cancels = 5 + 2 * m -- the first cancel key
+local limit = tonumber(argv[9])
+local PARK_AT = 4503599627370496 -- 2^52 ms: the year 144,683
+local m = (#keys - 5 - n) / 2
+local cancels = 6 + 2 * m -- the first cancel key
 local p = call('XPENDING', keys[1], group, '-', '+', n, consumer)
 local pending = {}
 for j = 1, #p do pending[p[j][1]] = true end
@@ -88,7 +100,7 @@ local function unindex(tasks)
   local v = call('HMGET', keys[4], unpack(ids))
   local gone = {}
   for j, i in ipairs(tasks) do
-    local entry = argv[8 + i]
+    local entry = argv[9 + i]
     if v[j] and (v[j] == entry or
                  string.sub(v[j], 1, #entry + 1) == entry .. ' ') then
       gone[#gone + 1] = ids[j]
@@ -96,14 +108,38 @@ local function unindex(tasks)
   end
   if #gone > 0 then call('HDEL', keys[4], unpack(gone)) end
 end
+-- The slot of task i's run, whose lock held token.
+local function slot_of(i, token)
+  return string.sub(keys[cancels + i - 1], skip) .. ' ' .. token
+end
+-- With a limit: gives back the slots gone[] and makes due now as many
+-- waiting tasks as `wake` (at most the free slots).
+local function give_back(gone, wake)
+  if limit == 0 or (#gone == 0 and wake == 0) then return end
+  local time = call('TIME')
+  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  if #gone > 0 then call('ZREM', keys[5], unpack(gone)) end
+  call('ZREMRANGEBYSCORE', keys[5], '-inf', now)
+  local free = limit - call('ZCARD', keys[5])
+  if wake > free then wake = free end
+  if wake <= 0 then return end
+  local ids = call('ZRANGEBYSCORE', keys[2], PARK_AT, '+inf', 'LIMIT', 0, wake)
+  if #ids == 0 then return end
+  local due = {}
+  for _, id in ipairs(ids) do
+    due[#due + 1] = now
+    due[#due + 1] = id
+  end
+  call('ZADD', keys[2], 'XX', unpack(due))
+end
 if m == n and not string.find(kinds, '[^o]') and
    call('EXISTS', unpack(keys, cancels, cancels + n - 1)) == 0 then
-  local v = call('MGET', unpack(keys, 5, 4 + n))
+  local v = call('MGET', unpack(keys, 6, 5 + n))
   local all = true
   for i = 1, n do
-    local token = argv[8 + n + i]
+    local token = argv[9 + n + i]
     if token == '' or v[i] ~= token or
-       not (pending[argv[8 + i]] or owns(argv[8 + i])) then
+       not (pending[argv[9 + i]] or owns(argv[9 + i])) then
       all = false
       break
     end
@@ -111,13 +147,18 @@ if m == n and not string.find(kinds, '[^o]') and
   if all then
     local ttl, done = argv[3], {}
     for i = 1, n do
-      call('SET', keys[4 + n + i], argv[8 + 2 * n + i], 'PX', ttl)
+      call('SET', keys[5 + n + i], argv[9 + 2 * n + i], 'PX', ttl)
       done[i] = i
     end
-    call('XACK', keys[1], group, unpack(argv, 9, 8 + n))
-    call('XDEL', keys[1], unpack(argv, 9, 8 + n))
-    call('DEL', unpack(keys, 5, 4 + n))
+    call('XACK', keys[1], group, unpack(argv, 10, 9 + n))
+    call('XDEL', keys[1], unpack(argv, 10, 9 + n))
+    call('DEL', unpack(keys, 6, 5 + n))
     unindex(done)
+    if limit > 0 then
+      local gone = {}
+      for i = 1, n do gone[i] = slot_of(i, argv[9 + n + i]) end
+      give_back(gone, n)
+    end
     return {string.rep('k', n)}
   end
 end
@@ -126,11 +167,11 @@ local function failed(r) return type(r) == 'table' and r.err end
 local cancelled = {}
 if call('EXISTS', unpack(keys, cancels, cancels + n - 1)) > 0 then
   local v = call('MGET', unpack(keys, cancels, cancels + n - 1))
-  for i = 1, n do cancelled[i] = v[i] == argv[8 + i] end
+  for i = 1, n do cancelled[i] = v[i] == argv[9 + i] end
 end
 -- A resent task's earlier send landed: entry gone, effect visible.
 local function landed(i, kind, at, key)
-  if #call('XRANGE', keys[1], argv[8 + i], argv[8 + i]) > 0 then
+  if #call('XRANGE', keys[1], argv[9 + i], argv[9 + i]) > 0 then
     return false
   end
   if cancelled[i] or kind == 'a' then return true end
@@ -142,11 +183,11 @@ end
 local owned, locks, holders, slots = {}, {}, {}, {}
 local t = 0
 for i = 1, n do
-  owned[i] = owns(argv[8 + i])
+  owned[i] = owns(argv[9 + i])
   if string.sub(kinds, i, i) ~= 'a' then
     t = t + 1
-    if owned[i] and argv[8 + n + t] ~= '' then
-      locks[#locks + 1] = keys[4 + t]
+    if owned[i] and argv[9 + n + t] ~= '' then
+      locks[#locks + 1] = keys[5 + t]
       holders[#locks], slots[#locks] = i, t
     end
   end
@@ -154,21 +195,25 @@ end
 if #locks > 0 then
   local v = call('MGET', unpack(locks))
   for j = 1, #locks do
-    if v[j] ~= argv[8 + n + slots[j]] then owned[holders[j]] = false end
+    if v[j] ~= argv[9 + n + slots[j]] then owned[holders[j]] = false end
   end
 end
 local now, dead_ttl, died = nil, tonumber(argv[4]), false
 local codes, out, acks, releases, done = {}, {''}, {}, {}, {}
-local a = 9 + n + m
+local gone, parked = {}, 0
+local a = 10 + n + m
 t = 0
 for i = 1, n do
   local kind, r, at, lock, key, token = string.sub(kinds, i, i)
   if kind ~= 'a' then
     t = t + 1
-    at, lock, key, token = a, keys[4 + t], keys[4 + m + t], argv[8 + n + t]
+    at, lock, key, token = a, keys[5 + t], keys[5 + m + t], argv[9 + n + t]
     if kind == 'o' then a = a + 1
     elseif kind == 'r' then a = a + 7
     elseif kind == 'd' then a = a + 6 end
+  end
+  if limit > 0 and kind ~= 'a' and token ~= '' then
+    gone[#gone + 1] = slot_of(i, token)
   end
   if not owned[i] then
     if resend and landed(i, kind, at, key) then
@@ -193,7 +238,10 @@ for i = 1, n do
                       'enqueued_at', argv[at + 3], 'trace', argv[at + 4],
                       'error', argv[at + 5], 'worker', consumer,
                       'failed_at', now)
-      if kind == 'r' and not failed(r) then
+      if kind == 'r' and not failed(r) and argv[at + 6] == '-1' then
+        r = redis.pcall('ZADD', keys[2], PARK_AT + now, argv[at])
+        parked = parked + 1
+      elseif kind == 'r' and not failed(r) then
         r = redis.pcall('ZADD', keys[2], now + tonumber(argv[at + 6]),
                         argv[at])
       elseif not failed(r) then
@@ -205,7 +253,7 @@ for i = 1, n do
     if failed(r) then
       codes[i], out[#out + 1] = 'e', r.err
     else
-      codes[i], acks[#acks + 1] = cancel and 'c' or 'k', argv[8 + i]
+      codes[i], acks[#acks + 1] = cancel and 'c' or 'k', argv[9 + i]
       done[#done + 1] = i
       if kind ~= 'a' and token ~= '' then
         releases[#releases + 1] = lock
@@ -222,5 +270,6 @@ if #acks > 0 then
 end
 if #releases > 0 then call('DEL', unpack(releases)) end
 unindex(done)
+give_back(gone, #gone + parked)
 out[1] = table.concat(codes)
 return out

@@ -25,7 +25,9 @@
 --             holds it), since (when its run began, "" if it has not
 --             begun), cancel_requested ("1" or "0")
 --   delayed   due_at, attempt (of the next run), enqueued_at, error
---             (the last one, "" for a scheduled task)
+--             (the last one, "" for a scheduled task); due_at is "0"
+--             while it waits for a slot of its type's concurrency_limit
+--             (it has no time: it starts when a slot frees)
 --   done      result_bytes, expires_in_ms, and with "result" result
 --   dead      error, attempts, died_at
 --   cancelled expires_in_ms (how long this is remembered)
@@ -84,6 +86,9 @@ if index then
   end
 end
 local due = redis.call('ZSCORE', KEYS[4], id)
+if due and tonumber(due) >= 4503599627370496 then
+  due = '0' -- waiting for a concurrency slot (finish.lua's PARK_AT)
+end
 if due then
   local f = fields(redis.call('HGETALL', KEYS[5]))
   return {'delayed', 'now', now, 'due_at', due, 'attempt', f.attempt or '',

@@ -16,7 +16,8 @@
 --       result_bytes, result_preview}: fields is the envelope's hash
 --       (dead:<id>, else task:<id>) flat, its payload cut to preview
 --       bytes; died_at and due_at are "" when the task is not dead or
---       not delayed; lock_ms_left is the lock's PTTL; result_preview is
+--       not delayed (due_at also while it waits for a concurrency slot:
+--       it has no time); lock_ms_left is the lock's PTTL; result_preview is
 --       "" when no result is cached. The status is the first that holds:
 --   dead      it is in the dead set
 --   delayed   it waits in the delayed set
@@ -29,6 +30,7 @@
 local id, cut = ARGV[1], tonumber(ARGV[2])
 local died = redis.call('ZSCORE', KEYS[1], id)
 local due = redis.call('ZSCORE', KEYS[4], id)
+local waits = due and tonumber(due) >= 4503599627370496 -- finish.lua's PARK_AT
 local lock = redis.call('PTTL', KEYS[5])
 local rlen = redis.call('STRLEN', KEYS[6])
 local rexists = redis.call('EXISTS', KEYS[6])
@@ -50,4 +52,5 @@ elseif seen == 1 then status = 'queued' end
 local preview = ''
 if rexists == 1 then preview = redis.call('GETRANGE', KEYS[6], 0,
   cut - 1) end
+if waits then due = '' end
 return {status, h, plen, died or '', due or '', lock, rlen, preview}
