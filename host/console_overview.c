@@ -62,6 +62,7 @@ static void jb_type(json_out *b, const console *c, const queue_figures *f)
                     f->paused ? "true" : "false", served);
     if (f->paused && f->paused_left_ms >= 0)
         json_out_printf(b, ",\"paused_left_ms\":%lld", f->paused_left_ms);
+    json_out_printf(b, ",\"slots\":%lld", f->slots);
     if (ti < 0 || !c->rings[ti] || c->samples == 0) {
         json_out_puts(b, "}");
         return;

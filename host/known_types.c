@@ -21,19 +21,21 @@ void known_types_free(known_types *k)
 int known_types_add_queries(pipeline *p, const char *prefix, const char *type)
 {
     char stream[KEY_MAX], delayed[KEY_MAX], dead[KEY_MAX], pressure[KEY_MAX];
-    char paused[KEY_MAX];
+    char paused[KEY_MAX], running[KEY_MAX];
 
     key_of_type(stream, sizeof(stream), prefix, type, "stream");
     key_of_type(delayed, sizeof(delayed), prefix, type, "delayed");
     key_of_type(dead, sizeof(dead), prefix, type, "dead");
     key_of_type(pressure, sizeof(pressure), prefix, type, "pressure");
     key_of_type(paused, sizeof(paused), prefix, type, "paused");
+    key_of_type(running, sizeof(running), prefix, type, "running");
     if (pipeline_addf(p, stream, "XLEN %s", stream) != 0 ||
         pipeline_addf(p, stream, "XPENDING %s %s", stream, WHARF_GROUP) != 0 ||
         pipeline_addf(p, delayed, "ZCARD %s", delayed) != 0 ||
         pipeline_addf(p, dead, "ZCARD %s", dead) != 0 ||
         pipeline_addf(p, pressure, "EXISTS %s", pressure) != 0 ||
-        pipeline_addf(p, paused, "PTTL %s", paused) != 0)
+        pipeline_addf(p, paused, "PTTL %s", paused) != 0 ||
+        pipeline_addf(p, running, "ZCARD %s", running) != 0)
         return -1;
     return 0;
 }
@@ -58,9 +60,11 @@ int known_types_take(int q, const redisReply *r, queue_figures *f)
         f->dead = r->integer;
     else if (q == KNOWN_PRESSURE)
         f->pressure = r->integer != 0;
-    else {
+    else if (q == KNOWN_PAUSED) {
         f->paused = r->integer != -2; /* PTTL: -2 is no key */
         f->paused_left_ms = f->paused ? r->integer : 0;
+    } else {
+        f->slots = r->integer;
     }
     return 0;
 }

@@ -30,11 +30,12 @@ enum {
     KNOWN_DEAD,
     KNOWN_PRESSURE,
     KNOWN_PAUSED,
+    KNOWN_SLOTS,
     KNOWN_COMMANDS
 };
 
 /* Adds to p the KNOWN_COMMANDS commands (XLEN, XPENDING, ZCARD, ZCARD,
- * EXISTS, PTTL) that read the figures of type under prefix, each to the node
+ * EXISTS, PTTL, ZCARD) that read the figures of type under prefix, each to the node
  * of its key. 0, or -1 when out of memory. */
 int known_types_add_queries(pipeline *p, const char *prefix, const char *type);
 

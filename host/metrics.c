@@ -178,7 +178,8 @@ static void render_gauge(text *t, const char *name, const char *help,
                       : field == 2 ? q[i].delayed
                       : field == 3 ? q[i].dead
                       : field == 4 ? q[i].pressure
-                                   : q[i].paused;
+                      : field == 5 ? q[i].paused
+                                   : q[i].slots;
         put(t, "%s{type=\"%s\"} %lld\n", name, q[i].type, v);
     }
 }
@@ -222,6 +223,10 @@ char *metrics_render(const metrics *m, const queue_figures *queues,
                      "1 while the type is paused (wharf pause): no task of it "
                      "starts.",
                      queues, n_queues, 5);
+        render_gauge(&t, "wharf_queue_slots",
+                     "Concurrency slots held (concurrency_limit) across "
+                     "every host.",
+                     queues, n_queues, 6);
         put(&t, "# HELP wharf_queue_node 1 for the Redis node that serves "
                 "the type (on a cluster, the primary owning its slot).\n"
                 "# TYPE wharf_queue_node gauge\n");

@@ -71,6 +71,7 @@ typedef struct queue_figures {
     int pressure;
     int paused;               /* 1 while the type is paused (wharf pause) */
     long long paused_left_ms; /* the pause's time left; -1: no end */
+    long long slots;          /* concurrency slots held (concurrency_limit) */
     char node[300]; /* "host:port" of the Redis node serving the type */
 } queue_figures;
 

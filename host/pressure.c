@@ -11,8 +11,9 @@
 /* A number argument of the figures call: a uint64_t in decimal. */
 #define FIGURE_ARG_MAX 24
 
-/* figures.lua answers {ready, running, delayed, dead, pressure, paused}. */
-#define FIGURES_REPLY_LEN 6
+/* figures.lua answers {ready, running, delayed, dead, pressure, paused,
+ * slots}. */
+#define FIGURES_REPLY_LEN 7
 
 /* Adds the figures call for queue q (sdk/lua/figures.lua) to p. 0 or -1. */
 static int add_figures(broker *b, const broker_queue *q)
@@ -47,6 +48,7 @@ static int read_figures(const redisReply *r, queue_figures *f)
     f->pressure = r->element[4]->integer != 0;
     f->paused = r->element[5]->integer != -2;
     f->paused_left_ms = f->paused ? r->element[5]->integer : 0;
+    f->slots = r->element[6]->integer;
     return 0;
 }
 

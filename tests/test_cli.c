@@ -819,6 +819,7 @@ Test(cli, stats_json_exact)
     command("ZADD wharf:{b}:hosts 1 web-1:default");
     command("SET wharf:{b}:paused 1 PX 600000");
     command("SET wharf:{c}:paused 1");
+    command("ZADD wharf:{a}:running 1 x 2 y");
     command("SADD wharf:types b a c");
     r = wharf("stats", "--json");
     cr_assert_eq(r->status, 0, "%s", r->err);
@@ -827,14 +828,14 @@ Test(cli, stats_json_exact)
         want, sizeof(want),
         "{\"types\": {"
         "\"a\": {\"ready\": 2, \"running\": 1, \"delayed\": 2, \"dead\": 1, "
-        "\"pressure\": true, \"paused\": false, \"served\": false, "
-        "\"node\": \"%s\"}, "
+        "\"pressure\": true, \"paused\": false, \"slots\": 2, "
+        "\"served\": false, \"node\": \"%s\"}, "
         "\"b\": {\"ready\": 1, \"running\": 0, \"delayed\": 0, \"dead\": 0, "
         "\"pressure\": false, \"paused\": true, \"paused_left_ms\": LEFT, "
-        "\"served\": true, \"node\": \"%s\"}, "
+        "\"slots\": 0, \"served\": true, \"node\": \"%s\"}, "
         "\"c\": {\"ready\": 0, \"running\": 0, \"delayed\": 0, \"dead\": 0, "
-        "\"pressure\": false, \"paused\": true, \"served\": false, "
-        "\"node\": \"%s\"}}}\n",
+        "\"pressure\": false, \"paused\": true, \"slots\": 0, "
+        "\"served\": false, \"node\": \"%s\"}}}\n",
         node, node, node);
     /* b's pause has some 600000 ms left: the one figure that moves. */
     {

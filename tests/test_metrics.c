@@ -210,6 +210,8 @@ Test(metrics, unserved_types_have_their_gauges)
     freeReplyObject(test_redis_command(rc, "SET wharf:{ghost}:pressure 1"));
     freeReplyObject(test_redis_command(rc, "XADD wharf:{lost}:stream * id l"));
     freeReplyObject(test_redis_command(rc, "SET wharf:{ghost}:paused 1"));
+    freeReplyObject(
+        test_redis_command(rc, "ZADD wharf:{ghost}:running 9 a:1 9 b:2"));
 
     cr_assert_eq(scrape_until("wharf_queue_dead{type=\"ghost\"}", 1), 1,
                  "no gauges for an unserved type; see %s", host.log);
@@ -219,6 +221,7 @@ Test(metrics, unserved_types_have_their_gauges)
     cr_assert_eq(sample(body, "wharf_queue_pressure{type=\"ghost\"}"), 1);
     cr_assert_eq(sample(body, "wharf_queue_paused{type=\"ghost\"}"), 1);
     cr_assert_eq(sample(body, "wharf_queue_paused{type=\"lost\"}"), 0);
+    cr_assert_eq(sample(body, "wharf_queue_slots{type=\"ghost\"}"), 2);
     cr_assert_eq(sample(body, "wharf_queue_ready{type=\"lost\"}"), 1);
     cr_assert_eq(sample(body, "wharf_queue_running{type=\"lost\"}"), 0);
     /* the served type is there as before, and Redis is up */

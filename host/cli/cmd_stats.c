@@ -84,6 +84,7 @@ static void print_json(const type_stats *stats, size_t n)
                f->pressure ? "true" : "false", f->paused ? "true" : "false");
         if (f->paused && f->paused_left_ms >= 0)
             printf("\"paused_left_ms\": %lld, ", f->paused_left_ms);
+        printf("\"slots\": %lld, ", f->slots);
         printf("\"served\": %s, \"node\": ",
                stats[i].served ? "true" : "false");
         cli_print_json_string(stdout, f->node);

@@ -8,15 +8,17 @@
 --   4 pressure         the flag: set while the backlog is too long
 --   5 backlog          the backlog, for producers to read
 --   6 paused           set while the type is paused (pause.lua)
+--   7 running          the concurrency slots (begin.lua)
 -- ARGV:
 --   1 group
 --   2 high             the high watermark: over it, the flag is set
 --   3 low              the low watermark: under it, the flag is cleared
 --   4 ttl_ms           how long the flag and the backlog live
--- Reply: {ready, running, delayed, dead, pressure, paused}: ready leaves
---       out the running (never below 0); pressure is 1 while the flag is
---       set; paused is the pause's time left in ms while the type is
---       paused (-1: until resumed), else -2 (PTTL's answers).
+-- Reply: {ready, running, delayed, dead, pressure, paused, slots}: ready
+--       leaves out the running (never below 0); pressure is 1 while the
+--       flag is set; paused is the pause's time left in ms while the type
+--       is paused (-1: until resumed), else -2 (PTTL's answers); slots
+--       is how many concurrency slots are held (0 without a limit).
 -- Between the watermarks the flag keeps its state: PEXPIRE renews it if
 -- it is there. Every live host refreshes both keys, so they clear
 -- themselves once all hosts are gone.
@@ -40,4 +42,4 @@ elseif redis.call('PEXPIRE', KEYS[4], ARGV[4]) == 1 then
   pressure = 1
 end
 return {ready, running, delayed, dead, pressure,
-        redis.call('PTTL', KEYS[6])}
+        redis.call('PTTL', KEYS[6]), redis.call('ZCARD', KEYS[7])}
