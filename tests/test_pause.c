@@ -149,7 +149,8 @@ Test(pause, no_start_after_pause_and_resume_drains)
     run = wharf("stats", "--json");
     cr_assert_eq(run->status, 0, "stats: %s", run->err);
     cr_assert(strstr(run->out, "\"chaos\": {") &&
-                  strstr(run->out, "\"paused\": true, \"served\": true"),
+                  strstr(run->out, "\"paused\": true, \"slots\": 0, "
+                                   "\"served\": true"),
               "stats shows no pause:\n%s", run->out);
 
     run = wharf("resume", "chaos");
