@@ -31,8 +31,8 @@
 --       TTL renewed, and the token drawn for it goes unused.
 -- With a limit, slots whose end has passed (their run died without a
 -- finish: its host was killed) are dropped first; each lock taken takes
--- a slot "<id> <token>" that lives lock_ttl unless renewed, and finish
--- gives it back.
+-- a slot "<id> <token>" that lives lock_ttl unless renewed (one ZADD per
+-- call), and finish gives it back.
 -- A task whose lock it takes is marked begun in entries: id -> "<entry
 -- id> <now ms>" (one HSET per call), which status reads as "running
 -- since".
@@ -83,7 +83,7 @@ if limit > 0 and fresh > 0 then
   if slots < 0 then slots = 0 end
   if slots < fresh then fresh = slots end
 end
-local token, out, begun = 0, {}, {}
+local token, out, begun, taken = 0, {}, {}, {}
 if fresh > 0 then
   token = call('INCRBY', keys[1], fresh) - fresh
 end
@@ -101,8 +101,8 @@ for i = 1, n do
       out[i] = t
       begun[#begun + 1] = i
       if limit > 0 then
-        call('ZADD', keys[4], time_ms() + tonumber(ttl),
-             string.sub(keys[4 + i], skip) .. ' ' .. t)
+        taken[#taken + 1] = time_ms() + tonumber(ttl)
+        taken[#taken + 1] = string.sub(keys[4 + i], skip) .. ' ' .. t
       end
     else
       local held = call('GET', lock)
@@ -116,6 +116,7 @@ for i = 1, n do
     end
   end
 end
+if #taken > 0 then call('ZADD', keys[4], unpack(taken)) end
 if #begun > 0 then
   local at = format('%d', time_ms())
   local fields = {}
