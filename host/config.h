@@ -147,6 +147,10 @@ const plugin_section *config_plugin(const config *cfg, const char *name);
 /* The value of `key` in a plugin section's own keys, or NULL. */
 const char *config_plugin_value(const plugin_section *section, const char *key);
 
+/* The longest pause `wharf pause --for` and the console's pause take: a
+ * pause meant to last longer is one without an end. */
+#define CONFIG_PAUSE_FOR_MAX_MS ((int64_t)30 * 24 * 3600 * 1000)
+
 /* Value parsers, exposed for the CLI (--delay, --wait) and tests.
  * Each returns 0 and writes *out on success, -1 on a bad value. */
 int config_parse_duration(const char *text, int64_t *out_ms);

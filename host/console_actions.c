@@ -33,8 +33,6 @@ typedef enum action_kind {
     ACTION_RESUME
 } action_kind;
 
-/* The longest pause the console sets with `for` (wharf pause's too). */
-#define PAUSE_FOR_MAX_MS ((int64_t)30 * 24 * 3600 * 1000)
 
 /* ---- the scripts' calls (lua_scripts.h builds each from its .lua
  * header): the reply (caller frees), or NULL after dropping the
@@ -261,7 +259,7 @@ static void pause_action(console *c, action_kind kind, const char *type,
 
     if (kind == ACTION_PAUSE && for_text &&
         (config_parse_duration(for_text, &for_ms) != 0 || for_ms <= 0 ||
-         for_ms > PAUSE_FOR_MAX_MS)) {
+         for_ms > CONFIG_PAUSE_FOR_MAX_MS)) {
         console_reply_error(reply, 400,
                             "for: expected a duration from 1ms to 30d "
                             "(e.g. 10m), or none to pause until resumed");

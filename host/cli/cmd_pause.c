@@ -10,11 +10,6 @@
 #include "clock_ms.h"
 #include "lua_scripts.h"
 
-/* The longest pause --for takes: as long as any duration of the manifest
- * (config_parse_duration's 30 days would do too, but a pause meant to be
- * for ever is one without --for). */
-#define PAUSE_FOR_MAX_MS ((int64_t)30 * 24 * 3600 * 1000)
-
 /* What pause.lua answered: its word, since when, and the time left. */
 typedef struct pause_answer {
     script_pause_word word;
@@ -66,7 +61,7 @@ static int check_for(cli *ctx, const char *value)
 
     if (code != 0)
         return code;
-    if (ms <= 0 || ms > PAUSE_FOR_MAX_MS)
+    if (ms <= 0 || ms > CONFIG_PAUSE_FOR_MAX_MS)
         return cli_usage(ctx,
                          "--for '%s' is out of range: from 1ms to 30d "
                          "(leave it out to pause until resumed)",
