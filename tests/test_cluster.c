@@ -280,6 +280,75 @@ Test(cluster, twenty_types_thirty_thousand_tasks_each_once, .timeout = 280)
     test_cluster_stop(&c);
 }
 
+/* ---- pause and concurrency_limit over the shards ---- */
+
+/* The most concurrency slots of `type` held at any sample, read on the
+ * node that owns its slot, until want tasks are done. */
+static long long slots_until_done(test_cluster *c, const test_host *h,
+                                  const char *type, long want)
+{
+    char key[64];
+    redisContext *owner;
+    long long most = 0;
+    int64_t deadline = test_now_ms() + 120000;
+
+    snprintf(key, sizeof(key), "wharf:{%s}:running", type);
+    owner = test_cluster_connect(
+        c, test_cluster_owner(c, test_cluster_slot(c, key)));
+    while (done_lines(h) < want && test_now_ms() < deadline) {
+        long long n = test_redis_int(owner, "ZCARD %s", key);
+        if (n > most)
+            most = n;
+        test_sleep_ms(20);
+    }
+    redisFree(owner);
+    return most;
+}
+
+/* On a cluster a paused type is left out of the claims (its shard's wait
+ * is not sent) while the others run, its slots' keys live in its own
+ * hash slot, and a concurrency_limit holds across the shards' types. */
+Test(cluster, a_paused_type_waits_and_a_limited_one_keeps_its_cap,
+     .timeout = 200)
+{
+    static const char *const all[3] = {"p1", "o1", "l1"};
+    static const char *const ok_types[2] = {"p1", "o1"};
+    static const char *const limited[1] = {"l1"};
+    enum { PER_TYPE = 30 };
+    test_cluster c;
+    test_host h;
+    char extra[1024];
+    const test_cli_run *r;
+    long long most;
+    tally t;
+
+    test_cluster_start(&c, 3, 0);
+    plugin_keys(extra, sizeof(extra), all, 3,
+                "[type.l1]\nconcurrency_limit = 2\n");
+    start_host(&h, c.url, extra, NULL, NULL);
+    r = test_cli(c.url, h.dir, (const char *const[]){"pause", "p1", NULL});
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    enqueue_all(c.url, ok_types, 2, PER_TYPE, "ok", 0);
+    enqueue_all(c.url, limited, 1, PER_TYPE, "sleep:50", 0);
+    most = slots_until_done(&c, &h, "l1", 2 * PER_TYPE);
+    cr_assert_eq(done_lines(&h), 2 * PER_TYPE, "o1 and l1 not done (see %s)",
+                 h.log);
+    cr_expect_leq(most, 2, "%lld slots of l1 held at once", most);
+    t = count_done(&h, ok_types, 1, PER_TYPE);
+    cr_assert_eq(t.done, 0, "%ld tasks of paused p1 ran", t.done);
+
+    r = test_cli(c.url, h.dir, (const char *const[]){"resume", "p1", NULL});
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_eq(wait_done(&h, 3 * PER_TYPE, 120000), 3 * PER_TYPE,
+                 "p1 did not drain after the resume (see %s)", h.log);
+    test_sleep_ms(500); /* anything run twice would show by now */
+    t = count_done(&h, all, 3, PER_TYPE);
+    cr_expect_eq(t.lost, 0);
+    cr_expect_eq(t.twice, 0);
+    cr_assert_eq(test_host_stop(&h), 0);
+    test_cluster_stop(&c);
+}
+
 /* ---- a slot migrated during a run ---- */
 
 Test(cluster, a_slot_migrated_during_a_run_loses_and_repeats_nothing,
