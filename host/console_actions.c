@@ -33,7 +33,6 @@ typedef enum action_kind {
     ACTION_RESUME
 } action_kind;
 
-
 /* ---- the scripts' calls (lua_scripts.h builds each from its .lua
  * header): the reply (caller frees), or NULL after dropping the
  * connections (console_run_script) ---- */
@@ -273,10 +272,11 @@ static void pause_action(console *c, action_kind kind, const char *type,
                             "redis: the action may not have gone through");
         return;
     }
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
         r->element[0]->type != REDIS_REPLY_STRING ||
         r->element[1]->type != REDIS_REPLY_INTEGER ||
         r->element[2]->type != REDIS_REPLY_INTEGER ||
+        r->element[3]->type != REDIS_REPLY_INTEGER ||
         script_pause_word_of(r->element[0]->str) == SCRIPT_PAUSE_NO_WORD) {
         console_reply_error(reply, 502, "redis: %s",
                             r->type == REDIS_REPLY_ERROR ? r->str

@@ -203,6 +203,10 @@ Test(pause, commands_and_bad_input)
 
     run = wharf("pause", "mail", "--for", "1h");
     cr_assert_eq(run->status, 0, "%s", run->err);
+    /* No host ever served mail: a typo is told, the pause is set. */
+    cr_assert(strstr(run->err, "no host serves 'mail'") &&
+                  strstr(run->err, "paused all the same"),
+              "%s", run->err);
     cr_assert(sscanf(run->out, "paused mail (since %63[^)])", since) == 1, "%s",
               run->out);
     run = wharf("pause", "mail");

@@ -258,24 +258,29 @@ Test(scripts, pause_keeps_its_start_and_resume_ends_it)
     redisReply *r;
     long long since;
 
-    r = run(&script_pause, 1, "w:{t}:paused", "pause", "60000", NULL);
-    cr_assert_eq(r->elements, 3);
+    r = run(&script_pause, 2, "w:{t}:paused", "w:{t}:policy", "pause", "60000",
+            NULL);
+    cr_assert_eq(r->elements, 4);
     cr_assert_str_eq(r->element[0]->str, "PAUSED");
+    cr_assert_eq(r->element[3]->integer, 0, "no host served t");
     since = r->element[1]->integer;
     cr_assert_gt(since, 0);
     cr_assert_eq(r->element[2]->integer, 60000);
     freeReplyObject(r);
-    r = run(&script_pause, 1, "w:{t}:paused", "pause", "0", NULL);
+    r = run(&script_pause, 2, "w:{t}:paused", "w:{t}:policy", "pause", "0",
+            NULL);
     cr_assert_str_eq(r->element[0]->str, "EXTENDED");
     cr_assert_eq(r->element[1]->integer, since);
     cr_assert_eq(r->element[2]->integer, -1);
     freeReplyObject(r);
     cr_assert_eq(test_redis_int(rc, "PTTL w:{t}:paused"), -1);
-    r = run(&script_pause, 1, "w:{t}:paused", "resume", "0", NULL);
+    r = run(&script_pause, 2, "w:{t}:paused", "w:{t}:policy", "resume", "0",
+            NULL);
     cr_assert_str_eq(r->element[0]->str, "RESUMED");
     cr_assert_eq(r->element[1]->integer, since);
     freeReplyObject(r);
-    r = run(&script_pause, 1, "w:{t}:paused", "resume", "0", NULL);
+    r = run(&script_pause, 2, "w:{t}:paused", "w:{t}:policy", "resume", "0",
+            NULL);
     cr_assert_str_eq(r->element[0]->str, "RUNNING");
     cr_assert_eq(r->element[1]->integer, 0);
     freeReplyObject(r);

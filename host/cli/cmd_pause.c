@@ -10,10 +10,12 @@
 #include "clock_ms.h"
 #include "lua_scripts.h"
 
-/* What pause.lua answered: its word, since when, and the time left. */
+/* What pause.lua answered: its word, since when, the time left, and
+ * whether a host ever served the type. */
 typedef struct pause_answer {
     script_pause_word word;
     int64_t since_ms, left_ms;
+    bool served;
 } pause_answer;
 
 /* Runs pause.lua for type in mode ("pause" or "resume"); 0 with *out
@@ -35,14 +37,16 @@ static int call_pause(cli *ctx, const char *type, const char *mode,
         r = script_run_command(redis, &script_pause, &cmd);
     command_free(&cmd);
     if ((code = cli_reply_check(ctx, r, ctx->command->name)) == 0) {
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 4 &&
             r->element[0]->type == REDIS_REPLY_STRING &&
             r->element[1]->type == REDIS_REPLY_INTEGER &&
             r->element[2]->type == REDIS_REPLY_INTEGER &&
+            r->element[3]->type == REDIS_REPLY_INTEGER &&
             script_pause_word_of(r->element[0]->str) != SCRIPT_PAUSE_NO_WORD) {
             out->word = script_pause_word_of(r->element[0]->str);
             out->since_ms = r->element[1]->integer;
             out->left_ms = r->element[2]->integer;
+            out->served = r->element[3]->integer != 0;
         } else {
             code = cli_fail(ctx, EX_SOFTWARE,
                             "the pause script gave an unexpected reply");
@@ -96,6 +100,8 @@ static int run_pause(cli *ctx, const cli_args *args)
     } else {
         printf(" until resumed\n");
     }
+    if (!a.served) /* a typo, or a type no host runs yet */
+        cli_warn_unserved(ctx, type, "; paused all the same");
     return EX_OK;
 }
 
