@@ -9,7 +9,7 @@
  * cwd = /srv/myapp                ; default: the worker's
  * env = PYTHONUNBUFFERED=1        ; NAME=VALUE words, added to PATH, HOME,
  *                                 ; LANG, LC_ALL, TZ and TMPDIR
- * inflight = 16                   ; tasks the program may hold at once
+ * inflight = 1                    ; tasks the program may hold at once
  *
  * The host keeps every guarantee (locks, retries, the dead set, timeouts,
  * crash isolation), the program only answers. A program that exits, is
@@ -38,7 +38,9 @@
 #include "coprocess_frame.h"
 #include "coprocess_program.h"
 
-#define DEFAULT_INFLIGHT 16
+/* A worker runs one task at a time: one is all a program of a worker
+ * holds unless its calls run on several threads (wharf run --threads). */
+#define DEFAULT_INFLIGHT 1
 #define MAX_INFLIGHT 4096
 /* How long a cancelled task's program has to answer before it is killed:
  * under the host's own grace (1 s) after the deadline, so the plugin

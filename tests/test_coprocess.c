@@ -178,6 +178,10 @@ Test(coprocess_run, outcomes_in_each_language)
         /* Any other exception: a retry with its text. */
         cr_assert_eq(run_task(t, "raise"), 75, "%s: %s", t, err);
         cr_assert(strstr(out, "Error: raised on purpose\n"), "%s: %s", t, out);
+        /* What a handler prints is a stderr line, not a broken frame. */
+        cr_assert_eq(run_task(t, "print"), 0, "%s: %s", t, err);
+        cr_assert(strstr(err, "handler stderr: printed to stdout"), "%s: %s", t,
+                  err);
         /* ctx.log: a host log line naming the plugin and the task. */
         cr_assert_eq(run_task(t, "log"), 0, "%s: %s", t, err);
         cr_assert(strstr(err, "a line from the handler"), "%s: %s", t, err);

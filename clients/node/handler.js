@@ -19,6 +19,7 @@
 // Tasks run at once up to the host's `inflight`, each answered as it
 // ends. Node's own modules only; console.log goes to stderr, which the
 // host logs.
+const fs = require('fs');
 const path = require('path');
 
 const PROTOCOL_VERSION = 1;
@@ -179,15 +180,25 @@ class Runner {
     this.running.set(request, ctx);
     let result;
     try {
-      result = Promise.resolve(fn(task, ctx));
+      result = fn(task, ctx);
     } catch (e) {
-      result = Promise.reject(e);
+      this.failed(request, ctx, e);
+      this.done(request);
+      return;
     }
-    result.then((value) => this.ok(request, value), (e) => this.failed(request, ctx, e))
-      .finally(() => {
-        this.running.delete(request);
-        this.checkFinished();
-      });
+    if (result === null || typeof result !== 'object' || typeof result.then !== 'function') {
+      // A plain value: answered now, without a turn of the promise queue.
+      this.ok(request, result);
+      this.done(request);
+      return;
+    }
+    Promise.resolve(result).then((value) => this.ok(request, value), (e) => this.failed(request, ctx, e))
+      .finally(() => this.done(request));
+  }
+
+  done(request) {
+    this.running.delete(request);
+    this.checkFinished();
   }
 
   ok(request, value) {
@@ -238,13 +249,24 @@ class Runner {
   }
 }
 
+// Writes all of buf to fd 1, which nothing but this file touches: stays
+// blocking, so a write waits while the host's pipe is full.
+function writeFrames(buf) {
+  let at = 0;
+  while (at < buf.length) at += fs.writeSync(1, buf, at, buf.length - at);
+}
+
+// process.stdout (console.log) is stderr from here on: stdout carries
+// frames only, written straight to fd 1. Before the handlers' modules
+// load, so a console.log at their top cannot reach the host as a frame.
+function guardStdout() {
+  Object.defineProperty(process, 'stdout', { get: () => process.stderr, configurable: true });
+}
+
 // Serves the registered handlers on stdin and stdout until stdin closes.
-// What the program writes to stdout (console.log) goes to stderr first:
-// stdout carries frames only.
 function run() {
-  const out = process.stdout.write.bind(process.stdout);
-  process.stdout.write = process.stderr.write.bind(process.stderr);
-  const runner = new Runner(handlers, (buf) => out(buf));
+  guardStdout();
+  const runner = new Runner(handlers, writeFrames);
   process.stdin.on('data', (chunk) => runner.data(chunk));
   process.stdin.on('end', () => runner.end());
   process.stdin.on('error', () => runner.end());
@@ -256,6 +278,7 @@ function main(argv) {
       + "requires each MODULE (its handler() calls register) and serves them to wharf's coprocess plugin on stdin/stdout\n");
     return 64;
   }
+  guardStdout();
   for (const name of argv) require(path.resolve(name));
   if (handlers.size === 0) {
     process.stderr.write(`wharf handler: no handler() in ${argv.join(', ')}\n`);

@@ -20,6 +20,10 @@ handler('nodechaos', async (task, ctx) => {
     return sleep(60000);
   }
   if (text === 'raise') throw new Error('raised on purpose');
+  if (text === 'print') {
+    console.log('printed to stdout');
+    return ok(task);
+  }
   if (text === 'log') {
     ctx.log('a line from the handler', 'info');
     return ok(task);

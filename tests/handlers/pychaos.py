@@ -15,7 +15,7 @@ module and tests/handlers/nodechaos.js ends the same way:
 
 and, beyond chaos: echo:... (succeed with the payload, binary-safe),
 raise (an uncaught ValueError: a retry with its text), log (one ctx.log
-line). Types: pychaos (sync, on the pool) and pychaos_async (async)."""
+line), print (a line to stdout, which the library moves to stderr). Types: pychaos (sync, on the pool) and pychaos_async (async)."""
 
 import asyncio
 import ctypes
@@ -50,6 +50,9 @@ def decide(task, ctx):
         ctypes.string_at(0)
     if text == "raise":
         raise ValueError("raised on purpose")
+    if text == "print":
+        print("printed to stdout")
+        return ok(task)
     if text == "log":
         ctx.log("a line from the handler", "info")
         return ok(task)

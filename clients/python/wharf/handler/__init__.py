@@ -28,10 +28,12 @@ stderr, which the host logs."""
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import importlib
 import inspect
+import collections
 import os
+import queue
+import select
 import struct
 import sys
 import threading
@@ -128,6 +130,8 @@ class Context:
     def cancelled(self) -> bool:
         """True once the host cancelled the task (its deadline passed, or
         an operator cancelled it): stop and return."""
+        if not self._cancel.is_set() and self._runner.inline:
+            self._runner.poll_cancel()
         return self._cancel.is_set()
 
     def time_left(self) -> Optional[float]:
@@ -178,11 +182,23 @@ class _Runner:
         self.write_lock = threading.Lock()
         self.buf = bytearray()
         self.inflight = 1
-        self.pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        # The sync handlers' threads: started as needed, up to inflight,
+        # fed from one queue (a thread pool without a future per task,
+        # and without a wake-up of the event loop per answer).
+        self.jobs: "queue.SimpleQueue" = queue.SimpleQueue()
+        self.threads = 0
+        self.idle = 0
+        # running and the counts above, shared by the loop and the threads
+        self.lock = threading.Lock()
+        self.closing = False
         self.running: Dict[int, tuple] = {}
+        # One task at a time, sync handlers only: no event loop, no
+        # threads; the loop of serve_inline reads, runs and answers.
+        self.inline = False
+        self.pending: collections.deque = collections.deque()
+        self.eof = False
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.done: Optional[asyncio.Future] = None
-        self.said_ready = False
 
     # --- writing ---------------------------------------------------------
 
@@ -224,32 +240,55 @@ class _Runner:
             print("wharf.handler: %s" % e, file=sys.stderr)
             os._exit(70)
 
-    def frames(self) -> None:
+    def next_frame(self) -> Optional[tuple]:
+        """(kind, request, body) of the first whole frame of buf, taken
+        out of it; None while there is none."""
         buf = self.buf
-        at = 0
-        while len(buf) - at >= 4:
-            (length,) = _U32.unpack_from(buf, at)
-            if length < 5 or length > FRAME_MAX:
-                raise ProtocolError("a frame of length %d" % length)
-            if len(buf) - at - 4 < length:
+        if len(buf) < 4:
+            return None
+        (length,) = _U32.unpack_from(buf, 0)
+        if length < 5 or length > FRAME_MAX:
+            raise ProtocolError("a frame of length %d" % length)
+        if len(buf) - 4 < length:
+            return None
+        kind = bytes(buf[4:5])
+        (request,) = _U32.unpack_from(buf, 5)
+        body = bytes(buf[9:4 + length])
+        del buf[:4 + length]
+        return kind, request, body
+
+    def frames(self) -> None:
+        while True:
+            frame = self.next_frame()
+            if frame is None:
                 break
-            kind = buf[at + 4:at + 5]
-            (request,) = _U32.unpack_from(buf, at + 5)
-            body = bytes(buf[at + 9:at + 4 + length])
-            at += 4 + length
+            kind, request, body = frame
             if kind == b"T":
                 self.task(request, body)
             elif kind == b"C":
-                entry = self.running.get(request)
+                with self.lock:
+                    entry = self.running.get(request)
                 if entry is not None:
                     entry[0]._cancel.set()
                     if entry[1] is not None:
                         entry[1].cancel()
-            elif kind == b"H":
-                self.hello(body)
             else:
-                raise ProtocolError("unknown frame kind %r" % kind)
-        del buf[:at]
+                raise ProtocolError("unexpected frame kind %r" % kind)
+
+    def read_hello(self) -> None:
+        """Reads the hello frame (blocking) and answers it."""
+        while True:
+            frame = self.next_frame()
+            if frame is not None:
+                break
+            chunk = os.read(0, 1 << 16)
+            if not chunk:
+                sys.exit(0)
+            self.buf += chunk
+        if frame[0] != b"H":
+            raise ProtocolError("the first frame is %r, not a hello"
+                                % frame[0])
+        self.hello(frame[2])
 
     def hello(self, body: bytes) -> None:
         version, inflight = struct.unpack_from(">II", body)
@@ -257,12 +296,9 @@ class _Runner:
             raise ProtocolError("the host speaks protocol version %d, not %d"
                                 % (version, PROTOCOL_VERSION))
         self.inflight = max(1, inflight)
-        self.pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=self.inflight, thread_name_prefix="wharf-handler")
         self.write(_frame(b"R", 0, _U32.pack(PROTOCOL_VERSION)))
-        self.said_ready = True
 
-    def task(self, request: int, body: bytes) -> None:
+    def parse_task(self, request: int, body: bytes) -> tuple:
         attempt, max_attempts, fence, enqueued_ms, deadline_in = \
             _TASK.unpack_from(body)
         at = _TASK.size
@@ -277,21 +313,35 @@ class _Runner:
                     fields[1].decode("utf-8", "replace"), attempt,
                     max_attempts, fence, fields[2].decode("ascii", "replace"),
                     enqueued_ms / 1000.0, fields[3])
-        ctx = Context(self, request, deadline)
+        return task, Context(self, request, deadline)
+
+    def no_handler(self, request: int, task: "Task") -> None:
+        self.answer(request, "fail", ("no handler for type %r in this "
+                                      "program" % task.type).encode())
+
+    def task(self, request: int, body: bytes) -> None:
+        task, ctx = self.parse_task(request, body)
         fn = self.handlers.get(task.type)
         if fn is None:
-            self.answer(request, "fail",
-                        ("no handler for type %r in this program"
-                         % task.type).encode())
+            self.no_handler(request, task)
             return
         if inspect.iscoroutinefunction(fn):
             job = self.loop.create_task(self.run_async(fn, task, ctx,
                                                        request))
-            self.running[request] = (ctx, job)
-        else:
+            with self.lock:
+                self.running[request] = (ctx, job)
+            return
+        with self.lock:
             self.running[request] = (ctx, None)
-            future = self.pool.submit(self.run_sync, fn, task, ctx, request)
-            future.add_done_callback(self.sync_done)
+            start = self.idle == 0 and self.threads < self.inflight
+            if start:
+                self.threads += 1
+            else:
+                self.idle -= 1
+        self.jobs.put((fn, task, ctx, request))
+        if start:
+            threading.Thread(target=self.sync_thread, daemon=True,
+                             name="wharf-handler-%d" % self.threads).start()
 
     # --- running ---------------------------------------------------------
 
@@ -325,10 +375,11 @@ class _Runner:
         else:
             self.outcome(request, None, value)
         finally:
-            self.running.pop(request, None)
+            with self.lock:
+                self.running.pop(request, None)
         self.check_finished()
 
-    def run_sync(self, fn, task, ctx, request) -> None:
+    def run_one(self, fn, task, ctx, request) -> None:
         try:
             value = fn(task, ctx)
         except BaseException as e:  # noqa: B902
@@ -337,15 +388,70 @@ class _Runner:
             self.outcome(request, e, None)
         else:
             self.outcome(request, None, value)
-        return request
 
-    def sync_done(self, future: concurrent.futures.Future) -> None:
-        request = future.result()
-        self.loop.call_soon_threadsafe(self.sync_forget, request)
+    # --- one task at a time, without an event loop -----------------------
 
-    def sync_forget(self, request: int) -> None:
-        self.running.pop(request, None)
-        self.check_finished()
+    def fill(self) -> None:
+        """Moves the whole frames of buf to pending, applying cancels."""
+        while True:
+            frame = self.next_frame()
+            if frame is None:
+                return
+            if frame[0] == b"C":
+                entry = self.running.get(frame[1])
+                if entry is not None:
+                    entry[0]._cancel.set()
+            else:
+                self.pending.append(frame)
+
+    def poll_cancel(self) -> None:
+        """ctx.cancelled of a sync handler run inline: reads what stdin
+        has without waiting, so a cancel frame sets the flag."""
+        if self.eof or not select.select([0], [], [], 0)[0]:
+            return
+        chunk = os.read(0, 1 << 20)
+        if not chunk:
+            self.eof = True
+            return
+        self.buf += chunk
+        self.fill()
+
+    def serve_inline(self) -> None:
+        self.inline = True
+        while True:
+            self.fill()
+            if not self.pending:
+                if self.eof:
+                    return
+                chunk = os.read(0, 1 << 20)
+                if not chunk:
+                    return
+                self.buf += chunk
+                continue
+            kind, request, body = self.pending.popleft()
+            if kind != b"T":
+                raise ProtocolError("unexpected frame kind %r" % kind)
+            task, ctx = self.parse_task(request, body)
+            fn = self.handlers.get(task.type)
+            if fn is None:
+                self.no_handler(request, task)
+                continue
+            self.running[request] = (ctx, None)
+            self.run_one(fn, task, ctx, request)
+            del self.running[request]
+
+    def sync_thread(self) -> None:
+        """One of the sync handlers' threads: a job, its answer, the
+        next."""
+        while True:
+            fn, task, ctx, request = self.jobs.get()
+            self.run_one(fn, task, ctx, request)
+            with self.lock:
+                self.running.pop(request, None)
+                self.idle += 1
+                last = self.closing and not self.running
+            if last:
+                self.loop.call_soon_threadsafe(self.check_finished)
 
     # --- the end ---------------------------------------------------------
 
@@ -353,13 +459,15 @@ class _Runner:
         """stdin closed: the host stops this program. Tasks in hand end
         first (the host waits a little, then kills)."""
         self.loop.remove_reader(0)
-        self.closing = True
+        with self.lock:
+            self.closing = True
         self.check_finished()
 
     def check_finished(self) -> None:
-        if getattr(self, "closing", False) and not self.running:
-            if not self.done.done():
-                self.done.set_result(None)
+        with self.lock:
+            finished = self.closing and not self.running
+        if finished and not self.done.done():
+            self.done.set_result(None)
 
     async def serve(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -367,18 +475,41 @@ class _Runner:
         os.set_blocking(0, False)
         self.loop.add_reader(0, self.readable)
         await self.done
-        if self.pool is not None:
-            self.pool.shutdown(wait=True)
+
+
+_frames_fd: Optional[int] = None
+
+
+def _guard_stdout() -> int:
+    """From here on fd 1 and sys.stdout are stderr; the frames go to a
+    copy of the old fd 1, which only this module writes. main() calls it
+    before the handlers' modules load, so a print at their top cannot
+    reach the host as a frame. Returns the frames' fd."""
+    global _frames_fd
+    if _frames_fd is None:
+        sys.stdout.flush()
+        _frames_fd = os.dup(1)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    return _frames_fd
 
 
 def run(handlers: Optional[Dict[str, Handler]] = None) -> None:
     """Serves the registered handlers (or ``handlers``) on stdin and stdout
     until stdin closes. Moves what the program prints to stderr first:
     stdout carries frames only."""
-    out_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    asyncio.run(_Runner(dict(handlers or _handlers), out_fd).serve())
+    table = dict(handlers or _handlers)
+    runner = _Runner(table, _guard_stdout())
+    try:
+        runner.read_hello()
+        if runner.inflight == 1 and not any(
+                inspect.iscoroutinefunction(fn) for fn in table.values()):
+            runner.serve_inline()
+        else:
+            asyncio.run(runner.serve())
+    except ProtocolError as e:
+        print("wharf.handler: %s" % e, file=sys.stderr)
+        os._exit(70)
 
 
 def main(argv: Optional[list] = None) -> int:
@@ -389,6 +520,7 @@ def main(argv: Optional[list] = None) -> int:
               "serves them to wharf's coprocess plugin on stdin/stdout",
               file=sys.stderr)
         return 64
+    _guard_stdout()
     for name in argv:
         importlib.import_module(name)
     if not _handlers:
