@@ -864,7 +864,7 @@ static void coprocess_fini(wharf_ctx *ctx, void *state)
         if (cp->err_len > 0)
             stderr_line(ctx, cp->err_line, cp->err_len);
         program_close(&cp->prog);
-        wharf_log(ctx, WHARF_LOG_DEBUG, "handler program stopped: %s", how);
+        wharf_log(ctx, WHARF_LOG_INFO, "handler program stopped: %s", how);
     }
     coprocess_free(cp);
 }

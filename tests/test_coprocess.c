@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -723,4 +724,69 @@ Test(coprocess_host, a_dying_program_loses_nothing)
         cr_assert_str_eq(e.result, i % 2 ? "ok attempt=1" : "ok attempt=2");
         free(e.result);
     }
+}
+
+/* SIGTERM: the task in hand finishes, then each program is stopped
+ * through its stdin and exits by itself. */
+Test(coprocess_host, sigterm_lets_the_task_in_hand_finish)
+{
+    static const char *const stopped[] = {
+        "handler program stopped: handler exited with status 0",
+        "\"plugin\":\"py\"", NULL};
+    char id[WHARF_ID_MAX + 1];
+    ending e;
+
+    enqueue("pychaos", "sleep:1500", 10, id);
+    /* In the handler, not only claimed or begun: a stop reschedules a
+     * task whose plugin call has not started. */
+    cr_assert(
+        test_host_wait_log(&host, TEST_EVENT_MS,
+                           (const char *const[]){"task started", id, NULL}),
+        "never started; see %s", host.log);
+    cr_assert_eq(kill(host.pid, SIGTERM), 0);
+    cr_assert_eq(test_host_wait_exit(&host, TEST_EVENT_MS), 0);
+    host.pid = 0;
+    wait_end("pychaos", id, &e);
+    cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s", e.info.error);
+    cr_assert_str_eq(e.result, "ok attempt=1");
+    free(e.result);
+    cr_assert_geq(test_host_log_count(&host, stopped), 2, "see %s", host.log);
+}
+
+static int program_starts(void)
+{
+    static const char *const started[] = {"handler program started",
+                                          "\"plugin\":\"py\"", NULL};
+
+    return test_host_log_count(&host, started);
+}
+
+static bool started(void *arg)
+{
+    return program_starts() >= *(const int *)arg;
+}
+
+/* A reload replaces the workers, and with them their programs; the new
+ * ones serve. */
+Test(coprocess_host, a_reload_restarts_the_programs)
+{
+    static const char *const stopped[] = {
+        "handler program stopped: handler exited with status 0",
+        "\"plugin\":\"py\"", NULL};
+    char id[WHARF_ID_MAX + 1];
+    ending e;
+
+    int two = 2, four = 4;
+
+    /* One program per worker. */
+    cr_assert(test_wait_until(started, &two, TEST_EVENT_MS), "see %s",
+              host.log);
+    cr_assert_eq(kill(host.pid, SIGHUP), 0);
+    cr_assert(test_wait_until(started, &four, TEST_EVENT_MS),
+              "no new programs; see %s", host.log);
+    cr_assert_geq(test_host_log_count(&host, stopped), 2, "see %s", host.log);
+    enqueue("pychaos", "ok", 2, id);
+    wait_end("pychaos", id, &e);
+    cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s", e.info.error);
+    free(e.result);
 }
