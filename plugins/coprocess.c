@@ -14,10 +14,11 @@
  * The host keeps every guarantee (locks, retries, the dead set, timeouts,
  * crash isolation), the program only answers. A program that exits, is
  * killed or writes a malformed frame fails the attempts it held with the
- * reason and is started again after a delay that grows as a worker's
- * does; a task past its deadline (or cancelled) is cancelled through the
- * protocol, and the program killed if it has not answered within
- * CANCEL_GRACE_MS; its stderr lines go to the host's log.
+ * reason and is started again: at once after a death in a task, else
+ * after a delay that grows as a worker's does; a task past its deadline (or
+ * cancelled) is cancelled through the protocol, and the program killed if it
+ * has not answered within CANCEL_GRACE_MS; its stderr lines go to the host's
+ * log.
  *
  * Thread-safe: calls at once each put a request in the table below and
  * wait for its answer; whichever waiting call finds nobody reading becomes
@@ -688,7 +689,9 @@ static int coprocess_init(wharf_ctx *ctx, void **state)
             while (cp->state == PROGRAM_STARTING)
                 wait_step(cp, ctx);
         if (cp->state != PROGRAM_READY) {
-            wharf_error(ctx, "coprocess: %s before it was ready",
+            wharf_error(ctx,
+                        "coprocess: the handler program did not get "
+                        "ready: %s",
                         cp->last_end[0] ? cp->last_end : err);
             pthread_mutex_unlock(&cp->lock);
             goto fail;

@@ -287,7 +287,10 @@ static void child(const program_spec *spec, int in, int out, int errfd,
     signal(SIGPIPE, SIG_DFL);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    /* A worker killed with SIGKILL takes its program with it. */
+    /* A worker killed with SIGKILL takes its program with it. The signal
+     * follows the thread that started the program, which in a worker is
+     * its only one (under `wharf run --threads`, a program one call's
+     * thread restarted ends with that thread). */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
         _exit(127);
     if (spec->cwd && chdir(spec->cwd) != 0)
