@@ -234,6 +234,9 @@ class _Runner:
             self.finish()
             return
         self.buf += chunk
+        self.consume()
+
+    def consume(self) -> None:
         try:
             self.frames()
         except ProtocolError as e:
@@ -474,6 +477,8 @@ class _Runner:
         self.done = self.loop.create_future()
         os.set_blocking(0, False)
         self.loop.add_reader(0, self.readable)
+        # Frames that came in with the hello.
+        self.loop.call_soon(self.consume)
         await self.done
 
 
