@@ -27,6 +27,15 @@
 #      processes (64) of one task each: the rate as a share of what that
 #      many in flight allow, the Redis CPU, and the memory (PSS) of the
 #      whole host, supervisor and workers.
+#  11. handlers in other languages: BENCH_HANDLER_TASKS no-op tasks through
+#      coprocess.so and a no-op Python handler (bench/noop_handler.py),
+#      then a no-op Node one (bench/noop_handler.js), BENCH_WORKERS
+#      workers, beside the C no-op's rate of step 2; and BENCH_IO_TASKS
+#      tasks of BENCH_IO_MS through one async Python program
+#      (bench/io_handler.py) with inflight = BENCH_IO_WORKERS, run by
+#      `wharf run --threads` (a worker holds one task at a time, so this
+#      is the plugin and the library without Redis), as a share of what
+#      that many in flight allow.
 # Only processes it started are stopped, and always. Needs bash, awk and
 # the redis-server/redis-cli/redis-benchmark of scripts/bootstrap.
 set -euo pipefail
@@ -39,7 +48,7 @@ PREFETCH=${BENCH_PREFETCH:-16}
 SINGLE=${BENCH_SINGLE:-20000}
 RATE=${BENCH_RATE:-1000}
 STEADY_SECONDS=${BENCH_STEADY_SECONDS:-5}
-PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,crash,io,latency,cluster}
+PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,crash,io,handlers,latency,cluster}
 # Tasks in a thousand that crash their worker in the poison row.
 CRASH_PERMILLE=${BENCH_CRASH_PERMILLE:-10}
 CRASH_TASKS=${BENCH_CRASH_TASKS:-20000}
@@ -47,6 +56,7 @@ CLIENT_TASKS=${BENCH_CLIENT_TASKS:-50000}
 IO_TASKS=${BENCH_IO_TASKS:-8000}
 IO_MS=${BENCH_IO_MS:-50}
 IO_WORKERS=${BENCH_IO_WORKERS:-64}
+HANDLER_TASKS=${BENCH_HANDLER_TASKS:-30000}
 # Another wharfd (say, last release's) to run the processing phase with
 # too, against the same server: its rate is shown beside ours.
 BASELINE=${BENCH_BASELINE_WHARFD:-}
@@ -196,7 +206,7 @@ format = json
 [defaults]
 prefetch = ${5:-$PREFETCH}
 [plugin.noop]
-path = noop.so
+${NOOP_SECTION:-path = noop.so}
 types = noop
 $PLUGIN_KEYS
 ${4:-}
@@ -331,6 +341,35 @@ if has_phase io; then
     process io "$WHARFD" "sleep_us = $((IO_MS * 1000))" "$IO_TASKS" \
         "$IO_WORKERS" 1
 fi
+# The noop type served by a handler program through coprocess.so.
+if has_phase handlers; then
+    NOOP_SECTION="path = $PWD/$BUILD/plugins/coprocess.so
+command = /usr/bin/python3 -m wharf.handler noop_handler
+cwd = $PWD/bench
+env = PYTHONPATH=$PWD/clients/python" \
+        process handler_py "$WHARFD" "" "$HANDLER_TASKS"
+    NOOP_SECTION="path = $PWD/$BUILD/plugins/coprocess.so
+command = node $PWD/clients/node/handler.js $PWD/bench/noop_handler.js" \
+        process handler_node "$WHARFD" "" "$HANDLER_TASKS"
+    cat >"$WORK/handler_io.ini" <<EOF
+[host]
+autoload = no
+insecure_plugins = yes
+[plugin.io]
+path = $PWD/$BUILD/plugins/coprocess.so
+types = io
+command = /usr/bin/python3 -m wharf.handler io_handler
+cwd = $PWD/bench
+env = PYTHONPATH=$PWD/clients/python
+inflight = $IO_WORKERS
+EOF
+    echo "bench: handler_io: $IO_TASKS tasks of $IO_MS ms," \
+        "$IO_WORKERS in flight through one Python program" >&2
+    "$BUILD/wharf" run "$BUILD/plugins/coprocess.so" io "$IO_MS" \
+        --threads "$IO_WORKERS" --repeat $((IO_TASKS / IO_WORKERS)) \
+        --config "$WORK/handler_io.ini" >"$WORK/handler_io.out" \
+        2>"$WORK/handler_io.log" || fail "handler_io: see $WORK/handler_io.log"
+fi
 has_phase latency && latency
 
 # ---- report ----
@@ -389,6 +428,16 @@ if has_phase io; then
     io_cmds=$(awk -v n="$IO_TASKS" '$1 == "cmd" { s += $3 }
         END { printf "%.2f", s / n }' "$WORK/io.watch")
     io_pss=$(awk '{ s += $4 } END { print s + 0 }' "$WORK/io.procs")
+fi
+py_rate=0 node_rate=0 py_io_rate=0 py_io_of_limit=0 py_io_limit=0
+if has_phase handlers; then
+    py_rate=$(value_of "$WORK/handler_py.watch" rate)
+    node_rate=$(value_of "$WORK/handler_node.watch" rate)
+    py_io_rate=$(awk '$1 == "ok:" { ok = $2 } $1 == "duration_ms:" { ms = $2 }
+        END { printf "%.0f", ms ? ok * 1000 / ms : 0 }' "$WORK/handler_io.out")
+    py_io_limit=$(awk -v w="$IO_WORKERS" -v ms="$IO_MS" \
+        'BEGIN { printf "%.0f", w * 1000 / ms }')
+    py_io_of_limit=$(ratio "$py_io_rate" "$py_io_limit")
 fi
 p50=0 p99=0 p999=0 pmax=0 samples=0
 if has_phase latency; then
@@ -478,6 +527,22 @@ if has_phase io; then
     row "  redis commands per task" "$io_cmds" "" ""
     row "  host memory, all processes (PSS, MiB)" "$(mib "$io_pss")" "" ""
 fi
+if has_phase handlers; then
+    # Goals: 5x Celery's prefork pool on no-op tasks (about 2,000/s
+    # measured there) and BullMQ's 1 process x 32 (about 28,000/s).
+    row "no-op Python handler, $WORKERS workers (tasks/s)" "$py_rate" \
+        ">= 10000" "$(verdict "$py_rate" ">=" 10000)"
+    has_phase process &&
+        row "  of the C no-op" "$(ratio "$py_rate" "$rate")" "" ""
+    row "no-op Node handler, $WORKERS workers (tasks/s)" "$node_rate" \
+        ">= 28000" "$(verdict "$node_rate" ">=" 28000)"
+    has_phase process &&
+        row "  of the C no-op" "$(ratio "$node_rate" "$rate")" "" ""
+    row "${IO_MS} ms I/O, async Python, $IO_WORKERS in flight (tasks/s)" \
+        "$py_io_rate" "" ""
+    row "  of the limit ($py_io_limit/s; wharf run, no Redis)" \
+        "$py_io_of_limit" ">= 0.80" "$(verdict "$py_io_of_limit" ">=" 0.8)"
+fi
 if has_phase clients; then
     same=$(awk -v a="$c_client_cmds" -v b="$py_client_cmds" \
         -v c="$node_client_cmds" 'BEGIN { print (a == b && b == c) ? "yes" : "NO" }')
@@ -535,6 +600,13 @@ cat >"$OUT" <<EOF
                     "worker_cpu_us": $(num "$worker_us"),
                     "commands": {$cmd_json},
                     "command_usec": {$usec_json}},
+  "handlers": {"tasks": $HANDLER_TASKS,
+               "python_per_s": $(num "$py_rate"),
+               "node_per_s": $(num "$node_rate"),
+               "python_of_c": $(ratio "$py_rate" "$rate"),
+               "node_of_c": $(ratio "$node_rate" "$rate"),
+               "python_io_per_s": $(num "$py_io_rate"),
+               "python_io_of_limit": $(num "$py_io_of_limit")},
   "io": {"tasks": $IO_TASKS, "task_ms": $IO_MS, "workers": $IO_WORKERS,
          "tasks_per_s": $(num "$io_rate"), "of_limit": $(num "$io_of_limit"),
          "redis_cpu_us": $(num "$io_redis_us"),
