@@ -78,6 +78,8 @@ static const key_spec config_keys[] = {
     /* Under the 5 s I/O timeout of every connection. */
     HOST("min_replicas_timeout", SECTION_REDIS, VALUE_DURATION,
          min_replicas_timeout_ms, 1, 4000, NULL),
+    HOST("password_file", SECTION_REDIS, VALUE_PATH, redis_password_file, 0, 0,
+         NULL),
 
     HOST("listen", SECTION_METRICS, VALUE_LISTEN, metrics_listen, 0, 0, NULL),
 
@@ -256,7 +258,10 @@ void config_free(config *cfg)
     free(cfg->plugins_dir);
     free(cfg->instance);
     free(cfg->redis_url);
+    if (cfg->redis_password) /* do not leave the secret in freed memory */
+        memset(cfg->redis_password, 0, strlen(cfg->redis_password));
     free(cfg->redis_password);
+    free(cfg->redis_password_file);
     free(cfg->prefix);
     free(cfg->data_dir);
     free(cfg->metrics_listen);

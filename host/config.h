@@ -87,8 +87,11 @@ typedef struct config {
     char *instance;
 
     /* [redis] */
-    char *redis_url;      /* WHARF_REDIS_URL wins over the manifest */
-    char *redis_password; /* WHARF_REDIS_PASSWORD, or NULL */
+    char *redis_url;           /* WHARF_REDIS_URL wins over the manifest */
+    char *redis_password;      /* WHARF_REDIS_PASSWORD, else password_file's
+                                  first line, or NULL */
+    char *redis_password_file; /* absolute, or NULL */
+    int redis_password_file_line;
     char *prefix;
     char *data_dir; /* absolute */
     bool allow_eviction;

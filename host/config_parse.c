@@ -201,6 +201,8 @@ int config_on_key(void *user, const char *inih_section, const char *name,
             rc = config_set_value(spec, p->cfg, value, why, sizeof why);
             if (strcmp(name, "plugins_dir") == 0)
                 p->cfg->plugins_dir_line = p->line;
+            if (strcmp(name, "password_file") == 0)
+                p->cfg->redis_password_file_line = p->line;
         }
     }
     if (rc != 0)

@@ -257,6 +257,33 @@ Test(redis_url, refused_forms_say_why)
 }
 
 /* The limits of each part, at their edges. */
+/* A URL that did not parse may still hold a password: the text shown for
+ * it never does, wherever the parser gave up. */
+Test(redis_url, redact_hides_whatever_could_be_the_password)
+{
+    static const char *const cases[][2] = {
+        {"redis://default:S3cret@127.0.0.1:notaport",
+         "redis://default:***@127.0.0.1:notaport"},
+        {"redis://S3cret@host", "redis://***@host"},
+        {"redis://:S3cret@host:1/0", "redis://:***@host:1/0"},
+        {"redis://u:S3c@ret@host", "redis://u:***@host"},
+        {"redis+sentinel://u:S3cret@h:1,h:2/m",
+         "redis+sentinel://u:***@h:1,h:2/m"},
+        {"nonsense:S3cret@host", "nonsense:***@host"},
+        {"redis://host:port", "redis://host:port"},
+        {"redis://u:S3\ncret@host", "redis://u:***@host"},
+        {"redis://ho\tst", "redis://ho?st"},
+    };
+    char buf[128];
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        redis_url_redact(cases[i][0], buf, sizeof(buf));
+        cr_assert_str_eq(buf, cases[i][1], "%s", cases[i][0]);
+    }
+    redis_url_redact("redis://u:S3cretS3cretS3cret@h", buf, 12);
+    cr_assert(strstr(buf, "S3c") == NULL, "%s", buf);
+}
+
 Test(redis_url, parts_too_long_are_refused)
 {
     char text[1200], long_part[400], err[300];

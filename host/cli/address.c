@@ -33,7 +33,7 @@ static int check_url(cli *ctx, const char *source)
     redis_url parsed;
 
     if (redis_url_parse(ctx->url, &parsed, err, sizeof(err)) != 0) {
-        quote_text(ctx->url, shown, sizeof(shown));
+        redis_url_redact(ctx->url, shown, sizeof(shown));
         fprintf(stderr, "wharf: %s: bad Redis URL '%s': %s\n", source, shown,
                 err);
         return EX_CONFIG;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "endpoint.h"
+#include "quote.h"
 
 /* Copies n bytes of src into a dst of size len; -1 if it does not fit. */
 static int copy_part(char *dst, size_t len, const char *src, size_t n)
@@ -300,6 +301,35 @@ int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen)
     if (rc == 0)
         *out = u;
     return rc;
+}
+
+void redis_url_redact(const char *text, char *buf, size_t len)
+{
+    const char *scheme = strstr(text, "://");
+    const char *start = scheme ? scheme + 3 : text;
+    const char *at = strrchr(start, '@');
+    const char *colon;
+    char *joined;
+    size_t keep, n;
+
+    if (!at) {
+        quote_text(text, buf, len);
+        return;
+    }
+    /* A URL that did not parse may hold '@' or ':' anywhere: everything
+     * between the user name and the last '@' is taken for the password,
+     * so a secret is hidden even where the parser gave up. */
+    colon = memchr(start, ':', (size_t)(at - start));
+    keep = colon ? (size_t)(colon + 1 - text) : (size_t)(start - text);
+    n = keep + strlen("***") + strlen(at) + 1;
+    joined = malloc(n);
+    if (!joined) {
+        quote_text("(a Redis URL)", buf, len);
+        return;
+    }
+    snprintf(joined, n, "%.*s***%s", (int)keep, text, at);
+    quote_text(joined, buf, len);
+    free(joined);
 }
 
 /* Appends "host:port" (brackets around an IPv6 address) to buf. */

@@ -116,4 +116,10 @@ error_kind redis_url_reply_error(const redis_url *url, const redisReply *reply,
 /* The address without the password, for messages. */
 void redis_url_describe(const redis_url *url, char *buf, size_t len);
 
+/* Copies text, a Redis URL that may not parse, into buf for a message:
+ * quoted as quote_text does, with whatever could be a password (the
+ * userinfo after the user name, up to the last '@') shown as "***". The
+ * one way a URL a user typed reaches an error line or a log. */
+void redis_url_redact(const char *text, char *buf, size_t len);
+
 #endif /* WHARF_REDIS_URL_H */
