@@ -92,6 +92,12 @@ typedef struct config {
                                   first line, or NULL */
     char *redis_password_file; /* absolute, or NULL */
     int redis_password_file_line;
+    /* tls_ca, tls_cert, tls_key, tls_sni, tls_verify: by config_finish
+     * made query parameters of redis_url (its paths absolute), so every
+     * reader of the URL gets them; these keep what the file said. */
+    char *redis_tls_ca, *redis_tls_cert, *redis_tls_key, *redis_tls_sni;
+    bool redis_tls_verify;
+    int redis_tls_lines[5]; /* the keys' lines, in that order; 0: not set */
     char *prefix;
     char *data_dir; /* absolute */
     bool allow_eviction;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "redis_url.h"
 #include "xmalloc.h"
@@ -130,6 +131,77 @@ static void read_password_file(parser *p)
     memset(buf, 0, sizeof(buf));
 }
 
+/* Appends "&name=value" (or "?..." first) to *url, the value
+ * percent-encoded but for the bytes a path or a name is made of. */
+static void append_param(char **url, const char *name, const char *value)
+{
+    static const char plain[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq"
+                                "rstuvwxyz0123456789/._-~";
+    size_t len = strlen(*url) + strlen(name) + 3 * strlen(value) + 3;
+    char *out = xrealloc(NULL, len);
+    size_t used = (size_t)snprintf(out, len, "%s%c%s=", *url,
+                                   strchr(*url, '?') ? '&' : '?', name);
+
+    for (const char *v = value; *v; v++)
+        used += (size_t)snprintf(out + used, len - used,
+                                 strchr(plain, *v) ? "%c" : "%%%02X",
+                                 (unsigned char)*v);
+    free(*url);
+    *url = out;
+}
+
+/* The [redis] tls_* keys made query parameters of the URL (its paths
+ * resolved against the manifest's folder), so wharfd, the CLI with this
+ * manifest and the console read them through the one parser of Redis
+ * URLs. Each needs a rediss URL and may not be in it already. */
+static void apply_tls_keys(parser *p)
+{
+    config *cfg = p->cfg;
+    char **paths[4] = {&cfg->redis_tls_ca, &cfg->redis_tls_cert,
+                       &cfg->redis_tls_key, &cfg->redis_tls_sni};
+    const char *query;
+    char why[256];
+    redis_url parsed;
+
+    for (size_t i = 0; i < 5; i++) {
+        int line = cfg->redis_tls_lines[i];
+        const char *key = config_redis_tls_keys[i];
+        size_t n = strlen(key);
+
+        if (line == 0)
+            continue;
+        if (strncmp(cfg->redis_url, "rediss", 6) != 0) {
+            config_fail(p, line,
+                        "%s needs a TLS url (rediss://, rediss+cluster:// or "
+                        "rediss+sentinel://)",
+                        key);
+            return;
+        }
+        query = strchr(cfg->redis_url, '?');
+        for (const char *q = query; q; q = strchr(q + 1, '&'))
+            if (strncmp(q + 1, key, n) == 0 && q[1 + n] == '=') {
+                config_fail(p, line, "%s is in url too: give it once", key);
+                return;
+            }
+        if (i < 3) {
+            replace_path(paths[i], cfg->dir);
+            if (access(*paths[i], R_OK) != 0) {
+                config_fail(p, line, "cannot read %s '%s': %s", key, *paths[i],
+                            strerror(errno));
+                return;
+            }
+        }
+        append_param(&cfg->redis_url, key,
+                     i < 4                   ? *paths[i]
+                     : cfg->redis_tls_verify ? "yes"
+                                             : "no");
+        if (redis_url_parse(cfg->redis_url, &parsed, why, sizeof(why)) != 0) {
+            config_fail(p, line, "bad value for %s: %s", key, why);
+            return;
+        }
+    }
+}
+
 /* What can only be checked once the whole file is read: paths resolved,
  * [type.NAME] laid over [defaults] wherever it stood, the watermarks,
  * the plugin files, then the environment. Of the errors found here the
@@ -225,6 +297,7 @@ void config_finish(parser *p)
         }
         config_store_string(&cfg->redis_url, env);
     }
+    apply_tls_keys(p);
     env = getenv("WHARF_REDIS_PASSWORD");
     if (env != NULL && *env != '\0')
         config_store_string(&cfg->redis_password, env);

@@ -160,7 +160,7 @@ Test(redis_url, refused_forms_say_why)
     static const char scheme[] =
         "expected redis://[user[:password]@]host[:port][/db], "
         "unix:///absolute/path, redis+cluster://host:port[,...] or "
-        "redis+sentinel://host:port[,...]/MASTER";
+        "redis+sentinel://host:port[,...]/MASTER (rediss for TLS)";
     static const char unix_path[] = "a unix socket URL needs an absolute "
                                     "path (unix:///path/to/redis.sock[?db=N])";
     static const char no_master[] =
@@ -178,7 +178,7 @@ Test(redis_url, refused_forms_say_why)
         {"http://h", scheme},
         {"REDIS://h", scheme},
         {"redis:/h", scheme},
-        {"rediss://h", scheme},
+        {"redisss://h", scheme},
         {"unix://", unix_path},
         {"unix://relative.sock", unix_path},
         {"unix://?db=1", unix_path},
@@ -282,6 +282,76 @@ Test(redis_url, redact_hides_whatever_could_be_the_password)
     }
     redis_url_redact("redis://u:S3cretS3cretS3cret@h", buf, 12);
     cr_assert(strstr(buf, "S3c") == NULL, "%s", buf);
+}
+
+Test(redis_url, tls_forms)
+{
+    redis_url u = parsed("rediss://u:p@redis.example:6380/2");
+    char text[REDIS_URL_TEXT_MAX];
+
+    cr_assert(u.tls.enabled);
+    cr_assert_not(u.tls.no_verify);
+    cr_assert_str_eq(u.host, "redis.example");
+    cr_assert_eq(u.port, 6380);
+    cr_assert_eq(u.db, 2);
+    cr_assert_str_eq(u.password, "p");
+    cr_assert_str_eq(u.tls.ca, "");
+    redis_url_describe(&u, text, sizeof(text));
+    cr_assert_str_eq(text, "rediss://redis.example:6380/2");
+
+    u = parsed("rediss://h/0?tls_ca=/etc/ca%20dir&tls_cert=/c.pem&tls_key=/k."
+               "pem&tls_sni=redis.example&tls_verify=no");
+    cr_assert_str_eq(u.tls.ca, "/etc/ca dir");
+    cr_assert_str_eq(u.tls.cert, "/c.pem");
+    cr_assert_str_eq(u.tls.key, "/k.pem");
+    cr_assert_str_eq(u.tls.sni, "redis.example");
+    cr_assert(u.tls.no_verify);
+    cr_assert_eq(u.port, 6379);
+
+    u = parsed("rediss+cluster://h1:7000,h2:7001?tls_ca=/ca.pem");
+    cr_assert(u.tls.enabled);
+    cr_assert_eq(u.kind, REDIS_URL_CLUSTER);
+    cr_assert_eq(u.n_seeds, 2);
+    cr_assert_str_eq(u.tls.ca, "/ca.pem");
+    redis_url_describe(&u, text, sizeof(text));
+    cr_assert_str_eq(text, "rediss+cluster://h1:7000,h2:7001");
+
+    u = parsed("rediss+sentinel://s1,s2:26380/mymaster/1?tls_verify=yes");
+    cr_assert(u.tls.enabled);
+    cr_assert_eq(u.kind, REDIS_URL_SENTINEL);
+    cr_assert_str_eq(u.master, "mymaster");
+    cr_assert_eq(u.db, 1);
+    redis_url_describe(&u, text, sizeof(text));
+    cr_assert_str_eq(text, "rediss+sentinel://s1:26379,s2:26380/mymaster/1");
+
+    u = parsed("redis://h:1/0");
+    cr_assert_not(u.tls.enabled);
+}
+
+Test(redis_url, tls_refusals_say_why)
+{
+    static const char *const cases[][2] = {
+        {"redis://h/0?tls_ca=/x", "need rediss://"},
+        {"rediss://h/0?tls_ca=", "tls_ca is empty"},
+        {"rediss://h/0?tls_ca=/a&tls_ca=/b", "tls_ca is given twice"},
+        {"rediss://h/0?tls_cafile=/a", "unknown query parameter 'tls_cafile'"},
+        {"rediss://h/0?tls_verify=maybe", "tls_verify: expected yes or no"},
+        {"rediss://h/0?tls_key=/k", "tls_key needs tls_cert"},
+        {"rediss://h/0?tls_ca", "expected name=value"},
+        {"rediss://h/0?tls_ca=%zz", "bad percent-encoding in the tls_ca"},
+        {"rediss://h:0/0", "bad port"},
+        {"rediss+cluster://h/1", "database 0 only"},
+    };
+    redis_url u;
+    char err[300];
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        err[0] = '\0';
+        cr_assert_eq(redis_url_parse(cases[i][0], &u, err, sizeof(err)), -1,
+                     "%s", cases[i][0]);
+        cr_assert(strstr(err, cases[i][1]) != NULL, "%s: %s", cases[i][0],
+                  err);
+    }
 }
 
 Test(redis_url, parts_too_long_are_refused)

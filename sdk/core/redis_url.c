@@ -276,6 +276,121 @@ static int parse_sentinel(const char *text, redis_url *u, char *err,
     return parse_db(db, &u->db, err, errlen);
 }
 
+/* The TLS query parameters: their names, in the order messages list
+ * them. */
+static const char *const tls_params[] = {"tls_ca", "tls_cert", "tls_key",
+                                         "tls_sni", "tls_verify"};
+
+/* Stores one query parameter (name n bytes, value v of vn bytes, still
+ * percent-encoded) into o; seen marks those given so far. 0, or -1 with
+ * why in err. */
+static int set_tls_param(tls_options *o, const char *n, size_t nn,
+                         const char *v, size_t vn, bool seen[5], char *err,
+                         size_t errlen)
+{
+    char value[TLS_PATH_MAX], shown[64];
+    size_t i;
+
+    for (i = 0; i < 5; i++)
+        if (strlen(tls_params[i]) == nn && memcmp(tls_params[i], n, nn) == 0)
+            break;
+    if (i == 5) {
+        char name[64];
+
+        snprintf(name, sizeof(name), "%.*s", (int)(nn < 60 ? nn : 60), n);
+        quote_text(name, shown, sizeof(shown));
+        snprintf(err, errlen,
+                 "unknown query parameter '%s' (known: tls_ca, tls_cert, "
+                 "tls_key, tls_sni, tls_verify)",
+                 shown);
+        return -1;
+    }
+    if (seen[i]) {
+        snprintf(err, errlen, "%s is given twice", tls_params[i]);
+        return -1;
+    }
+    seen[i] = true;
+    if (decode_part(value, sizeof(value), v, vn, tls_params[i], err, errlen) !=
+        0)
+        return -1;
+    if (i == 4) {
+        if (strcmp(value, "yes") == 0 || strcmp(value, "true") == 0 ||
+            strcmp(value, "1") == 0)
+            o->no_verify = false;
+        else if (strcmp(value, "no") == 0 || strcmp(value, "false") == 0 ||
+                 strcmp(value, "0") == 0)
+            o->no_verify = true;
+        else {
+            snprintf(err, errlen, "tls_verify: expected yes or no");
+            return -1;
+        }
+        return 0;
+    }
+    if (value[0] == '\0') {
+        snprintf(err, errlen, "%s is empty", tls_params[i]);
+        return -1;
+    }
+    snprintf(i == 0   ? o->ca
+             : i == 1 ? o->cert
+             : i == 2 ? o->key
+                      : o->sni,
+             i == 3 ? sizeof(o->sni) : TLS_PATH_MAX, "%s", value);
+    return 0;
+}
+
+/* Parses the query of a rediss URL ("tls_ca=...&tls_verify=no") into
+ * o. 0, or -1 with why in err. */
+static int parse_tls_query(const char *query, tls_options *o, char *err,
+                           size_t errlen)
+{
+    bool seen[5] = {false};
+
+    while (*query) {
+        size_t len = strcspn(query, "&");
+        const char *eq = memchr(query, '=', len);
+
+        if (!eq) {
+            snprintf(err, errlen,
+                     "expected name=value in the query (tls_ca=/path/ca.pem)");
+            return -1;
+        }
+        if (set_tls_param(o, query, (size_t)(eq - query), eq + 1,
+                          len - (size_t)(eq + 1 - query), seen, err,
+                          errlen) != 0)
+            return -1;
+        query += len;
+        if (*query == '&')
+            query++;
+    }
+    if (o->key[0] && !o->cert[0]) {
+        snprintf(err, errlen, "tls_key needs tls_cert");
+        return -1;
+    }
+    return 0;
+}
+
+/* A rediss URL: its query parsed into u->tls, and the rest parsed as the
+ * same form without TLS ("rediss+cluster://" as "redis+cluster://"). */
+static int parse_tls(const char *text, redis_url *u, char *err, size_t errlen)
+{
+    char plain[2048];
+    const char *query = strchr(text, '?');
+    size_t n = query ? (size_t)(query - text) : strlen(text);
+    tls_options tls = {.enabled = true};
+
+    if (n >= sizeof(plain)) {
+        snprintf(err, errlen, "the URL is too long");
+        return -1;
+    }
+    /* "rediss" less its second s. */
+    snprintf(plain, sizeof(plain), "redis%.*s", (int)(n - 6), text + 6);
+    if ((query && parse_tls_query(query + 1, &tls, err, errlen) != 0) ||
+        redis_url_parse(plain, u, err, errlen) != 0)
+        return -1;
+    u->tls = tls;
+    return 0;
+}
+
 int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen)
 {
     redis_url u;
@@ -283,6 +398,20 @@ int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen)
 
     memset(&u, 0, sizeof(u));
     u.port = 6379;
+    if (strncmp(text, "rediss://", 9) == 0 ||
+        strncmp(text, "rediss+cluster://", 17) == 0 ||
+        strncmp(text, "rediss+sentinel://", 18) == 0) {
+        rc = parse_tls(text, &u, err, errlen);
+        if (rc == 0)
+            *out = u;
+        return rc;
+    }
+    if (strchr(text, '?') && strncmp(text, "unix://", 7) != 0) {
+        snprintf(err, errlen,
+                 "query parameters (tls_ca, ...) need rediss://, a TLS "
+                 "address");
+        return -1;
+    }
     if (strncmp(text, "redis://", 8) == 0)
         rc = parse_tcp(text, &u, err, errlen);
     else if (strncmp(text, "unix://", 7) == 0)
@@ -295,7 +424,7 @@ int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen)
         snprintf(err, errlen,
                  "expected redis://[user[:password]@]host[:port][/db], "
                  "unix:///absolute/path, redis+cluster://host:port[,...] or "
-                 "redis+sentinel://host:port[,...]/MASTER");
+                 "redis+sentinel://host:port[,...]/MASTER (rediss for TLS)");
         rc = -1;
     }
     if (rc == 0)
@@ -346,10 +475,9 @@ void redis_url_describe(const redis_url *url, char *buf, size_t len)
     size_t used;
 
     if (url->kind == REDIS_URL_CLUSTER || url->kind == REDIS_URL_SENTINEL) {
-        used = (size_t)snprintf(buf, len, "%s",
-                                url->kind == REDIS_URL_CLUSTER
-                                    ? "redis+cluster://"
-                                    : "redis+sentinel://");
+        used = (size_t)snprintf(
+            buf, len, "%s%s%s", url->tls.enabled ? "rediss" : "redis",
+            url->kind == REDIS_URL_CLUSTER ? "+cluster" : "+sentinel", "://");
         for (size_t i = 0; i < url->n_seeds && used < len; i++) {
             if (i > 0)
                 used += (size_t)snprintf(buf + used, len - used, ",");
@@ -365,7 +493,8 @@ void redis_url_describe(const redis_url *url, char *buf, size_t len)
         snprintf(buf, len, "unix://%s", url->path);
         return;
     }
-    used = (size_t)snprintf(buf, len, "redis://");
+    used = (size_t)snprintf(buf, len, "%s",
+                            url->tls.enabled ? "rediss://" : "redis://");
     used = describe_address(buf, len, used, url->host, url->port);
     if (used < len)
         snprintf(buf + used, len - used, "/%d", url->db);
@@ -446,7 +575,21 @@ static error_kind expect_ok(redisContext *c, redisReply *reply,
     char why[160];
     error_kind kind = ERROR_KIND_NONE;
 
-    if (!reply) {
+    if (!reply && tls_failed(c)) {
+        /* The server's alert after the handshake: most often a client
+         * certificate it wants and did not get, or refuses. */
+        snprintf(err, errlen, "%s: %s: %s", where, what, c->errstr);
+        kind = ERROR_KIND_TLS;
+    } else if (!reply && !url->tls.enabled && !url->path[0] &&
+               (c->err == REDIS_ERR_EOF ||
+                (c->err == REDIS_ERR_IO && saved_errno == ECONNRESET))) {
+        /* A TLS port drops a plain client's first bytes at once, where a
+         * plain Redis always answers, even an error. */
+        snprintf(err, errlen,
+                 "%s: %s: %s (is this a TLS port? use rediss://)", where,
+                 what, c->errstr);
+        kind = ERROR_KIND_TLS;
+    } else if (!reply) {
         redis_url_io_error(c, saved_errno, timeout_ms, why, sizeof(why));
         snprintf(err, errlen, "%s: %s: %s", where, what, why);
         kind = ERROR_KIND_UNAVAILABLE;
@@ -539,28 +682,28 @@ redisContext *redis_url_connect(const redis_url *url, const char *password,
     return redis_url_open(url, password, timeout_ms, NULL, err, errlen);
 }
 
-redisContext *redis_url_open(const redis_url *url, const char *password,
-                             int timeout_ms, error_kind *kind, char *err,
-                             size_t errlen)
+/* Connects to the unix socket path, or to host:port (over TLS as url
+ * says), close-on-exec and with the timeout set; nothing sent. NULL with
+ * "where: why" in err and *why_kind set. */
+static redisContext *dial(const redis_url *url, const char *path,
+                          const char *host, int port, int timeout_ms,
+                          const char *where, error_kind *why_kind, char *err,
+                          size_t errlen)
 {
-    error_kind why = ERROR_KIND_UNAVAILABLE;
-    redisReply *r;
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    char where[REDIS_URL_TEXT_MAX];
+    char why[300];
     redisContext *c;
-    const char *pass = password ? password : url->password;
 
-    redis_url_describe(url, where, sizeof(where));
-    if (url->path[0])
-        c = timeout_ms > 0 ? redisConnectUnixWithTimeout(url->path, tv)
-                           : redisConnectUnix(url->path);
+    *why_kind = ERROR_KIND_UNAVAILABLE;
+    if (path[0])
+        c = timeout_ms > 0 ? redisConnectUnixWithTimeout(path, tv)
+                           : redisConnectUnix(path);
     else
-        c = timeout_ms > 0 ? redisConnectWithTimeout(url->host, url->port, tv)
-                           : redisConnect(url->host, url->port);
+        c = timeout_ms > 0 ? redisConnectWithTimeout(host, port, tv)
+                           : redisConnect(host, port);
     if (!c) {
         snprintf(err, errlen, "%s: out of memory", where);
-        if (kind)
-            *kind = ERROR_KIND_NOMEM;
+        *why_kind = ERROR_KIND_NOMEM;
         return NULL;
     }
     if (c->err) {
@@ -580,15 +723,60 @@ redisContext *redis_url_open(const redis_url *url, const char *password,
         snprintf(err, errlen, "%s: cannot set timeout", where);
         goto fail;
     }
+    if (url->tls.enabled && !path[0] &&
+        tls_start(c, &url->tls, host, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "%s: %s", where, why);
+        *why_kind = ERROR_KIND_TLS;
+        goto fail;
+    }
+    return c;
+fail:
+    tls_free(c);
+    return NULL;
+}
+
+redisContext *redis_url_dial(const redis_url *url, const char *host, int port,
+                             int timeout_ms, error_kind *kind, char *err,
+                             size_t errlen)
+{
+    char where[ENDPOINT_HOST_MAX + 16];
+    error_kind why;
+    redisContext *c;
+
+    endpoint_format(where, sizeof(where), host, port);
+    c = dial(url, "", host, port, timeout_ms, where, &why, err, errlen);
+    if (!c && kind)
+        *kind = why;
+    return c;
+}
+
+redisContext *redis_url_open(const redis_url *url, const char *password,
+                             int timeout_ms, error_kind *kind, char *err,
+                             size_t errlen)
+{
+    error_kind why = ERROR_KIND_UNAVAILABLE;
+    redisReply *r;
+    char where[REDIS_URL_TEXT_MAX];
+    redisContext *c;
+    const char *pass = password ? password : url->password;
+
+    redis_url_describe(url, where, sizeof(where));
+    c = dial(url, url->path, url->host, url->port, timeout_ms, where, &why,
+             err, errlen);
+    if (!c) {
+        if (kind)
+            *kind = why;
+        return NULL;
+    }
     if (pass && pass[0]) {
-        r = url->user[0] ? redisCommand(c, "AUTH %s %s", url->user, pass)
-                         : redisCommand(c, "AUTH %s", pass);
+        r = url->user[0] ? tls_command(c, "AUTH %s %s", url->user, pass)
+                         : tls_command(c, "AUTH %s", pass);
         if ((why = expect_ok(c, r, errno, timeout_ms, "AUTH", url, where,
                              err, errlen)) != ERROR_KIND_NONE)
             goto fail;
     }
     if (url->db != 0) {
-        r = redisCommand(c, "SELECT %d", url->db);
+        r = tls_command(c, "SELECT %d", url->db);
         if ((why = expect_ok(c, r, errno, timeout_ms, "SELECT", url, where,
                              err, errlen)) != ERROR_KIND_NONE)
             goto fail;
@@ -596,7 +784,7 @@ redisContext *redis_url_open(const redis_url *url, const char *password,
         /* A Redis that wants a password answers the first command with
          * NOAUTH, or drops a long one as a "Protocol error": ask it now,
          * so the caller hears "authentication required" at connect. */
-        r = redisCommand(c, "PING");
+        r = tls_command(c, "PING");
         if ((why = expect_ok(c, r, errno, timeout_ms, "PING", url, where,
                              err, errlen)) != ERROR_KIND_NONE)
             goto fail;
@@ -605,6 +793,6 @@ redisContext *redis_url_open(const redis_url *url, const char *password,
 fail:
     if (kind)
         *kind = why;
-    redisFree(c);
+    tls_free(c);
     return NULL;
 }

@@ -14,6 +14,7 @@
 
 #include "endpoint.h"
 #include "error_kind.h"
+#include "tls.h"
 
 /* At most this many seeds (cluster nodes or sentinels) in one URL. */
 #define REDIS_URL_MAX_SEEDS 16
@@ -51,23 +52,38 @@ typedef struct redis_url {
     redis_seed seeds[REDIS_URL_MAX_SEEDS]; /* cluster and sentinel */
     size_t n_seeds;
     char master[REDIS_URL_MASTER_MAX]; /* sentinel: the name of the master */
+    tls_options tls; /* rediss://, rediss+cluster://, rediss+sentinel://:
+                        every node (and sentinel) over TLS */
 } redis_url;
 
 /* Parses text into *out. 0 on success; -1 with the reason alone in err
  * ("bad port: expected 1..65535"), for the caller to say which URL. The
  * one parser of Redis addresses: the manifest, the CLI and the client
- * library all use it. */
+ * library all use it. "rediss" in place of "redis" in the three TCP
+ * forms means TLS, with query parameters tls_ca, tls_cert, tls_key,
+ * tls_sni and tls_verify (yes/no), percent-decoded, each at most once:
+ * "rediss://h:6380/0?tls_ca=/etc/ca.pem&tls_sni=redis.example". */
 int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen);
 
-/* Connects to the one node of a redis:// or unix:// url (for the others,
+/* Connects to the one node of a redis://, rediss:// or unix:// url (for the others,
  * nodes.h makes one of each node they name) with a connect/command timeout (0 =
  * none), sends AUTH (password overrides the URL's when not NULL) and SELECT, or
  * else a PING, so a Redis that refuses us says so now. Returns the context, or
  * NULL with "redis://...: why" in err and, when kind is not NULL, *kind
  * saying what failed: AUTH (which retrying cannot fix), UNAVAILABLE (no
- * connection, no answer), REPLY (another error reply to AUTH, SELECT or
- * PING) or NOMEM. */
+ * connection, no answer), TLS (the handshake, or TLS on one side only),
+ * REPLY (another error reply to AUTH, SELECT or PING) or NOMEM. The
+ * context's I/O goes through tls.h; free it with tls_free. */
 redisContext *redis_url_open(const redis_url *url, const char *password,
+                             int timeout_ms, error_kind *kind, char *err,
+                             size_t errlen);
+
+/* Connects to host:port as url says (TLS or not, with the same options,
+ * close-on-exec, the timeout set), sending nothing: for a node the URL
+ * does not name itself (a cluster node, a sentinel's master) and for the
+ * sentinels. NULL with "host:port: why" in err and *kind (UNAVAILABLE,
+ * TLS, NOMEM) when kind is not NULL. */
+redisContext *redis_url_dial(const redis_url *url, const char *host, int port,
                              int timeout_ms, error_kind *kind, char *err,
                              size_t errlen);
 

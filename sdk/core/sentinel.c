@@ -8,26 +8,19 @@
 
 #include <hiredis/hiredis.h>
 
+#include "tls.h"
+
 /* The address list for messages (redis_url_describe), and one sentinel's
  * reason. */
 #define SENTINEL_WHERE_MAX REDIS_URL_TEXT_MAX
 #define SENTINEL_WHY_MAX 400
 
-/* A connection to sentinel s with timeout tv; NULL with why in err. */
-static redisContext *sentinel_connect(const redis_seed *s, struct timeval tv,
-                                      char *err, size_t errlen)
+/* A connection to sentinel s of url (over TLS when url says) with a
+ * timeout; NULL with why in err. */
+static redisContext *sentinel_connect(const redis_url *url, const redis_seed *s,
+                                      int timeout_ms, char *err, size_t errlen)
 {
-    redisContext *c = redisConnectWithTimeout(s->host, s->port, tv);
-
-    if (!c || c->err) {
-        snprintf(err, errlen, "%s:%d: %s", s->host, s->port,
-                 c ? c->errstr : "out of memory");
-        redisFree(c);
-        return NULL;
-    }
-    redisSetTimeout(c, tv);
-    redis_url_close_on_exec(c); /* as every connection of ours */
-    return c;
+    return redis_url_dial(url, s->host, s->port, timeout_ms, NULL, err, errlen);
 }
 
 /* True if r is get-master-addr-by-name's [host, port]. */
@@ -42,7 +35,6 @@ int sentinel_master(const redis_url *url, int timeout_ms, char *host,
                     size_t hostlen, int *port, error_kind *kind, char *err,
                     size_t errlen)
 {
-    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     size_t answered = 0, unknown = 0, refused = 0;
     char where[SENTINEL_WHERE_MAX];
     char last[SENTINEL_WHY_MAX] = "no sentinel given";
@@ -50,14 +42,15 @@ int sentinel_master(const redis_url *url, int timeout_ms, char *host,
     redis_url_describe(url, where, sizeof(where));
     for (size_t i = 0; i < url->n_seeds; i++) {
         const redis_seed *s = &url->seeds[i];
-        redisContext *c = sentinel_connect(s, tv, last, sizeof(last));
+        redisContext *c =
+            sentinel_connect(url, s, timeout_ms, last, sizeof(last));
         redisReply *r = NULL;
 
         if (!c) {
             refused++;
             continue;
         }
-        r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", url->master);
+        r = tls_command(c, "SENTINEL get-master-addr-by-name %s", url->master);
         if (!r) {
             refused++;
             snprintf(last, sizeof(last), "%s:%d: %s", s->host, s->port,
@@ -76,7 +69,7 @@ int sentinel_master(const redis_url *url, int timeout_ms, char *host,
                 memcpy(host, r->element[0]->str, r->element[0]->len + 1);
                 *port = p;
                 freeReplyObject(r);
-                redisFree(c);
+                tls_free(c);
                 return 0;
             }
             snprintf(last, sizeof(last), "%s:%d: names no valid address",
@@ -86,7 +79,7 @@ int sentinel_master(const redis_url *url, int timeout_ms, char *host,
                      s->port);
         }
         freeReplyObject(r);
-        redisFree(c);
+        tls_free(c);
     }
     if (answered > 0 && unknown == answered) {
         snprintf(err, errlen,
@@ -167,29 +160,28 @@ size_t sentinel_candidates(const redis_url *url, int timeout_ms,
                            const char *host, int port, sentinel_replica *out,
                            size_t max)
 {
-    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     bool listed = false;
     char err[SENTINEL_WHY_MAX];
     size_t n = 0;
 
     for (size_t i = 0; i < url->n_seeds; i++) {
         redisContext *c =
-            sentinel_connect(&url->seeds[i], tv, err, sizeof(err));
+            sentinel_connect(url, &url->seeds[i], timeout_ms, err, sizeof(err));
         redisReply *r;
 
         if (!c)
             continue;
-        r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", url->master);
+        r = tls_command(c, "SENTINEL get-master-addr-by-name %s", url->master);
         if (is_address(r))
             add_candidate(out, max, &n, r->element[0]->str, r->element[0]->len,
                           atoi(r->element[1]->str), host, port);
         freeReplyObject(r);
         if (!listed) {
-            r = redisCommand(c, "SENTINEL REPLICAS %s", url->master);
+            r = tls_command(c, "SENTINEL REPLICAS %s", url->master);
             listed = add_replicas(r, out, max, &n, host, port);
             freeReplyObject(r);
         }
-        redisFree(c);
+        tls_free(c);
     }
     return n;
 }

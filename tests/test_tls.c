@@ -1,0 +1,518 @@
+/* rediss://: a host, the CLI and the C client run tasks over TLS against a
+ * real redis-server with --tls-port, with a CA, server and client
+ * certificates made by openssl for each test; every refusal (a wrong CA,
+ * an expired certificate, a wrong host name, TLS on one side only, a
+ * client certificate missing) is one line naming its cause and exit 78,
+ * or wharfd's reconnect loop logging it once; a restart of Redis over TLS
+ * loses and repeats nothing. The server also listens plain, on the port
+ * the test's own connection (and the support's readiness check) uses. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <wharf/client.h>
+
+#include "host_process.h"
+#include "redis_server.h"
+#include "wharf_cli.h"
+
+static char dir[64]; /* the certificates, the CLI's stderr */
+static test_redis redis, second;
+static test_host host;
+static redisContext *rc; /* plain, to redis */
+static int tls_port;     /* redis's TLS port */
+static char tls_port_text[16], second_port_text[16];
+static char server_crt[128], server_key[128], ca_crt[128];
+static char expired_crt[128];
+
+/* dir/name, in one of a few static buffers used in turn. */
+static const char *in_dir(const char *name)
+{
+    static char paths[8][160];
+    static int next;
+    char *p = paths[next++ % 8];
+
+    snprintf(p, sizeof(paths[0]), "%s/%s", dir, name);
+    return p;
+}
+
+/* The certificates of a test: ca (signs server, expired and client),
+ * other-ca (signs nothing we use), server (localhost and 127.0.0.1),
+ * expired (the same, its validity over yesterday) and client. EC keys:
+ * quick to make. */
+static void make_certificates(void)
+{
+    char cmd[2048];
+
+    snprintf(
+        cmd, sizeof(cmd),
+        "set -e; cd '%s'; exec 2> openssl.log; k='-newkey ec -pkeyopt "
+        "ec_paramgen_curve:prime256v1 "
+        "-nodes'\n"
+        "openssl req -x509 $k -keyout ca.key -out ca.crt -days 2 "
+        "-subj /CN=wharf-test-ca\n"
+        "openssl req -x509 $k -keyout other-ca.key -out other-ca.crt -days 2 "
+        "-subj /CN=other-ca\n"
+        "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > server.ext\n"
+        "openssl req $k -keyout server.key -out server.csr -subj "
+        "/CN=localhost\n"
+        "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key "
+        "-CAcreateserial -out server.crt -days 2 -extfile server.ext\n"
+        "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key "
+        "-CAcreateserial -out expired.crt -days -1 -extfile server.ext\n"
+        "openssl req $k -keyout client.key -out client.csr "
+        "-subj /CN=wharf-client\n"
+        "openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key "
+        "-CAcreateserial -out client.crt -days 2\n"
+        "chmod 600 *.key\n",
+        dir);
+    cr_assert_eq(system(cmd), 0,
+                 "openssl could not make the certificates: see %s/openssl.log",
+                 dir);
+}
+
+static void suite_up(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/wharf-test-tls-XXXXXX");
+    cr_assert(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno));
+    make_certificates();
+    snprintf(server_crt, sizeof(server_crt), "%s", in_dir("server.crt"));
+    snprintf(server_key, sizeof(server_key), "%s", in_dir("server.key"));
+    snprintf(ca_crt, sizeof(ca_crt), "%s", in_dir("ca.crt"));
+    snprintf(expired_crt, sizeof(expired_crt), "%s", in_dir("expired.crt"));
+}
+
+static void suite_down(void)
+{
+    test_host_stop(&host);
+    if (rc)
+        redisFree(rc);
+    rc = NULL;
+    test_redis_stop(&redis);
+    test_redis_stop(&second);
+}
+
+TestSuite(tls, .init = suite_up, .fini = suite_down, .timeout = 240);
+
+/* Starts r listening plain on its own port and TLS on a free one (into
+ * *port and port_text) with certificate crt, clients' certificates
+ * required when mutual. */
+static void start_tls_redis(test_redis *r, int *port, char *port_text,
+                            const char *crt, bool mutual, int appendonly)
+{
+    const char *args[16];
+    int n = 0;
+
+    *port = test_free_port();
+    snprintf(port_text, 16, "%d", *port);
+    args[n++] = "--tls-port";
+    args[n++] = port_text;
+    args[n++] = "--tls-cert-file";
+    args[n++] = crt;
+    args[n++] = "--tls-key-file";
+    args[n++] = server_key;
+    args[n++] = "--tls-ca-cert-file";
+    args[n++] = ca_crt;
+    args[n++] = "--tls-auth-clients";
+    args[n++] = mutual ? "yes" : "no";
+    /* Each refused handshake is a line of its log: what shows that a
+     * client goes on trying (a handshake that fails is no connection in
+     * INFO stats). */
+    args[n++] = "--loglevel";
+    args[n++] = "verbose";
+    args[n] = NULL;
+    r->appendonly = appendonly;
+    test_redis_start_with(r, NULL, args);
+}
+
+static void start_redis(bool mutual, int appendonly)
+{
+    start_tls_redis(&redis, &tls_port, tls_port_text, server_crt, mutual,
+                    appendonly);
+    rc = test_redis_connect(&redis);
+}
+
+/* "rediss://HOST:PORT/0?QUERY" into a static buffer. */
+static const char *tls_url(const char *host_name, int port, const char *query)
+{
+    static char urls[4][512];
+    static int next;
+    char *u = urls[next++ % 4];
+
+    snprintf(u, sizeof(urls[0]), "rediss://%.64s:%d/0%s%.400s", host_name, port,
+             query && query[0] ? "?" : "", query ? query : "");
+    return u;
+}
+
+static const char *ca_query(void)
+{
+    static char q[200];
+
+    snprintf(q, sizeof(q), "tls_ca=%s", ca_crt);
+    return q;
+}
+
+static bool task_done(void *id)
+{
+    return test_host_done(&host, id) >= 1;
+}
+
+/* How many lines text holds. */
+static int lines_of(const char *text)
+{
+    int n = 0;
+
+    for (; *text; text++)
+        n += *text == '\n';
+    return n;
+}
+
+Test(tls, a_host_the_cli_and_the_client_run_tasks_over_tls)
+{
+    char keys[300], url[128];
+    test_host_opts o = {.redis_url = url, .redis_keys = keys};
+    const test_cli_run *cli;
+    wharf_client *client = NULL;
+    wharf_enqueue_reply reply;
+    char err[512];
+    void *data = NULL;
+    size_t len = 0;
+
+    start_redis(false, 0);
+    /* The host by its manifest's tls_ca key; the CLI and the client by
+     * the URL's query. */
+    snprintf(url, sizeof(url), "rediss://127.0.0.1:%d/0", tls_port);
+    snprintf(keys, sizeof(keys), "tls_ca = %s\n", ca_crt);
+    test_host_up(&host, &redis, &o, rc);
+
+    cli = test_cli(
+        tls_url("localhost", tls_port, ca_query()), dir,
+        (const char *const[]){"enqueue", "chaos", "ok", "--id", "cli-1", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    cr_assert(test_wait_until(task_done, "cli-1", TEST_EVENT_MS),
+              "the task did not run (see %s)", host.log);
+    cli = test_cli(tls_url("127.0.0.1", tls_port, ca_query()), dir,
+                   (const char *const[]){"status", "chaos", "cli-1", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    cr_assert(strstr(cli->out, "done") != NULL, "%s", cli->out);
+    cli = test_cli(tls_url("127.0.0.1", tls_port, ca_query()), dir,
+                   (const char *const[]){"stats", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    cr_assert(strstr(cli->out, "chaos") != NULL, "%s", cli->out);
+
+    cr_assert_eq(wharf_client_open(&client,
+                                   tls_url("127.0.0.1", tls_port, ca_query()),
+                                   NULL, NULL, err, sizeof(err)),
+                 WHARF_CLIENT_OK, "%s", err);
+    cr_assert_eq(wharf_enqueue(client,
+                               &(wharf_enqueue_opts){.type = "chaos",
+                                                     .payload = "ok",
+                                                     .payload_len = 2,
+                                                     .id = "client-1"},
+                               &reply),
+                 WHARF_CLIENT_OK, "%s", wharf_client_errstr(client));
+    cr_assert_eq(wharf_result_wait(client, "chaos", "client-1", TEST_EVENT_MS,
+                                   &data, &len),
+                 WHARF_CLIENT_OK, "%s", wharf_client_errstr(client));
+    wharf_free(data);
+    wharf_client_close(client);
+    cr_assert_eq(test_host_done(&host, "client-1"), 1);
+    cr_assert_eq(test_host_stop(&host), 0);
+    cr_assert_not(test_host_log_has(&host, "unreachable", NULL), "see %s",
+                  host.log);
+}
+
+/* One refusal: the CLI's stats and the client's open against url. */
+static void assert_refused(const char *url, const char *cause)
+{
+    const test_cli_run *cli =
+        test_cli(url, dir, (const char *const[]){"stats", NULL});
+    wharf_client *client = NULL;
+    char err[512];
+
+    cr_assert_eq(cli->status, 78, "%s gave %d: %s", url, cli->status, cli->err);
+    cr_assert_eq(lines_of(cli->err), 1, "one line: %s", cli->err);
+    cr_assert(strstr(cli->err, cause) != NULL, "%s: %s", url, cli->err);
+    cr_assert_eq(wharf_client_open(&client, url, NULL, NULL, err, sizeof(err)),
+                 WHARF_CLIENT_AUTH, "%s: %s", url, err);
+    cr_assert(strstr(err, cause) != NULL, "%s: %s", url, err);
+}
+
+Test(tls, each_refusal_is_one_line_naming_its_cause_and_78)
+{
+    char query[300];
+    int expired_port;
+
+    start_redis(false, 0);
+    snprintf(query, sizeof(query), "tls_ca=%s", in_dir("other-ca.crt"));
+    assert_refused(tls_url("127.0.0.1", tls_port, query),
+                   "TLS: certificate verify failed: self-signed certificate "
+                   "in certificate chain");
+    snprintf(query, sizeof(query), "tls_ca=%s&tls_sni=wrong.example", ca_crt);
+    assert_refused(tls_url("127.0.0.1", tls_port, query),
+                   "TLS: certificate verify failed: hostname mismatch");
+    snprintf(query, sizeof(query), "tls_ca=%s&tls_sni=127.0.0.2", ca_crt);
+    assert_refused(tls_url("127.0.0.1", tls_port, query),
+                   "TLS: certificate verify failed: IP address mismatch");
+    {
+        char plain[128];
+
+        snprintf(plain, sizeof(plain), "redis://127.0.0.1:%d/0", tls_port);
+        assert_refused(plain, "(is this a TLS port? use rediss://)");
+    }
+    assert_refused(tls_url("127.0.0.1", redis.port, ca_query()),
+                   "(is this port plain Redis? use redis://)");
+
+    start_tls_redis(&second, &expired_port, second_port_text, expired_crt,
+                    false, 0);
+    assert_refused(tls_url("localhost", expired_port, ca_query()),
+                   "TLS: certificate verify failed: certificate has expired");
+}
+
+Test(tls, mutual_tls_with_client_certificates)
+{
+    char query[512], keys[512], url[128];
+    test_host_opts o = {.redis_url = url, .redis_keys = keys};
+    const test_cli_run *cli;
+
+    start_redis(true, 0);
+    /* No certificate: the server's alert, after the handshake. */
+    assert_refused(tls_url("127.0.0.1", tls_port, ca_query()),
+                   "TLS: the server wants a client certificate and none was "
+                   "given (tls_cert, tls_key)");
+    snprintf(query, sizeof(query), "tls_ca=%s&tls_cert=%s&tls_key=%s", ca_crt,
+             in_dir("client.crt"), in_dir("client.key"));
+    cli = test_cli(
+        tls_url("127.0.0.1", tls_port, query), dir,
+        (const char *const[]){"enqueue", "chaos", "ok", "--id", "m-1", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+
+    snprintf(url, sizeof(url), "rediss://localhost:%d/0", tls_port);
+    snprintf(keys, sizeof(keys),
+             "tls_ca = ca.crt\ntls_cert = %s\ntls_key = %s\n",
+             in_dir("client.crt"), in_dir("client.key"));
+    test_host_manifest_opts(&host, &redis, &o);
+    /* tls_ca relative to the manifest's folder. */
+    {
+        char cmd[512];
+
+        snprintf(cmd, sizeof(cmd), "cp '%s' '%s/ca.crt'", ca_crt, host.dir);
+        cr_assert_eq(system(cmd), 0);
+    }
+    test_host_launch(&host, rc);
+    cr_assert(test_wait_until(task_done, "m-1", TEST_EVENT_MS),
+              "the task did not run (see %s)", host.log);
+}
+
+/* The CA folder the host trusts: empty (with the other CA only) until
+ * the test puts the right CA in it, under its hash name. */
+static bool reached_again(void *unused)
+{
+    (void)unused;
+    return test_host_log_has(&host, "supervisor: redis reachable again", NULL);
+}
+
+/* Lines of redis's log that say a TLS handshake failed. */
+static int refused_handshakes(void)
+{
+    char path[300], line[1024];
+    int n = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/redis.log", redis.dir);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        n += strstr(line, "Error accepting a client connection") != NULL;
+    fclose(f);
+    return n;
+}
+
+static bool retried(void *unused)
+{
+    (void)unused;
+    return refused_handshakes() >= 5;
+}
+
+Test(tls, wharfd_retries_a_refused_certificate_and_logs_it_once)
+{
+    char keys[300], url[128], cmd[1024];
+    test_host_opts o = {.redis_url = url, .redis_keys = keys};
+    const char *trusted = in_dir("trusted");
+    const char *const cause[] = {"supervisor: redis unreachable",
+                                 "certificate verify failed", NULL};
+
+    start_redis(false, 0);
+    cr_assert_eq(mkdir(trusted, 0700), 0);
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && cp other-ca.crt \"trusted/$(openssl x509 -hash "
+             "-noout -in other-ca.crt).0\"",
+             dir);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(url, sizeof(url), "rediss://127.0.0.1:%d/0", tls_port);
+    snprintf(keys, sizeof(keys), "tls_ca = %s\n", trusted);
+    test_host_manifest_opts(&host, &redis, &o);
+    test_host_start(&host);
+    cr_assert(test_host_wait_log(&host, TEST_EVENT_MS, cause), "see %s",
+              host.log);
+    /* It goes on trying (each try a connection the server counts)... */
+    cr_assert(test_wait_until(retried, NULL, TEST_EVENT_MS),
+              "no retries: %d refused handshakes", refused_handshakes());
+    /* ...and a CA put in the folder is found by the next one. */
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && cp ca.crt \"trusted/$(openssl x509 -hash -noout "
+             "-in ca.crt).0\"",
+             dir);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert(test_wait_until(reached_again, NULL, TEST_EVENT_MS), "see %s",
+              host.log);
+    cr_assert_eq(test_host_log_count(&host, cause), 1,
+                 "the cause is logged once (see %s)", host.log);
+    test_add_entry(rc, "chaos", "after-ca", "ok");
+    cr_assert(test_wait_until(task_done, "after-ca", TEST_EVENT_MS),
+              "the task did not run (see %s)", host.log);
+}
+
+Test(tls, tls_verify_no_connects_without_a_ca_and_warns_at_start)
+{
+    char url[128];
+    test_host_opts o = {.redis_url = url, .redis_keys = "tls_verify = no\n"};
+
+    start_redis(false, 0);
+    snprintf(url, sizeof(url), "rediss://127.0.0.1:%d/0", tls_port);
+    test_host_up(&host, &redis, &o, rc);
+    cr_assert(test_host_log_has(&host, "tls_verify = no", "not checked", NULL),
+              "see %s", host.log);
+    test_add_entry(rc, "chaos", "nv-1", "ok");
+    cr_assert(test_wait_until(task_done, "nv-1", TEST_EVENT_MS),
+              "the task did not run (see %s)", host.log);
+}
+
+/* For a_redis_restart_over_tls_loses_and_repeats_nothing. */
+#define RESTART_TASKS 2000
+
+static bool quarter_done(void *unused)
+{
+    (void)unused;
+    return test_redis_int(rc, "XLEN wharf:{chaos}:stream") <
+           RESTART_TASKS * 3 / 4;
+}
+
+static bool outage_seen(void *unused)
+{
+    (void)unused;
+    return test_host_log_has(&host, "redis connection lost", NULL) ||
+           test_host_log_has(&host, "redis unreachable", NULL);
+}
+
+static long long results_now(void)
+{
+    return test_redis_int(rc, "EVAL %s 0",
+                          "return #redis.call('KEYS', "
+                          "'wharf:{chaos}:result:*')");
+}
+
+static bool all_results(void *unused)
+{
+    (void)unused;
+    return results_now() == RESTART_TASKS;
+}
+
+Test(tls, a_redis_restart_over_tls_loses_and_repeats_nothing)
+{
+    char keys[300], url[128], line[64];
+    /* As in test_supervisor: the outage must end well within lock_ttl. */
+    test_host_opts o = {.redis_url = url,
+                        .redis_keys = keys,
+                        .extra = "[defaults]\nlock_ttl = 10s\n"};
+    static unsigned char seen[RESTART_TASKS];
+    int lines = 0, twice = 0;
+    FILE *f;
+
+    start_redis(false, 1);
+    snprintf(url, sizeof(url), "rediss://127.0.0.1:%d/0", tls_port);
+    snprintf(keys, sizeof(keys), "tls_ca = %s\n", ca_crt);
+    test_host_up(&host, &redis, &o, rc);
+    for (int i = 0; i < RESTART_TASKS; i++)
+        redisAppendCommand(rc,
+                           "XADD wharf:{chaos}:stream * id r-%d type chaos "
+                           "payload ok attempt 1 enqueued_at 1 trace "
+                           "00-0af7651916cd43dd8448eb211c80319c-"
+                           "b7ad6b7169203331-01",
+                           i);
+    for (int i = 0; i < RESTART_TASKS; i++) {
+        redisReply *r;
+        cr_assert_eq(redisGetReply(rc, (void **)&r), REDIS_OK);
+        freeReplyObject(r);
+    }
+    cr_assert(test_wait_until(quarter_done, NULL, TEST_EVENT_MS),
+              "no progress before the outage; see %s", host.log);
+    redisFree(rc);
+    rc = NULL;
+    test_redis_stop(&redis);
+    cr_assert(test_wait_until(outage_seen, NULL, TEST_EVENT_MS),
+              "the outage was not seen; see %s", host.log);
+    test_redis_restart(&redis);
+    rc = test_redis_connect(&redis);
+    cr_assert(test_wait_until(all_results, NULL, TEST_EVENT_MS),
+              "only %lld of %d results", results_now(), RESTART_TASKS);
+    f = fopen(host.done, "r");
+    cr_assert(f != NULL);
+    while (fgets(line, sizeof(line), f)) {
+        int k = atoi(line + 2);
+        lines++;
+        if (k >= 0 && k < RESTART_TASKS && seen[k]++)
+            twice++;
+    }
+    fclose(f);
+    cr_assert_eq(twice, 0, "%d tasks ran twice", twice);
+    cr_assert_eq(lines, RESTART_TASKS);
+}
+
+/* --check: the TLS keys of [redis]. */
+Test(tls, the_manifest_tls_keys_are_checked)
+{
+    static const struct {
+        const char *body, *want;
+    } cases[] = {
+        {"url = redis://127.0.0.1/0\ntls_ca = ca.crt\n",
+         ":3: tls_ca needs a TLS url (rediss://"},
+        {"url = rediss://127.0.0.1/0?tls_sni=a\ntls_sni = b\n",
+         ":3: tls_sni is in url too: give it once"},
+        {"url = rediss://127.0.0.1/0\ntls_ca = missing.crt\n",
+         ":3: cannot read tls_ca '"},
+        {"url = rediss://127.0.0.1/0\ntls_verify = perhaps\n",
+         ":3: bad value 'perhaps' for tls_verify"},
+        {"url = rediss://127.0.0.1/0\ntls_key = ca.crt\n",
+         ":3: bad value for tls_key: tls_key needs tls_cert"},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char manifest[200], cmd[600], out[2048];
+        size_t n;
+        FILE *f;
+        int status;
+
+        snprintf(manifest, sizeof(manifest), "%s/m%zu.ini", dir, i);
+        f = fopen(manifest, "w");
+        cr_assert(f && fprintf(f, "[redis]\n%s", cases[i].body) > 0 &&
+                  fclose(f) == 0);
+        snprintf(cmd, sizeof(cmd), "'%s' --config '%s' --check 2>&1",
+                 WHARFD_PATH, manifest);
+        f = popen(cmd, "r");
+        cr_assert(f != NULL);
+        n = fread(out, 1, sizeof(out) - 1, f);
+        out[n] = '\0';
+        status = pclose(f);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 78, "%s: %s",
+                  cases[i].body, out);
+        cr_assert(strstr(out, cases[i].want) != NULL, "%s: %s", cases[i].body,
+                  out);
+    }
+}
