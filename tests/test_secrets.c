@@ -19,6 +19,7 @@
 #include "host_process.h"
 #include "http_get.h"
 #include "redis_server.h"
+#include "tools.h"
 #include "wharf_cli.h"
 
 /* The secret, and a part of it that no message would hold by chance. */
@@ -151,6 +152,47 @@ Test(secrets, a_url_that_does_not_parse_is_shown_without_its_password)
                  WHARF_CLIENT_BAD_INPUT);
     cr_assert(strstr(err, "redis://default:***@") != NULL, "%s", err);
     assert_hidden(err, "wharf_client_open");
+}
+
+/* The Python and Node clients (through the parity tests' drivers) show a
+ * URL that does not parse without its password, and exit 78. */
+Test(secrets, the_python_and_node_clients_hide_it_too)
+{
+    static const char *const bad[] = {
+        "redis://default:" PASSWORD "@127.0.0.1:notaport",
+        "redis+cluster://default:" PASSWORD "@127.0.0.1:notaport",
+        "rediss://default:" PASSWORD "@127.0.0.1:6380/0?tls_bogus=1",
+    };
+    char python_driver[300], node_driver[300];
+    const char *argv[8];
+    int code;
+
+    test_need_tools((const char *const[]){"node", NULL});
+    snprintf(python_driver, sizeof(python_driver), "%s/tests/clients/driver.py",
+             WHARF_SOURCE_DIR);
+    snprintf(node_driver, sizeof(node_driver), "%s/tests/clients/driver.js",
+             WHARF_SOURCE_DIR);
+    cr_assert_eq(setenv("PYTHONPATH", WHARF_SOURCE_DIR "/clients/python", 1),
+                 0);
+    cr_assert_eq(setenv("PYTHONDONTWRITEBYTECODE", "1", 1), 0);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        for (int node = 0; node < 2; node++) {
+            size_t k = 0;
+
+            argv[k++] = node ? "/usr/bin/node" : "/usr/bin/python3";
+            argv[k++] = node ? node_driver : python_driver;
+            argv[k++] = bad[i];
+            argv[k++] = "enqueue";
+            argv[k++] = "chaos";
+            argv[k++] = "ok";
+            argv[k] = NULL;
+            code = run(argv, NULL, NULL);
+            cr_assert_eq(code, 78, "%s %s: %d: %s", argv[0], bad[i], code, err);
+            cr_assert(strstr(err, "bad Redis URL '") != NULL &&
+                          strstr(err, ":***@") != NULL,
+                      "%s: %s", argv[0], err);
+            assert_hidden(err, argv[0]);
+        }
 }
 
 /* The argv (NULs as spaces) of pid into buf. */

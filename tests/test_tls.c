@@ -19,6 +19,7 @@
 
 #include "host_process.h"
 #include "redis_server.h"
+#include "tools.h"
 #include "wharf_cli.h"
 
 static char dir[64]; /* the certificates, the CLI's stderr */
@@ -392,6 +393,96 @@ Test(tls, tls_verify_no_connects_without_a_ca_and_warns_at_start)
     test_add_entry(rc, "chaos", "nv-1", "ok");
     cr_assert(test_wait_until(task_done, "nv-1", TEST_EVENT_MS),
               "the task did not run (see %s)", host.log);
+}
+
+/* The Python and Node clients' drivers of the parity tests
+ * (tests/clients): one call, its exit code the client error's. */
+static int run_driver(const char *program, const char *url, const char *id,
+                      char *err, size_t errlen)
+{
+    char err_path[200];
+    int status;
+    pid_t pid;
+
+    snprintf(err_path, sizeof(err_path), "%s/driver.err", dir);
+    pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        const char *interpreter =
+            strcmp(program, "driver.py") == 0 ? "/usr/bin/python3" : "node";
+        char script[300];
+        FILE *e = freopen(err_path, "w", stderr);
+
+        if (!e || !freopen("/dev/null", "w", stdout))
+            _exit(126);
+        snprintf(script, sizeof(script), "%s/tests/clients/%s",
+                 WHARF_SOURCE_DIR, program);
+        setenv("PYTHONPATH", WHARF_SOURCE_DIR "/clients/python", 1);
+        setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
+        execlp(interpreter, interpreter, script, url, "enqueue", "chaos", "ok",
+               "--id", id, (char *)NULL);
+        _exit(127);
+    }
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    {
+        FILE *f = fopen(err_path, "r");
+        size_t n = f ? fread(err, 1, errlen - 1, f) : 0;
+
+        err[n] = '\0';
+        if (f)
+            fclose(f);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+Test(tls, the_python_and_node_clients_enqueue_over_mutual_tls)
+{
+    static const char *const programs[] = {"driver.py", "driver.js"};
+    char keys[300], url[128], query[600], err[4096];
+    test_host_opts o = {.redis_url = url, .redis_keys = keys};
+
+    test_need_tools((const char *const[]){"node", NULL});
+    start_redis(true, 0);
+    snprintf(url, sizeof(url), "rediss://127.0.0.1:%d/0", tls_port);
+    snprintf(keys, sizeof(keys), "tls_ca = %s\ntls_cert = %s\ntls_key = %s\n",
+             ca_crt, in_dir("client.crt"), in_dir("client.key"));
+    test_host_up(&host, &redis, &o, rc);
+    for (size_t i = 0; i < 2; i++) {
+        char id[32];
+        int code;
+
+        snprintf(id, sizeof(id), "client-%zu", i);
+        snprintf(query, sizeof(query), "tls_ca=%s&tls_cert=%s&tls_key=%s",
+                 ca_crt, in_dir("client.crt"), in_dir("client.key"));
+        code = run_driver(programs[i], tls_url("localhost", tls_port, query),
+                          id, err, sizeof(err));
+        cr_assert_eq(code, 0, "%s: %d: %s", programs[i], code, err);
+        cr_assert(test_wait_until(task_done, id, TEST_EVENT_MS),
+                  "%s's task did not run (see %s)", programs[i], host.log);
+
+        /* A CA that did not sign the server's certificate: 78, saying so. */
+        snprintf(query, sizeof(query), "tls_ca=%s&tls_cert=%s&tls_key=%s",
+                 in_dir("other-ca.crt"), in_dir("client.crt"),
+                 in_dir("client.key"));
+        code = run_driver(programs[i], tls_url("127.0.0.1", tls_port, query),
+                          "never", err, sizeof(err));
+        cr_assert_eq(code, 78, "%s: %d: %s", programs[i], code, err);
+        cr_assert(strstr(err, "TLS: ") != NULL &&
+                      strstr(err, "self-signed certificate in certificate "
+                                  "chain") != NULL,
+                  "%s: %s", programs[i], err);
+
+        /* tls_verify=no: no CA needed. */
+        snprintf(id, sizeof(id), "noverify-%zu", i);
+        snprintf(query, sizeof(query), "tls_verify=no&tls_cert=%s&tls_key=%s",
+                 in_dir("client.crt"), in_dir("client.key"));
+        code = run_driver(programs[i], tls_url("127.0.0.1", tls_port, query),
+                          id, err, sizeof(err));
+        cr_assert_eq(code, 0, "%s: %d: %s", programs[i], code, err);
+        cr_assert(test_wait_until(task_done, id, TEST_EVENT_MS),
+                  "%s's task did not run (see %s)", programs[i], host.log);
+    }
+    cr_assert_eq(test_host_done(&host, "never"), 0);
 }
 
 /* For a_redis_restart_over_tls_loses_and_repeats_nothing. */
