@@ -79,6 +79,7 @@ static void make_certificates(void)
 
 static void suite_up(void)
 {
+    test_need_tools((const char *const[]){"openssl", NULL});
     snprintf(dir, sizeof(dir), "/tmp/wharf-test-tls-XXXXXX");
     cr_assert(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno));
     make_certificates();
