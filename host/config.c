@@ -86,6 +86,10 @@ static const key_spec config_keys[] = {
     HOST("tls_sni", SECTION_REDIS, VALUE_PATH, redis_tls_sni, 0, 0, NULL),
     HOST("tls_verify", SECTION_REDIS, VALUE_BOOL, redis_tls_verify, 0, 1,
          NULL),
+    HOST("sentinel_user", SECTION_REDIS, VALUE_PATH, redis_sentinel_user, 0, 0,
+         NULL),
+    HOST("sentinel_password", SECTION_REDIS, VALUE_PATH,
+         redis_sentinel_password, 0, 0, NULL),
 
     HOST("listen", SECTION_METRICS, VALUE_LISTEN, metrics_listen, 0, 0, NULL),
 
@@ -99,8 +103,9 @@ static const key_spec config_keys[] = {
     KEYS_END,
 };
 
-const char *const config_redis_tls_keys[5] = {"tls_ca", "tls_cert", "tls_key",
-                                              "tls_sni", "tls_verify"};
+const char *const config_redis_tls_keys[7] = {
+    "tls_ca",     "tls_cert",      "tls_key",          "tls_sni",
+    "tls_verify", "sentinel_user", "sentinel_password"};
 
 /* The shortest lock_ttl and visibility_timeout: 1 s. The supervisor
  * renews a running task's lock and pending entry every third of the
@@ -276,6 +281,11 @@ void config_free(config *cfg)
     free(cfg->redis_tls_cert);
     free(cfg->redis_tls_key);
     free(cfg->redis_tls_sni);
+    free(cfg->redis_sentinel_user);
+    if (cfg->redis_sentinel_password)
+        memset(cfg->redis_sentinel_password, 0,
+               strlen(cfg->redis_sentinel_password));
+    free(cfg->redis_sentinel_password);
     free(cfg->prefix);
     free(cfg->data_dir);
     free(cfg->metrics_listen);

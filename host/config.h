@@ -97,7 +97,11 @@ typedef struct config {
      * reader of the URL gets them; these keep what the file said. */
     char *redis_tls_ca, *redis_tls_cert, *redis_tls_key, *redis_tls_sni;
     bool redis_tls_verify;
-    int redis_tls_lines[5]; /* the keys' lines, in that order; 0: not set */
+    /* sentinel_user, sentinel_password: the sentinels' own credentials,
+     * made query parameters of redis_url the same way */
+    char *redis_sentinel_user, *redis_sentinel_password;
+    int redis_tls_lines[7]; /* the keys' lines, in the order of
+                               config_redis_tls_keys; 0: not set */
     char *prefix;
     char *data_dir; /* absolute */
     bool allow_eviction;

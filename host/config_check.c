@@ -150,27 +150,38 @@ static void append_param(char **url, const char *name, const char *value)
     *url = out;
 }
 
-/* The [redis] tls_* keys made query parameters of the URL (its paths
- * resolved against the manifest's folder), so wharfd, the CLI with this
- * manifest and the console read them through the one parser of Redis
- * URLs. Each needs a rediss URL and may not be in it already. */
+/* The [redis] tls_* keys, sentinel_user and sentinel_password made query
+ * parameters of the URL (paths resolved against the manifest's folder),
+ * so wharfd, the CLI with this manifest and the console read them
+ * through the one parser of Redis URLs. A TLS key needs a rediss URL, a
+ * sentinel one a Sentinel URL, and none may be in the URL already. */
 static void apply_tls_keys(parser *p)
 {
     config *cfg = p->cfg;
-    char **paths[4] = {&cfg->redis_tls_ca, &cfg->redis_tls_cert,
-                       &cfg->redis_tls_key, &cfg->redis_tls_sni};
+    char **values[7] = {&cfg->redis_tls_ca,        &cfg->redis_tls_cert,
+                        &cfg->redis_tls_key,       &cfg->redis_tls_sni,
+                        NULL,                      &cfg->redis_sentinel_user,
+                        &cfg->redis_sentinel_password};
     const char *query;
     char why[256];
     redis_url parsed;
 
-    for (size_t i = 0; i < 5; i++) {
+    for (size_t i = 0; i < 7; i++) {
         int line = cfg->redis_tls_lines[i];
         const char *key = config_redis_tls_keys[i];
         size_t n = strlen(key);
 
         if (line == 0)
             continue;
-        if (strncmp(cfg->redis_url, "rediss", 6) != 0) {
+        if (i >= 5 && strncmp(cfg->redis_url, "redis+sentinel://", 17) != 0 &&
+            strncmp(cfg->redis_url, "rediss+sentinel://", 18) != 0) {
+            config_fail(p, line,
+                        "%s needs a Sentinel url (redis+sentinel:// or "
+                        "rediss+sentinel://)",
+                        key);
+            return;
+        }
+        if (i < 5 && strncmp(cfg->redis_url, "rediss", 6) != 0) {
             config_fail(p, line,
                         "%s needs a TLS url (rediss://, rediss+cluster:// or "
                         "rediss+sentinel://)",
@@ -184,21 +195,22 @@ static void apply_tls_keys(parser *p)
                 return;
             }
         if (i < 3) {
-            replace_path(paths[i], cfg->dir);
-            if (access(*paths[i], R_OK) != 0) {
-                config_fail(p, line, "cannot read %s '%s': %s", key, *paths[i],
+            replace_path(values[i], cfg->dir);
+            if (access(*values[i], R_OK) != 0) {
+                config_fail(p, line, "cannot read %s '%s': %s", key, *values[i],
                             strerror(errno));
                 return;
             }
         }
         append_param(&cfg->redis_url, key,
-                     i < 4                   ? *paths[i]
+                     i != 4                  ? *values[i]
                      : cfg->redis_tls_verify ? "yes"
                                              : "no");
         if (redis_url_parse(cfg->redis_url, &parsed, why, sizeof(why)) != 0) {
             config_fail(p, line, "bad value for %s: %s", key, why);
             return;
         }
+        memset(&parsed, 0, sizeof(parsed));
     }
 }
 

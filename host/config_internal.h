@@ -141,8 +141,10 @@ int config_parse_bool(const char *text, bool *out);
  * why not (in why). */
 const char *config_check_redis_url(const char *url, char *why, size_t len);
 
-/* The [redis] TLS keys, in the order of cfg->redis_tls_lines. */
-extern const char *const config_redis_tls_keys[5];
+/* The [redis] keys that become query parameters of the url: the TLS
+ * ones, then the sentinels' credentials, in the order of
+ * cfg->redis_tls_lines. */
+extern const char *const config_redis_tls_keys[7];
 const char *config_check_listen(const char *text, char *why, size_t len);
 
 /* An amount of `kind` in the unit a person would write it in ("30s",

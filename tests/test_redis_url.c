@@ -270,6 +270,11 @@ Test(redis_url, redact_hides_whatever_could_be_the_password)
         {"redis+sentinel://u:S3cret@h:1,h:2/m",
          "redis+sentinel://u:***@h:1,h:2/m"},
         {"nonsense:S3cret@host", "nonsense:***@host"},
+        {"redis+sentinel://s:1/m?sentinel_password=S3cret&tls_ca=/x",
+         "redis+sentinel://s:1/m?sentinel_password=***&tls_ca=/x"},
+        {"rediss+sentinel://u:S3cret@s:1/m?tls_ca=/x&sentinel_password=S3c",
+         "rediss+sentinel://u:***@s:1/m?tls_ca=/x&sentinel_password=***"},
+        {"redis://h/0?a=b@c", "redis://h/0?a=b@c"},
         {"redis://host:port", "redis://host:port"},
         {"redis://u:S3\ncret@host", "redis://u:***@host"},
         {"redis://ho\tst", "redis://ho?st"},
@@ -326,6 +331,13 @@ Test(redis_url, tls_forms)
 
     u = parsed("redis://h:1/0");
     cr_assert_not(u.tls.enabled);
+
+    u = parsed("redis+sentinel://s1/m?sentinel_user=sen&sentinel_password=p%40"
+               "ss");
+    cr_assert_not(u.tls.enabled);
+    cr_assert_str_eq(u.sentinel_user, "sen");
+    cr_assert_str_eq(u.sentinel_password, "p@ss");
+    cr_assert_str_eq(u.password, "");
 }
 
 Test(redis_url, tls_refusals_say_why)
@@ -341,6 +353,8 @@ Test(redis_url, tls_refusals_say_why)
         {"rediss://h/0?tls_ca=%zz", "bad percent-encoding in the tls_ca"},
         {"rediss://h:0/0", "bad port"},
         {"rediss+cluster://h/1", "database 0 only"},
+        {"redis://h/0?sentinel_password=x", "for redis+sentinel://"},
+        {"rediss+cluster://h?sentinel_user=x", "for redis+sentinel://"},
     };
     redis_url u;
     char err[300];

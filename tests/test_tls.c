@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,7 +25,9 @@
 #include "wharf_cli.h"
 
 static char dir[64]; /* the certificates, the CLI's stderr */
-static test_redis redis, second;
+static test_redis redis, second, replica;
+static pid_t sentinel_pid[3];
+static int sentinel_port[3], sentinel_tls_port[3];
 static test_host host;
 static redisContext *rc; /* plain, to redis */
 static int tls_port;     /* redis's TLS port */
@@ -95,6 +99,12 @@ static void suite_down(void)
     if (rc)
         redisFree(rc);
     rc = NULL;
+    for (int i = 0; i < 3; i++)
+        if (sentinel_pid[i] > 0) {
+            kill(sentinel_pid[i], SIGKILL);
+            waitpid(sentinel_pid[i], NULL, 0);
+        }
+    test_redis_stop(&replica);
     test_redis_stop(&redis);
     test_redis_stop(&second);
 }
@@ -486,6 +496,228 @@ Test(tls, the_python_and_node_clients_enqueue_over_mutual_tls)
     cr_assert_eq(test_host_done(&host, "never"), 0);
 }
 
+/* ---- a Sentinel set over TLS, its sentinels behind a password ---- */
+
+#define SENTINEL_PASSWORD "Sent1nelPW"
+
+/* A primary (TLS, replication over TLS) and its replica, each also
+ * listening plain for the test's own connection. */
+static void start_tls_pair(void)
+{
+    static char primary_tls[16], replica_tls[16];
+    static const char *primary_args[16], *replica_args[16];
+    int n = 0, m = 0;
+
+    tls_port = test_free_port();
+    snprintf(primary_tls, sizeof(primary_tls), "%d", tls_port);
+    primary_args[n++] = "--tls-port";
+    primary_args[n++] = primary_tls;
+    replica_args[m++] = "--tls-port";
+    replica_args[m++] = replica_tls;
+    snprintf(replica_tls, sizeof(replica_tls), "%d", test_free_port());
+    for (int k = 0; k < 2; k++) {
+        const char **a = k ? replica_args : primary_args;
+        int *i = k ? &m : &n;
+
+        a[(*i)++] = "--tls-cert-file";
+        a[(*i)++] = server_crt;
+        a[(*i)++] = "--tls-key-file";
+        a[(*i)++] = server_key;
+        a[(*i)++] = "--tls-ca-cert-file";
+        a[(*i)++] = ca_crt;
+        a[(*i)++] = "--tls-replication";
+        a[(*i)++] = "yes";
+        a[(*i)++] = "--tls-auth-clients";
+        a[(*i)++] = "no";
+    }
+    replica_args[m++] = "--replicaof";
+    replica_args[m++] = "127.0.0.1";
+    replica_args[m++] = primary_tls;
+    primary_args[n] = NULL;
+    replica_args[m] = NULL;
+    test_redis_start_with(&redis, NULL, primary_args);
+    rc = test_redis_connect(&redis);
+    test_redis_start_with(&replica, NULL, replica_args);
+}
+
+/* A plain connection to sentinel i, authenticated. */
+static redisContext *sentinel_connect(int i)
+{
+    redisContext *c = redisConnect("127.0.0.1", sentinel_port[i]);
+    redisReply *r;
+
+    if (!c || c->err) {
+        redisFree(c);
+        return NULL;
+    }
+    r = redisCommand(c, "AUTH %s", SENTINEL_PASSWORD);
+    if (!r || r->type == REDIS_REPLY_ERROR) {
+        freeReplyObject(r);
+        redisFree(c);
+        return NULL;
+    }
+    freeReplyObject(r);
+    return c;
+}
+
+/* A field of SENTINEL MASTER wharf on sentinel i, as a number; -1. */
+static long long sentinel_field(int i, const char *name)
+{
+    redisContext *c = sentinel_connect(i);
+    redisReply *r = c ? redisCommand(c, "SENTINEL MASTER wharf") : NULL;
+    long long v = -1;
+
+    for (size_t k = 0; r && r->type == REDIS_REPLY_ARRAY && k + 1 < r->elements;
+         k += 2)
+        if (strcmp(r->element[k]->str, name) == 0)
+            v = strtoll(r->element[k + 1]->str, NULL, 10);
+    freeReplyObject(r);
+    redisFree(c);
+    return v;
+}
+
+static bool sentinels_see_the_set(void *unused)
+{
+    (void)unused;
+    for (int i = 0; i < 3; i++)
+        if (sentinel_field(i, "num-slaves") < 1 ||
+            sentinel_field(i, "num-other-sentinels") != 2)
+            return false;
+    return true;
+}
+
+/* Three sentinels over TLS (and plain, for the test), with requirepass,
+ * watching the primary's TLS port as "wharf"; waits until each knows the
+ * replica and the other two. Writes their TLS URL into url. */
+static void start_tls_sentinels(char *url, size_t len)
+{
+    size_t used;
+
+    for (int i = 0; i < 3; i++) {
+        char conf[200];
+        FILE *f;
+
+        sentinel_port[i] = test_free_port();
+        sentinel_tls_port[i] = test_free_port();
+        snprintf(conf, sizeof(conf), "%s/sentinel-%d.conf", dir, i);
+        f = fopen(conf, "w");
+        cr_assert(f != NULL);
+        fprintf(f,
+                "port %d\nbind 127.0.0.1\ndaemonize no\ndir %s\n"
+                "logfile %s/sentinel-%d.log\n"
+                "tls-port %d\ntls-cert-file %s\ntls-key-file %s\n"
+                "tls-ca-cert-file %s\ntls-auth-clients no\n"
+                "tls-replication yes\n"
+                "requirepass " SENTINEL_PASSWORD "\n"
+                "sentinel sentinel-pass " SENTINEL_PASSWORD "\n"
+                "sentinel monitor wharf 127.0.0.1 %d 2\n"
+                "sentinel down-after-milliseconds wharf 2000\n"
+                "sentinel failover-timeout wharf 60000\n",
+                sentinel_port[i], dir, dir, i, sentinel_tls_port[i], server_crt,
+                server_key, ca_crt, tls_port);
+        cr_assert_eq(fclose(f), 0);
+        sentinel_pid[i] = fork();
+        cr_assert(sentinel_pid[i] >= 0);
+        if (sentinel_pid[i] == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            execlp("redis-sentinel", "redis-sentinel", conf, (char *)NULL);
+            _exit(127);
+        }
+    }
+    cr_assert(test_wait_until(sentinels_see_the_set, NULL, TEST_EVENT_MS),
+              "the sentinels never saw the set (see %s)", dir);
+    used = (size_t)snprintf(url, len, "rediss+sentinel://");
+    for (int i = 0; i < 3; i++)
+        used += (size_t)snprintf(url + used, len - used, "%s127.0.0.1:%d",
+                                 i ? "," : "", sentinel_tls_port[i]);
+    snprintf(url + used, len - used, "/wharf/0");
+}
+
+static int sentinel_master_port(void)
+{
+    redisContext *c = sentinel_connect(0);
+    redisReply *r =
+        c ? redisCommand(c, "SENTINEL get-master-addr-by-name wharf") : NULL;
+    int port = -1;
+
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
+        port = atoi(r->element[1]->str);
+    freeReplyObject(r);
+    redisFree(c);
+    return port;
+}
+
+static int old_master_port;
+
+static bool promoted(void *unused)
+{
+    int port;
+
+    (void)unused;
+    port = sentinel_master_port();
+    return port > 0 && port != old_master_port;
+}
+
+Test(tls, a_tls_sentinel_failover_with_sentinel_authentication)
+{
+    char url[512], keys[512], cli_url[1024];
+    test_host_opts o = {.redis_url = url, .redis_keys = keys};
+    const test_cli_run *cli;
+    redisContext *after;
+
+    start_tls_pair();
+    start_tls_sentinels(url, sizeof(url));
+    snprintf(keys, sizeof(keys),
+             "tls_ca = %s\nsentinel_password = " SENTINEL_PASSWORD "\n",
+             ca_crt);
+
+    /* Without the sentinels' password: refused, one line, 78. */
+    snprintf(cli_url, sizeof(cli_url), "%s?tls_ca=%s", url, ca_crt);
+    cli = test_cli(cli_url, dir, (const char *const[]){"stats", NULL});
+    cr_assert_eq(cli->status, 78, "%d: %s", cli->status, cli->err);
+    cr_assert(strstr(cli->err, "the sentinel wants a password: set "
+                               "sentinel_password") != NULL,
+              "%s", cli->err);
+    snprintf(cli_url, sizeof(cli_url), "%s?tls_ca=%s&sentinel_password=wrong",
+             url, ca_crt);
+    cli = test_cli(cli_url, dir, (const char *const[]){"stats", NULL});
+    cr_assert_eq(cli->status, 78, "%d: %s", cli->status, cli->err);
+    cr_assert(strstr(cli->err, "refused sentinel_user / sentinel_password") !=
+                  NULL,
+              "%s", cli->err);
+
+    test_host_up(&host, &redis, &o, rc);
+    snprintf(cli_url, sizeof(cli_url),
+             "%s?tls_ca=%s&sentinel_password=" SENTINEL_PASSWORD, url, ca_crt);
+    cli = test_cli(cli_url, dir,
+                   (const char *const[]){"enqueue", "chaos", "ok", "--id",
+                                         "before", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    cr_assert(test_wait_until(task_done, "before", TEST_EVENT_MS),
+              "the task did not run (see %s)", host.log);
+
+    /* The master dies; the sentinels promote the replica, over TLS. */
+    old_master_port = sentinel_master_port();
+    cr_assert_eq(old_master_port, tls_port);
+    redisFree(rc);
+    rc = NULL;
+    test_redis_stop(&redis);
+    cr_assert(test_wait_until(promoted, NULL, TEST_EVENT_MS),
+              "no failover (see %s)", dir);
+    after = test_redis_connect(&replica);
+    test_add_entry(after, "chaos", "after", "ok");
+    cr_assert(test_wait_until(task_done, "after", TEST_EVENT_MS),
+              "the host did not follow the failover (see %s)", host.log);
+    cr_assert_eq(test_host_done(&host, "before"), 1);
+    cli = test_cli(cli_url, dir, (const char *const[]){"stats", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    cr_assert(strstr(cli->err, SENTINEL_PASSWORD) == NULL, "%s", cli->err);
+    redisFree(after);
+    cr_assert_eq(test_host_stop(&host), 0);
+    cr_assert_not(test_host_log_has(&host, SENTINEL_PASSWORD, NULL), "see %s",
+                  host.log);
+}
+
 /* For a_redis_restart_over_tls_loses_and_repeats_nothing. */
 #define RESTART_TASKS 2000
 
@@ -583,6 +815,12 @@ Test(tls, the_manifest_tls_keys_are_checked)
          ":3: bad value 'perhaps' for tls_verify"},
         {"url = rediss://127.0.0.1/0\ntls_key = ca.crt\n",
          ":3: bad value for tls_key: tls_key needs tls_cert"},
+        {"url = rediss://127.0.0.1/0\nsentinel_password = x\n",
+         ":3: sentinel_password needs a Sentinel url (redis+sentinel:// or "
+         "rediss+sentinel://)"},
+        {"url = redis+sentinel://s/m?sentinel_password=a\n"
+         "sentinel_password = b\n",
+         ":3: sentinel_password is in url too: give it once"},
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -276,42 +276,49 @@ static int parse_sentinel(const char *text, redis_url *u, char *err,
     return parse_db(db, &u->db, err, errlen);
 }
 
-/* The TLS query parameters: their names, in the order messages list
+/* The query parameters: the TLS ones (rediss URLs only), then the
+ * sentinels' credentials (sentinel URLs only), in the order messages list
  * them. */
-static const char *const tls_params[] = {"tls_ca", "tls_cert", "tls_key",
-                                         "tls_sni", "tls_verify"};
+static const char *const query_params[] = {
+    "tls_ca",  "tls_cert",      "tls_key",          "tls_sni",
+    "tls_verify", "sentinel_user", "sentinel_password"};
+#define QUERY_PARAMS 7
+#define TLS_PARAMS 5
 
 /* Stores one query parameter (name n bytes, value v of vn bytes, still
- * percent-encoded) into o; seen marks those given so far. 0, or -1 with
+ * percent-encoded) into q; seen marks those given so far. 0, or -1 with
  * why in err. */
-static int set_tls_param(tls_options *o, const char *n, size_t nn,
-                         const char *v, size_t vn, bool seen[5], char *err,
-                         size_t errlen)
+static int set_query_param(redis_url *q, const char *n, size_t nn,
+                           const char *v, size_t vn, bool seen[QUERY_PARAMS],
+                           char *err, size_t errlen)
 {
-    char value[TLS_PATH_MAX], shown[64];
+    char value[REDIS_URL_PASSWORD_MAX], shown[64];
+    tls_options *o = &q->tls;
     size_t i;
 
-    for (i = 0; i < 5; i++)
-        if (strlen(tls_params[i]) == nn && memcmp(tls_params[i], n, nn) == 0)
+    for (i = 0; i < QUERY_PARAMS; i++)
+        if (strlen(query_params[i]) == nn &&
+            memcmp(query_params[i], n, nn) == 0)
             break;
-    if (i == 5) {
+    if (i == QUERY_PARAMS) {
         char name[64];
 
         snprintf(name, sizeof(name), "%.*s", (int)(nn < 60 ? nn : 60), n);
         quote_text(name, shown, sizeof(shown));
         snprintf(err, errlen,
                  "unknown query parameter '%s' (known: tls_ca, tls_cert, "
-                 "tls_key, tls_sni, tls_verify)",
+                 "tls_key, tls_sni, tls_verify, sentinel_user, "
+                 "sentinel_password)",
                  shown);
         return -1;
     }
     if (seen[i]) {
-        snprintf(err, errlen, "%s is given twice", tls_params[i]);
+        snprintf(err, errlen, "%s is given twice", query_params[i]);
         return -1;
     }
     seen[i] = true;
-    if (decode_part(value, sizeof(value), v, vn, tls_params[i], err, errlen) !=
-        0)
+    if (decode_part(value, i < TLS_PARAMS ? TLS_PATH_MAX : sizeof(value), v,
+                    vn, query_params[i], err, errlen) != 0)
         return -1;
     if (i == 4) {
         if (strcmp(value, "yes") == 0 || strcmp(value, "true") == 0 ||
@@ -327,8 +334,19 @@ static int set_tls_param(tls_options *o, const char *n, size_t nn,
         return 0;
     }
     if (value[0] == '\0') {
-        snprintf(err, errlen, "%s is empty", tls_params[i]);
+        snprintf(err, errlen, "%s is empty", query_params[i]);
         return -1;
+    }
+    if (i == 5)
+        return copy_part(q->sentinel_user, sizeof(q->sentinel_user), value,
+                         strlen(value)) == 0
+                   ? 0
+                   : (snprintf(err, errlen, "sentinel_user is too long"), -1);
+    if (i == 6) {
+        snprintf(q->sentinel_password, sizeof(q->sentinel_password), "%s",
+                 value);
+        memset(value, 0, sizeof(value));
+        return 0;
     }
     snprintf(i == 0   ? o->ca
              : i == 1 ? o->cert
@@ -338,12 +356,12 @@ static int set_tls_param(tls_options *o, const char *n, size_t nn,
     return 0;
 }
 
-/* Parses the query of a rediss URL ("tls_ca=...&tls_verify=no") into
- * o. 0, or -1 with why in err. */
-static int parse_tls_query(const char *query, tls_options *o, char *err,
-                           size_t errlen)
+/* Parses a URL's query ("tls_ca=...&tls_verify=no") into q; *tls_given
+ * says whether a TLS parameter was among them. 0, or -1 with why in err. */
+static int parse_query(const char *query, redis_url *q, bool *tls_given,
+                       char *err, size_t errlen)
 {
-    bool seen[5] = {false};
+    bool seen[QUERY_PARAMS] = {false};
 
     while (*query) {
         size_t len = strcspn(query, "&");
@@ -354,41 +372,72 @@ static int parse_tls_query(const char *query, tls_options *o, char *err,
                      "expected name=value in the query (tls_ca=/path/ca.pem)");
             return -1;
         }
-        if (set_tls_param(o, query, (size_t)(eq - query), eq + 1,
-                          len - (size_t)(eq + 1 - query), seen, err,
-                          errlen) != 0)
+        if (set_query_param(q, query, (size_t)(eq - query), eq + 1,
+                            len - (size_t)(eq + 1 - query), seen, err,
+                            errlen) != 0)
             return -1;
         query += len;
         if (*query == '&')
             query++;
     }
-    if (o->key[0] && !o->cert[0]) {
+    *tls_given = false;
+    for (size_t i = 0; i < TLS_PARAMS; i++)
+        *tls_given = *tls_given || seen[i];
+    if (q->tls.key[0] && !q->tls.cert[0]) {
         snprintf(err, errlen, "tls_key needs tls_cert");
         return -1;
     }
     return 0;
 }
 
-/* A rediss URL: its query parsed into u->tls, and the rest parsed as the
- * same form without TLS ("rediss+cluster://" as "redis+cluster://"). */
-static int parse_tls(const char *text, redis_url *u, char *err, size_t errlen)
+/* A URL with a query, or a rediss one (tls): the query parsed, and the
+ * rest parsed as the same form without it ("rediss+cluster://" as
+ * "redis+cluster://"). */
+static int parse_with_query(const char *text, bool tls, redis_url *u,
+                            char *err, size_t errlen)
 {
     char plain[2048];
     const char *query = strchr(text, '?');
     size_t n = query ? (size_t)(query - text) : strlen(text);
-    tls_options tls = {.enabled = true};
+    bool tls_given = false;
+    redis_url q;
+    int rc = -1;
 
+    memset(&q, 0, sizeof(q));
+    q.tls.enabled = tls;
     if (n >= sizeof(plain)) {
         snprintf(err, errlen, "the URL is too long");
         return -1;
     }
     /* "rediss" less its second s. */
-    snprintf(plain, sizeof(plain), "redis%.*s", (int)(n - 6), text + 6);
-    if ((query && parse_tls_query(query + 1, &tls, err, errlen) != 0) ||
-        redis_url_parse(plain, u, err, errlen) != 0)
-        return -1;
-    u->tls = tls;
-    return 0;
+    if (tls)
+        snprintf(plain, sizeof(plain), "redis%.*s", (int)(n - 6), text + 6);
+    else
+        snprintf(plain, sizeof(plain), "%.*s", (int)n, text);
+    if (query && parse_query(query + 1, &q, &tls_given, err, errlen) != 0)
+        goto out;
+    if (tls_given && !tls) {
+        snprintf(err, errlen,
+                 "query parameters tls_* need rediss://, a TLS address");
+        goto out;
+    }
+    if (redis_url_parse(plain, u, err, errlen) != 0)
+        goto out;
+    if ((q.sentinel_user[0] || q.sentinel_password[0]) &&
+        u->kind != REDIS_URL_SENTINEL) {
+        snprintf(err, errlen,
+                 "sentinel_user and sentinel_password are for "
+                 "redis+sentinel:// (or rediss+sentinel://) only");
+        goto out;
+    }
+    u->tls = q.tls;
+    memcpy(u->sentinel_user, q.sentinel_user, sizeof(u->sentinel_user));
+    memcpy(u->sentinel_password, q.sentinel_password,
+           sizeof(u->sentinel_password));
+    rc = 0;
+out:
+    memset(&q, 0, sizeof(q));
+    return rc;
 }
 
 int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen)
@@ -400,17 +449,14 @@ int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen)
     u.port = 6379;
     if (strncmp(text, "rediss://", 9) == 0 ||
         strncmp(text, "rediss+cluster://", 17) == 0 ||
-        strncmp(text, "rediss+sentinel://", 18) == 0) {
-        rc = parse_tls(text, &u, err, errlen);
+        strncmp(text, "rediss+sentinel://", 18) == 0 ||
+        (strchr(text, '?') && strncmp(text, "unix://", 7) != 0)) {
+        rc = parse_with_query(text, strncmp(text, "rediss", 6) == 0, &u, err,
+                              errlen);
         if (rc == 0)
             *out = u;
+        memset(&u, 0, sizeof(u));
         return rc;
-    }
-    if (strchr(text, '?') && strncmp(text, "unix://", 7) != 0) {
-        snprintf(err, errlen,
-                 "query parameters (tls_ca, ...) need rediss://, a TLS "
-                 "address");
-        return -1;
     }
     if (strncmp(text, "redis://", 8) == 0)
         rc = parse_tcp(text, &u, err, errlen);
@@ -434,30 +480,56 @@ int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen)
 
 void redis_url_redact(const char *text, char *buf, size_t len)
 {
+    static const char secret_param[] = "sentinel_password=";
     const char *scheme = strstr(text, "://");
     const char *start = scheme ? scheme + 3 : text;
-    const char *at = strrchr(start, '@');
-    const char *colon;
-    char *joined;
-    size_t keep, n;
+    const char *query = strchr(start, '?');
+    const char *at, *colon, *p;
+    size_t used = 0, keep;
+    /* Each "***" replaces a part at least as long as the "@" or
+     * "sentinel_password=" beside it, less 3: twice the text is room. */
+    char *joined = malloc(2 * strlen(text) + 8);
 
-    if (!at) {
-        quote_text(text, buf, len);
-        return;
-    }
-    /* A URL that did not parse may hold '@' or ':' anywhere: everything
-     * between the user name and the last '@' is taken for the password,
-     * so a secret is hidden even where the parser gave up. */
-    colon = memchr(start, ':', (size_t)(at - start));
-    keep = colon ? (size_t)(colon + 1 - text) : (size_t)(start - text);
-    n = keep + strlen("***") + strlen(at) + 1;
-    joined = malloc(n);
     if (!joined) {
         quote_text("(a Redis URL)", buf, len);
         return;
     }
-    snprintf(joined, n, "%.*s***%s", (int)keep, text, at);
+    /* A URL that did not parse may hold '@' or ':' anywhere: everything
+     * between the user name and the last '@' before the query is taken
+     * for the password, so a secret is hidden even where the parser gave
+     * up. */
+    at = NULL;
+    for (p = start; *p && (!query || p < query); p++)
+        if (*p == '@')
+            at = p;
+    if (at) {
+        colon = memchr(start, ':', (size_t)(at - start));
+        keep = colon ? (size_t)(colon + 1 - text) : (size_t)(start - text);
+        memcpy(joined, text, keep);
+        used = keep;
+        memcpy(joined + used, "***", 3);
+        used += 3;
+        p = at;
+    } else {
+        p = text;
+    }
+    /* And the sentinels' password in the query. */
+    while (*p) {
+        if (p > text && (p[-1] == '?' || p[-1] == '&') &&
+            strncmp(p, secret_param, strlen(secret_param)) == 0) {
+            memcpy(joined + used, secret_param, strlen(secret_param));
+            used += strlen(secret_param);
+            memcpy(joined + used, "***", 3);
+            used += 3;
+            p += strlen(secret_param);
+            p += strcspn(p, "&");
+            continue;
+        }
+        joined[used++] = *p++;
+    }
+    joined[used] = '\0';
     quote_text(joined, buf, len);
+    memset(joined, 0, used);
     free(joined);
 }
 

@@ -54,6 +54,8 @@ typedef struct redis_url {
     char master[REDIS_URL_MASTER_MAX]; /* sentinel: the name of the master */
     tls_options tls; /* rediss://, rediss+cluster://, rediss+sentinel://:
                         every node (and sentinel) over TLS */
+    char sentinel_user[REDIS_URL_USER_MAX]; /* the sentinels' own */
+    char sentinel_password[REDIS_URL_PASSWORD_MAX];
 } redis_url;
 
 /* Parses text into *out. 0 on success; -1 with the reason alone in err
@@ -62,7 +64,10 @@ typedef struct redis_url {
  * library all use it. "rediss" in place of "redis" in the three TCP
  * forms means TLS, with query parameters tls_ca, tls_cert, tls_key,
  * tls_sni and tls_verify (yes/no), percent-decoded, each at most once:
- * "rediss://h:6380/0?tls_ca=/etc/ca.pem&tls_sni=redis.example". */
+ * "rediss://h:6380/0?tls_ca=/etc/ca.pem&tls_sni=redis.example". A
+ * sentinel URL (either) also takes sentinel_user and sentinel_password,
+ * the sentinels' own credentials (those in the userinfo are the
+ * master's). */
 int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen);
 
 /* Connects to the one node of a redis://, rediss:// or unix:// url (for the others,

@@ -15,12 +15,52 @@
 #define SENTINEL_WHERE_MAX REDIS_URL_TEXT_MAX
 #define SENTINEL_WHY_MAX 400
 
-/* A connection to sentinel s of url (over TLS when url says) with a
- * timeout; NULL with why in err. */
-static redisContext *sentinel_connect(const redis_url *url, const redis_seed *s,
-                                      int timeout_ms, char *err, size_t errlen)
+/* True if an error reply to a sentinel means it wants credentials we did
+ * not give, or refuses ours. */
+static bool auth_error(const redisReply *r)
 {
-    return redis_url_dial(url, s->host, s->port, timeout_ms, NULL, err, errlen);
+    return r && r->type == REDIS_REPLY_ERROR &&
+           (strncmp(r->str, "NOAUTH", 6) == 0 ||
+            strncmp(r->str, "WRONGPASS", 9) == 0 ||
+            strncmp(r->str, "ERR invalid password", 20) == 0);
+}
+
+redisContext *sentinel_open(const redis_url *url, const redis_seed *s,
+                            int timeout_ms, bool *refused, char *err,
+                            size_t errlen)
+{
+    redisContext *c =
+        redis_url_dial(url, s->host, s->port, timeout_ms, NULL, err, errlen);
+    redisReply *r;
+
+    if (refused)
+        *refused = false;
+    if (!c || !url->sentinel_password[0])
+        return c;
+    /* The sentinels' own credentials (requirepass or an ACL user of the
+     * sentinel), never the master's. */
+    r = url->sentinel_user[0]
+            ? tls_command(c, "AUTH %s %s", url->sentinel_user,
+                          url->sentinel_password)
+            : tls_command(c, "AUTH %s", url->sentinel_password);
+    if (r && r->type != REDIS_REPLY_ERROR) {
+        freeReplyObject(r);
+        return c;
+    }
+    if (auth_error(r) || (r && strncmp(r->str, "ERR AUTH", 8) == 0)) {
+        snprintf(err, errlen,
+                 "%s:%d: the sentinel refused sentinel_user / "
+                 "sentinel_password: %.200s",
+                 s->host, s->port, r->str);
+        if (refused)
+            *refused = true;
+    } else {
+        snprintf(err, errlen, "%s:%d: AUTH: %.200s", s->host, s->port,
+                 r ? r->str : c->errstr);
+    }
+    freeReplyObject(r);
+    tls_free(c);
+    return NULL;
 }
 
 /* True if r is get-master-addr-by-name's [host, port]. */
@@ -35,19 +75,21 @@ int sentinel_master(const redis_url *url, int timeout_ms, char *host,
                     size_t hostlen, int *port, error_kind *kind, char *err,
                     size_t errlen)
 {
-    size_t answered = 0, unknown = 0, refused = 0;
+    size_t answered = 0, unknown = 0, refused = 0, auth_refused = 0;
     char where[SENTINEL_WHERE_MAX];
     char last[SENTINEL_WHY_MAX] = "no sentinel given";
 
     redis_url_describe(url, where, sizeof(where));
     for (size_t i = 0; i < url->n_seeds; i++) {
         const redis_seed *s = &url->seeds[i];
+        bool auth = false;
         redisContext *c =
-            sentinel_connect(url, s, timeout_ms, last, sizeof(last));
+            sentinel_open(url, s, timeout_ms, &auth, last, sizeof(last));
         redisReply *r = NULL;
 
         if (!c) {
             refused++;
+            auth_refused += auth;
             continue;
         }
         r = tls_command(c, "SENTINEL get-master-addr-by-name %s", url->master);
@@ -55,6 +97,13 @@ int sentinel_master(const redis_url *url, int timeout_ms, char *host,
             refused++;
             snprintf(last, sizeof(last), "%s:%d: %s", s->host, s->port,
                      c->errstr);
+        } else if (auth_error(r)) {
+            refused++;
+            auth_refused++;
+            snprintf(last, sizeof(last),
+                     "%s:%d: the sentinel wants a password: set "
+                     "sentinel_password (and sentinel_user)",
+                     s->host, s->port);
         } else if (r->type == REDIS_REPLY_ERROR) {
             /* A plain Redis says "unknown command": a wrong port. */
             snprintf(last, sizeof(last), "%s:%d: %s (is it a sentinel?)",
@@ -88,6 +137,14 @@ int sentinel_master(const redis_url *url, int timeout_ms, char *host,
                  where, answered, url->master);
         if (kind)
             *kind = ERROR_KIND_SETUP;
+        return -2;
+    }
+    if (auth_refused > 0 && auth_refused == refused && answered == 0) {
+        /* Every sentinel that answered refused us: retrying cannot fix
+         * it. */
+        snprintf(err, errlen, "%s: authentication failed: %s", where, last);
+        if (kind)
+            *kind = ERROR_KIND_AUTH;
         return -2;
     }
     if (kind)
@@ -166,7 +223,8 @@ size_t sentinel_candidates(const redis_url *url, int timeout_ms,
 
     for (size_t i = 0; i < url->n_seeds; i++) {
         redisContext *c =
-            sentinel_connect(url, &url->seeds[i], timeout_ms, err, sizeof(err));
+            sentinel_open(url, &url->seeds[i], timeout_ms, NULL, err,
+                          sizeof(err));
         redisReply *r;
 
         if (!c)
