@@ -131,21 +131,15 @@ static void read_password_file(parser *p)
     memset(buf, 0, sizeof(buf));
 }
 
-/* Appends "&name=value" (or "?..." first) to *url, the value
- * percent-encoded but for the bytes a path or a name is made of. */
+/* Appends "&name=value" (or "?..." first) to *url (redis_url.h). */
 static void append_param(char **url, const char *name, const char *value)
 {
-    static const char plain[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq"
-                                "rstuvwxyz0123456789/._-~";
     size_t len = strlen(*url) + strlen(name) + 3 * strlen(value) + 3;
     char *out = xrealloc(NULL, len);
-    size_t used = (size_t)snprintf(out, len, "%s%c%s=", *url,
-                                   strchr(*url, '?') ? '&' : '?', name);
 
-    for (const char *v = value; *v; v++)
-        used += (size_t)snprintf(out + used, len - used,
-                                 strchr(plain, *v) ? "%c" : "%%%02X",
-                                 (unsigned char)*v);
+    snprintf(out, len, "%s", *url);
+    if (redis_url_append_param(out, len, name, value) != 0)
+        abort(); /* sized for the worst case above */
     free(*url);
     *url = out;
 }

@@ -304,6 +304,18 @@ Test(tls, mutual_tls_with_client_certificates)
         (const char *const[]){"enqueue", "chaos", "ok", "--id", "m-1", NULL});
     cr_assert_eq(cli->status, 0, "%s", cli->err);
 
+    /* The same by the CLI's options. */
+    cli = test_cli(tls_url("127.0.0.1", tls_port, NULL), dir,
+                   (const char *const[]){"--tls-ca", ca_crt, "--tls-cert",
+                                         in_dir("client.crt"), "--tls-key",
+                                         in_dir("client.key"), "stats", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    cli = test_cli(tls_url("127.0.0.1", tls_port, NULL), dir,
+                   (const char *const[]){"--tls-ca", ca_crt, "stats", NULL});
+    cr_assert_eq(cli->status, 78, "%s", cli->err);
+    cr_assert(strstr(cli->err, "wants a client certificate") != NULL, "%s",
+              cli->err);
+
     snprintf(url, sizeof(url), "rediss://localhost:%d/0", tls_port);
     snprintf(keys, sizeof(keys),
              "tls_ca = ca.crt\ntls_cert = %s\ntls_key = %s\n",

@@ -478,6 +478,31 @@ int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen)
     return rc;
 }
 
+int redis_url_append_param(char *url, size_t len, const char *name,
+                           const char *value)
+{
+    static const char plain[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq"
+                                "rstuvwxyz0123456789/._-~";
+    size_t start = strlen(url), used = start;
+    int n = snprintf(url + used, len > used ? len - used : 0, "%c%s=",
+                     strchr(url, '?') ? '&' : '?', name);
+
+    if (n < 0 || (size_t)n >= len - used)
+        goto full;
+    used += (size_t)n;
+    for (const char *v = value; *v; v++) {
+        n = snprintf(url + used, len - used,
+                     strchr(plain, *v) ? "%c" : "%%%02X", (unsigned char)*v);
+        if (n < 0 || (size_t)n >= len - used)
+            goto full;
+        used += (size_t)n;
+    }
+    return 0;
+full:
+    url[start] = '\0';
+    return -1;
+}
+
 void redis_url_redact(const char *text, char *buf, size_t len)
 {
     static const char secret_param[] = "sentinel_password=";

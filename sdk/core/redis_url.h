@@ -134,6 +134,14 @@ error_kind redis_url_reply_error(const redis_url *url, const redisReply *reply,
                                  const char *lost, const char *what, char *err,
                                  size_t errlen);
 
+/* Appends the query parameter name=value to the URL in url (of size len),
+ * after "?" or "&", the value percent-encoded but for the bytes a path or
+ * a name is made of: how the [redis] tls_* keys and wharf's --tls-*
+ * options become part of the URL the one parser reads. 0, or -1 if it
+ * does not fit (url unchanged). */
+int redis_url_append_param(char *url, size_t len, const char *name,
+                           const char *value);
+
 /* The address without the password, for messages. */
 void redis_url_describe(const redis_url *url, char *buf, size_t len);
 
