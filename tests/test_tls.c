@@ -721,6 +721,23 @@ Test(tls, a_tls_sentinel_failover_with_sentinel_authentication)
     cr_assert(test_wait_until(task_done, "after", TEST_EVENT_MS),
               "the host did not follow the failover (see %s)", host.log);
     cr_assert_eq(test_host_done(&host, "before"), 1);
+    /* The Python and Node clients find the new master through the same
+     * sentinels, over TLS, with their password. */
+    {
+        static const char *const programs[] = {"driver.py", "driver.js"};
+        char err[4096];
+
+        for (size_t i = 0; i < 2; i++) {
+            char id[32];
+            int code;
+
+            snprintf(id, sizeof(id), "sentinel-client-%zu", i);
+            code = run_driver(programs[i], cli_url, id, err, sizeof(err));
+            cr_assert_eq(code, 0, "%s: %d: %s", programs[i], code, err);
+            cr_assert(test_wait_until(task_done, id, TEST_EVENT_MS),
+                      "%s's task did not run (see %s)", programs[i], host.log);
+        }
+    }
     cli = test_cli(cli_url, dir, (const char *const[]){"stats", NULL});
     cr_assert_eq(cli->status, 0, "%s", cli->err);
     cr_assert(strstr(cli->err, SENTINEL_PASSWORD) == NULL, "%s", cli->err);

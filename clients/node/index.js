@@ -146,11 +146,33 @@ function redact(url) {
   const text = String(url);
   const scheme = text.indexOf('://');
   const start = scheme >= 0 ? scheme + 3 : 0;
-  const at = text.lastIndexOf('@');
-  if (at < start) return quote(text);
+  const at = text.split('?')[0].lastIndexOf('@');
+  if (at < start) return quote(text.replace(/([?&]sentinel_password=)[^&]*/g, '$1***'));
   const colon = text.indexOf(':', start);
   const keep = colon >= 0 && colon < at ? colon + 1 : start;
-  return quote(`${text.slice(0, keep)}***${text.slice(at)}`);
+  return quote(`${text.slice(0, keep)}***${text.slice(at)}`.replace(/([?&]sentinel_password=)[^&]*/g, '$1***'));
+}
+
+// {url without the sentinels' credentials, ioredis's sentinelUsername
+// and sentinelPassword} for a sentinel URL (the URL's own user and
+// password are the master's).
+function sentinelAuthOf(url) {
+  const [base, query = ''] = url.split('?');
+  const isSentinel = /^rediss?\+sentinel:\/\//.test(url);
+  const auth = {};
+  const rest = [];
+  for (const part of query ? query.split('&') : []) {
+    const m = /^(sentinel_user|sentinel_password)=(.*)$/.exec(part);
+    if (!m) {
+      rest.push(part);
+      continue;
+    }
+    if (!isSentinel) throw new errors.ConfigError(`bad Redis URL '${redact(url)}': sentinel_user and sentinel_password are for redis+sentinel:// only`);
+    const key = m[1] === 'sentinel_user' ? 'sentinelUsername' : 'sentinelPassword';
+    if (key in auth) throw new errors.ConfigError(`bad Redis URL '${redact(url)}': ${m[1]} is given twice`);
+    auth[key] = decodeURIComponent(m[2]);
+  }
+  return { url: rest.length ? `${base}?${rest.join('&')}` : base, auth };
 }
 
 // The TLS query parameters of a rediss URL, as the C client reads them.
@@ -312,7 +334,8 @@ class Client {
     if (this._options.password) opts.password = this._options.password;
     let r;
     const hostOf = /^[a-z+]+:\/\/(?:[^@/]*@)?(\[[^\]]*\]|[^:/,?]*)/.exec(String(this._url));
-    const { url, tls } = tlsOf(String(this._url), hostOf ? hostOf[1].replace(/^\[|\]$/g, '') : '');
+    const { url: bare, auth: sentinelAuth } = sentinelAuthOf(String(this._url));
+    const { url, tls } = tlsOf(bare, hostOf ? hostOf[1].replace(/^\[|\]$/g, '') : '');
     if (tls) opts.tls = tls;
     const dist = parseDistributed(url);
     if (dist) {
@@ -332,6 +355,7 @@ class Client {
           sentinels: dist.seeds,
           name: dist.name,
           db: dist.db,
+          ...sentinelAuth,
           ...(tls ? { enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
         });
       }

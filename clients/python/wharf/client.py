@@ -231,6 +231,8 @@ def _seeds(text: str, default_port: int, url: str):
 
 #: The TLS query parameters of a rediss URL, as the C client reads them.
 TLS_PARAMS = ("tls_ca", "tls_cert", "tls_key", "tls_sni", "tls_verify")
+#: The sentinels' own credentials, query parameters of a sentinel URL.
+SENTINEL_PARAMS = ("sentinel_user", "sentinel_password")
 
 
 def redact(url: str) -> str:
@@ -238,12 +240,41 @@ def redact(url: str) -> str:
     the user name, up to the last '@') shown as ***, as the C core does."""
     start = url.find("://")
     start = start + 3 if start >= 0 else 0
-    at = url.rfind("@", start)
+    at = url.rfind("@", start, len(url.partition("?")[0]))
     if at < 0:
-        return _quote(url)
+        return _quote(re.sub(r"([?&]sentinel_password=)[^&]*", r"\1***", url))
     colon = url.find(":", start, at)
     keep = colon + 1 if colon >= 0 else start
-    return _quote(url[:keep] + "***" + url[at:])
+    return _quote(re.sub(r"([?&]sentinel_password=)[^&]*", r"\1***",
+                         url[:keep] + "***" + url[at:]))
+
+
+def _sentinel_options(url: str):
+    """(url without the sentinels' credentials, redis-py's keywords for
+    the sentinels) for a sentinel URL with sentinel_user and
+    sentinel_password (the URL's own user and password are the
+    master's); (url, {}) for any other."""
+    base, _, query = url.partition("?")
+    if not re.match(r"^rediss?\+sentinel://", url):
+        if re.search(r"(^|&)sentinel_(user|password)=", query):
+            raise errors.ConfigError(
+                f"bad Redis URL '{redact(url)}': sentinel_user and "
+                f"sentinel_password are for redis+sentinel:// only")
+        return url, {}
+    if not query:
+        return url, {}
+    kw, rest = {}, []
+    for part in query.split("&"):
+        name, eq, value = part.partition("=")
+        if eq and name in SENTINEL_PARAMS:
+            if ("username" if name == "sentinel_user" else "password") in kw:
+                raise errors.ConfigError(
+                    f"bad Redis URL '{redact(url)}': {name} is given twice")
+            kw["username" if name == "sentinel_user" else "password"] = \
+                urllib.parse.unquote(value)
+        else:
+            rest.append(part)
+    return base + ("?" + "&".join(rest) if rest else ""), kw
 
 
 def _tls_options(url: str):
@@ -266,7 +297,8 @@ def _tls_options(url: str):
         if not eq or name not in TLS_PARAMS:
             raise errors.ConfigError(
                 f"bad Redis URL '{redact(url)}': unknown query parameter "
-                f"'{_quote(name)}' (known: {', '.join(TLS_PARAMS)})")
+                f"'{_quote(name)}' (known: "
+                f"{', '.join(TLS_PARAMS + SENTINEL_PARAMS)})")
         if name in opts:
             raise errors.ConfigError(
                 f"bad Redis URL '{redact(url)}': {name} is given twice")
@@ -324,6 +356,7 @@ def _open(url: str, password: Optional[str], timeout: float):
     sentinels name, found again after a failover), as the C client; each
     of the three over TLS as rediss, rediss+cluster and rediss+sentinel,
     with the C client's query parameters."""
+    url, sentinel_auth = _sentinel_options(url)
     url, tls = _tls_options(url)
     for scheme, default_port in (("redis+cluster://", 6379),
                                  ("redis+sentinel://", 26379)):
@@ -377,7 +410,8 @@ def _open(url: str, password: Optional[str], timeout: float):
                 f"host:port[,host:port...]/MASTER[/db]")
         return redis.sentinel.Sentinel(
             seeds, socket_timeout=timeout,
-            sentinel_kwargs=dict(socket_timeout=timeout, **tls)).master_for(
+            sentinel_kwargs=dict(socket_timeout=timeout, **tls,
+                                 **sentinel_auth)).master_for(
                 name, db=int(db or 0), **common)
     common = dict(password=password, socket_timeout=timeout)
     if tls:
