@@ -25,7 +25,7 @@
 #include "wharf_cli.h"
 
 static char dir[64]; /* the certificates, the CLI's stderr */
-static test_redis redis, second, replica;
+static test_redis redis, second, replica, shard[3];
 static pid_t sentinel_pid[3];
 static int sentinel_port[3], sentinel_tls_port[3];
 static test_host host;
@@ -105,6 +105,8 @@ static void suite_down(void)
             waitpid(sentinel_pid[i], NULL, 0);
         }
     test_redis_stop(&replica);
+    for (int i = 0; i < 3; i++)
+        test_redis_stop(&shard[i]);
     test_redis_stop(&redis);
     test_redis_stop(&second);
 }
@@ -745,6 +747,92 @@ Test(tls, a_tls_sentinel_failover_with_sentinel_authentication)
     cr_assert_eq(test_host_stop(&host), 0);
     cr_assert_not(test_host_log_has(&host, SENTINEL_PASSWORD, NULL), "see %s",
                   host.log);
+}
+
+/* ---- a Redis Cluster over TLS ---- */
+
+static bool cluster_ok(void *unused)
+{
+    (void)unused;
+    for (int i = 0; i < 3; i++) {
+        redisContext *c = test_redis_connect(&shard[i]);
+        redisReply *r = redisCommand(c, "CLUSTER INFO");
+        bool ok = r && r->type == REDIS_REPLY_STRING &&
+                  strstr(r->str, "cluster_state:ok") != NULL;
+
+        freeReplyObject(r);
+        redisFree(c);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+Test(tls, a_cluster_over_tls_serves_tasks)
+{
+    static char ports[3][16];
+    char url[512], keys[300], cmd[2048], cli_url[1024];
+    test_host_opts o = {.redis_url = url, .redis_keys = keys};
+    const test_cli_run *cli;
+    size_t used;
+
+    for (int i = 0; i < 3; i++) {
+        const char *args[16];
+        int n = 0;
+
+        int port;
+
+        /* The cluster bus is 10000 above the TLS port (tls-cluster). */
+        do
+            port = test_free_port();
+        while (port > 55535);
+        snprintf(ports[i], sizeof(ports[i]), "%d", port);
+        args[n++] = "--cluster-enabled";
+        args[n++] = "yes";
+        args[n++] = "--tls-port";
+        args[n++] = ports[i];
+        args[n++] = "--tls-cert-file";
+        args[n++] = server_crt;
+        args[n++] = "--tls-key-file";
+        args[n++] = server_key;
+        args[n++] = "--tls-ca-cert-file";
+        args[n++] = ca_crt;
+        args[n++] = "--tls-cluster";
+        args[n++] = "yes";
+        args[n++] = "--tls-auth-clients";
+        args[n++] = "no";
+        args[n] = NULL;
+        test_redis_start_with(&shard[i], NULL, args);
+    }
+    snprintf(cmd, sizeof(cmd),
+             "redis-cli --tls --cacert '%s' --cluster create 127.0.0.1:%s "
+             "127.0.0.1:%s 127.0.0.1:%s --cluster-yes > '%s/create.log' 2>&1",
+             ca_crt, ports[0], ports[1], ports[2], dir);
+    cr_assert_eq(system(cmd), 0, "see %s/create.log", dir);
+    cr_assert(test_wait_until(cluster_ok, NULL, TEST_EVENT_MS),
+              "the cluster never came up");
+    used = (size_t)snprintf(url, sizeof(url), "rediss+cluster://");
+    for (int i = 0; i < 3; i++)
+        used += (size_t)snprintf(url + used, sizeof(url) - used,
+                                 "%s127.0.0.1:%s", i ? "," : "", ports[i]);
+    snprintf(keys, sizeof(keys), "tls_ca = %s\n", ca_crt);
+    test_host_manifest_opts(&host, &redis, &o);
+    test_host_launch(&host, NULL);
+    snprintf(cli_url, sizeof(cli_url), "%s?tls_ca=%s", url, ca_crt);
+    for (int i = 0; i < 5; i++) {
+        char id[16];
+
+        snprintf(id, sizeof(id), "cl-%d", i);
+        cli = test_cli(
+            cli_url, dir,
+            (const char *const[]){"enqueue", "chaos", "ok", "--id", id, NULL});
+        cr_assert_eq(cli->status, 0, "%s", cli->err);
+        cr_assert(test_wait_until(task_done, id, TEST_EVENT_MS),
+                  "the task did not run (see %s)", host.log);
+    }
+    cli = test_cli(cli_url, dir, (const char *const[]){"stats", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    cr_assert(strstr(cli->out, "chaos") != NULL, "%s", cli->out);
 }
 
 /* For a_redis_restart_over_tls_loses_and_repeats_nothing. */

@@ -277,7 +277,10 @@ static int map_from_shards(nodes *ns, const redisReply *r, const char *seed)
         }
         if (!master || slots->elements == 0)
             continue; /* a shard without slots or without a master */
-        port = field(master, "port");
+        /* Over TLS a node's TLS port ("port" is its plain one, if any). */
+        port = ns->url.tls.enabled ? field(master, "tls-port") : NULL;
+        if (!port)
+            port = field(master, "port");
         if (!port || port->type != REDIS_REPLY_INTEGER)
             return -1;
         host = endpoint_of(master, seed, &host_len);
