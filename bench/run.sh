@@ -36,6 +36,9 @@
 #      `wharf run --threads` (a worker holds one task at a time, so this
 #      is the plugin and the library without Redis), as a share of what
 #      that many in flight allow.
+#  12. the processing run again with wharfd over TLS (rediss://, the same
+#      server's --tls-port, certificates made here with openssl), its rate
+#      beside the plain one's (target: at least 0.7 of it).
 # Only processes it started are stopped, and always. Needs bash, awk and
 # the redis-server/redis-cli/redis-benchmark of scripts/bootstrap.
 set -euo pipefail
@@ -48,7 +51,7 @@ PREFETCH=${BENCH_PREFETCH:-16}
 SINGLE=${BENCH_SINGLE:-20000}
 RATE=${BENCH_RATE:-1000}
 STEADY_SECONDS=${BENCH_STEADY_SECONDS:-5}
-PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,crash,io,handlers,latency,cluster}
+PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,tls,crash,io,handlers,latency,cluster}
 # Tasks in a thousand that crash their worker in the poison row.
 CRASH_PERMILLE=${BENCH_CRASH_PERMILLE:-10}
 CRASH_TASKS=${BENCH_CRASH_TASKS:-20000}
@@ -79,7 +82,7 @@ has_phase() { case ",$PHASES," in *",$1,"*) return 0 ;; esac; return 1; }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/wharf-bench.XXXXXX")
 PLUGINS=$(cd "$BUILD/bench" && pwd)
-redis_pid="" wharfd_pid="" watch_pid="" port=""
+redis_pid="" wharfd_pid="" watch_pid="" port="" tls_port=""
 
 # shellcheck source=bench/stop_pid.sh
 . bench/stop_pid.sh
@@ -104,13 +107,43 @@ fail() {
 rcli() { redis-cli -h 127.0.0.1 -p "$port" "$@"; }
 # "key value" lines of a helper's output: value_of FILE KEY
 value_of() { awk -v k="$2" '$1 == k { print $2; exit }' "$1"; }
-# Our server answers as the process we started, never another one.
+# A CA and a server certificate for 127.0.0.1, for the TLS row.
+make_certificates() {
+    mkdir -p "$WORK/tls"
+    (
+        cd "$WORK/tls"
+        k='-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes'
+        # shellcheck disable=SC2086 # $k is several options
+        openssl req -x509 $k -keyout ca.key -out ca.crt -days 2 \
+            -subj /CN=wharf-bench-ca
+        # shellcheck disable=SC2086
+        openssl req $k -keyout server.key -out server.csr -subj /CN=127.0.0.1
+        printf 'subjectAltName=IP:127.0.0.1\n' >server.ext
+        openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key \
+            -CAcreateserial -out server.crt -days 2 -extfile server.ext
+    ) 2>"$WORK/openssl.log" || fail "openssl failed; see $WORK/openssl.log"
+}
+# Our server answers as the process we started, never another one. With
+# the tls phase it listens on a TLS port too, beside the plain one.
 start_redis() {
+    local tls_args=()
+    if has_phase tls; then
+        command -v openssl >/dev/null || fail "openssl is missing"
+        make_certificates
+    fi
     for _ in 1 2 3 4 5; do
         port=$("$TOOL" free-port)
+        if has_phase tls; then
+            tls_port=$("$TOOL" free-port)
+            tls_args=(--tls-port "$tls_port"
+                      --tls-cert-file "$WORK/tls/server.crt"
+                      --tls-key-file "$WORK/tls/server.key"
+                      --tls-ca-cert-file "$WORK/tls/ca.crt"
+                      --tls-auth-clients no)
+        fi
         redis-server --port "$port" --bind 127.0.0.1 --save '' \
             --appendonly no --dir "$WORK" --logfile "$WORK/redis.log" \
-            --daemonize no &
+            "${tls_args[@]}" --daemonize no &
         redis_pid=$!
         for _ in $(seq 1 250); do
             [ "$(rcli INFO server 2>/dev/null |
@@ -197,7 +230,8 @@ workers = $2
 shutdown_timeout = 5s
 instance = bench
 [redis]
-url = redis://127.0.0.1:$port/0
+url = ${BENCH_REDIS_URL:-redis://127.0.0.1:$port/0}
+${BENCH_REDIS_KEYS:-}
 [metrics]
 listen = ${3:-off}
 [log]
@@ -323,6 +357,12 @@ if has_phase process; then
     process wharf "$WHARFD"
     [ -n "$BASELINE" ] && process baseline "$BASELINE"
 fi
+# The same run with wharfd over TLS; the producer and the watcher stay on
+# the plain port, so only wharfd's own traffic differs.
+if has_phase tls; then
+    BENCH_REDIS_URL="rediss://127.0.0.1:$tls_port/0" \
+        BENCH_REDIS_KEYS="tls_ca = $WORK/tls/ca.crt" process tls "$WHARFD"
+fi
 # The tasks that crash die at once (max_attempts 1), so the run ends when
 # the stream is empty, as the crash-free one does.
 crash_dead=0 slow_crash_dead=0
@@ -411,6 +451,11 @@ if has_phase process; then
             "$WORK/baseline.watch")
     fi
 fi
+tls_rate=0 tls_redis_cpu=0
+if has_phase tls; then
+    tls_rate=$(value_of "$WORK/tls.watch" rate)
+    tls_redis_cpu=$(value_of "$WORK/tls.watch" redis_cpu_s)
+fi
 crash_rate=0 slow_rate=0 slow_crash_rate=0
 if has_phase crash; then
     crash_rate=$(value_of "$WORK/crash.watch" rate)
@@ -495,6 +540,12 @@ if has_phase process; then
             "$(ratio "$redis_cpu" "$base_redis_cpu")" "" "" &&
         row "  baseline redis commands per task" \
             "$(per_task "$base_commands")" "" ""
+    has_phase tls &&
+        row "processing over TLS (tasks/s)" "$tls_rate" "" "" &&
+        row "  of the plain rate" "$(ratio "$tls_rate" "$rate")" ">= 0.70" \
+            "$(verdict "$(ratio "$tls_rate" "$rate")" ">=" 0.70)" &&
+        row "  redis CPU per task over TLS (us)" \
+            "$(per_task "$tls_redis_cpu" 1000000)" "" ""
     row "redis commands per task" "$cmds_per_task" "" ""
     row "round trips per task" "${trips_per_task:-n/a}" "<= 0.25" \
         "$([ -n "$trips_per_task" ] && verdict "$trips_per_task" "<=" 0.25)"
@@ -593,7 +644,10 @@ cat >"$OUT" <<EOF
                  "share_of_set": $(num "$of_set"),
                  "baseline_tasks_per_s": $(num "$base_rate"),
                  "baseline_redis_cpu_us": $(per_task "$base_redis_cpu" 1000000),
-                 "baseline_redis_commands": $(per_task "$base_commands")},
+                 "baseline_redis_commands": $(per_task "$base_commands"),
+                 "tls_tasks_per_s": $(num "$tls_rate"),
+                 "tls_of_plain": $(ratio "$tls_rate" "$rate"),
+                 "tls_redis_cpu_us": $(per_task "$tls_redis_cpu" 1000000)},
   "cost_per_task": {"redis_commands": $(num "$cmds_per_task"),
                     "round_trips": ${trips_per_task:-null},
                     "redis_cpu_us": $(num "$redis_us"),

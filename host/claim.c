@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tls.h"
+
 /* XREADGROUP's arguments before the streams and their ids. */
 #define CLAIM_ARGS 10
 /* A wait's poll ends this long after its BLOCK should have: a node that
@@ -48,7 +50,7 @@ claim_state *claim_create(size_t n)
 void claim_drop(claim_state *cs, size_t n)
 {
     for (size_t i = 0; cs && i < n; i++) {
-        redisFree(cs->waiters[i].redis);
+        tls_free(cs->waiters[i].redis);
         cs->waiters[i].redis = NULL;
     }
 }
@@ -108,7 +110,7 @@ static redisReply *claim_all(broker *b, unsigned count, int block_ms)
         if (!b->queues[i].paused)
             argv[argc++] =
                 b->queues[i].history_done ? ">" : b->queues[i].history_from;
-    r = redisCommandArgv(c, (int)argc, argv, NULL);
+    r = tls_command_argv(c, (int)argc, argv, NULL);
     b->round_trips++;
     if (!r || r->type == REDIS_REPLY_ERROR) {
         snprintf(b->pipe.errstr, sizeof(b->pipe.errstr), "%s",
@@ -197,20 +199,20 @@ static redisContext *waiter_of(broker *b, size_t i)
     redisReply *r;
 
     if (w->redis && (w->node != node || w->redis->err)) {
-        redisFree(w->redis); /* the hash slot moved, or it broke */
+        tls_free(w->redis); /* the hash slot moved, or it broke */
         w->redis = NULL;
     }
     if (w->redis)
         return w->redis;
     w->redis = nodes_open(&b->nodes, node);
     b->round_trips++;
-    r = w->redis ? redisCommand(w->redis, "CLIENT ID") : NULL;
+    r = w->redis ? tls_command(w->redis, "CLIENT ID") : NULL;
     if (!r || r->type != REDIS_REPLY_INTEGER) {
         snprintf(b->pipe.errstr, sizeof(b->pipe.errstr), "%s",
                  w->redis ? (r ? r->str : w->redis->errstr) : b->nodes.errstr);
         broker_failed(b, "connecting a waiter", NULL);
         freeReplyObject(r);
-        redisFree(w->redis);
+        tls_free(w->redis);
         w->redis = NULL;
         return NULL;
     }
@@ -222,7 +224,7 @@ static redisContext *waiter_of(broker *b, size_t i)
 
 static void drop_waiter(broker *b, size_t i)
 {
-    redisFree(b->claims->waiters[i].redis);
+    tls_free(b->claims->waiters[i].redis);
     b->claims->waiters[i].redis = NULL;
 }
 
@@ -247,7 +249,7 @@ static int send_waits(broker *b, unsigned count, int block_ms)
                                block_ms, b->queues[i].stream) != REDIS_OK)
             goto broke;
         while (!done)
-            if (redisBufferWrite(c, &done) != REDIS_OK)
+            if (tls_write(c, &done) != REDIS_OK)
                 goto broke;
         continue;
     broke:
@@ -264,17 +266,23 @@ static int send_waits(broker *b, unsigned count, int block_ms)
 static void first_answer(broker *b, int block_ms)
 {
     claim_state *cs = b->claims;
+    bool held = false;
     int ready;
 
-    for (size_t i = 0; i < b->n_queues; i++)
-        cs->fds[i] = (struct pollfd){
-            cs->waiters[i].sent ? cs->waiters[i].redis->fd : -1, POLLIN, 0};
+    /* A TLS session may hold a reply already decrypted, which the socket
+     * no longer shows: then only a look, no wait. */
+    for (size_t i = 0; i < b->n_queues; i++) {
+        const waiter *w = &cs->waiters[i];
+        cs->fds[i] = (struct pollfd){w->sent ? w->redis->fd : -1, POLLIN, 0};
+        held = held || (w->sent && tls_pending(w->redis));
+    }
     do
-        ready = poll(cs->fds, b->n_queues, block_ms + WAIT_GRACE_MS);
+        ready = poll(cs->fds, b->n_queues, held ? 0 : block_ms + WAIT_GRACE_MS);
     while (ready < 0 && errno == EINTR);
     for (size_t i = 0; i < b->n_queues; i++)
         cs->waiters[i].answered =
-            ready > 0 && cs->waiters[i].sent && cs->fds[i].revents != 0;
+            cs->waiters[i].sent && (tls_pending(cs->waiters[i].redis) ||
+                                    (ready > 0 && cs->fds[i].revents != 0));
 }
 
 /* Releases the waiters without an answer with CLIENT UNBLOCK, sent over
@@ -311,7 +319,7 @@ static int read_waits(broker *b, bool want, redisReply *all, bool *got)
         if (!b->claims->waiters[i].sent ||
             b->claims->waiters[i].answered != want)
             continue;
-        if (!c || redisGetReply(c, (void **)&r) != REDIS_OK) {
+        if (!c || tls_get_reply(c, (void **)&r) != REDIS_OK) {
             snprintf(b->pipe.errstr, sizeof(b->pipe.errstr), "%s",
                      c ? c->errstr : "connection lost");
             broker_failed(b, "XREADGROUP", NULL);

@@ -78,6 +78,18 @@ static const key_spec config_keys[] = {
     /* Under the 5 s I/O timeout of every connection. */
     HOST("min_replicas_timeout", SECTION_REDIS, VALUE_DURATION,
          min_replicas_timeout_ms, 1, 4000, NULL),
+    HOST("password_file", SECTION_REDIS, VALUE_PATH, redis_password_file, 0, 0,
+         NULL),
+    HOST("tls_ca", SECTION_REDIS, VALUE_PATH, redis_tls_ca, 0, 0, NULL),
+    HOST("tls_cert", SECTION_REDIS, VALUE_PATH, redis_tls_cert, 0, 0, NULL),
+    HOST("tls_key", SECTION_REDIS, VALUE_PATH, redis_tls_key, 0, 0, NULL),
+    HOST("tls_sni", SECTION_REDIS, VALUE_PATH, redis_tls_sni, 0, 0, NULL),
+    HOST("tls_verify", SECTION_REDIS, VALUE_BOOL, redis_tls_verify, 0, 1,
+         NULL),
+    HOST("sentinel_user", SECTION_REDIS, VALUE_PATH, redis_sentinel_user, 0, 0,
+         NULL),
+    HOST("sentinel_password", SECTION_REDIS, VALUE_PATH,
+         redis_sentinel_password, 0, 0, NULL),
 
     HOST("listen", SECTION_METRICS, VALUE_LISTEN, metrics_listen, 0, 0, NULL),
 
@@ -90,6 +102,10 @@ static const key_spec config_keys[] = {
     HOST("format", SECTION_LOG, VALUE_ENUM, log_format, 0, 0, format_names),
     KEYS_END,
 };
+
+const char *const config_redis_tls_keys[7] = {
+    "tls_ca",     "tls_cert",      "tls_key",          "tls_sni",
+    "tls_verify", "sentinel_user", "sentinel_password"};
 
 /* The shortest lock_ttl and visibility_timeout: 1 s. The supervisor
  * renews a running task's lock and pending entry every third of the
@@ -213,6 +229,7 @@ config *config_new(const char *path)
     cfg->prefix = xstrdup("wharf");
     cfg->data_dir = xstrdup("./data");
     cfg->allow_eviction = false;
+    cfg->redis_tls_verify = true;
     cfg->min_replicas_ack = 0;
     cfg->min_replicas_timeout_ms = 1000;
     cfg->metrics_listen = xstrdup("127.0.0.1:9464");
@@ -258,7 +275,19 @@ void config_free(config *cfg)
     free(cfg->plugins_dir);
     free(cfg->instance);
     free(cfg->redis_url);
+    if (cfg->redis_password) /* do not leave the secret in freed memory */
+        memset(cfg->redis_password, 0, strlen(cfg->redis_password));
     free(cfg->redis_password);
+    free(cfg->redis_password_file);
+    free(cfg->redis_tls_ca);
+    free(cfg->redis_tls_cert);
+    free(cfg->redis_tls_key);
+    free(cfg->redis_tls_sni);
+    free(cfg->redis_sentinel_user);
+    if (cfg->redis_sentinel_password)
+        memset(cfg->redis_sentinel_password, 0,
+               strlen(cfg->redis_sentinel_password));
+    free(cfg->redis_sentinel_password);
     free(cfg->prefix);
     free(cfg->data_dir);
     free(cfg->metrics_listen);

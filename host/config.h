@@ -88,8 +88,21 @@ typedef struct config {
     char *instance;
 
     /* [redis] */
-    char *redis_url;      /* WHARF_REDIS_URL wins over the manifest */
-    char *redis_password; /* WHARF_REDIS_PASSWORD, or NULL */
+    char *redis_url;           /* WHARF_REDIS_URL wins over the manifest */
+    char *redis_password;      /* WHARF_REDIS_PASSWORD, else password_file's
+                                  first line, or NULL */
+    char *redis_password_file; /* absolute, or NULL */
+    int redis_password_file_line;
+    /* tls_ca, tls_cert, tls_key, tls_sni, tls_verify: by config_finish
+     * made query parameters of redis_url (its paths absolute), so every
+     * reader of the URL gets them; these keep what the file said. */
+    char *redis_tls_ca, *redis_tls_cert, *redis_tls_key, *redis_tls_sni;
+    bool redis_tls_verify;
+    /* sentinel_user, sentinel_password: the sentinels' own credentials,
+     * made query parameters of redis_url the same way */
+    char *redis_sentinel_user, *redis_sentinel_password;
+    int redis_tls_lines[7]; /* the keys' lines, in the order of
+                               config_redis_tls_keys; 0: not set */
     char *prefix;
     char *data_dir; /* absolute */
     bool allow_eviction;

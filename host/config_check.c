@@ -1,8 +1,8 @@
 /* What can only be checked once the whole manifest is read: paths
  * resolved against the manifest's folder and plugins_dir, [type.NAME]
  * laid over [defaults], the watermarks and the console's token, the
- * plugin files, then the environment (WHARF_REDIS_URL,
- * WHARF_REDIS_PASSWORD). */
+ * plugin files, [redis] password_file, then the environment
+ * (WHARF_REDIS_URL, WHARF_REDIS_PASSWORD). */
 
 #include "config_internal.h"
 
@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "redis_url.h"
 #include "xmalloc.h"
 
 /* `rel` against the absolute folder `base`, with "." parts and doubled
@@ -74,6 +76,136 @@ static void check_watermarks(parser *p, const policy *pol, const int *lines,
                 pol->low_watermark, pol->high_watermark, section,
                 low == 0 || high == 0 ? " (the other one is " : "",
                 low == 0 || high == 0 ? inherited : "");
+}
+
+/* Reads the Redis password from cfg->redis_password_file: its first line,
+ * without the line end (as systemd's LoadCredential= or a secrets mount
+ * writes it). A file that cannot be read, is not a regular file, is empty
+ * or holds a NUL byte or a longer password than a URL may is an error at
+ * the key's line; its content is never quoted. */
+static void read_password_file(parser *p)
+{
+    config *cfg = p->cfg;
+    const char *path = cfg->redis_password_file;
+    char buf[REDIS_URL_PASSWORD_MAX + 2];
+    struct stat st;
+    size_t n, line;
+    FILE *f;
+
+    f = fopen(path, "re");
+    if (!f) {
+        config_fail(p, cfg->redis_password_file_line,
+                    "cannot read password_file '%s': %s", path,
+                    strerror(errno));
+        return;
+    }
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        config_fail(p, cfg->redis_password_file_line,
+                    "password_file '%s' is not a regular file", path);
+        fclose(f);
+        return;
+    }
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    line = strcspn(buf, "\r\n"); /* stops at a NUL byte too */
+    if (line < n && buf[line] == '\0') {
+        config_fail(p, cfg->redis_password_file_line,
+                    "password_file '%s' holds a NUL byte", path);
+        memset(buf, 0, sizeof(buf));
+        return;
+    }
+    buf[line] = '\0';
+    if (buf[0] == '\0')
+        config_fail(p, cfg->redis_password_file_line,
+                    "password_file '%s' is empty: its first line is the "
+                    "password",
+                    path);
+    else if (strlen(buf) >= REDIS_URL_PASSWORD_MAX)
+        config_fail(p, cfg->redis_password_file_line,
+                    "the password in password_file '%s' is longer than %d "
+                    "bytes",
+                    path, REDIS_URL_PASSWORD_MAX - 1);
+    else
+        config_store_string(&cfg->redis_password, buf);
+    memset(buf, 0, sizeof(buf));
+}
+
+/* Appends "&name=value" (or "?..." first) to *url (redis_url.h). */
+static void append_param(char **url, const char *name, const char *value)
+{
+    size_t len = strlen(*url) + strlen(name) + 3 * strlen(value) + 3;
+    char *out = xrealloc(NULL, len);
+
+    snprintf(out, len, "%s", *url);
+    if (redis_url_append_param(out, len, name, value) != 0)
+        abort(); /* sized for the worst case above */
+    free(*url);
+    *url = out;
+}
+
+/* The [redis] tls_* keys, sentinel_user and sentinel_password made query
+ * parameters of the URL (paths resolved against the manifest's folder),
+ * so wharfd, the CLI with this manifest and the console read them
+ * through the one parser of Redis URLs. A TLS key needs a rediss URL, a
+ * sentinel one a Sentinel URL, and none may be in the URL already. */
+static void apply_tls_keys(parser *p)
+{
+    config *cfg = p->cfg;
+    char **values[7] = {&cfg->redis_tls_ca,        &cfg->redis_tls_cert,
+                        &cfg->redis_tls_key,       &cfg->redis_tls_sni,
+                        NULL,                      &cfg->redis_sentinel_user,
+                        &cfg->redis_sentinel_password};
+    const char *query;
+    char why[256];
+    redis_url parsed;
+
+    for (size_t i = 0; i < 7; i++) {
+        int line = cfg->redis_tls_lines[i];
+        const char *key = config_redis_tls_keys[i];
+        size_t n = strlen(key);
+
+        if (line == 0)
+            continue;
+        if (i >= 5 && strncmp(cfg->redis_url, "redis+sentinel://", 17) != 0 &&
+            strncmp(cfg->redis_url, "rediss+sentinel://", 18) != 0) {
+            config_fail(p, line,
+                        "%s needs a Sentinel url (redis+sentinel:// or "
+                        "rediss+sentinel://)",
+                        key);
+            return;
+        }
+        if (i < 5 && strncmp(cfg->redis_url, "rediss", 6) != 0) {
+            config_fail(p, line,
+                        "%s needs a TLS url (rediss://, rediss+cluster:// or "
+                        "rediss+sentinel://)",
+                        key);
+            return;
+        }
+        query = strchr(cfg->redis_url, '?');
+        for (const char *q = query; q; q = strchr(q + 1, '&'))
+            if (strncmp(q + 1, key, n) == 0 && q[1 + n] == '=') {
+                config_fail(p, line, "%s is in url too: give it once", key);
+                return;
+            }
+        if (i < 3) {
+            replace_path(values[i], cfg->dir);
+            if (access(*values[i], R_OK) != 0) {
+                config_fail(p, line, "cannot read %s '%s': %s", key, *values[i],
+                            strerror(errno));
+                return;
+            }
+        }
+        append_param(&cfg->redis_url, key,
+                     i != 4                  ? *values[i]
+                     : cfg->redis_tls_verify ? "yes"
+                                             : "no");
+        if (redis_url_parse(cfg->redis_url, &parsed, why, sizeof(why)) != 0) {
+            config_fail(p, line, "bad value for %s: %s", key, why);
+            return;
+        }
+        memset(&parsed, 0, sizeof(parsed));
+    }
 }
 
 /* What can only be checked once the whole file is read: paths resolved,
@@ -140,6 +272,20 @@ void config_finish(parser *p)
                         section->path, section->name);
         }
     }
+    if (cfg->redis_password_file) {
+        redis_url parsed;
+        char why[256];
+
+        /* Two passwords would be taken one way by wharfd and the other
+         * by the CLI: refused, so both always use the same. */
+        if (redis_url_parse(cfg->redis_url, &parsed, why, sizeof(why)) == 0 &&
+            parsed.password[0])
+            config_fail(p, cfg->redis_password_file_line,
+                        "password_file and a password in url: give only one");
+        memset(&parsed, 0, sizeof(parsed));
+        replace_path(&cfg->redis_password_file, cfg->dir);
+        read_password_file(p);
+    }
     if (p->failed)
         return;
     env = getenv("WHARF_REDIS_URL");
@@ -148,11 +294,16 @@ void config_finish(parser *p)
         const char *why = config_check_redis_url(env, url_why, sizeof(url_why));
 
         if (why != NULL) {
-            config_fail(p, -1, "WHARF_REDIS_URL: bad value '%s': %s", env, why);
+            char shown[REDIS_URL_TEXT_MAX];
+
+            redis_url_redact(env, shown, sizeof(shown));
+            config_fail(p, -1, "WHARF_REDIS_URL: bad value '%s': %s", shown,
+                        why);
             return;
         }
         config_store_string(&cfg->redis_url, env);
     }
+    apply_tls_keys(p);
     env = getenv("WHARF_REDIS_PASSWORD");
     if (env != NULL && *env != '\0')
         config_store_string(&cfg->redis_password, env);

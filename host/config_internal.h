@@ -140,6 +140,11 @@ int config_parse_bool(const char *text, bool *out);
  * takes) and a [metrics] listen address (host:port): NULL if fine, else
  * why not (in why). */
 const char *config_check_redis_url(const char *url, char *why, size_t len);
+
+/* The [redis] keys that become query parameters of the url: the TLS
+ * ones, then the sentinels' credentials, in the order of
+ * cfg->redis_tls_lines. */
+extern const char *const config_redis_tls_keys[7];
 const char *config_check_listen(const char *text, char *why, size_t len);
 
 /* An amount of `kind` in the unit a person would write it in ("30s",

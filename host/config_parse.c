@@ -201,6 +201,12 @@ int config_on_key(void *user, const char *inih_section, const char *name,
             rc = config_set_value(spec, p->cfg, value, why, sizeof why);
             if (strcmp(name, "plugins_dir") == 0)
                 p->cfg->plugins_dir_line = p->line;
+            if (strcmp(name, "password_file") == 0)
+                p->cfg->redis_password_file_line = p->line;
+            for (size_t i = 0; i < 7; i++)
+                if (p->kind == SECTION_REDIS &&
+                    strcmp(name, config_redis_tls_keys[i]) == 0)
+                    p->cfg->redis_tls_lines[i] = p->line;
         }
     }
     if (rc != 0)

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "error_set.h"
+#include "redis_url.h"
 #include "xmalloc.h"
 
 static void store_number(void *field, size_t size, value_kind kind,
@@ -87,7 +88,14 @@ static int set_string(const key_spec *spec, char *field, const char *value,
         break;
     }
     if (bad != NULL) {
-        error_set(why, len, "bad value '%s' for %s: %s", value, spec->name,
+        char shown[REDIS_URL_TEXT_MAX];
+
+        /* A URL may hold a password: never echoed. */
+        if (spec->kind == VALUE_URL)
+            redis_url_redact(value, shown, sizeof(shown));
+        else
+            snprintf(shown, sizeof(shown), "%s", value);
+        error_set(why, len, "bad value '%s' for %s: %s", shown, spec->name,
                   bad);
         return -1;
     }

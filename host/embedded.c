@@ -448,11 +448,31 @@ static int open_above_stderr(const char *path, int flags, mode_t mode)
     return high;
 }
 
+/* The environment the server gets: the time zone and the locale of
+ * wharfd's, for its log, and nothing else. wharfd's own environment may
+ * hold WHARF_REDIS_PASSWORD or another program's secrets, which a
+ * long-lived process has no need to carry (its /proc/PID/environ). At
+ * most ENV_KEEP entries point into environ, NULL-terminated. */
+#define ENV_KEEP 16
+extern char **environ;
+
+static void server_environment(char *envp[ENV_KEEP + 1])
+{
+    size_t n = 0;
+
+    for (char **e = environ; e && *e && n < ENV_KEEP; e++)
+        if (strncmp(*e, "TZ=", 3) == 0 || strncmp(*e, "LANG=", 5) == 0 ||
+            strncmp(*e, "LC_", 3) == 0)
+            envp[n++] = *e;
+    envp[n] = NULL;
+}
+
 /* Runs in the forked child: makes it a server that wharfd's terminal and
  * inherited descriptors cannot reach, and that wharfd's death ends. Only
  * async-signal-safe calls: the parent may have threads. Never returns. */
-static void exec_server(const char *program, char *const argv[], pid_t parent,
-                        int null_fd, int log_fd, long open_max)
+static void exec_server(const char *program, char *const argv[],
+                        char *const envp[], pid_t parent, int null_fd,
+                        int log_fd, long open_max)
 {
     static const char failed[] = "wharfd: cannot exec redis-server\n";
     struct sigaction dfl;
@@ -485,7 +505,7 @@ static void exec_server(const char *program, char *const argv[], pid_t parent,
     if (close_range(STDERR_FILENO + 1, ~0U, 0) != 0)
         for (long fd = STDERR_FILENO + 1; fd < open_max; fd++)
             close((int)fd);
-    execv(program, argv);
+    execve(program, argv, envp);
     if (write(STDERR_FILENO, failed, sizeof(failed) - 1) < 0) {
         /* nowhere else to say it; the exit status tells */
     }
@@ -512,6 +532,7 @@ static int spawn_server(embedded_redis *e, const char *program, char *err,
                     "--daemonize", "no",
                     NULL};
     /* clang-format on */
+    char *envp[ENV_KEEP + 1];
     long open_max = sysconf(_SC_OPEN_MAX);
     pid_t parent = getpid();
     int null_fd = open_above_stderr("/dev/null", O_RDWR, 0);
@@ -532,6 +553,7 @@ static int spawn_server(embedded_redis *e, const char *program, char *err,
     }
     if (open_max < 0)
         open_max = 1024;
+    server_environment(envp);
     pid = fork();
     if (pid < 0) {
         error_set(err, errlen, "cannot start redis-server: fork: %s",
@@ -539,7 +561,7 @@ static int spawn_server(embedded_redis *e, const char *program, char *err,
         goto out;
     }
     if (pid == 0)
-        exec_server(program, argv, parent, null_fd, log_fd, open_max);
+        exec_server(program, argv, envp, parent, null_fd, log_fd, open_max);
     e->pid = pid;
     e->owner = parent;
     rc = 0;

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "notify.h"
 #include "node_scripts.h"
+#include "redis_url.h"
 #include "supervisor_internal.h"
 #include "xmalloc.h"
 
@@ -252,6 +253,19 @@ int supervisor_run(const char *config_path, config *cfg)
                              LOG_INT("types", (int64_t)s.n_types),
                              LOG_STR("instance", cfg->instance)},
                3);
+    {
+        redis_url url;
+        char why[256];
+
+        /* Said once, at start, where an operator looks. */
+        if (redis_url_parse(cfg->redis_url, &url, why, sizeof(why)) == 0 &&
+            url.tls.enabled && url.tls.no_verify)
+            log_msg(WHARF_LOG_WARN,
+                    "tls_verify = no: the Redis server's certificate and "
+                    "name are not checked, so anyone on the path can pose "
+                    "as it");
+        memset(&url, 0, sizeof(url));
+    }
     s.watchdog_every_ms = notify_watchdog_interval_ms();
     notify_ready();
     notify_status("serving %zu types with %u workers", s.n_types, cfg->workers);

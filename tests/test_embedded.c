@@ -509,3 +509,72 @@ Test(embedded, a_forked_copy_does_not_stop_the_server)
     cr_assert_str_eq(command(&first, "PING", NULL, NULL), "PONG");
     cr_assert_eq(embedded_check(&first, err, sizeof(err)), 0, "%s", err);
 }
+
+/* The whole of /proc/PID/FILE (NUL-separated argv or environ), NULs made
+ * newlines so it reads as one string. */
+static const char *proc_text(pid_t pid, const char *file)
+{
+    static char text[65536];
+    char path[64];
+    size_t n;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+    f = fopen(path, "r");
+    cr_assert(f != NULL, "%s: %s", path, strerror(errno));
+    n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    for (size_t i = 0; i < n; i++)
+        if (text[i] == '\0')
+            text[i] = '\n';
+    text[n] = '\0';
+    return text;
+}
+
+/* The server is a long-lived process that others on the machine can list
+ * (ps): neither its argv nor its environment carries wharfd's secrets.
+ * Redis overwrites its own /proc/PID/environ for its process title, so
+ * the environment it was given is seen through a redis-server first in
+ * PATH that writes it down and then becomes the real one. */
+Test(embedded, keeps_the_secrets_of_its_environment_out_of_the_server)
+{
+    char real[PATH_MAX], script[PATH_MAX + 256], path_env[PATH_MAX * 2];
+    const char *bin = in_tmp("bin"), *wrapper = in_tmp("bin/redis-server");
+    const char *seen = in_tmp("environment");
+    const char *argv_text;
+    char env_text[65536];
+    size_t n;
+    FILE *f;
+
+    cr_assert_eq(system("command -v redis-server > /dev/null"), 0);
+    f = popen("command -v redis-server", "r");
+    cr_assert(f && fgets(real, sizeof(real), f));
+    pclose(f);
+    real[strcspn(real, "\n")] = '\0';
+    cr_assert_eq(mkdir(bin, 0700), 0);
+    snprintf(script, sizeof(script),
+             "#!/bin/sh\nenv > '%s'\nexec '%s' \"$@\"\n", seen, real);
+    f = fopen(wrapper, "w");
+    cr_assert(f && fputs(script, f) >= 0 && fclose(f) == 0);
+    cr_assert_eq(chmod(wrapper, 0700), 0);
+    snprintf(path_env, sizeof(path_env), "%s:%s", bin, getenv("PATH"));
+    cr_assert_eq(setenv("PATH", path_env, 1), 0);
+    cr_assert_eq(setenv("WHARF_REDIS_PASSWORD", "Emb3ddedS3cret", 1), 0);
+    cr_assert_eq(setenv("SOME_TOKEN", "Emb3ddedT0ken", 1), 0);
+    cr_assert_eq(setenv("TZ", "UTC", 1), 0);
+
+    start_ok(&first, in_tmp("data"));
+    argv_text = proc_text(first.pid, "cmdline");
+    cr_assert(strstr(argv_text, "redis-server") != NULL, "%s", argv_text);
+    cr_assert(strstr(argv_text, "S3cret") == NULL, "%s", argv_text);
+    f = fopen(seen, "r");
+    cr_assert(f != NULL, "the wrapper did not run: %s", strerror(errno));
+    n = fread(env_text, 1, sizeof(env_text) - 1, f);
+    fclose(f);
+    env_text[n] = '\0';
+    cr_assert(strstr(env_text, "TZ=UTC") != NULL, "the time zone stays: %s",
+              env_text);
+    cr_assert(strstr(env_text, "Emb3ddedS3cret") == NULL, "%s", env_text);
+    cr_assert(strstr(env_text, "Emb3ddedT0ken") == NULL, "%s", env_text);
+    cr_assert_str_eq(command(&first, "PING", NULL, NULL), "PONG");
+}

@@ -67,7 +67,7 @@ Test(nodes, cluster_and_sentinel_urls)
         {"redis+sentinel://s1:1/", "master's name"},
         {"redis+sentinel://s1:1/my master", "bad master name"},
         {"redis+sentinel://s1:1/m/x", "bad database"},
-        {"rediss+cluster://a:1", "expected redis://"},
+        {"redis+clusters://a:1", "expected redis://"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         cr_assert_eq(redis_url_parse(bad[i].url, &u, err, sizeof(err)), -1,

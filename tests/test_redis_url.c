@@ -160,7 +160,7 @@ Test(redis_url, refused_forms_say_why)
     static const char scheme[] =
         "expected redis://[user[:password]@]host[:port][/db], "
         "unix:///absolute/path, redis+cluster://host:port[,...] or "
-        "redis+sentinel://host:port[,...]/MASTER";
+        "redis+sentinel://host:port[,...]/MASTER (rediss for TLS)";
     static const char unix_path[] = "a unix socket URL needs an absolute "
                                     "path (unix:///path/to/redis.sock[?db=N])";
     static const char no_master[] =
@@ -178,7 +178,7 @@ Test(redis_url, refused_forms_say_why)
         {"http://h", scheme},
         {"REDIS://h", scheme},
         {"redis:/h", scheme},
-        {"rediss://h", scheme},
+        {"redisss://h", scheme},
         {"unix://", unix_path},
         {"unix://relative.sock", unix_path},
         {"unix://?db=1", unix_path},
@@ -257,6 +257,117 @@ Test(redis_url, refused_forms_say_why)
 }
 
 /* The limits of each part, at their edges. */
+/* A URL that did not parse may still hold a password: the text shown for
+ * it never does, wherever the parser gave up. */
+Test(redis_url, redact_hides_whatever_could_be_the_password)
+{
+    static const char *const cases[][2] = {
+        {"redis://default:S3cret@127.0.0.1:notaport",
+         "redis://default:***@127.0.0.1:notaport"},
+        {"redis://S3cret@host", "redis://***@host"},
+        {"redis://:S3cret@host:1/0", "redis://:***@host:1/0"},
+        {"redis://u:S3c@ret@host", "redis://u:***@host"},
+        {"redis+sentinel://u:S3cret@h:1,h:2/m",
+         "redis+sentinel://u:***@h:1,h:2/m"},
+        {"nonsense:S3cret@host", "nonsense:***@host"},
+        {"redis+sentinel://s:1/m?sentinel_password=S3cret&tls_ca=/x",
+         "redis+sentinel://s:1/m?sentinel_password=***&tls_ca=/x"},
+        {"rediss+sentinel://u:S3cret@s:1/m?tls_ca=/x&sentinel_password=S3c",
+         "rediss+sentinel://u:***@s:1/m?tls_ca=/x&sentinel_password=***"},
+        {"redis://h/0?a=b@c", "redis://h/0?a=b@c"},
+        {"redis://host:port", "redis://host:port"},
+        {"redis://u:S3\ncret@host", "redis://u:***@host"},
+        {"redis://ho\tst", "redis://ho?st"},
+    };
+    char buf[128];
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        redis_url_redact(cases[i][0], buf, sizeof(buf));
+        cr_assert_str_eq(buf, cases[i][1], "%s", cases[i][0]);
+    }
+    redis_url_redact("redis://u:S3cretS3cretS3cret@h", buf, 12);
+    cr_assert(strstr(buf, "S3c") == NULL, "%s", buf);
+}
+
+Test(redis_url, tls_forms)
+{
+    redis_url u = parsed("rediss://u:p@redis.example:6380/2");
+    char text[REDIS_URL_TEXT_MAX];
+
+    cr_assert(u.tls.enabled);
+    cr_assert_not(u.tls.no_verify);
+    cr_assert_str_eq(u.host, "redis.example");
+    cr_assert_eq(u.port, 6380);
+    cr_assert_eq(u.db, 2);
+    cr_assert_str_eq(u.password, "p");
+    cr_assert_str_eq(u.tls.ca, "");
+    redis_url_describe(&u, text, sizeof(text));
+    cr_assert_str_eq(text, "rediss://redis.example:6380/2");
+
+    u = parsed("rediss://h/0?tls_ca=/etc/ca%20dir&tls_cert=/c.pem&tls_key=/k."
+               "pem&tls_sni=redis.example&tls_verify=no");
+    cr_assert_str_eq(u.tls.ca, "/etc/ca dir");
+    cr_assert_str_eq(u.tls.cert, "/c.pem");
+    cr_assert_str_eq(u.tls.key, "/k.pem");
+    cr_assert_str_eq(u.tls.sni, "redis.example");
+    cr_assert(u.tls.no_verify);
+    cr_assert_eq(u.port, 6379);
+
+    u = parsed("rediss+cluster://h1:7000,h2:7001?tls_ca=/ca.pem");
+    cr_assert(u.tls.enabled);
+    cr_assert_eq(u.kind, REDIS_URL_CLUSTER);
+    cr_assert_eq(u.n_seeds, 2);
+    cr_assert_str_eq(u.tls.ca, "/ca.pem");
+    redis_url_describe(&u, text, sizeof(text));
+    cr_assert_str_eq(text, "rediss+cluster://h1:7000,h2:7001");
+
+    u = parsed("rediss+sentinel://s1,s2:26380/mymaster/1?tls_verify=yes");
+    cr_assert(u.tls.enabled);
+    cr_assert_eq(u.kind, REDIS_URL_SENTINEL);
+    cr_assert_str_eq(u.master, "mymaster");
+    cr_assert_eq(u.db, 1);
+    redis_url_describe(&u, text, sizeof(text));
+    cr_assert_str_eq(text, "rediss+sentinel://s1:26379,s2:26380/mymaster/1");
+
+    u = parsed("redis://h:1/0");
+    cr_assert_not(u.tls.enabled);
+
+    u = parsed("redis+sentinel://s1/m?sentinel_user=sen&sentinel_password=p%40"
+               "ss");
+    cr_assert_not(u.tls.enabled);
+    cr_assert_str_eq(u.sentinel_user, "sen");
+    cr_assert_str_eq(u.sentinel_password, "p@ss");
+    cr_assert_str_eq(u.password, "");
+}
+
+Test(redis_url, tls_refusals_say_why)
+{
+    static const char *const cases[][2] = {
+        {"redis://h/0?tls_ca=/x", "need rediss://"},
+        {"rediss://h/0?tls_ca=", "tls_ca is empty"},
+        {"rediss://h/0?tls_ca=/a&tls_ca=/b", "tls_ca is given twice"},
+        {"rediss://h/0?tls_cafile=/a", "unknown query parameter 'tls_cafile'"},
+        {"rediss://h/0?tls_verify=maybe", "tls_verify: expected yes or no"},
+        {"rediss://h/0?tls_key=/k", "tls_key needs tls_cert"},
+        {"rediss://h/0?tls_ca", "expected name=value"},
+        {"rediss://h/0?tls_ca=%zz", "bad percent-encoding in the tls_ca"},
+        {"rediss://h:0/0", "bad port"},
+        {"rediss+cluster://h/1", "database 0 only"},
+        {"redis://h/0?sentinel_password=x", "for redis+sentinel://"},
+        {"rediss+cluster://h?sentinel_user=x", "for redis+sentinel://"},
+    };
+    redis_url u;
+    char err[300];
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        err[0] = '\0';
+        cr_assert_eq(redis_url_parse(cases[i][0], &u, err, sizeof(err)), -1,
+                     "%s", cases[i][0]);
+        cr_assert(strstr(err, cases[i][1]) != NULL, "%s: %s", cases[i][0],
+                  err);
+    }
+}
+
 Test(redis_url, parts_too_long_are_refused)
 {
     char text[1200], long_part[400], err[300];

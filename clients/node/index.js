@@ -3,6 +3,9 @@
 // with the same scripts, keys and rules as the C client
 // (docs/protocol.md). Every call returns a promise. Times are in ms.
 const crypto = require('crypto');
+const fs = require('fs');
+const net = require('net');
+const path = require('path');
 const Redis = require('ioredis');
 const errors = require('./errors');
 const scripts = require('./scripts');
@@ -113,6 +116,10 @@ function errorOf(e, where, what, lost) {
     }
     return new errors.WharfError(`${what}: redis answered: ${text}`);
   }
+  if (isTlsError(lost) || isTlsError(e)) {
+    const t = isTlsError(lost) ? lost : e;
+    return new errors.ConfigError(`${what}: ${where}: TLS: ${t.message}`);
+  }
   if (lost && lost.message) {
     return new errors.Unavailable(`${what}: ${where}: cannot reach Redis: ${lost.message}`);
   }
@@ -133,6 +140,110 @@ function seedsOf(text, defaultPort) {
 }
 
 // redis+cluster://[user:pw@]h1:p1,h2:p2[/0] and
+// url for a message: quoted, with whatever could be a password (after the
+// user name, up to the last '@') shown as ***, as the C core does.
+function redact(url) {
+  const text = String(url);
+  const scheme = text.indexOf('://');
+  const start = scheme >= 0 ? scheme + 3 : 0;
+  const at = text.split('?')[0].lastIndexOf('@');
+  if (at < start) return quote(text.replace(/([?&]sentinel_password=)[^&]*/g, '$1***'));
+  const colon = text.indexOf(':', start);
+  const keep = colon >= 0 && colon < at ? colon + 1 : start;
+  return quote(`${text.slice(0, keep)}***${text.slice(at)}`.replace(/([?&]sentinel_password=)[^&]*/g, '$1***'));
+}
+
+// {url without the sentinels' credentials, ioredis's sentinelUsername
+// and sentinelPassword} for a sentinel URL (the URL's own user and
+// password are the master's).
+function sentinelAuthOf(url) {
+  const [base, query = ''] = url.split('?');
+  const isSentinel = /^rediss?\+sentinel:\/\//.test(url);
+  const auth = {};
+  const rest = [];
+  for (const part of query ? query.split('&') : []) {
+    const m = /^(sentinel_user|sentinel_password)=(.*)$/.exec(part);
+    if (!m) {
+      rest.push(part);
+      continue;
+    }
+    if (!isSentinel) throw new errors.ConfigError(`bad Redis URL '${redact(url)}': sentinel_user and sentinel_password are for redis+sentinel:// only`);
+    const key = m[1] === 'sentinel_user' ? 'sentinelUsername' : 'sentinelPassword';
+    if (key in auth) throw new errors.ConfigError(`bad Redis URL '${redact(url)}': ${m[1]} is given twice`);
+    auth[key] = decodeURIComponent(m[2]);
+  }
+  return { url: rest.length ? `${base}?${rest.join('&')}` : base, auth };
+}
+
+// The TLS query parameters of a rediss URL, as the C client reads them.
+const TLS_PARAMS = ['tls_ca', 'tls_cert', 'tls_key', 'tls_sni', 'tls_verify'];
+
+// The CA certificates of tls_ca: a file, or every file of a folder (Node
+// takes no folder; the C client's is one of hashed names).
+function readCa(ca, url) {
+  try {
+    if (!fs.statSync(ca).isDirectory()) return [fs.readFileSync(ca)];
+    return fs.readdirSync(ca).sort().map((f) => path.join(ca, f))
+      .filter((f) => fs.statSync(f).isFile()).map((f) => fs.readFileSync(f));
+  } catch (e) {
+    throw new errors.ConfigError(`bad Redis URL '${redact(url)}': cannot read tls_ca '${quote(ca)}': ${e.code || e.message}`);
+  }
+}
+
+// {url: url without its TLS query and with redis in place of rediss, tls:
+// the options of tls.connect} for a rediss URL (rediss://,
+// rediss+cluster://, rediss+sentinel://); {url, tls: null} for another.
+// The certificate and the name are checked unless tls_verify=no.
+function tlsOf(url, host) {
+  const m = /^rediss(\+cluster|\+sentinel)?:\/\/([^?]*)(?:\?(.*))?$/.exec(url);
+  if (!m) {
+    if (!url.startsWith('unix://') && TLS_PARAMS.some((p) => url.includes(`?${p}=`) || url.includes(`&${p}=`))) {
+      throw new errors.ConfigError(`bad Redis URL '${redact(url)}': query parameters (tls_ca, ...) need rediss://, a TLS address`);
+    }
+    return { url, tls: null };
+  }
+  const opts = {};
+  for (const part of m[3] ? m[3].split('&') : []) {
+    const eq = part.indexOf('=');
+    const name = eq >= 0 ? part.slice(0, eq) : part;
+    if (eq < 0 || !TLS_PARAMS.includes(name)) {
+      throw new errors.ConfigError(`bad Redis URL '${redact(url)}': unknown query parameter '${quote(name)}' (known: ${TLS_PARAMS.join(', ')})`);
+    }
+    if (name in opts) throw new errors.ConfigError(`bad Redis URL '${redact(url)}': ${name} is given twice`);
+    opts[name] = decodeURIComponent(part.slice(eq + 1));
+  }
+  const verifyWord = opts.tls_verify ?? 'yes';
+  if (!['yes', 'no', 'true', 'false', '1', '0'].includes(verifyWord)) {
+    throw new errors.ConfigError(`bad Redis URL '${redact(url)}': tls_verify: expected yes or no`);
+  }
+  if (opts.tls_key && !opts.tls_cert) throw new errors.ConfigError(`bad Redis URL '${redact(url)}': tls_key needs tls_cert`);
+  const tls = { rejectUnauthorized: ['yes', 'true', '1'].includes(verifyWord) };
+  if (opts.tls_ca) tls.ca = readCa(opts.tls_ca, url);
+  for (const [name, key] of [['tls_cert', 'cert'], ['tls_key', 'key']]) {
+    if (!opts[name]) continue;
+    try {
+      tls[key] = fs.readFileSync(opts[name]);
+    } catch (e) {
+      throw new errors.ConfigError(`bad Redis URL '${redact(url)}': cannot read ${name} '${quote(opts[name])}': ${e.code || e.message}`);
+    }
+  }
+  if (tls.cert && !tls.key) tls.key = tls.cert;
+  // SNI carries names only; the certificate is checked against the name
+  // (or the address).
+  const name = opts.tls_sni || host;
+  if (name && !net.isIP(name)) tls.servername = name;
+  if (opts.tls_sni) {
+    tls.checkServerIdentity = (h, cert) => require('tls').checkServerIdentity(opts.tls_sni, cert);
+  }
+  return { url: `redis${m[1] || ''}://${m[2]}`, tls };
+}
+
+// True if e is a failed TLS handshake: a certificate not trusted, expired
+// or for another name, a client certificate refused.
+function isTlsError(e) {
+  return Boolean(e && ((e.code && /CERT|TLS|SSL|SELF_SIGNED|UNABLE_TO/.test(e.code)) || e.library === 'SSL routines'));
+}
+
 // redis+sentinel://[user:pw@]s1:p1,s2:p2/MASTER[/db], as the C client
 // reads them: {kind, seeds, username, password, name, db}, or null for
 // another scheme. Throws ConfigError on a malformed one.
@@ -160,14 +271,14 @@ function parseDistributed(url) {
   const hosts = slash >= 0 ? rest.slice(0, slash) : rest;
   const path = slash >= 0 ? rest.slice(slash + 1) : '';
   const seeds = seedsOf(hosts, kind === 'cluster' ? 6379 : 26379);
-  if (!seeds) throw new errors.ConfigError(`bad Redis URL '${quote(url)}': expected host:port[,host:port...]`);
+  if (!seeds) throw new errors.ConfigError(`bad Redis URL '${redact(url)}': expected host:port[,host:port...]`);
   if (kind === 'cluster') {
-    if (path !== '' && path !== '0') throw new errors.ConfigError(`bad Redis URL '${quote(url)}': a Redis Cluster has database 0 only`);
+    if (path !== '' && path !== '0') throw new errors.ConfigError(`bad Redis URL '${redact(url)}': a Redis Cluster has database 0 only`);
     return { kind, seeds, username, password };
   }
   const [name, db = '0', ...more] = path.split('/');
   if (!/^[A-Za-z0-9._-]+$/.test(name) || !/^[0-9]+$/.test(db) || more.length) {
-    throw new errors.ConfigError(`bad Redis URL '${quote(url)}': expected redis+sentinel://host:port[,host:port...]/MASTER[/db]`);
+    throw new errors.ConfigError(`bad Redis URL '${redact(url)}': expected redis+sentinel://host:port[,host:port...]/MASTER[/db]`);
   }
   return { kind, seeds, username, password, name, db: Number(db) };
 }
@@ -189,7 +300,7 @@ class Client {
     this.strict = Boolean(options.strict);
     this._url = url;
     this._options = options;
-    this._where = String(url).replace(/\/\/[^@/]*@/, '//');
+    this._where = String(url).split('?')[0].replace(/\/\/[^@/]*@/, '//');
     this._scripts = scripts.load(options.luaDir);
     try {
       for (const [name, words] of Object.entries(WORDS)) this._scripts[name].spec.checkWords(words);
@@ -222,7 +333,10 @@ class Client {
     };
     if (this._options.password) opts.password = this._options.password;
     let r;
-    const url = String(this._url);
+    const hostOf = /^[a-z+]+:\/\/(?:[^@/]*@)?(\[[^\]]*\]|[^:/,?]*)/.exec(String(this._url));
+    const { url: bare, auth: sentinelAuth } = sentinelAuthOf(String(this._url));
+    const { url, tls } = tlsOf(bare, hostOf ? hostOf[1].replace(/^\[|\]$/g, '') : '');
+    if (tls) opts.tls = tls;
     const dist = parseDistributed(url);
     if (dist) {
       const auth = {};
@@ -236,7 +350,13 @@ class Client {
         });
       } else {
         r = new Redis({
-          ...opts, ...auth, sentinels: dist.seeds, name: dist.name, db: dist.db,
+          ...opts,
+          ...auth,
+          sentinels: dist.seeds,
+          name: dist.name,
+          db: dist.db,
+          ...sentinelAuth,
+          ...(tls ? { enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
         });
       }
     } else if (url.startsWith('unix://')) {
@@ -244,9 +364,15 @@ class Client {
       opts = { ...opts, path: decodeURIComponent(u.pathname), db: Number(u.searchParams.get('db') || 0) };
       r = new Redis(opts);
     } else if (/^rediss?:\/\//.test(url)) {
-      r = new Redis(url, opts);
+      try {
+        r = new Redis(url, opts);
+      } catch (e) {
+        // ioredis's own parse ("Invalid URL"): the URL shown without its
+        // password.
+        throw new errors.ConfigError(`bad Redis URL '${redact(url)}': ${e.message}`);
+      }
     } else {
-      throw new errors.ConfigError(`bad Redis URL '${quote(url)}': use redis://, unix://, redis+cluster:// or redis+sentinel://`);
+      throw new errors.ConfigError(`bad Redis URL '${redact(url)}': use redis://, unix://, redis+cluster:// or redis+sentinel:// (rediss for TLS)`);
     }
     // Every call reports its own failure; this one is kept to say why.
     this._lost = null;

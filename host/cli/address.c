@@ -1,6 +1,7 @@
 /* Where the wharf CLI finds Redis; see address.h. */
 #include "address.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
@@ -33,7 +34,7 @@ static int check_url(cli *ctx, const char *source)
     redis_url parsed;
 
     if (redis_url_parse(ctx->url, &parsed, err, sizeof(err)) != 0) {
-        quote_text(ctx->url, shown, sizeof(shown));
+        redis_url_redact(ctx->url, shown, sizeof(shown));
         fprintf(stderr, "wharf: %s: bad Redis URL '%s': %s\n", source, shown,
                 err);
         return EX_CONFIG;
@@ -41,6 +42,47 @@ static int check_url(cli *ctx, const char *source)
     /* A password in the URL itself wins over WHARF_REDIS_PASSWORD. */
     if (parsed.password[0])
         ctx->password = NULL;
+    return 0;
+}
+
+const char *const address_tls_options[ADDRESS_TLS_OPTIONS] = {
+    "tls_ca", "tls_cert", "tls_key", "tls_sni", "tls_verify"};
+
+int address_add_tls(cli *ctx, const char *const values[ADDRESS_TLS_OPTIONS])
+{
+    char err[CLI_ERR_MAX], shown[sizeof(ctx->url)];
+    bool any = false;
+    redis_url parsed;
+
+    for (size_t i = 0; i < ADDRESS_TLS_OPTIONS; i++) {
+        if (!values[i])
+            continue;
+        any = true;
+        if (strncmp(ctx->url, "rediss", 6) != 0) {
+            fprintf(stderr,
+                    "wharf: --tls-%s needs a TLS address (rediss://, "
+                    "rediss+cluster://, rediss+sentinel://)\n",
+                    address_tls_options[i] + 4);
+            return EX_CONFIG;
+        }
+        if (redis_url_append_param(ctx->url, sizeof(ctx->url),
+                                   address_tls_options[i], values[i]) != 0) {
+            fprintf(stderr,
+                    "wharf: the Redis address is too long with "
+                    "--tls-%s\n",
+                    address_tls_options[i] + 4);
+            return EX_CONFIG;
+        }
+    }
+    if (any && redis_url_parse(ctx->url, &parsed, err, sizeof(err)) != 0) {
+        redis_url_redact(ctx->url, shown, sizeof(shown));
+        fprintf(stderr,
+                "wharf: bad Redis URL '%s' with the --tls options: %s\n", shown,
+                err);
+        memset(&parsed, 0, sizeof(parsed));
+        return EX_CONFIG;
+    }
+    memset(&parsed, 0, sizeof(parsed));
     return 0;
 }
 

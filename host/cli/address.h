@@ -12,4 +12,15 @@
 int address_resolve(cli *ctx, const char *redis_option,
                     const char *config_path);
 
+/* The --tls-ca, --tls-cert, --tls-key, --tls-sni and --tls-verify values
+ * (NULL: not given), in that order. */
+#define ADDRESS_TLS_OPTIONS 5
+extern const char *const address_tls_options[ADDRESS_TLS_OPTIONS];
+
+/* Adds the given TLS options to ctx->url as its query parameters (after
+ * address_resolve). 0, or 78 after one line on stderr: an option without
+ * a rediss URL, one the URL gives too, a URL too long, or a value the
+ * parser refuses. */
+int address_add_tls(cli *ctx, const char *const values[ADDRESS_TLS_OPTIONS]);
+
 #endif /* WHARF_CLI_ADDRESS_H */

@@ -19,6 +19,7 @@
 #include "quote.h"
 #include "redis_url.h"
 #include "served.h"
+#include "tls.h"
 
 /* Prints "wharf: NAME: message". A message that names the command itself
  * (the client library's "enqueue: redis answered: ...", which a program
@@ -331,7 +332,8 @@ redisContext *cli_redis(cli *ctx, int *code)
          * are configuration, as for wharfd; the rest may pass. */
         error_kind kind = ctx->conn->err;
         *code = cli_fail(ctx,
-                         kind == ERROR_KIND_AUTH || kind == ERROR_KIND_SETUP
+                         kind == ERROR_KIND_AUTH || kind == ERROR_KIND_SETUP ||
+                                 kind == ERROR_KIND_TLS
                              ? EX_CONFIG
                              : EX_UNAVAILABLE,
                          "%s", ctx->conn->errstr);
@@ -381,7 +383,7 @@ redisReply *cli_run(cli *ctx, int *code, const char *what, const char *fmt, ...)
     if (!redis)
         return NULL;
     va_start(ap, fmt);
-    reply = redisvCommand(redis, fmt, ap);
+    reply = tls_vcommand(redis, fmt, ap);
     va_end(ap);
     if (!reply)
         say_no_reply(ctx, redis, errno);
@@ -397,7 +399,7 @@ redisReply *cli_read(cli *ctx, int *code, const char *what)
     redisReply *reply = NULL;
 
     *code = 0;
-    if (ctx->redis && redisGetReply(ctx->redis, (void **)&reply) == REDIS_OK)
+    if (ctx->redis && tls_get_reply(ctx->redis, (void **)&reply) == REDIS_OK)
         return reply;
     if (ctx->redis)
         say_no_reply(ctx, ctx->redis, errno);

@@ -37,7 +37,9 @@ static void usage_lines(FILE *out, const char *family)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: wharf [--config FILE | --redis URL] COMMAND ...\n");
+    fprintf(out, "usage: wharf [--config FILE | --redis URL] [--tls-ca FILE] "
+                 "[--tls-cert FILE]\n             [--tls-key FILE] "
+                 "[--tls-sni NAME] [--tls-verify yes|no] COMMAND ...\n");
     usage_lines(out, NULL);
     fprintf(out, "The Redis address: --redis, else the manifest of --config, "
                  "else WHARF_REDIS_URL,\nelse redis://127.0.0.1:6379. "
@@ -107,7 +109,14 @@ int main(int argc, char **argv)
         {"redis", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
+        /* 1000 + i: address_tls_options[i] */
+        {"tls-ca", required_argument, NULL, 1000},
+        {"tls-cert", required_argument, NULL, 1001},
+        {"tls-key", required_argument, NULL, 1002},
+        {"tls-sni", required_argument, NULL, 1003},
+        {"tls-verify", required_argument, NULL, 1004},
         {NULL, 0, NULL, 0}};
+    const char *tls[ADDRESS_TLS_OPTIONS] = {NULL};
     const char *config_path = NULL, *redis_option = NULL;
     const cli_command *command;
     char quoted[CLI_QUOTE_MAX];
@@ -132,6 +141,13 @@ int main(int argc, char **argv)
         case 'V':
             printf("wharf %s\n", WHARF_VERSION);
             return finish_output(EX_OK);
+        case 1000:
+        case 1001:
+        case 1002:
+        case 1003:
+        case 1004:
+            tls[opt - 1000] = optarg;
+            break;
         case ':':
             quote_text(argv[optind - 1], quoted, sizeof(quoted));
             fprintf(stderr, "wharf: option '%s' needs a value\n", quoted);
@@ -158,6 +174,8 @@ int main(int argc, char **argv)
         return EX_USAGE;
     ctx.command = command;
     status = address_resolve(&ctx, redis_option, config_path);
+    if (status == EX_OK)
+        status = address_add_tls(&ctx, tls);
     if (status == EX_OK) {
         int first = optind + words - 1; /* the command's last word */
         if (cli_parse(&ctx, argc - first, argv + first, &args, &status))

@@ -34,9 +34,13 @@ int client_connect(wharf_client *c)
     if (rc == 0)
         return 0;
     client_error(c, "%s", c->nodes.errstr);
-    c->connect_status = c->nodes.err == ERROR_KIND_AUTH ? WHARF_CLIENT_AUTH
-                        : rc == -2                      ? WHARF_CLIENT_BAD_INPUT
-                                   : WHARF_CLIENT_UNAVAILABLE;
+    /* A failed TLS handshake is the two sides refusing each other's
+     * credentials, as a refused password is: AUTH. */
+    c->connect_status =
+        c->nodes.err == ERROR_KIND_AUTH || c->nodes.err == ERROR_KIND_TLS
+            ? WHARF_CLIENT_AUTH
+        : rc == -2 ? WHARF_CLIENT_BAD_INPUT
+                   : WHARF_CLIENT_UNAVAILABLE;
     return -1;
 }
 
@@ -49,9 +53,10 @@ redisContext *client_redis_of(wharf_client *c, const char *key)
     redis = nodes_context(&c->nodes, nodes_of_key(&c->nodes, key, strlen(key)));
     if (!redis) {
         client_error(c, "%s", c->nodes.errstr);
-        c->connect_status = c->nodes.err == ERROR_KIND_AUTH
-                                ? WHARF_CLIENT_AUTH
-                                : WHARF_CLIENT_UNAVAILABLE;
+        c->connect_status =
+            c->nodes.err == ERROR_KIND_AUTH || c->nodes.err == ERROR_KIND_TLS
+                ? WHARF_CLIENT_AUTH
+                : WHARF_CLIENT_UNAVAILABLE;
         client_drop(c);
     }
     return redis;
@@ -127,6 +132,7 @@ client_reply_status(wharf_client *c, const redisReply *reply, const char *what)
     case ERROR_KIND_AUTH:
         return WHARF_CLIENT_AUTH;
     case ERROR_KIND_SETUP:
+    case ERROR_KIND_TLS:
     case ERROR_KIND_REPLY:
     case ERROR_KIND_NOMEM:
         break;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "client_internal.h"
+#include "tls.h"
 
 /* True if b may join the call a is in: same type, both ready or both
  * delayed. */
@@ -61,7 +62,7 @@ static int flush_output(wharf_client *c, const enqueue_round *round)
         redisContext *redis = c->nodes.list[round->nodes[k]].redis;
         int done = 0;
         while (redis && !done)
-            if (redisBufferWrite(redis, &done) != REDIS_OK) {
+            if (tls_write(redis, &done) != REDIS_OK) {
                 snprintf(c->pipe.errstr, sizeof(c->pipe.errstr), "%s",
                          redis->errstr);
                 return REDIS_ERR;
@@ -156,7 +157,7 @@ static wharf_client_status read_round(wharf_client *c,
         redisReply *r = NULL;
         if (p->state != CALL_SENT)
             continue;
-        if (!redis || redisGetReply(redis, (void **)&r) != REDIS_OK) {
+        if (!redis || tls_get_reply(redis, (void **)&r) != REDIS_OK) {
             snprintf(c->pipe.errstr, sizeof(c->pipe.errstr), "%s",
                      redis ? redis->errstr : "connection lost");
             return client_reply_status(c, NULL, "enqueue");
@@ -174,7 +175,7 @@ static wharf_client_status read_round(wharf_client *c,
     for (size_t k = 0; k < round->n_nodes && c->min_replicas > 0; k++) {
         redisContext *redis = c->nodes.list[round->nodes[k]].redis;
         redisReply *r = NULL;
-        if (!redis || redisGetReply(redis, (void **)&r) != REDIS_OK) {
+        if (!redis || tls_get_reply(redis, (void **)&r) != REDIS_OK) {
             snprintf(c->pipe.errstr, sizeof(c->pipe.errstr), "%s",
                      redis ? redis->errstr : "connection lost");
             return client_reply_status(c, NULL, "enqueue");

@@ -45,7 +45,10 @@ wharf_client_status wharf_client_open(wharf_client **out, const char *url,
         goto fail;
     }
     if (redis_url_parse(url, &c->url, why, sizeof(why)) != 0) {
-        error_set(err, errlen, "bad Redis URL '%s': %s", url, why);
+        char shown[REDIS_URL_TEXT_MAX];
+
+        redis_url_redact(url, shown, sizeof(shown));
+        error_set(err, errlen, "bad Redis URL '%s': %s", shown, why);
         status = WHARF_CLIENT_BAD_INPUT;
         goto fail;
     }

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tls.h"
+
 /* The first size of each buffer: enough for a small script call. */
 #define FIRST_ARGS 64
 #define FIRST_TEXT 1024
@@ -325,7 +327,7 @@ redisReply *command_run(command *c, redisContext *rc)
 
     if (command_append(c, rc) != 0)
         return NULL;
-    if (redisGetReply(rc, &reply) != REDIS_OK)
+    if (tls_get_reply(rc, &reply) != REDIS_OK)
         return NULL;
     return reply;
 }

@@ -9,7 +9,7 @@ conn *conn_open(const char *url, const char *password, int timeout_ms,
                 error_kind *kind, char *err, size_t errlen)
 {
     conn *cn = calloc(1, sizeof(*cn));
-    char why[512];
+    char why[512], shown[REDIS_URL_TEXT_MAX];
 
     if (!cn || (password && !(cn->password = strdup(password)))) {
         snprintf(err, errlen, "out of memory");
@@ -18,7 +18,8 @@ conn *conn_open(const char *url, const char *password, int timeout_ms,
         return NULL;
     }
     if (redis_url_parse(url, &cn->url, why, sizeof(why)) != 0) {
-        snprintf(err, errlen, "bad Redis URL '%s': %s", url, why);
+        redis_url_redact(url, shown, sizeof(shown));
+        snprintf(err, errlen, "bad Redis URL '%s': %s", shown, why);
         *kind = ERROR_KIND_SETUP;
         conn_close(cn);
         return NULL;

@@ -12,7 +12,9 @@
  *       failover under way, a broken connection).
  *   -2  failure that retrying cannot fix: the kind is ERROR_KIND_AUTH or
  *       ERROR_KIND_SETUP (only nodes_connect, sentinel_master and
- *       conn_connect, which passes it on).
+ *       conn_connect, which passes it on). ERROR_KIND_TLS comes with -1:
+ *       a daemon goes on trying (a certificate may be renewed, a port
+ *       reconfigured), a command-line program stops with it.
  * A function that returns a pointer returns NULL for either, with the
  * same kind (where its object keeps one) and message. No other negative
  * value is returned. */
@@ -37,7 +39,12 @@ typedef enum error_kind {
      * aborting, as libwharf-client is built on it and <wharf/client.h>
      * promises WHARF_CLIENT_ERROR for it; the host and the CLI abort
      * instead (xmalloc.h). */
-    ERROR_KIND_NOMEM
+    ERROR_KIND_NOMEM,
+    /* The TLS handshake failed, or TLS spoke on one side only: a
+     * certificate not trusted, expired or for another name, a client
+     * certificate refused or missing, rediss:// to a plain port or
+     * redis:// to a TLS one. */
+    ERROR_KIND_TLS
 } error_kind;
 
 /* The one-line message beside a kind (nodes, pipeline): room for an

@@ -9,6 +9,7 @@
 #include "command.h"
 #include "endpoint.h"
 #include "sentinel.h"
+#include "tls.h"
 
 /* Sets ns->err and ns->errstr (one line, printf-style). */
 static void nodes_fail(nodes *ns, error_kind kind, const char *fmt, ...)
@@ -48,7 +49,7 @@ bool nodes_up(const nodes *ns)
 void nodes_disconnect(nodes *ns)
 {
     for (size_t i = 0; i < ns->n; i++)
-        redisFree(ns->list[i].redis);
+        tls_free(ns->list[i].redis);
     ns->n = 0;
     memset(ns->slot_node, 0xff, sizeof(ns->slot_node));
 }
@@ -135,12 +136,12 @@ redisContext *nodes_context(nodes *ns, int index)
     nd = &ns->list[index];
     if (nd->redis && !nd->redis->err)
         return nd->redis;
-    redisFree(nd->redis);
+    tls_free(nd->redis);
     node_url(ns, index, &url);
     nd->redis = redis_url_open(&url, ns->password, ns->timeout_ms, &ns->err,
                                ns->errstr, sizeof(ns->errstr));
     if (nd->redis && load_scripts(ns, nd->redis, nd->name) != 0) {
-        redisFree(nd->redis);
+        tls_free(nd->redis);
         nd->redis = NULL;
     }
     return nd->redis;
@@ -163,7 +164,7 @@ void nodes_drop(nodes *ns, int index)
 {
     if (index < 0 || (size_t)index >= ns->n)
         return;
-    redisFree(ns->list[index].redis);
+    tls_free(ns->list[index].redis);
     ns->list[index].redis = NULL;
 }
 
@@ -276,7 +277,10 @@ static int map_from_shards(nodes *ns, const redisReply *r, const char *seed)
         }
         if (!master || slots->elements == 0)
             continue; /* a shard without slots or without a master */
-        port = field(master, "port");
+        /* Over TLS a node's TLS port ("port" is its plain one, if any). */
+        port = ns->url.tls.enabled ? field(master, "tls-port") : NULL;
+        if (!port)
+            port = field(master, "port");
         if (!port || port->type != REDIS_REPLY_INTEGER)
             return -1;
         host = endpoint_of(master, seed, &host_len);
@@ -323,7 +327,7 @@ static int map_from_slots(nodes *ns, const redisReply *r, const char *seed)
  * (not a cluster node). */
 static int read_map(nodes *ns, redisContext *c, const redis_seed *s)
 {
-    redisReply *r = redisCommand(c, "CLUSTER SHARDS");
+    redisReply *r = tls_command(c, "CLUSTER SHARDS");
     int rc = -1;
     bool shards = true;
 
@@ -338,7 +342,7 @@ static int read_map(nodes *ns, redisContext *c, const redis_seed *s)
     }
     if (r && r->type == REDIS_REPLY_ERROR) { /* before Redis 7 */
         freeReplyObject(r);
-        r = redisCommand(c, "CLUSTER SLOTS");
+        r = tls_command(c, "CLUSTER SLOTS");
         shards = false;
     }
     if (!r) {
@@ -386,7 +390,7 @@ static int connect_cluster(nodes *ns)
             continue;
         }
         rc = read_map(ns, c, s);
-        redisFree(c);
+        tls_free(c);
         if (rc == 0 || rc == -2)
             break;
         nodes_disconnect(ns);
@@ -421,7 +425,7 @@ static int connect_cluster(nodes *ns)
  * when c gives none. */
 static bool role_of(redisContext *c, char *role, size_t len)
 {
-    redisReply *r = redisCommand(c, "ROLE");
+    redisReply *r = tls_command(c, "ROLE");
     bool ok = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
               r->element[0]->type == REDIS_REPLY_STRING;
 
@@ -466,7 +470,7 @@ static void info_field(const char *info, const char *name, char *out,
 /* INFO replication of c into *out; false when c gives none. */
 static bool replication_of(redisContext *c, replication *out)
 {
-    redisReply *r = redisCommand(c, "INFO replication");
+    redisReply *r = tls_command(c, "INFO replication");
     bool ok = r && r->type == REDIS_REPLY_STRING;
 
     memset(out, 0, sizeof(*out));
@@ -511,7 +515,7 @@ static bool switch_seen(nodes *ns, const char *host, int port,
         promoted = c && replication_of(c, &theirs) &&
                    strcmp(theirs.role, "master") == 0 &&
                    strcmp(theirs.replid2, ours->replid) == 0;
-        redisFree(c);
+        tls_free(c);
         if (promoted) {
             nodes_fail(ns, ERROR_KIND_UNAVAILABLE,
                        "%.250s:%d was promoted from it (a switchover of "

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "tls.h"
+
 /* Redirections and resends one command may take before the run gives up
  * on it (a slot moving back and forth, a node that keeps losing its
  * scripts). */
@@ -228,7 +230,7 @@ static int flush(pipeline *p, int index)
     int done = 0;
 
     while (c && !done)
-        if (redisBufferWrite(c, &done) != REDIS_OK) {
+        if (tls_write(c, &done) != REDIS_OK) {
             node_failed(p, index, c->errstr);
             return -1;
         }
@@ -244,14 +246,14 @@ static int read_reply(pipeline *p, pipeline_entry *e)
     if (e->node < 0 || !(c = p->ns->list[e->node].redis))
         return -1;
     if (e->asking) {
-        if (redisGetReply(c, &r) != REDIS_OK) {
+        if (tls_get_reply(c, &r) != REDIS_OK) {
             node_failed(p, e->node, c->errstr);
             return -1;
         }
         freeReplyObject(r);
         r = NULL;
     }
-    if (redisGetReply(c, &r) != REDIS_OK) {
+    if (tls_get_reply(c, &r) != REDIS_OK) {
         node_failed(p, e->node, c->errstr);
         return -1;
     }
@@ -378,7 +380,7 @@ static void read_wait(pipeline *p, int index)
 
     if (!c)
         return;
-    if (redisGetReply(c, &r) != REDIS_OK) {
+    if (tls_get_reply(c, &r) != REDIS_OK) {
         node_failed(p, index, c->errstr);
         nd->acks = p->fewest_acks = 0;
         return;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "endpoint.h"
+#include "quote.h"
 
 /* Copies n bytes of src into a dst of size len; -1 if it does not fit. */
 static int copy_part(char *dst, size_t len, const char *src, size_t n)
@@ -275,6 +276,170 @@ static int parse_sentinel(const char *text, redis_url *u, char *err,
     return parse_db(db, &u->db, err, errlen);
 }
 
+/* The query parameters: the TLS ones (rediss URLs only), then the
+ * sentinels' credentials (sentinel URLs only), in the order messages list
+ * them. */
+static const char *const query_params[] = {
+    "tls_ca",  "tls_cert",      "tls_key",          "tls_sni",
+    "tls_verify", "sentinel_user", "sentinel_password"};
+#define QUERY_PARAMS 7
+#define TLS_PARAMS 5
+
+/* Stores one query parameter (name n bytes, value v of vn bytes, still
+ * percent-encoded) into q; seen marks those given so far. 0, or -1 with
+ * why in err. */
+static int set_query_param(redis_url *q, const char *n, size_t nn,
+                           const char *v, size_t vn, bool seen[QUERY_PARAMS],
+                           char *err, size_t errlen)
+{
+    char value[REDIS_URL_PASSWORD_MAX], shown[64];
+    tls_options *o = &q->tls;
+    size_t i;
+
+    for (i = 0; i < QUERY_PARAMS; i++)
+        if (strlen(query_params[i]) == nn &&
+            memcmp(query_params[i], n, nn) == 0)
+            break;
+    if (i == QUERY_PARAMS) {
+        char name[64];
+
+        snprintf(name, sizeof(name), "%.*s", (int)(nn < 60 ? nn : 60), n);
+        quote_text(name, shown, sizeof(shown));
+        snprintf(err, errlen,
+                 "unknown query parameter '%s' (known: tls_ca, tls_cert, "
+                 "tls_key, tls_sni, tls_verify, sentinel_user, "
+                 "sentinel_password)",
+                 shown);
+        return -1;
+    }
+    if (seen[i]) {
+        snprintf(err, errlen, "%s is given twice", query_params[i]);
+        return -1;
+    }
+    seen[i] = true;
+    if (decode_part(value, i < TLS_PARAMS ? TLS_PATH_MAX : sizeof(value), v,
+                    vn, query_params[i], err, errlen) != 0)
+        return -1;
+    if (i == 4) {
+        if (strcmp(value, "yes") == 0 || strcmp(value, "true") == 0 ||
+            strcmp(value, "1") == 0)
+            o->no_verify = false;
+        else if (strcmp(value, "no") == 0 || strcmp(value, "false") == 0 ||
+                 strcmp(value, "0") == 0)
+            o->no_verify = true;
+        else {
+            snprintf(err, errlen, "tls_verify: expected yes or no");
+            return -1;
+        }
+        return 0;
+    }
+    if (value[0] == '\0') {
+        snprintf(err, errlen, "%s is empty", query_params[i]);
+        return -1;
+    }
+    if (i == 5)
+        return copy_part(q->sentinel_user, sizeof(q->sentinel_user), value,
+                         strlen(value)) == 0
+                   ? 0
+                   : (snprintf(err, errlen, "sentinel_user is too long"), -1);
+    if (i == 6) {
+        snprintf(q->sentinel_password, sizeof(q->sentinel_password), "%s",
+                 value);
+        memset(value, 0, sizeof(value));
+        return 0;
+    }
+    snprintf(i == 0   ? o->ca
+             : i == 1 ? o->cert
+             : i == 2 ? o->key
+                      : o->sni,
+             i == 3 ? sizeof(o->sni) : TLS_PATH_MAX, "%s", value);
+    return 0;
+}
+
+/* Parses a URL's query ("tls_ca=...&tls_verify=no") into q; *tls_given
+ * says whether a TLS parameter was among them. 0, or -1 with why in err. */
+static int parse_query(const char *query, redis_url *q, bool *tls_given,
+                       char *err, size_t errlen)
+{
+    bool seen[QUERY_PARAMS] = {false};
+
+    while (*query) {
+        size_t len = strcspn(query, "&");
+        const char *eq = memchr(query, '=', len);
+
+        if (!eq) {
+            snprintf(err, errlen,
+                     "expected name=value in the query (tls_ca=/path/ca.pem)");
+            return -1;
+        }
+        if (set_query_param(q, query, (size_t)(eq - query), eq + 1,
+                            len - (size_t)(eq + 1 - query), seen, err,
+                            errlen) != 0)
+            return -1;
+        query += len;
+        if (*query == '&')
+            query++;
+    }
+    *tls_given = false;
+    for (size_t i = 0; i < TLS_PARAMS; i++)
+        *tls_given = *tls_given || seen[i];
+    if (q->tls.key[0] && !q->tls.cert[0]) {
+        snprintf(err, errlen, "tls_key needs tls_cert");
+        return -1;
+    }
+    return 0;
+}
+
+/* A URL with a query, or a rediss one (tls): the query parsed, and the
+ * rest parsed as the same form without it ("rediss+cluster://" as
+ * "redis+cluster://"). */
+static int parse_with_query(const char *text, bool tls, redis_url *u,
+                            char *err, size_t errlen)
+{
+    char plain[2048];
+    const char *query = strchr(text, '?');
+    size_t n = query ? (size_t)(query - text) : strlen(text);
+    bool tls_given = false;
+    redis_url q;
+    int rc = -1;
+
+    memset(&q, 0, sizeof(q));
+    q.tls.enabled = tls;
+    if (n >= sizeof(plain)) {
+        snprintf(err, errlen, "the URL is too long");
+        return -1;
+    }
+    /* "rediss" less its second s. */
+    if (tls)
+        snprintf(plain, sizeof(plain), "redis%.*s", (int)(n - 6), text + 6);
+    else
+        snprintf(plain, sizeof(plain), "%.*s", (int)n, text);
+    if (query && parse_query(query + 1, &q, &tls_given, err, errlen) != 0)
+        goto out;
+    if (tls_given && !tls) {
+        snprintf(err, errlen,
+                 "query parameters tls_* need rediss://, a TLS address");
+        goto out;
+    }
+    if (redis_url_parse(plain, u, err, errlen) != 0)
+        goto out;
+    if ((q.sentinel_user[0] || q.sentinel_password[0]) &&
+        u->kind != REDIS_URL_SENTINEL) {
+        snprintf(err, errlen,
+                 "sentinel_user and sentinel_password are for "
+                 "redis+sentinel:// (or rediss+sentinel://) only");
+        goto out;
+    }
+    u->tls = q.tls;
+    memcpy(u->sentinel_user, q.sentinel_user, sizeof(u->sentinel_user));
+    memcpy(u->sentinel_password, q.sentinel_password,
+           sizeof(u->sentinel_password));
+    rc = 0;
+out:
+    memset(&q, 0, sizeof(q));
+    return rc;
+}
+
 int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen)
 {
     redis_url u;
@@ -282,6 +447,17 @@ int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen)
 
     memset(&u, 0, sizeof(u));
     u.port = 6379;
+    if (strncmp(text, "rediss://", 9) == 0 ||
+        strncmp(text, "rediss+cluster://", 17) == 0 ||
+        strncmp(text, "rediss+sentinel://", 18) == 0 ||
+        (strchr(text, '?') && strncmp(text, "unix://", 7) != 0)) {
+        rc = parse_with_query(text, strncmp(text, "rediss", 6) == 0, &u, err,
+                              errlen);
+        if (rc == 0)
+            *out = u;
+        memset(&u, 0, sizeof(u));
+        return rc;
+    }
     if (strncmp(text, "redis://", 8) == 0)
         rc = parse_tcp(text, &u, err, errlen);
     else if (strncmp(text, "unix://", 7) == 0)
@@ -294,12 +470,92 @@ int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen)
         snprintf(err, errlen,
                  "expected redis://[user[:password]@]host[:port][/db], "
                  "unix:///absolute/path, redis+cluster://host:port[,...] or "
-                 "redis+sentinel://host:port[,...]/MASTER");
+                 "redis+sentinel://host:port[,...]/MASTER (rediss for TLS)");
         rc = -1;
     }
     if (rc == 0)
         *out = u;
     return rc;
+}
+
+int redis_url_append_param(char *url, size_t len, const char *name,
+                           const char *value)
+{
+    static const char plain[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq"
+                                "rstuvwxyz0123456789/._-~";
+    size_t start = strlen(url), used = start;
+    int n = snprintf(url + used, len > used ? len - used : 0, "%c%s=",
+                     strchr(url, '?') ? '&' : '?', name);
+
+    if (n < 0 || (size_t)n >= len - used)
+        goto full;
+    used += (size_t)n;
+    for (const char *v = value; *v; v++) {
+        n = snprintf(url + used, len - used,
+                     strchr(plain, *v) ? "%c" : "%%%02X", (unsigned char)*v);
+        if (n < 0 || (size_t)n >= len - used)
+            goto full;
+        used += (size_t)n;
+    }
+    return 0;
+full:
+    url[start] = '\0';
+    return -1;
+}
+
+void redis_url_redact(const char *text, char *buf, size_t len)
+{
+    static const char secret_param[] = "sentinel_password=";
+    const char *scheme = strstr(text, "://");
+    const char *start = scheme ? scheme + 3 : text;
+    const char *query = strchr(start, '?');
+    const char *at, *colon, *p;
+    size_t used = 0, keep;
+    /* Each "***" replaces a part at least as long as the "@" or
+     * "sentinel_password=" beside it, less 3: twice the text is room. */
+    char *joined = malloc(2 * strlen(text) + 8);
+
+    if (!joined) {
+        quote_text("(a Redis URL)", buf, len);
+        return;
+    }
+    /* A URL that did not parse may hold '@' or ':' anywhere: everything
+     * between the user name and the last '@' before the query is taken
+     * for the password, so a secret is hidden even where the parser gave
+     * up. */
+    at = NULL;
+    for (p = start; *p && (!query || p < query); p++)
+        if (*p == '@')
+            at = p;
+    if (at) {
+        colon = memchr(start, ':', (size_t)(at - start));
+        keep = colon ? (size_t)(colon + 1 - text) : (size_t)(start - text);
+        memcpy(joined, text, keep);
+        used = keep;
+        memcpy(joined + used, "***", 3);
+        used += 3;
+        p = at;
+    } else {
+        p = text;
+    }
+    /* And the sentinels' password in the query. */
+    while (*p) {
+        if (p > text && (p[-1] == '?' || p[-1] == '&') &&
+            strncmp(p, secret_param, strlen(secret_param)) == 0) {
+            memcpy(joined + used, secret_param, strlen(secret_param));
+            used += strlen(secret_param);
+            memcpy(joined + used, "***", 3);
+            used += 3;
+            p += strlen(secret_param);
+            p += strcspn(p, "&");
+            continue;
+        }
+        joined[used++] = *p++;
+    }
+    joined[used] = '\0';
+    quote_text(joined, buf, len);
+    memset(joined, 0, used);
+    free(joined);
 }
 
 /* Appends "host:port" (brackets around an IPv6 address) to buf. */
@@ -316,10 +572,9 @@ void redis_url_describe(const redis_url *url, char *buf, size_t len)
     size_t used;
 
     if (url->kind == REDIS_URL_CLUSTER || url->kind == REDIS_URL_SENTINEL) {
-        used = (size_t)snprintf(buf, len, "%s",
-                                url->kind == REDIS_URL_CLUSTER
-                                    ? "redis+cluster://"
-                                    : "redis+sentinel://");
+        used = (size_t)snprintf(
+            buf, len, "%s%s%s", url->tls.enabled ? "rediss" : "redis",
+            url->kind == REDIS_URL_CLUSTER ? "+cluster" : "+sentinel", "://");
         for (size_t i = 0; i < url->n_seeds && used < len; i++) {
             if (i > 0)
                 used += (size_t)snprintf(buf + used, len - used, ",");
@@ -335,7 +590,8 @@ void redis_url_describe(const redis_url *url, char *buf, size_t len)
         snprintf(buf, len, "unix://%s", url->path);
         return;
     }
-    used = (size_t)snprintf(buf, len, "redis://");
+    used = (size_t)snprintf(buf, len, "%s",
+                            url->tls.enabled ? "rediss://" : "redis://");
     used = describe_address(buf, len, used, url->host, url->port);
     if (used < len)
         snprintf(buf + used, len - used, "/%d", url->db);
@@ -416,7 +672,21 @@ static error_kind expect_ok(redisContext *c, redisReply *reply,
     char why[160];
     error_kind kind = ERROR_KIND_NONE;
 
-    if (!reply) {
+    if (!reply && tls_failed(c)) {
+        /* The server's alert after the handshake: most often a client
+         * certificate it wants and did not get, or refuses. */
+        snprintf(err, errlen, "%s: %s: %s", where, what, c->errstr);
+        kind = ERROR_KIND_TLS;
+    } else if (!reply && !url->tls.enabled && !url->path[0] &&
+               (c->err == REDIS_ERR_EOF ||
+                (c->err == REDIS_ERR_IO && saved_errno == ECONNRESET))) {
+        /* A TLS port drops a plain client's first bytes at once, where a
+         * plain Redis always answers, even an error. */
+        snprintf(err, errlen,
+                 "%s: %s: %s (is this a TLS port? use rediss://)", where,
+                 what, c->errstr);
+        kind = ERROR_KIND_TLS;
+    } else if (!reply) {
         redis_url_io_error(c, saved_errno, timeout_ms, why, sizeof(why));
         snprintf(err, errlen, "%s: %s: %s", where, what, why);
         kind = ERROR_KIND_UNAVAILABLE;
@@ -509,28 +779,28 @@ redisContext *redis_url_connect(const redis_url *url, const char *password,
     return redis_url_open(url, password, timeout_ms, NULL, err, errlen);
 }
 
-redisContext *redis_url_open(const redis_url *url, const char *password,
-                             int timeout_ms, error_kind *kind, char *err,
-                             size_t errlen)
+/* Connects to the unix socket path, or to host:port (over TLS as url
+ * says), close-on-exec and with the timeout set; nothing sent. NULL with
+ * "where: why" in err and *why_kind set. */
+static redisContext *dial(const redis_url *url, const char *path,
+                          const char *host, int port, int timeout_ms,
+                          const char *where, error_kind *why_kind, char *err,
+                          size_t errlen)
 {
-    error_kind why = ERROR_KIND_UNAVAILABLE;
-    redisReply *r;
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    char where[REDIS_URL_TEXT_MAX];
+    char why[300];
     redisContext *c;
-    const char *pass = password ? password : url->password;
 
-    redis_url_describe(url, where, sizeof(where));
-    if (url->path[0])
-        c = timeout_ms > 0 ? redisConnectUnixWithTimeout(url->path, tv)
-                           : redisConnectUnix(url->path);
+    *why_kind = ERROR_KIND_UNAVAILABLE;
+    if (path[0])
+        c = timeout_ms > 0 ? redisConnectUnixWithTimeout(path, tv)
+                           : redisConnectUnix(path);
     else
-        c = timeout_ms > 0 ? redisConnectWithTimeout(url->host, url->port, tv)
-                           : redisConnect(url->host, url->port);
+        c = timeout_ms > 0 ? redisConnectWithTimeout(host, port, tv)
+                           : redisConnect(host, port);
     if (!c) {
         snprintf(err, errlen, "%s: out of memory", where);
-        if (kind)
-            *kind = ERROR_KIND_NOMEM;
+        *why_kind = ERROR_KIND_NOMEM;
         return NULL;
     }
     if (c->err) {
@@ -550,15 +820,60 @@ redisContext *redis_url_open(const redis_url *url, const char *password,
         snprintf(err, errlen, "%s: cannot set timeout", where);
         goto fail;
     }
+    if (url->tls.enabled && !path[0] &&
+        tls_start(c, &url->tls, host, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "%s: %s", where, why);
+        *why_kind = ERROR_KIND_TLS;
+        goto fail;
+    }
+    return c;
+fail:
+    tls_free(c);
+    return NULL;
+}
+
+redisContext *redis_url_dial(const redis_url *url, const char *host, int port,
+                             int timeout_ms, error_kind *kind, char *err,
+                             size_t errlen)
+{
+    char where[ENDPOINT_HOST_MAX + 16];
+    error_kind why;
+    redisContext *c;
+
+    endpoint_format(where, sizeof(where), host, port);
+    c = dial(url, "", host, port, timeout_ms, where, &why, err, errlen);
+    if (!c && kind)
+        *kind = why;
+    return c;
+}
+
+redisContext *redis_url_open(const redis_url *url, const char *password,
+                             int timeout_ms, error_kind *kind, char *err,
+                             size_t errlen)
+{
+    error_kind why = ERROR_KIND_UNAVAILABLE;
+    redisReply *r;
+    char where[REDIS_URL_TEXT_MAX];
+    redisContext *c;
+    const char *pass = password ? password : url->password;
+
+    redis_url_describe(url, where, sizeof(where));
+    c = dial(url, url->path, url->host, url->port, timeout_ms, where, &why,
+             err, errlen);
+    if (!c) {
+        if (kind)
+            *kind = why;
+        return NULL;
+    }
     if (pass && pass[0]) {
-        r = url->user[0] ? redisCommand(c, "AUTH %s %s", url->user, pass)
-                         : redisCommand(c, "AUTH %s", pass);
+        r = url->user[0] ? tls_command(c, "AUTH %s %s", url->user, pass)
+                         : tls_command(c, "AUTH %s", pass);
         if ((why = expect_ok(c, r, errno, timeout_ms, "AUTH", url, where,
                              err, errlen)) != ERROR_KIND_NONE)
             goto fail;
     }
     if (url->db != 0) {
-        r = redisCommand(c, "SELECT %d", url->db);
+        r = tls_command(c, "SELECT %d", url->db);
         if ((why = expect_ok(c, r, errno, timeout_ms, "SELECT", url, where,
                              err, errlen)) != ERROR_KIND_NONE)
             goto fail;
@@ -566,7 +881,7 @@ redisContext *redis_url_open(const redis_url *url, const char *password,
         /* A Redis that wants a password answers the first command with
          * NOAUTH, or drops a long one as a "Protocol error": ask it now,
          * so the caller hears "authentication required" at connect. */
-        r = redisCommand(c, "PING");
+        r = tls_command(c, "PING");
         if ((why = expect_ok(c, r, errno, timeout_ms, "PING", url, where,
                              err, errlen)) != ERROR_KIND_NONE)
             goto fail;
@@ -575,6 +890,6 @@ redisContext *redis_url_open(const redis_url *url, const char *password,
 fail:
     if (kind)
         *kind = why;
-    redisFree(c);
+    tls_free(c);
     return NULL;
 }

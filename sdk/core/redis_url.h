@@ -14,6 +14,7 @@
 
 #include "endpoint.h"
 #include "error_kind.h"
+#include "tls.h"
 
 /* At most this many seeds (cluster nodes or sentinels) in one URL. */
 #define REDIS_URL_MAX_SEEDS 16
@@ -51,23 +52,43 @@ typedef struct redis_url {
     redis_seed seeds[REDIS_URL_MAX_SEEDS]; /* cluster and sentinel */
     size_t n_seeds;
     char master[REDIS_URL_MASTER_MAX]; /* sentinel: the name of the master */
+    tls_options tls; /* rediss://, rediss+cluster://, rediss+sentinel://:
+                        every node (and sentinel) over TLS */
+    char sentinel_user[REDIS_URL_USER_MAX]; /* the sentinels' own */
+    char sentinel_password[REDIS_URL_PASSWORD_MAX];
 } redis_url;
 
 /* Parses text into *out. 0 on success; -1 with the reason alone in err
  * ("bad port: expected 1..65535"), for the caller to say which URL. The
  * one parser of Redis addresses: the manifest, the CLI and the client
- * library all use it. */
+ * library all use it. "rediss" in place of "redis" in the three TCP
+ * forms means TLS, with query parameters tls_ca, tls_cert, tls_key,
+ * tls_sni and tls_verify (yes/no), percent-decoded, each at most once:
+ * "rediss://h:6380/0?tls_ca=/etc/ca.pem&tls_sni=redis.example". A
+ * sentinel URL (either) also takes sentinel_user and sentinel_password,
+ * the sentinels' own credentials (those in the userinfo are the
+ * master's). */
 int redis_url_parse(const char *text, redis_url *out, char *err, size_t errlen);
 
-/* Connects to the one node of a redis:// or unix:// url (for the others,
+/* Connects to the one node of a redis://, rediss:// or unix:// url (for the others,
  * nodes.h makes one of each node they name) with a connect/command timeout (0 =
  * none), sends AUTH (password overrides the URL's when not NULL) and SELECT, or
  * else a PING, so a Redis that refuses us says so now. Returns the context, or
  * NULL with "redis://...: why" in err and, when kind is not NULL, *kind
  * saying what failed: AUTH (which retrying cannot fix), UNAVAILABLE (no
- * connection, no answer), REPLY (another error reply to AUTH, SELECT or
- * PING) or NOMEM. */
+ * connection, no answer), TLS (the handshake, or TLS on one side only),
+ * REPLY (another error reply to AUTH, SELECT or PING) or NOMEM. The
+ * context's I/O goes through tls.h; free it with tls_free. */
 redisContext *redis_url_open(const redis_url *url, const char *password,
+                             int timeout_ms, error_kind *kind, char *err,
+                             size_t errlen);
+
+/* Connects to host:port as url says (TLS or not, with the same options,
+ * close-on-exec, the timeout set), sending nothing: for a node the URL
+ * does not name itself (a cluster node, a sentinel's master) and for the
+ * sentinels. NULL with "host:port: why" in err and *kind (UNAVAILABLE,
+ * TLS, NOMEM) when kind is not NULL. */
+redisContext *redis_url_dial(const redis_url *url, const char *host, int port,
                              int timeout_ms, error_kind *kind, char *err,
                              size_t errlen);
 
@@ -113,7 +134,21 @@ error_kind redis_url_reply_error(const redis_url *url, const redisReply *reply,
                                  const char *lost, const char *what, char *err,
                                  size_t errlen);
 
+/* Appends the query parameter name=value to the URL in url (of size len),
+ * after "?" or "&", the value percent-encoded but for the bytes a path or
+ * a name is made of: how the [redis] tls_* keys and wharf's --tls-*
+ * options become part of the URL the one parser reads. 0, or -1 if it
+ * does not fit (url unchanged). */
+int redis_url_append_param(char *url, size_t len, const char *name,
+                           const char *value);
+
 /* The address without the password, for messages. */
 void redis_url_describe(const redis_url *url, char *buf, size_t len);
+
+/* Copies text, a Redis URL that may not parse, into buf for a message:
+ * quoted as quote_text does, with whatever could be a password (the
+ * userinfo after the user name, up to the last '@') shown as "***". The
+ * one way a URL a user typed reaches an error line or a log. */
+void redis_url_redact(const char *text, char *buf, size_t len);
 
 #endif /* WHARF_REDIS_URL_H */

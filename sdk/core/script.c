@@ -7,6 +7,8 @@
 
 #include <openssl/sha.h>
 
+#include "tls.h"
+
 void script_init(script *s)
 {
     unsigned char digest[SHA_DIGEST_LENGTH];
@@ -18,7 +20,7 @@ void script_init(script *s)
 
 int script_load(redisContext *c, const script *s, char *err, size_t errlen)
 {
-    redisReply *reply = redisCommand(c, "SCRIPT LOAD %s", s->source);
+    redisReply *reply = tls_command(c, "SCRIPT LOAD %s", s->source);
     int rc = -1;
 
     if (!reply) {

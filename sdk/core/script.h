@@ -42,7 +42,7 @@ int script_build(command *cmd, const script *s, int numkeys, int argc,
                  const char *const *argv, const size_t *argvlen);
 
 /* Pipelined form: appends EVALSHA to c's output buffer. Read the reply
- * with redisGetReply; if script_is_noscript says so, run the call again
+ * with tls_get_reply; if script_is_noscript says so, run the call again
  * with script_run once nothing else is in flight. 0 or -1. */
 int script_append(redisContext *c, const script *s, int numkeys, int argc,
                   const char *const *argv, const size_t *argvlen);

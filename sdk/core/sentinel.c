@@ -8,26 +8,59 @@
 
 #include <hiredis/hiredis.h>
 
+#include "tls.h"
+
 /* The address list for messages (redis_url_describe), and one sentinel's
  * reason. */
 #define SENTINEL_WHERE_MAX REDIS_URL_TEXT_MAX
 #define SENTINEL_WHY_MAX 400
 
-/* A connection to sentinel s with timeout tv; NULL with why in err. */
-static redisContext *sentinel_connect(const redis_seed *s, struct timeval tv,
-                                      char *err, size_t errlen)
+/* True if an error reply to a sentinel means it wants credentials we did
+ * not give, or refuses ours. */
+static bool auth_error(const redisReply *r)
 {
-    redisContext *c = redisConnectWithTimeout(s->host, s->port, tv);
+    return r && r->type == REDIS_REPLY_ERROR &&
+           (strncmp(r->str, "NOAUTH", 6) == 0 ||
+            strncmp(r->str, "WRONGPASS", 9) == 0 ||
+            strncmp(r->str, "ERR invalid password", 20) == 0);
+}
 
-    if (!c || c->err) {
-        snprintf(err, errlen, "%s:%d: %s", s->host, s->port,
-                 c ? c->errstr : "out of memory");
-        redisFree(c);
-        return NULL;
+redisContext *sentinel_open(const redis_url *url, const redis_seed *s,
+                            int timeout_ms, bool *refused, char *err,
+                            size_t errlen)
+{
+    redisContext *c =
+        redis_url_dial(url, s->host, s->port, timeout_ms, NULL, err, errlen);
+    redisReply *r;
+
+    if (refused)
+        *refused = false;
+    if (!c || !url->sentinel_password[0])
+        return c;
+    /* The sentinels' own credentials (requirepass or an ACL user of the
+     * sentinel), never the master's. */
+    r = url->sentinel_user[0]
+            ? tls_command(c, "AUTH %s %s", url->sentinel_user,
+                          url->sentinel_password)
+            : tls_command(c, "AUTH %s", url->sentinel_password);
+    if (r && r->type != REDIS_REPLY_ERROR) {
+        freeReplyObject(r);
+        return c;
     }
-    redisSetTimeout(c, tv);
-    redis_url_close_on_exec(c); /* as every connection of ours */
-    return c;
+    if (auth_error(r) || (r && strncmp(r->str, "ERR AUTH", 8) == 0)) {
+        snprintf(err, errlen,
+                 "%s:%d: the sentinel refused sentinel_user / "
+                 "sentinel_password: %.200s",
+                 s->host, s->port, r->str);
+        if (refused)
+            *refused = true;
+    } else {
+        snprintf(err, errlen, "%s:%d: AUTH: %.200s", s->host, s->port,
+                 r ? r->str : c->errstr);
+    }
+    freeReplyObject(r);
+    tls_free(c);
+    return NULL;
 }
 
 /* True if r is get-master-addr-by-name's [host, port]. */
@@ -42,26 +75,35 @@ int sentinel_master(const redis_url *url, int timeout_ms, char *host,
                     size_t hostlen, int *port, error_kind *kind, char *err,
                     size_t errlen)
 {
-    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    size_t answered = 0, unknown = 0, refused = 0;
+    size_t answered = 0, unknown = 0, refused = 0, auth_refused = 0;
     char where[SENTINEL_WHERE_MAX];
     char last[SENTINEL_WHY_MAX] = "no sentinel given";
 
     redis_url_describe(url, where, sizeof(where));
     for (size_t i = 0; i < url->n_seeds; i++) {
         const redis_seed *s = &url->seeds[i];
-        redisContext *c = sentinel_connect(s, tv, last, sizeof(last));
+        bool auth = false;
+        redisContext *c =
+            sentinel_open(url, s, timeout_ms, &auth, last, sizeof(last));
         redisReply *r = NULL;
 
         if (!c) {
             refused++;
+            auth_refused += auth;
             continue;
         }
-        r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", url->master);
+        r = tls_command(c, "SENTINEL get-master-addr-by-name %s", url->master);
         if (!r) {
             refused++;
             snprintf(last, sizeof(last), "%s:%d: %s", s->host, s->port,
                      c->errstr);
+        } else if (auth_error(r)) {
+            refused++;
+            auth_refused++;
+            snprintf(last, sizeof(last),
+                     "%s:%d: the sentinel wants a password: set "
+                     "sentinel_password (and sentinel_user)",
+                     s->host, s->port);
         } else if (r->type == REDIS_REPLY_ERROR) {
             /* A plain Redis says "unknown command": a wrong port. */
             snprintf(last, sizeof(last), "%s:%d: %s (is it a sentinel?)",
@@ -76,7 +118,7 @@ int sentinel_master(const redis_url *url, int timeout_ms, char *host,
                 memcpy(host, r->element[0]->str, r->element[0]->len + 1);
                 *port = p;
                 freeReplyObject(r);
-                redisFree(c);
+                tls_free(c);
                 return 0;
             }
             snprintf(last, sizeof(last), "%s:%d: names no valid address",
@@ -86,7 +128,7 @@ int sentinel_master(const redis_url *url, int timeout_ms, char *host,
                      s->port);
         }
         freeReplyObject(r);
-        redisFree(c);
+        tls_free(c);
     }
     if (answered > 0 && unknown == answered) {
         snprintf(err, errlen,
@@ -95,6 +137,14 @@ int sentinel_master(const redis_url *url, int timeout_ms, char *host,
                  where, answered, url->master);
         if (kind)
             *kind = ERROR_KIND_SETUP;
+        return -2;
+    }
+    if (auth_refused > 0 && auth_refused == refused && answered == 0) {
+        /* Every sentinel that answered refused us: retrying cannot fix
+         * it. */
+        snprintf(err, errlen, "%s: authentication failed: %s", where, last);
+        if (kind)
+            *kind = ERROR_KIND_AUTH;
         return -2;
     }
     if (kind)
@@ -167,29 +217,29 @@ size_t sentinel_candidates(const redis_url *url, int timeout_ms,
                            const char *host, int port, sentinel_replica *out,
                            size_t max)
 {
-    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     bool listed = false;
     char err[SENTINEL_WHY_MAX];
     size_t n = 0;
 
     for (size_t i = 0; i < url->n_seeds; i++) {
         redisContext *c =
-            sentinel_connect(&url->seeds[i], tv, err, sizeof(err));
+            sentinel_open(url, &url->seeds[i], timeout_ms, NULL, err,
+                          sizeof(err));
         redisReply *r;
 
         if (!c)
             continue;
-        r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", url->master);
+        r = tls_command(c, "SENTINEL get-master-addr-by-name %s", url->master);
         if (is_address(r))
             add_candidate(out, max, &n, r->element[0]->str, r->element[0]->len,
                           atoi(r->element[1]->str), host, port);
         freeReplyObject(r);
         if (!listed) {
-            r = redisCommand(c, "SENTINEL REPLICAS %s", url->master);
+            r = tls_command(c, "SENTINEL REPLICAS %s", url->master);
             listed = add_replicas(r, out, max, &n, host, port);
             freeReplyObject(r);
         }
-        redisFree(c);
+        tls_free(c);
     }
     return n;
 }

@@ -6,7 +6,10 @@
 #ifndef WHARF_SENTINEL_H
 #define WHARF_SENTINEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+#include <hiredis/hiredis.h>
 
 #include "endpoint.h"
 #include "error_kind.h"
@@ -18,11 +21,21 @@
  * one's reason after it) or the ones that do know the master but have no
  * address for it yet (*kind ERROR_KIND_UNAVAILABLE); -2 when every
  * sentinel that answers knows no such master (a configuration error:
- * ERROR_KIND_SETUP). err says why in one line, the address list first and
+ * ERROR_KIND_SETUP) or when every sentinel that answers refuses
+ * url->sentinel_user / sentinel_password, or wants one we did not give
+ * (ERROR_KIND_AUTH). err says why in one line, the address list first and
  * never a password. kind may be NULL; it is written only on failure. */
 int sentinel_master(const redis_url *url, int timeout_ms, char *host,
                     size_t hostlen, int *port, error_kind *kind, char *err,
                     size_t errlen);
+
+/* A connection to sentinel s of url (over TLS when url says), with
+ * url->sentinel_password (and sentinel_user) sent as AUTH when given:
+ * NULL with why in err, *refused (may be NULL) true when the sentinel
+ * refused those credentials. Free with tls_free. */
+redisContext *sentinel_open(const redis_url *url, const redis_seed *s,
+                            int timeout_ms, bool *refused, char *err,
+                            size_t errlen);
 
 /* A replica as a sentinel lists it. */
 typedef struct sentinel_replica {

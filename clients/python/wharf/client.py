@@ -8,7 +8,9 @@ import hashlib
 import inspect
 import re
 import urllib.parse
+import os
 import secrets
+import ssl
 import time
 import warnings
 from dataclasses import dataclass
@@ -174,8 +176,26 @@ def hash_id(type_: str, payload: Payload) -> str:
                           _bytes(payload)).hexdigest()
 
 
+def _tls_cause(e: BaseException) -> Optional[ssl.SSLError]:
+    """The TLS error behind a redis-py exception (which wraps it), if any."""
+    while e is not None:
+        if isinstance(e, ssl.SSLError):
+            return e
+        e = e.__cause__ or e.__context__
+    return None
+
+
 def _error_of(e: Exception, where: str, what: str) -> errors.WharfError:
-    """The wharf error for a redis-py exception."""
+    """The wharf error for a redis-py exception. A failed TLS handshake (a
+    certificate not trusted, expired or for another name, a client
+    certificate refused) is configuration, as for the C client."""
+    tls = _tls_cause(e)
+    if isinstance(tls, ssl.SSLCertVerificationError):
+        return errors.ConfigError(f"{what}: {where}: TLS: certificate verify "
+                                  f"failed: {tls.verify_message}")
+    if tls is not None:
+        reason = getattr(tls, "reason", None) or str(tls)
+        return errors.ConfigError(f"{what}: {where}: TLS: {reason}")
     if isinstance(e, redis.exceptions.AuthenticationError):
         return errors.ConfigError(f"{what}: {where}: {e}")
     if isinstance(e, (redis.exceptions.ConnectionError,
@@ -203,10 +223,129 @@ def _seeds(text: str, default_port: int, url: str):
         port = int(m.group(3)) if m and m.group(3) else default_port
         if not m or not 1 <= port <= 65535:
             raise errors.ConfigError(
-                f"bad Redis URL '{_quote(url)}': expected host:port"
+                f"bad Redis URL '{redact(url)}': expected host:port"
                 f"[,host:port...]")
         out.append((m.group(1) or m.group(2), port))
     return out
+
+
+#: The TLS query parameters of a rediss URL, as the C client reads them.
+TLS_PARAMS = ("tls_ca", "tls_cert", "tls_key", "tls_sni", "tls_verify")
+#: The sentinels' own credentials, query parameters of a sentinel URL.
+SENTINEL_PARAMS = ("sentinel_user", "sentinel_password")
+
+
+def redact(url: str) -> str:
+    """url for a message: quoted, with whatever could be a password (after
+    the user name, up to the last '@') shown as ***, as the C core does."""
+    start = url.find("://")
+    start = start + 3 if start >= 0 else 0
+    at = url.rfind("@", start, len(url.partition("?")[0]))
+    if at < 0:
+        return _quote(re.sub(r"([?&]sentinel_password=)[^&]*", r"\1***", url))
+    colon = url.find(":", start, at)
+    keep = colon + 1 if colon >= 0 else start
+    return _quote(re.sub(r"([?&]sentinel_password=)[^&]*", r"\1***",
+                         url[:keep] + "***" + url[at:]))
+
+
+def _sentinel_options(url: str):
+    """(url without the sentinels' credentials, redis-py's keywords for
+    the sentinels) for a sentinel URL with sentinel_user and
+    sentinel_password (the URL's own user and password are the
+    master's); (url, {}) for any other."""
+    base, _, query = url.partition("?")
+    if not re.match(r"^rediss?\+sentinel://", url):
+        if re.search(r"(^|&)sentinel_(user|password)=", query):
+            raise errors.ConfigError(
+                f"bad Redis URL '{redact(url)}': sentinel_user and "
+                f"sentinel_password are for redis+sentinel:// only")
+        return url, {}
+    if not query:
+        return url, {}
+    kw, rest = {}, []
+    for part in query.split("&"):
+        name, eq, value = part.partition("=")
+        if eq and name in SENTINEL_PARAMS:
+            if ("username" if name == "sentinel_user" else "password") in kw:
+                raise errors.ConfigError(
+                    f"bad Redis URL '{redact(url)}': {name} is given twice")
+            kw["username" if name == "sentinel_user" else "password"] = \
+                urllib.parse.unquote(value)
+        else:
+            rest.append(part)
+    return base + ("?" + "&".join(rest) if rest else ""), kw
+
+
+def _tls_options(url: str):
+    """(url without its TLS query, redis-py's connection keywords) for a
+    rediss URL: tls_ca (a file or a folder), tls_cert, tls_key and
+    tls_verify (yes/no), each at most once. The certificate and the host
+    name are checked unless tls_verify=no. (None, {}) for any other URL."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or not scheme.startswith("rediss"):
+        if "?" in rest and not url.startswith("unix://") and \
+                any(p in rest for p in TLS_PARAMS):
+            raise errors.ConfigError(
+                f"bad Redis URL '{redact(url)}': query parameters (tls_ca, "
+                f"...) need rediss://, a TLS address")
+        return url, {}
+    base, _, query = url.partition("?")
+    opts = {}
+    for part in query.split("&") if query else ():
+        name, eq, value = part.partition("=")
+        if not eq or name not in TLS_PARAMS:
+            raise errors.ConfigError(
+                f"bad Redis URL '{redact(url)}': unknown query parameter "
+                f"'{_quote(name)}' (known: "
+                f"{', '.join(TLS_PARAMS + SENTINEL_PARAMS)})")
+        if name in opts:
+            raise errors.ConfigError(
+                f"bad Redis URL '{redact(url)}': {name} is given twice")
+        opts[name] = urllib.parse.unquote(value)
+    verify = opts.get("tls_verify", "yes")
+    if verify not in ("yes", "no", "true", "false", "1", "0"):
+        raise errors.ConfigError(
+            f"bad Redis URL '{redact(url)}': tls_verify: expected yes or no")
+    verify = verify in ("yes", "true", "1")
+    if "tls_sni" in opts:
+        # redis-py 4.3 (Debian 12) sends the host as the server name and
+        # takes no other.
+        raise errors.ConfigError(
+            f"bad Redis URL '{redact(url)}': tls_sni is not supported by "
+            f"this redis-py: name the host as its certificate does")
+    for name in ("tls_ca", "tls_cert", "tls_key"):
+        if name in opts and not os.access(opts[name], os.R_OK):
+            raise errors.ConfigError(
+                f"bad Redis URL '{redact(url)}': cannot read {name} "
+                f"'{_quote(opts[name])}'")
+    kw = dict(ssl=True, ssl_cert_reqs="required" if verify else "none",
+              ssl_check_hostname=verify)
+    ca = opts.get("tls_ca")
+    if ca:
+        kw["ssl_ca_path" if os.path.isdir(ca) else "ssl_ca_certs"] = ca
+    if "tls_cert" in opts:
+        kw["ssl_certfile"] = opts["tls_cert"]
+        kw["ssl_keyfile"] = opts.get("tls_key") or opts["tls_cert"]
+    elif "tls_key" in opts:
+        raise errors.ConfigError(
+            f"bad Redis URL '{redact(url)}': tls_key needs tls_cert")
+    return scheme[:5] + scheme[6:] + "://" + base.partition("://")[2], kw
+
+
+def _tls_connection_class(tls):
+    """An SSLConnection with tls's settings bound: for a Redis Cluster,
+    whose client in redis-py 4.3 drops ssl_check_hostname and ssl_ca_path
+    from the keywords it passes to its nodes (so the name would go
+    unchecked), but passes connection_class."""
+    settings = {k: v for k, v in tls.items() if k != "ssl"}
+
+    class TLSConnection(redis.connection.SSLConnection):
+        def __init__(self, **kw):
+            kw.update(settings)
+            super().__init__(**kw)
+
+    return TLSConnection
 
 
 def _open(url: str, password: Optional[str], timeout: float):
@@ -214,7 +353,11 @@ def _open(url: str, password: Optional[str], timeout: float):
     them; redis+cluster://[user:pw@]h1:p1,h2:p2 (a Redis Cluster: redis-py
     follows MOVED and ASK, every key of a type is in one slot) and
     redis+sentinel://[user:pw@]s1:p1,s2:p2/MASTER[/db] (the master the
-    sentinels name, found again after a failover), as the C client."""
+    sentinels name, found again after a failover), as the C client; each
+    of the three over TLS as rediss, rediss+cluster and rediss+sentinel,
+    with the C client's query parameters."""
+    url, sentinel_auth = _sentinel_options(url)
+    url, tls = _tls_options(url)
     for scheme, default_port in (("redis+cluster://", 6379),
                                  ("redis+sentinel://", 26379)):
         if not url.startswith(scheme):
@@ -235,12 +378,16 @@ def _open(url: str, password: Optional[str], timeout: float):
         hosts, _, path = rest.partition("/")
         seeds = _seeds(hosts, default_port, url)
         common = dict(username=user, password=pw, socket_timeout=timeout,
-                      socket_connect_timeout=timeout)
+                      socket_connect_timeout=timeout, **tls)
         if scheme == "redis+cluster://":
             if path not in ("", "0"):
                 raise errors.ConfigError(
-                    f"bad Redis URL '{_quote(url)}': a Redis Cluster has "
+                    f"bad Redis URL '{redact(url)}': a Redis Cluster has "
                     f"database 0 only")
+            if tls:
+                common = {k: v for k, v in common.items()
+                          if not k.startswith("ssl")}
+                common["connection_class"] = _tls_connection_class(tls)
             try:
                 return redis.cluster.RedisCluster(
                     startup_nodes=[redis.cluster.ClusterNode(h, p)
@@ -259,12 +406,19 @@ def _open(url: str, password: Optional[str], timeout: float):
         if not re.match(r"^[A-Za-z0-9._-]+$", name) or \
                 (db and not db.isdigit()):
             raise errors.ConfigError(
-                f"bad Redis URL '{_quote(url)}': expected redis+sentinel://"
+                f"bad Redis URL '{redact(url)}': expected redis+sentinel://"
                 f"host:port[,host:port...]/MASTER[/db]")
         return redis.sentinel.Sentinel(
-            seeds, socket_timeout=timeout).master_for(
+            seeds, socket_timeout=timeout,
+            sentinel_kwargs=dict(socket_timeout=timeout, **tls,
+                                 **sentinel_auth)).master_for(
                 name, db=int(db or 0), **common)
     common = dict(password=password, socket_timeout=timeout)
+    if tls:
+        # from_url takes rediss:// for a TLS connection, and the rest as
+        # keywords.
+        url = "rediss" + url[len("redis"):]
+        common.update({k: v for k, v in tls.items() if k != "ssl"})
     # A unix socket's connection class takes socket_connect_timeout only
     # from redis-py 4.5 (4.3, Debian's, refuses it when it first connects;
     # there socket_timeout bounds the connect too).
@@ -321,8 +475,9 @@ class Client:
         try:
             self._redis = _open(url, password, timeout)
         except ValueError as e:
-            raise errors.ConfigError(f"bad Redis URL '{url}': {e}") from None
-        self._where = re.sub(r"//[^@/]*@", "//", url)
+            raise errors.ConfigError(
+                f"bad Redis URL '{redact(url)}': {e}") from None
+        self._where = re.sub(r"//[^@/]*@", "//", url.partition("?")[0])
         self.prefix = prefix
         self.strict = strict
         self._scripts = lua.load(lua_dir)

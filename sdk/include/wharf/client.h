@@ -70,7 +70,9 @@ typedef struct wharf_client wharf_client;
  * wharf_client_close. Otherwise *out is untouched and err (if not NULL)
  * holds one line: BAD_INPUT for a bad URL or prefix, UNAVAILABLE if Redis
  * cannot be reached, AUTH if it wants a password we did not give or
- * refuses ours, ERROR when out of memory. */
+ * refuses ours, or the TLS handshake of a rediss:// URL fails (its cause
+ * in err), ERROR when out of memory. url may be rediss:// (TLS) with the
+ * query parameters tls_ca, tls_cert, tls_key, tls_sni and tls_verify. */
 WHARF_CLIENT_API wharf_client_status
 wharf_client_open(wharf_client **out, const char *url, const char *password,
                   const char *prefix, char *err, size_t errlen);

@@ -1,0 +1,197 @@
+/* Least privilege: etc/wharf.acl, loaded by a real redis-server with
+ * --aclfile. A host runs under wharf-host (tasks that succeed, retry, die
+ * and wait), a producer under wharf-producer enqueues, reads status and
+ * results, cancels and lists stats, and Redis denies neither anything;
+ * the producer can neither read nor write a lock, nor run what neither
+ * user needs. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "host_process.h"
+#include "redis_server.h"
+#include "wharf_cli.h"
+
+#define HOST_PASSWORD "h0st-Secret-9c1"
+#define PRODUCER_PASSWORD "pr0ducer-Secret-7d2"
+
+static test_redis redis;
+static test_host host;
+static redisContext *rc; /* the default user's, for the test itself */
+static char dir[64];
+
+static void suite_up(void)
+{
+    static const char *const args[] = {"--aclfile",
+                                       WHARF_SOURCE_DIR "/etc/wharf.acl", NULL};
+
+    snprintf(dir, sizeof(dir), "/tmp/wharf-test-acl-XXXXXX");
+    cr_assert(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno));
+    test_redis_start_with(&redis, NULL, args);
+    rc = test_redis_connect(&redis);
+    /* The file ships both users off and without a password. */
+    freeReplyObject(
+        test_redis_command(rc, "ACL SETUSER wharf-host on >%s", HOST_PASSWORD));
+    freeReplyObject(test_redis_command(rc, "ACL SETUSER wharf-producer on >%s",
+                                       PRODUCER_PASSWORD));
+    freeReplyObject(test_redis_command(rc, "ACL LOG RESET"));
+}
+
+static void suite_down(void)
+{
+    test_host_stop(&host);
+    if (rc)
+        redisFree(rc);
+    rc = NULL;
+    test_redis_stop(&redis);
+}
+
+TestSuite(acl, .init = suite_up, .fini = suite_down, .timeout = 120);
+
+static bool task_done(void *id)
+{
+    return test_host_done(&host, id) >= 1;
+}
+
+static bool task_dead(void *unused)
+{
+    (void)unused;
+    return test_redis_int(rc, "ZCARD wharf:{chaos}:dead") >= 1;
+}
+
+/* Denials Redis logged for user (ACL LOG). */
+static int denials_of(const char *user)
+{
+    redisReply *r = test_redis_command(rc, "ACL LOG 100");
+    int n = 0;
+
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements;
+         i++)
+        for (size_t k = 0; k + 1 < r->element[i]->elements; k += 2)
+            if (strcmp(r->element[i]->element[k]->str, "username") == 0 &&
+                strcmp(r->element[i]->element[k + 1]->str, user) == 0)
+                n++;
+    freeReplyObject(r);
+    return n;
+}
+
+/* A connection as the producer. */
+static redisContext *as_producer(void)
+{
+    redisContext *c = redisConnect("127.0.0.1", redis.port);
+    redisReply *r;
+
+    cr_assert(c && !c->err);
+    r = redisCommand(c, "AUTH wharf-producer %s", PRODUCER_PASSWORD);
+    cr_assert(r && r->type == REDIS_REPLY_STATUS, "%s", r ? r->str : "");
+    freeReplyObject(r);
+    return c;
+}
+
+/* reply is an error NOPERM (the producer may not). */
+static void assert_refused(redisReply *r, const char *what)
+{
+    cr_assert(
+        r && r->type == REDIS_REPLY_ERROR && strstr(r->str, "NOPERM") != NULL,
+        "%s was allowed: %s", what,
+        r ? (r->type == REDIS_REPLY_ERROR ? r->str : "(a reply)") : "(none)");
+    freeReplyObject(r);
+}
+
+Test(acl, a_host_and_a_producer_run_under_their_users)
+{
+    char host_url[160], producer_url[160];
+    test_host_opts o = {.redis_url = host_url,
+                        .extra = "[defaults]\nbackoff_base = 100ms\n"};
+    const test_cli_run *cli;
+    redisContext *p;
+
+    snprintf(host_url, sizeof(host_url),
+             "redis://wharf-host:" HOST_PASSWORD "@127.0.0.1:%d/0", redis.port);
+    snprintf(producer_url, sizeof(producer_url),
+             "redis://wharf-producer:" PRODUCER_PASSWORD "@127.0.0.1:%d/0",
+             redis.port);
+    test_host_up(&host, &redis, &o, rc);
+
+    /* Every path of a task: done, retried then done, dead, delayed. */
+    static const char *const tasks[][2] = {
+        {"ok-1", "ok"}, {"retry-1", "fail:1"}, {"dead-1", "fatal"}};
+    for (size_t i = 0; i < 3; i++) {
+        cli = test_cli(producer_url, dir,
+                       (const char *const[]){"enqueue", "chaos", tasks[i][1],
+                                             "--id", tasks[i][0], NULL});
+        cr_assert_eq(cli->status, 0, "%s", cli->err);
+    }
+    cli = test_cli(producer_url, dir,
+                   (const char *const[]){"enqueue", "chaos", "ok", "--id",
+                                         "later-1", "--delay", "500ms", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    cli = test_cli(producer_url, dir,
+                   (const char *const[]){"enqueue", "chaos", "ok", "--id",
+                                         "cancel-1", "--delay", "1h", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    cr_assert(test_wait_until(task_done, "ok-1", TEST_EVENT_MS), "see %s",
+              host.log);
+    cr_assert(test_wait_until(task_done, "retry-1", TEST_EVENT_MS), "see %s",
+              host.log);
+    cr_assert(test_wait_until(task_done, "later-1", TEST_EVENT_MS), "see %s",
+              host.log);
+    cr_assert(test_wait_until(task_dead, NULL, TEST_EVENT_MS), "see %s",
+              host.log);
+
+    cli = test_cli(producer_url, dir,
+                   (const char *const[]){"result", "chaos", "ok-1", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    cli = test_cli(producer_url, dir,
+                   (const char *const[]){"status", "chaos", "dead-1", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    cr_assert(strstr(cli->out, "dead") != NULL, "%s", cli->out);
+    cli = test_cli(producer_url, dir,
+                   (const char *const[]){"cancel", "chaos", "cancel-1", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    cli = test_cli(producer_url, dir, (const char *const[]){"stats", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    cr_assert(strstr(cli->out, "chaos") != NULL, "%s", cli->out);
+
+    /* The operator's commands, under the host's user. */
+    cli = test_cli(host_url, dir,
+                   (const char *const[]){"locks", "list", "chaos", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    cli = test_cli(host_url, dir,
+                   (const char *const[]){"dead", "list", "chaos", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    cr_assert(strstr(cli->out, "dead-1") != NULL, "%s", cli->out);
+    cli = test_cli(
+        host_url, dir,
+        (const char *const[]){"dead", "replay", "chaos", "dead-1", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+
+    cr_assert_eq(test_host_stop(&host), 0);
+    cr_assert_eq(denials_of("wharf-host"), 0,
+                 "Redis refused the host something (ACL LOG; see %s)",
+                 host.log);
+    cr_assert_eq(denials_of("wharf-producer"), 0,
+                 "Redis refused the producer something (ACL LOG)");
+
+    /* What the producer may not do. */
+    p = as_producer();
+    assert_refused(redisCommand(p, "GET wharf:{chaos}:lock:ok-1"),
+                   "reading a lock");
+    assert_refused(redisCommand(p, "SET wharf:{chaos}:lock:x 1"),
+                   "writing a lock");
+    assert_refused(redisCommand(p, "DEL wharf:{chaos}:lock:x"),
+                   "deleting a lock");
+    assert_refused(redisCommand(p, "GET wharf:{chaos}:fence"),
+                   "reading the fence");
+    assert_refused(redisCommand(p, "FLUSHALL"), "FLUSHALL");
+    assert_refused(redisCommand(p, "KEYS *"), "KEYS");
+    assert_refused(redisCommand(p, "CONFIG SET maxmemory 1"), "CONFIG SET");
+    assert_refused(redisCommand(p, "XREADGROUP GROUP wharf x COUNT 1 STREAMS "
+                                   "wharf:{chaos}:stream >"),
+                   "claiming a task");
+    assert_refused(redisCommand(p, "GET other:key"), "a key of another prefix");
+    redisFree(p);
+}
