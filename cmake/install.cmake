@@ -10,6 +10,7 @@
 file(GLOB WHARF_LUA_SCRIPTS CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/sdk/lua/*.lua)
 install(FILES ${WHARF_LUA_SCRIPTS} ${PROJECT_SOURCE_DIR}/etc/prometheus/wharf.rules.yml
+              ${PROJECT_SOURCE_DIR}/etc/wharf.acl
         DESTINATION ${CMAKE_INSTALL_DATADIR}/wharf)
 
 # Man pages, gzipped as Debian installs them (man reads both).
