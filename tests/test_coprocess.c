@@ -27,6 +27,7 @@
 #include "host_process.h"
 #include "http_get.h"
 #include "redis_server.h"
+#include "spawn.h"
 #include "tools.h"
 
 #define WHARF WHARF_BINARY_DIR "/wharf"
@@ -104,28 +105,14 @@ static char *slurp(const char *path, size_t *len)
  * the exit code (128 + a signal), its output in out and err. */
 static int run_argv(const char *input_path, const char *const *argv)
 {
-    int status;
-    pid_t pid = fork();
+    int status = test_spawn(argv, input_path, out_path, err_path,
+                            "WHARF_REDIS_URL", "redis://127.0.0.1:1");
 
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        int i = open(input_path ? input_path : "/dev/null", O_RDONLY);
-        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-        dup2(i, STDIN_FILENO);
-        dup2(o, STDOUT_FILENO);
-        dup2(e, STDERR_FILENO);
-        setenv("WHARF_REDIS_URL", "redis://127.0.0.1:1", 1);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
     free(out);
     free(err);
     out = slurp(out_path, &out_len);
     err = slurp(err_path, NULL);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return status;
 }
 
 static const char *manifest_path(void)

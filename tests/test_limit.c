@@ -74,9 +74,7 @@ static void overlap(long *running, long *most)
 
 static long long results(void)
 {
-    return test_redis_int(
-        rc, "EVAL %s 0",
-        "return #redis.call('KEYS', 'wharf:{overlap}:result:*')");
+    return test_redis_keys(rc, "wharf:{overlap}:result:*");
 }
 
 /* True once *want tasks have a result; fails the test as soon as more

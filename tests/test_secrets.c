@@ -19,6 +19,7 @@
 #include "host_process.h"
 #include "http_get.h"
 #include "redis_server.h"
+#include "spawn.h"
 #include "tools.h"
 #include "wharf_cli.h"
 
@@ -66,27 +67,13 @@ static int run(const char *const *argv, const char *env_name,
 {
     char out_path[128], err_path[128];
     int status;
-    pid_t pid;
 
     snprintf(out_path, sizeof(out_path), "%s/stdout", dir);
     snprintf(err_path, sizeof(err_path), "%s/stderr", dir);
-    pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-        if (o < 0 || e < 0 || dup2(o, STDOUT_FILENO) < 0 ||
-            dup2(e, STDERR_FILENO) < 0 ||
-            (env_name && setenv(env_name, env_value, 1) != 0))
-            _exit(126);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    status = test_spawn(argv, NULL, out_path, err_path, env_name, env_value);
     slurp(out_path, out, sizeof(out));
     slurp(err_path, err, sizeof(err));
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return status;
 }
 
 /* dir/name holding text; returns its path (a static buffer). */

@@ -246,10 +246,8 @@ Test(supervisor, sigterm_exits_0_and_restart_runs_the_rest_once)
         finished += test_redis_int(rc, "EXISTS wharf:{chaos}:result:%s", id);
     }
     cr_assert(finished < 12, "everything finished before the stop");
-    cr_assert_eq(
-        test_redis_int(rc, "EVAL %s 0",
-                       "return #redis.call('KEYS', 'wharf:instance:*')"),
-        0, "the instance key outlived a clean stop");
+    cr_assert_eq(test_redis_keys(rc, "wharf:instance:*"), 0,
+                 "the instance key outlived a clean stop");
 
     test_host restarted = host;
     host.pid = 0;
@@ -344,9 +342,7 @@ static bool outage_seen(void *unused)
 
 static long long results_now(void)
 {
-    return test_redis_int(rc, "EVAL %s 0",
-                          "return #redis.call('KEYS', "
-                          "'wharf:{chaos}:result:*')");
+    return test_redis_keys(rc, "wharf:{chaos}:result:*");
 }
 
 static bool all_results(void *unused)

@@ -854,9 +854,7 @@ static bool outage_seen(void *unused)
 
 static long long results_now(void)
 {
-    return test_redis_int(rc, "EVAL %s 0",
-                          "return #redis.call('KEYS', "
-                          "'wharf:{chaos}:result:*')");
+    return test_redis_keys(rc, "wharf:{chaos}:result:*");
 }
 
 static bool all_results(void *unused)

@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "spawn.h"
+
 #define WHARF built("wharf")
 #define ECHO built("plugins/echo.so")
 #define CHAOS built("plugins/chaos.so")
@@ -76,7 +78,6 @@ static int wharf(const char *input, ...)
     char out_path[128], err_path[128], in_path[128];
     va_list ap;
     int n = 0, status;
-    pid_t pid;
 
     argv[n++] = WHARF;
     va_start(ap, input);
@@ -93,25 +94,12 @@ static int wharf(const char *input, ...)
         fputs(input, f);
         fclose(f);
     }
-    pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        int i = open(input ? in_path : "/dev/null", O_RDONLY);
-        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-        dup2(i, STDIN_FILENO);
-        dup2(o, STDOUT_FILENO);
-        dup2(e, STDERR_FILENO);
-        /* No Redis anywhere: run must not need one. */
-        setenv("WHARF_REDIS_URL", "redis://127.0.0.1:1", 1);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    waitpid(pid, &status, 0);
+    /* No Redis anywhere: run must not need one. */
+    status = test_spawn(argv, input ? in_path : NULL, out_path, err_path,
+                        "WHARF_REDIS_URL", "redis://127.0.0.1:1");
     slurp(out_path, out, sizeof(out));
     slurp(err_path, err, sizeof(err));
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return status;
 }
 
 static const char *write_manifest(const char *fmt, ...)

@@ -258,3 +258,9 @@ long long test_redis_int(redisContext *c, const char *fmt, ...)
     freeReplyObject(reply);
     return v;
 }
+
+long long test_redis_keys(redisContext *c, const char *pattern)
+{
+    return test_redis_int(c, "EVAL %s 1 %s",
+                          "return #redis.call('KEYS', KEYS[1])", pattern);
+}

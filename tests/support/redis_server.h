@@ -59,4 +59,8 @@ redisReply *test_redis_command(redisContext *c, const char *fmt, ...);
  * nil is 0). */
 long long test_redis_int(redisContext *c, const char *fmt, ...);
 
+/* How many keys match pattern (KEYS, counted inside Redis so a test of
+ * thousands of results reads one integer). */
+long long test_redis_keys(redisContext *c, const char *pattern);
+
 #endif /* WHARF_TEST_REDIS_SERVER_H */
