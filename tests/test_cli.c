@@ -420,7 +420,7 @@ Test(cli, usage_errors_are_64)
     assert_usage(wharf("dead", "frob"), "wharf: dead: unknown command 'frob'");
     assert_usage(wharf("result", "t"), "wharf: result: missing ID");
     assert_usage(wharf("stats", "extra"), "unexpected argument 'extra'");
-    assert_usage(wharf("dead", "replay", "t"), "missing ID or --all");
+    assert_usage(wharf("dead", "replay", "t"), "missing ID, --all or a filter");
     assert_usage(wharf("locks", "release", "t"), "missing ID");
     assert_usage(run_with(NULL, 0, NULL, "--bogus", "stats", NULL),
                  "wharf: unknown option '--bogus'");
@@ -530,7 +530,8 @@ Test(cli, help_goes_to_stdout)
     run *r = run_with(NULL, 0, NULL, "--help", NULL);
 
     cr_assert_eq(r->status, 0);
-    cr_assert(strstr(r->out, "wharf dead replay TYPE (ID|--all)"));
+    cr_assert(strstr(r->out, "wharf dead replay TYPE (ID | --all | "), "%s",
+              r->out);
     r = wharf("enqueue", "--help");
     cr_assert_eq(r->status, 0);
     cr_assert(strstr(r->out, "usage: wharf enqueue TYPE"), "%s", r->out);

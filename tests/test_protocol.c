@@ -354,7 +354,7 @@ Test(protocol, every_header_states_what_its_body_reads_and_answers)
 {
     char why[2048];
 
-    cr_assert_eq(SCRIPT_SPEC_COUNT, 19, "a script was added or removed: "
+    cr_assert_eq(SCRIPT_SPEC_COUNT, 20, "a script was added or removed: "
                                         "it is checked here like the rest");
     for (size_t i = 0; i < SCRIPT_SPEC_COUNT; i++) {
         check_spec(script_specs[i], why, sizeof(why));
@@ -562,7 +562,8 @@ static void run(const char *program, char *out, size_t len)
 
 #define LUA_DIR WHARF_SOURCE_DIR "/sdk/lua"
 #define NAMES_OF_SPECS                                                         \
-    "begin cancel dead_purge dead_replay due enqueue figures finish "         \
+    "begin cancel dead_find dead_purge dead_replay due enqueue figures "     \
+    "finish "                                                                 \
     "heartbeat limit_wake lock_release pause promote queue_drop release "    \
     "renew status "                                                           \
     "task_detail trim_dead"

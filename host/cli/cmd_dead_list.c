@@ -1,10 +1,13 @@
-/* wharf dead list TYPE: one line per dead task, newest first: its id, when
- * it died (ISO 8601, UTC), its attempts and its last error (escaped). */
+/* wharf dead list TYPE [filters] [--count]: one line per dead task,
+ * newest first: its id, when it died (ISO 8601, UTC), its attempts and its
+ * last error (escaped); with filters only the matching ones, searched in
+ * Redis a page at a time (dead_filter.h); with --count only how many. */
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 
 #include "cli.h"
+#include "dead_filter.h"
 
 /* Dead ids read per round trip. */
 #define PAGE 500
@@ -80,14 +83,54 @@ static int print_page(cli *ctx, const char *type, const redisReply *page)
     return code;
 }
 
+/* Prints (or, counting, counts) the matches of one page. */
+static int print_matches(cli *ctx, redisContext *redis, const char *type,
+                         const dead_match *m, size_t n, void *arg)
+{
+    long *count = arg;
+    char when[CLI_TIME_MAX];
+
+    (void)ctx;
+    (void)redis;
+    (void)type;
+    if (count) {
+        *count += (long)n;
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        cli_iso_time(m[i].died_at_ms, when, sizeof(when));
+        cli_print_escaped(stdout, m[i].id, strlen(m[i].id));
+        printf("  %s  %s  ", when, m[i].attempt[0] ? m[i].attempt : "-");
+        if (m[i].error_len > 0)
+            cli_print_escaped(stdout, m[i].error, m[i].error_len);
+        else
+            fputc('-', stdout);
+        fputc('\n', stdout);
+    }
+    return 0;
+}
+
+enum { OPT_FILTERS, OPT_COUNT = OPT_FILTERS + DEAD_FILTER_FLAGS };
+
 static int run(cli *ctx, const cli_args *args)
 {
     char dead[KEY_MAX];
     const char *type;
+    dead_filter f;
+    long count = 0;
+    bool counting = args->flag[OPT_COUNT] != NULL;
     int code = 0;
 
-    if ((code = cli_type_arg(ctx, args, &type)) != 0)
+    if ((code = cli_type_arg(ctx, args, &type)) != 0 ||
+        (code = dead_filter_parse(ctx, args, OPT_FILTERS, &f)) != 0)
         return code;
+    if (f.any || counting) {
+        code = dead_each_match(ctx, "dead list", type, &f, false, false, NULL,
+                               print_matches, counting ? &count : NULL);
+        if (code == 0 && counting)
+            printf("%ld\n", count);
+        return code;
+    }
     cli_key(ctx, dead, type, "dead");
     for (long start = 0; code == 0; start += PAGE) {
         redisReply *page =
@@ -111,9 +154,19 @@ static int run(cli *ctx, const cli_args *args)
 
 const cli_command cmd_dead_list_entry = {
     .name = "dead list",
-    .usage = "TYPE",
+    .usage = "TYPE [--grep TEXT] [--since DUR] [--before DUR] [--attempts N] "
+             "[--id-prefix P] [--count]",
     .help = "The dead tasks of TYPE, newest first: id, died at, attempts, last error.\n"
-"Exit: 0; 69 Redis unavailable.\n",
+"The filters keep the tasks that match all of them, searched in Redis a\n"
+"page at a time (a large dead set never holds Redis up):\n"
+"  --grep TEXT      the error holds TEXT (bytes, case-sensitive)\n"
+"  --since DUR      died within the last DUR\n"
+"  --before DUR     died at least DUR ago\n"
+"  --attempts N     after at least N attempts\n"
+"  --id-prefix P    the id starts with P\n"
+"  --count          print only how many match\n"
+"Exit: 0; 64 bad usage; 69 Redis unavailable.\n",
+    .flags = {DEAD_FILTER_FLAG_TABLE, {"count", false, NULL}},
     .operands = {"TYPE"},
     .lower = 1,
     .upper = 1,
