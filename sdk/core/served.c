@@ -27,7 +27,8 @@ void served_message(pipeline *p, bool connected, const char *prefix,
     key_global(key, sizeof(key), prefix, "types");
     if (connected)
         types = pipeline_command(p, key, "SMEMBERS %s", key);
-    if (types && types->type == REDIS_REPLY_ARRAY) {
+    /* An empty set's reply has no element array: qsort may not see NULL. */
+    if (types && types->type == REDIS_REPLY_ARRAY && types->elements > 0) {
         n = types->elements;
         qsort(types->element, n, sizeof(*types->element), by_text);
     }
