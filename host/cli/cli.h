@@ -13,6 +13,7 @@
 #include <hiredis/hiredis.h>
 
 #include <wharf/client.h>
+#include <wharf/plugin.h>
 
 #include "config.h"
 #include "keys.h"
@@ -95,6 +96,7 @@ extern const cli_command cmd_dead_list_entry;
 extern const cli_command cmd_dead_show_entry;
 extern const cli_command cmd_dead_replay_entry;
 extern const cli_command cmd_dead_purge_entry;
+extern const cli_command cmd_dead_run_entry;
 extern const cli_command cmd_locks_list_entry;
 extern const cli_command cmd_locks_release_entry;
 extern const cli_command cmd_run_entry;
@@ -212,6 +214,23 @@ void cli_warn_unserved(cli *ctx, const char *type, const char *then);
  * cmd_enqueue_file.c. Returns the exit code. */
 int cli_enqueue_file(cli *ctx, const char *path, const wharf_enqueue_opts *base,
                      int64_t wait_ms);
+
+/* A dead task to run again in this process (wharf dead run). */
+typedef struct cli_replay {
+    const char *plugin_path; /* NULL: the one the manifest routes the
+                                type to */
+    const char *config_path; /* the command's --config, or NULL (then the
+                                global one) */
+    const wharf_task *task;  /* as recorded; its max_attempts is ignored
+                                for the manifest's */
+    bool result_only;        /* --result */
+    const char *died_with;   /* the error it died with */
+} cli_replay;
+
+/* Runs replay's task as wharf run runs one (cmd_run.c): the same
+ * manifest section, deadline, report and exit codes, with "died with:"
+ * after the report. Returns the exit code. */
+int cli_run_replay(cli *ctx, const cli_replay *replay);
 
 /* Sleeps while a type refuses tasks with BACKPRESSURE: the next pause of a
  * backoff that starts at 10 ms and doubles up to 1 s, cut to the time left

@@ -5,6 +5,9 @@
  * process_business and fini in this process, and prints the outcome.
  * With --threads N --repeat M it runs N threads of M calls each instead
  * (run_many.c) and prints what they returned, counted.
+ * wharf dead run runs a dead task through the same steps (cli_run_replay):
+ * the task as it was recorded, and the plugin the manifest routes its
+ * type to unless one is named.
  * The exit code says what the host would do with the task:
  *   0 ok, 75 retry (EX_TEMPFAIL), 65 fail (EX_DATAERR, dead at once),
  *   78 the plugin does not load or its init fails (as wharfd --check),
@@ -180,6 +183,13 @@ typedef struct run_state {
     const char *payload;
     size_t payload_len;
     char *input; /* the payload read from stdin, or NULL; owned */
+    /* a dead task run again (cli_run_replay): its fence and enqueued_at
+     * as recorded, and the error it died with, shown after the outcome */
+    bool replayed;
+    uint64_t fence;
+    int64_t enqueued_at_ms;
+    const char *died_with;
+    char so_buf[PATH_MAX]; /* so when the manifest chose the plugin */
     /* the manifest and the plugin */
     config *own_config;     /* one loaded here, or NULL; owned */
     const config *manifest; /* own_config or the global one */
@@ -323,6 +333,43 @@ static int run_load_manifest(cli *ctx, run_state *s)
     return 0;
 }
 
+/* Without a PLUGIN.so (wharf dead run): the plugin the manifest routes
+ * the type to. A section whose types list it names it without loading
+ * anything; else the loader decides as a host would (a section without
+ * types serves its descriptor's, autoload adds plugins_dir's files),
+ * running no plugin code but constructors, and is closed again. 0 with
+ * s->so set, or the exit code after saying why. */
+static int run_routed_plugin(cli *ctx, run_state *s)
+{
+    const config *cfg = s->manifest;
+    char err[CONFIG_ERR_LEN];
+    const route *r;
+    loader *ld;
+
+    if (s->so)
+        return 0;
+    for (size_t i = 0; i < cfg->n_plugins && !s->so; i++)
+        if (run_section_lists(&cfg->plugins[i], s->type)) {
+            snprintf(s->so_buf, sizeof(s->so_buf), "%s", cfg->plugins[i].path);
+            s->so = s->so_buf;
+        }
+    if (s->so)
+        return 0;
+    if (loader_open(cfg, &ld, err, sizeof(err)) != 0)
+        return cli_fail(ctx, EX_CONFIG, "%s", err);
+    if ((r = loader_route(ld, s->type)) != NULL) {
+        snprintf(s->so_buf, sizeof(s->so_buf), "%s", r->plugin->path);
+        s->so = s->so_buf;
+    }
+    loader_close(ld);
+    if (!s->so)
+        return cli_fail(ctx, EX_CONFIG,
+                        "%s routes no plugin to type '%s': name its "
+                        "PLUGIN.so after the id",
+                        cfg->file ? cfg->file : "the manifest", s->type);
+    return 0;
+}
+
 /* The plugin's realpath and its stem ("webhook" for .../webhook.so). 0 or
  * the exit code after saying why. */
 static int run_find_plugin(cli *ctx, run_state *s)
@@ -411,8 +458,10 @@ static int run_make_task(cli *ctx, run_state *s)
     task->payload_len = s->payload_len;
     task->attempt = s->attempt;
     task->max_attempts = s->route->policy->max_attempts;
-    task->fence = 1;
-    task->enqueued_at_ms = clock_wall_ms();
+    /* A run of its own is a first lock's (1), enqueued now; a dead task
+     * runs again as it ran. */
+    task->fence = s->replayed ? s->fence : 1;
+    task->enqueued_at_ms = s->replayed ? s->enqueued_at_ms : clock_wall_ms();
     return 0;
 }
 
@@ -421,7 +470,7 @@ static int run_make_task(cli *ctx, run_state *s)
  * grace after it is given up on, the outcome a worker's SIGKILL has.
  * Sets s->status (a timeout or a status that is none is a retry, with
  * why in the context's error) and s->elapsed. */
-static void run_call(run_state *s)
+static void run_call(const cli *ctx, run_state *s)
 {
     const policy *pol = s->route->policy;
     context *c = &s->c;
@@ -429,9 +478,9 @@ static void run_call(run_state *s)
     int64_t started;
 
     snprintf(run_timeout_message, sizeof(run_timeout_message),
-             "wharf: run: timeout after %" PRId64 " ms (killed after a "
+             "wharf: %s: timeout after %" PRId64 " ms (killed after a "
              "%d ms grace); the host would retry it\n",
-             pol->timeout_ms, RUN_GRACE_MS);
+             ctx->command->name, pol->timeout_ms, RUN_GRACE_MS);
     memset(&on_alarm, 0, sizeof(on_alarm));
     on_alarm.sa_handler = run_on_alarm;
     sigemptyset(&on_alarm.sa_mask);
@@ -487,6 +536,12 @@ static int run_report(cli *ctx, const run_state *s)
         if (status != WHARF_OK)
             cli_fail(ctx, code, "%s: %s", run_status_name(status),
                      c->error[0] ? c->error : "(no reason given)");
+        /* stdout holds the result alone: the old error goes to stderr. */
+        if (s->died_with) {
+            fprintf(stderr, "wharf: %s: died with: ", ctx->command->name);
+            cli_print_escaped(stderr, s->died_with, strlen(s->died_with));
+            fputc('\n', stderr);
+        }
         return code;
     }
     printf("status: %s\n", run_status_name(status));
@@ -508,6 +563,11 @@ static int run_report(cli *ctx, const run_state *s)
         putchar('\n');
     }
     printf("duration_ms: %" PRId64 "\n", s->elapsed);
+    if (s->died_with) {
+        printf("died with: ");
+        cli_print_escaped(stdout, s->died_with, strlen(s->died_with));
+        putchar('\n');
+    }
     return code;
 }
 
@@ -546,26 +606,62 @@ static void run_cleanup(run_state *s)
     free(s->input);
 }
 
+/* From the manifest to the report, for s as run_take_args or
+ * cli_run_replay filled it; frees what s owns. Returns the exit code. */
+static int run_state_run(cli *ctx, run_state *s)
+{
+    int code;
+
+    if ((code = run_load_manifest(ctx, s)) == 0 &&
+        (code = run_routed_plugin(ctx, s)) == 0 &&
+        (code = run_find_plugin(ctx, s)) == 0 &&
+        (code = run_open_plugin(ctx, s)) == 0 &&
+        (code = run_make_task(ctx, s)) == 0) {
+        if (s->threads == 1 && s->repeat == 1) {
+            run_call(ctx, s);
+            code = run_report(ctx, s);
+        } else if ((code = run_calls(ctx, s)) == 0) {
+            code = run_report_calls(s);
+        }
+    }
+    run_cleanup(s);
+    return code;
+}
+
+int cli_run_replay(cli *ctx, const cli_replay *replay)
+{
+    const wharf_task *task = replay->task;
+    run_state s;
+
+    memset(&s, 0, sizeof(s));
+    s.so = replay->plugin_path;
+    s.type = task->type;
+    s.config_path = replay->config_path;
+    s.id = task->id;
+    s.trace = task->trace;
+    s.attempt = task->attempt;
+    s.threads = s.repeat = 1;
+    s.result_only = replay->result_only;
+    s.payload = (const char *)task->payload;
+    s.payload_len = task->payload_len;
+    s.replayed = true;
+    s.fence = task->fence;
+    s.enqueued_at_ms = task->enqueued_at_ms;
+    s.died_with = replay->died_with;
+    return run_state_run(ctx, &s);
+}
+
 static int run(cli *ctx, const cli_args *args)
 {
     run_state s;
     int code;
 
     memset(&s, 0, sizeof(s));
-    if ((code = run_take_args(ctx, args, &s)) == 0 &&
-        (code = run_load_manifest(ctx, &s)) == 0 &&
-        (code = run_find_plugin(ctx, &s)) == 0 &&
-        (code = run_open_plugin(ctx, &s)) == 0 &&
-        (code = run_make_task(ctx, &s)) == 0) {
-        if (s.threads == 1 && s.repeat == 1) {
-            run_call(&s);
-            code = run_report(ctx, &s);
-        } else if ((code = run_calls(ctx, &s)) == 0) {
-            code = run_report_calls(&s);
-        }
+    if ((code = run_take_args(ctx, args, &s)) != 0) {
+        run_cleanup(&s);
+        return code;
     }
-    run_cleanup(&s);
-    return code;
+    return run_state_run(ctx, &s);
 }
 
 const cli_command cmd_run_entry = {
