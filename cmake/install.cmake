@@ -6,10 +6,12 @@
 # unit) are written at install time, from the prefix actually used.
 
 # The Lua scripts the host and the client run, for operators who want to
-# read or load them (sdk/lua/*.lua; whatever exists at configure time).
+# read or load them (sdk/lua/*.lua; whatever exists at configure time),
+# beside the Prometheus rules and the Grafana dashboard built on them.
 file(GLOB WHARF_LUA_SCRIPTS CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/sdk/lua/*.lua)
 install(FILES ${WHARF_LUA_SCRIPTS} ${PROJECT_SOURCE_DIR}/etc/prometheus/wharf.rules.yml
+              ${PROJECT_SOURCE_DIR}/etc/grafana/wharf.json
               ${PROJECT_SOURCE_DIR}/etc/wharf.acl
         DESTINATION ${CMAKE_INSTALL_DATADIR}/wharf)
 
