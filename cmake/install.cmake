@@ -6,12 +6,26 @@
 # unit) are written at install time, from the prefix actually used.
 
 # The Lua scripts the host and the client run, for operators who want to
-# read or load them (sdk/lua/*.lua; whatever exists at configure time).
+# read or load them (sdk/lua/*.lua; whatever exists at configure time),
+# beside the Prometheus rules and the Grafana dashboard built on them.
 file(GLOB WHARF_LUA_SCRIPTS CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/sdk/lua/*.lua)
 install(FILES ${WHARF_LUA_SCRIPTS} ${PROJECT_SOURCE_DIR}/etc/prometheus/wharf.rules.yml
+              ${PROJECT_SOURCE_DIR}/etc/grafana/wharf.json
               ${PROJECT_SOURCE_DIR}/etc/wharf.acl
         DESTINATION ${CMAKE_INSTALL_DATADIR}/wharf)
+
+# The Python client (package wharf, with wharf.handler), where Debian's
+# python3 finds modules, when installing to /usr (make deb, or make
+# install PREFIX=/usr): it runs the Lua scripts from share/wharf above.
+# Under another prefix no one folder is read by every Python, so it is
+# not installed there: pip installs it (clients/python/README.md).
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/clients/python/wharf
+          DESTINATION lib/python3/dist-packages
+          FILES_MATCHING PATTERN "*.py" PATTERN "py.typed"
+          PATTERN "__pycache__" EXCLUDE)
+endif()
 
 # Man pages, gzipped as Debian installs them (man reads both).
 set(WHARF_MAN_PAGES wharf.1 wharf-plugin.3 wharf.ini.5 wharfd.8)

@@ -17,7 +17,8 @@ plugins (shared objects), enforcing idempotency, locks, result caching,
 retries, dead-lettering, backpressure and metrics itself. The package
 holds wharfd, its systemd unit, the wharf CLI, the plugin SDK
 (headers, pkg-config and CMake files), libwharf-client, and the echo,
-chaos and webhook plugins.")
+chaos and webhook plugins, and the Python client (module wharf, on
+python3-redis).")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
@@ -34,6 +35,8 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS
 # adduser for the system user; the embedded Redis needs redis-server.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser, redis-server (>= 5:7.0)")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "systemd")
+# The Python client is for producers, not for wharfd.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3, python3-redis (>= 4.3)")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${PROJECT_SOURCE_DIR}/etc/debian/postinst
     ${PROJECT_SOURCE_DIR}/etc/debian/postrm

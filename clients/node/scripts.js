@@ -1,10 +1,10 @@
 'use strict';
 // The Lua scripts, loaded from the same .lua files the C client, the CLI
-// and the hosts are built from (sdk/lua in the source tree, share/wharf
-// once installed), run with EVALSHA and loaded on NOSCRIPT. Each file's
-// header states its keys, arguments and reply words (sdk/lua/README.md);
-// parse reads it as the C build does, so the client builds every call
-// from it.
+// and the hosts are built from (sdk/lua in the source tree; the package's
+// lua/ copy or share/wharf once installed), run with EVALSHA and loaded
+// on NOSCRIPT. Each file's header states its keys, arguments and reply
+// words (sdk/lua/README.md); parse reads it as the C build does, so the
+// client builds every call from it.
 const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
@@ -15,6 +15,8 @@ function candidates(explicit) {
   const out = [];
   if (explicit) out.push(explicit);
   if (process.env.WHARF_LUA_DIR) out.push(process.env.WHARF_LUA_DIR);
+  // An installed tarball's own copy (lua/, put there by pack.js).
+  out.push(path.join(__dirname, 'lua'));
   // clients/node/scripts.js -> the source tree's sdk/lua
   out.push(path.resolve(__dirname, '..', '..', 'sdk', 'lua'));
   for (const prefix of ['/usr/local', '/usr']) out.push(path.join(prefix, 'share', 'wharf'));
@@ -148,4 +150,4 @@ function load(explicit) {
   return out;
 }
 
-module.exports = { load, findDir, parse };
+module.exports = { load, findDir, parse, NAMES };

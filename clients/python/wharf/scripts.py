@@ -1,9 +1,9 @@
 """The Lua scripts, loaded from the same .lua files the C client, the CLI
-and the hosts are built from (sdk/lua in the source tree, share/wharf
-once installed), run with EVALSHA and loaded on NOSCRIPT. Each file's
-header states its keys, arguments and reply words (sdk/lua/README.md);
-parse reads it as the C build does, so the client builds every call
-from it."""
+and the hosts are built from (sdk/lua in the source tree; the wheel's
+wharf/lua copy or share/wharf once installed), run with EVALSHA and
+loaded on NOSCRIPT. Each file's header states its keys, arguments and
+reply words (sdk/lua/README.md); parse reads it as the C build does, so
+the client builds every call from it."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ def _candidates(explicit: Optional[str]) -> List[Path]:
         out.append(Path(explicit))
     if os.environ.get("WHARF_LUA_DIR"):
         out.append(Path(os.environ["WHARF_LUA_DIR"]))
+    # An installed wheel's own copy (wharf/lua, put there by the build).
+    out.append(Path(__file__).resolve().parent / "lua")
     # clients/python/wharf/scripts.py -> the source tree's sdk/lua
     out.append(Path(__file__).resolve().parents[3] / "sdk" / "lua")
     for prefix in (sys.prefix, "/usr/local", "/usr"):
