@@ -11,6 +11,7 @@
 #include "lease_internal.h"
 #include "log.h"
 #include "run.h"
+#include "tls.h"
 #include "xmalloc.h"
 
 static int64_t shortest_lease_ms(const policy *pol)
@@ -293,6 +294,10 @@ void *lease_redis_main(void *arg)
         }
         pthread_mutex_unlock(&k->lock);
         redis_work(k, clock_ms());
+        /* Between passes the supervisor may fork a worker: this thread
+         * then holds no OpenSSL state of its own that the worker would
+         * inherit without the thread that owns it. */
+        tls_thread_idle();
         lease_gate_leave();
         now = clock_ms();
         next = k->next_renew_ms < k->next_heartbeat_ms ? k->next_renew_ms

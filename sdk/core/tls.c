@@ -446,3 +446,8 @@ void tls_free(redisContext *c)
     }
     redisFree(c);
 }
+
+void tls_thread_idle(void)
+{
+    OPENSSL_thread_stop();
+}

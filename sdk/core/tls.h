@@ -90,4 +90,11 @@ bool tls_pending(const redisContext *c);
 /* redisFree, and the session's memory. Accepts NULL. */
 void tls_free(redisContext *c);
 
+/* Frees the calling thread's own OpenSSL state (its error queue and its
+ * random generators, which a TLS call leaves behind), to be made again
+ * when it next needs them. For a thread of a process that forks: the
+ * child has no such thread, so what that state holds would be memory no
+ * one can free there (and LeakSanitizer says so). */
+void tls_thread_idle(void);
+
 #endif /* WHARF_TLS_H */
