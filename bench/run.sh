@@ -39,6 +39,10 @@
 #  12. the processing run again with wharfd over TLS (rediss://, the same
 #      server's --tls-port, certificates made here with openssl), its rate
 #      beside the plain one's (target: at least 0.7 of it).
+#  13. the dead set search: BENCH_DEAD_RECORDS dead records, half of them
+#      matching, searched by error text with wharf dead list --count (a
+#      page of 200 records a call in Redis): how long (target: under a
+#      second) and the longest command Redis ran meanwhile.
 # Only processes it started are stopped, and always. Needs bash, awk and
 # the redis-server/redis-cli/redis-benchmark of scripts/bootstrap.
 set -euo pipefail
@@ -51,7 +55,9 @@ PREFETCH=${BENCH_PREFETCH:-16}
 SINGLE=${BENCH_SINGLE:-20000}
 RATE=${BENCH_RATE:-1000}
 STEADY_SECONDS=${BENCH_STEADY_SECONDS:-5}
-PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,tls,crash,io,handlers,latency,cluster}
+PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,tls,crash,io,handlers,dead,latency,cluster}
+# Dead records searched in the dead-set row.
+DEAD_RECORDS=${BENCH_DEAD_RECORDS:-100000}
 # Tasks in a thousand that crash their worker in the poison row.
 CRASH_PERMILLE=${BENCH_CRASH_PERMILLE:-10}
 CRASH_TASKS=${BENCH_CRASH_TASKS:-20000}
@@ -410,6 +416,43 @@ EOF
         --config "$WORK/handler_io.ini" >"$WORK/handler_io.out" \
         2>"$WORK/handler_io.log" || fail "handler_io: see $WORK/handler_io.log"
 fi
+# The dead set search: DEAD_RECORDS dead records as finish writes them,
+# half of them dead of "connection refused", searched by error text with
+# wharf dead list --count; how long it takes, and the longest command
+# Redis ran meanwhile (its latency monitor, in ms).
+dead_search() {
+    local t0 t1
+    rcli FLUSHALL >/dev/null
+    echo "bench: dead: writing $DEAD_RECORDS dead records" >&2
+    rcli EVAL "
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000
+for i = 0, tonumber(ARGV[1]) - 1 do
+  local id = 'd-' .. i
+  local err = i % 2 == 0 and 'dial tcp: connection refused' or 'timeout'
+  redis.call('HSET', 'wharf:{noop}:dead:' .. id, 'id', id, 'type', 'noop',
+             'payload', 'p', 'attempt', 5, 'enqueued_at', now, 'trace',
+             '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+             'error', err, 'worker', 'bench:0', 'failed_at', now - i)
+  redis.call('ZADD', 'wharf:{noop}:dead', now - i, id)
+end" 0 "$DEAD_RECORDS" >/dev/null
+    rcli CONFIG SET latency-monitor-threshold 1 >/dev/null
+    rcli LATENCY RESET >/dev/null
+    echo "bench: dead: searching them by error text" >&2
+    t0=$(date +%s%N)
+    dead_matches=$(WHARF_REDIS_URL="redis://127.0.0.1:$port/0" \
+        "$BUILD/wharf" dead list noop --grep 'connection refused' --count) ||
+        fail "dead: wharf dead list failed"
+    t1=$(date +%s%N)
+    dead_search_ms=$(( (t1 - t0) / 1000000 ))
+    # LATENCY LATEST: event, time, latest ms, most ms; nothing under 1 ms.
+    dead_longest_ms=$(rcli LATENCY LATEST | awk '
+        $1 == "command" { at = NR } at && NR == at + 3 { print; exit }')
+    dead_longest_ms=${dead_longest_ms:-0}
+    rcli CONFIG SET latency-monitor-threshold 0 >/dev/null
+}
+dead_matches=0 dead_search_ms=0 dead_longest_ms=0
+has_phase dead && dead_search
 has_phase latency && latency
 
 # ---- report ----
@@ -594,6 +637,12 @@ if has_phase handlers; then
     row "  of the limit ($py_io_limit/s; wharf run, no Redis)" \
         "$py_io_of_limit" ">= 0.80" "$(verdict "$py_io_of_limit" ">=" 0.8)"
 fi
+if has_phase dead; then
+    row "dead set search, $DEAD_RECORDS records (ms)" "$dead_search_ms" \
+        "< 1000" "$(verdict "$dead_search_ms" "<=" 999)"
+    row "  matches" "$dead_matches" "" ""
+    row "  longest command meanwhile (ms; 0: under 1)" "$dead_longest_ms" "" ""
+fi
 if has_phase clients; then
     same=$(awk -v a="$c_client_cmds" -v b="$py_client_cmds" \
         -v c="$node_client_cmds" 'BEGIN { print (a == b && b == c) ? "yes" : "NO" }')
@@ -661,6 +710,9 @@ cat >"$OUT" <<EOF
                "node_of_c": $(ratio "$node_rate" "$rate"),
                "python_io_per_s": $(num "$py_io_rate"),
                "python_io_of_limit": $(num "$py_io_of_limit")},
+  "dead_search": {"records": $DEAD_RECORDS, "ms": $(num "$dead_search_ms"),
+                  "matches": $(num "$dead_matches"),
+                  "longest_command_ms": $(num "$dead_longest_ms")},
   "io": {"tasks": $IO_TASKS, "task_ms": $IO_MS, "workers": $IO_WORKERS,
          "tasks_per_s": $(num "$io_rate"), "of_limit": $(num "$io_of_limit"),
          "redis_cpu_us": $(num "$io_redis_us"),
