@@ -83,20 +83,16 @@ static int print_page(cli *ctx, const char *type, const redisReply *page)
     return code;
 }
 
-/* Prints (or, counting, counts) the matches of one page. */
+/* Prints the matches of one page. */
 static int print_matches(cli *ctx, redisContext *redis, const char *type,
                          const dead_match *m, size_t n, void *arg)
 {
-    long *count = arg;
     char when[CLI_TIME_MAX];
 
     (void)ctx;
     (void)redis;
     (void)type;
-    if (count) {
-        *count += (long)n;
-        return 0;
-    }
+    (void)arg;
     for (size_t i = 0; i < n; i++) {
         cli_iso_time(m[i].died_at_ms, when, sizeof(when));
         cli_print_escaped(stdout, m[i].id, strlen(m[i].id));
@@ -117,7 +113,6 @@ static int run(cli *ctx, const cli_args *args)
     char dead[KEY_MAX];
     const char *type;
     dead_filter f;
-    long count = 0;
     bool counting = args->flag[OPT_COUNT] != NULL;
     int code = 0;
 
@@ -125,10 +120,10 @@ static int run(cli *ctx, const cli_args *args)
         (code = dead_filter_parse(ctx, args, OPT_FILTERS, &f)) != 0)
         return code;
     if (f.any || counting) {
-        code = dead_each_match(ctx, "dead list", type, &f, false, false, NULL,
-                               print_matches, counting ? &count : NULL);
+        dead_walk w = {.shown = counting ? NULL : print_matches};
+        code = dead_each_match(ctx, "dead list", type, &f, &w);
         if (code == 0 && counting)
-            printf("%ld\n", count);
+            printf("%ld\n", w.matched);
         return code;
     }
     cli_key(ctx, dead, type, "dead");

@@ -18,8 +18,9 @@
 /* Purges n ids with sdk/lua/dead_purge.lua, pipelined. 0 or an exit
  * code. */
 static int purge_ids(cli *ctx, redisContext *redis, const char *type,
-                     const char *const *ids, size_t n, long *purged)
+                     const char *const *ids, size_t n, void *arg)
 {
+    long *purged = arg;
     command cmd;
     int code = 0, err, rc = 0;
 
@@ -43,45 +44,17 @@ static int purge_ids(cli *ctx, redisContext *redis, const char *type,
     return code;
 }
 
-/* Purges the ids of one ZRANGE page. */
-static int purge_page(cli *ctx, redisContext *redis, const char *type,
-                      const redisReply *page, void *arg)
-{
-    const char *ids[CHUNK];
-    size_t n = page->elements < CHUNK ? page->elements : CHUNK;
-
-    for (size_t i = 0; i < n; i++)
-        ids[i] = page->element[i]->str;
-    return purge_ids(ctx, redis, type, ids, n, arg);
-}
-
-typedef struct purge_counts {
-    long purged, matched;
-    bool counting; /* without --yes: only count the matches */
-} purge_counts;
-
-/* Purges (or, counting, counts) the matches of one page. */
-static int purge_matches(cli *ctx, redisContext *redis, const char *type,
-                         const dead_match *m, size_t n, void *arg)
-{
-    purge_counts *counts = arg;
-    const char *ids[DEAD_FILTER_PAGE];
-
-    counts->matched += (long)n;
-    if (counts->counting)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        ids[i] = m[i].id;
-    return purge_ids(ctx, redis, type, ids, n, &counts->purged);
-}
-
 enum { OPT_YES, OPT_FILTERS };
 
 static int run(cli *ctx, const cli_args *args)
 {
     const char *type;
     bool yes = args->flag[OPT_YES] != NULL;
-    purge_counts counts = {0, 0, !yes};
+    long purged = 0;
+    dead_walk w = {.oldest_first = true,
+                   .removed = yes ? purge_ids : NULL,
+                   .s = &script_dead_purge,
+                   .arg = &purged};
     dead_filter f;
     int code;
 
@@ -90,21 +63,16 @@ static int run(cli *ctx, const cli_args *args)
         return code;
     if (yes && !f.any)
         return cli_usage(ctx, "--yes goes with the filters");
-    if (!f.any) {
-        code = dead_each_page(ctx, "dead purge", type, &script_dead_purge,
-                              CHUNK, purge_page, &counts.purged);
-        printf("purged %ld\n", counts.purged);
-        return code;
-    }
-    code = dead_each_match(ctx, "dead purge", type, &f, true, yes,
-                           &script_dead_purge, purge_matches, &counts);
-    if (code != 0 || yes) {
-        printf("purged %ld\n", counts.purged);
+    code = f.any ? dead_each_match(ctx, "dead purge", type, &f, &w)
+                 : dead_each_page(ctx, "dead purge", type, &script_dead_purge,
+                                  CHUNK, purge_ids, &purged);
+    if (code != 0 || yes || !f.any) {
+        printf("purged %ld\n", purged);
         return code;
     }
     return cli_usage(ctx,
                      "%ld dead tasks of '%s' match; add --yes to purge them",
-                     counts.matched, type);
+                     w.matched, type);
 }
 
 const cli_command cmd_dead_purge_entry = {

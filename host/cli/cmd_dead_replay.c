@@ -20,8 +20,7 @@
 
 /* The script's answer word (sdk/lua/dead_replay.lua), or NO_WORD after
  * saying why there is none. */
-static script_dead_replay_word answer(cli *ctx, const redisReply *r,
-                                      int *code)
+static script_dead_replay_word answer(cli *ctx, const redisReply *r, int *code)
 {
     *code = cli_reply_check(ctx, r, "dead replay");
     if (*code != 0)
@@ -66,14 +65,14 @@ static int replay_one(cli *ctx, const char *type, const char *id)
 }
 
 typedef struct replay_counts {
-    long replayed, missing, matched;
-    bool counting; /* without --yes: only count the matches */
+    long replayed, missing;
 } replay_counts;
 
 /* Replays n ids, pipelined. 0 or an exit code. */
 static int replay_ids(cli *ctx, redisContext *redis, const char *type,
-                      const char *const *ids, size_t n, replay_counts *counts)
+                      const char *const *ids, size_t n, void *arg)
 {
+    replay_counts *counts = arg;
     command cmd;
     int code = 0, err, rc = 0;
 
@@ -101,33 +100,6 @@ static int replay_ids(cli *ctx, redisContext *redis, const char *type,
     return code;
 }
 
-/* Replays the ids of one ZRANGE page. */
-static int replay_page(cli *ctx, redisContext *redis, const char *type,
-                       const redisReply *page, void *arg)
-{
-    const char *ids[CHUNK];
-    size_t n = page->elements < CHUNK ? page->elements : CHUNK;
-
-    for (size_t i = 0; i < n; i++)
-        ids[i] = page->element[i]->str;
-    return replay_ids(ctx, redis, type, ids, n, arg);
-}
-
-/* Replays (or, counting, counts) the matches of one page. */
-static int replay_matches(cli *ctx, redisContext *redis, const char *type,
-                          const dead_match *m, size_t n, void *arg)
-{
-    replay_counts *counts = arg;
-    const char *ids[DEAD_FILTER_PAGE];
-
-    counts->matched += (long)n;
-    if (counts->counting)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        ids[i] = m[i].id;
-    return replay_ids(ctx, redis, type, ids, n, counts);
-}
-
 /* The end of a run over many: the count, a line for ids that had no
  * envelope, and the terminal's progress line closed. */
 static int replayed(cli *ctx, const replay_counts *counts, int code)
@@ -148,23 +120,26 @@ static int replayed(cli *ctx, const replay_counts *counts, int code)
 static int replay_matching(cli *ctx, const char *type, const dead_filter *f,
                            bool yes)
 {
-    replay_counts counts = {0, 0, 0, !yes};
-    int code = dead_each_match(ctx, "dead replay", type, f, true, yes,
-                               &script_dead_replay, replay_matches, &counts);
+    replay_counts counts = {0, 0};
+    dead_walk w = {.oldest_first = true,
+                   .removed = yes ? replay_ids : NULL,
+                   .s = &script_dead_replay,
+                   .arg = &counts};
+    int code = dead_each_match(ctx, "dead replay", type, f, &w);
 
     if (code != 0 || yes)
         return replayed(ctx, &counts, code);
     return cli_usage(ctx,
                      "%ld dead tasks of '%s' match; add --yes to replay "
                      "them",
-                     counts.matched, type);
+                     w.matched, type);
 }
 
 static int replay_all(cli *ctx, const char *type)
 {
-    replay_counts counts = {0, 0, 0, false};
+    replay_counts counts = {0, 0};
     int code = dead_each_page(ctx, "dead replay", type, &script_dead_replay,
-                              CHUNK, replay_page, &counts);
+                              CHUNK, replay_ids, &counts);
 
     return replayed(ctx, &counts, code);
 }

@@ -127,17 +127,13 @@ static int run_resume(cli *ctx, const cli_args *args)
 const cli_command cmd_pause_entry = {
     .name = "pause",
     .usage = "TYPE [--for DUR]",
-    .help =
-        "Pauses TYPE on every host: no task of it starts until it is resumed\n"
-        "(or, with --for, until DUR has passed). Running tasks finish; "
-        "enqueues\n"
-        "still succeed, and the tasks wait. A task claimed before its host "
-        "saw\n"
-        "the pause goes back to wait unrun, no attempt spent. Pausing a "
-        "paused\n"
-        "type keeps its start and sets its end anew.\n"
-        "  --for DUR     end the pause by itself after DUR (1ms to 30d)\n"
-        "Exit: 0 paused; 64 bad usage; 65 bad type; 69 Redis unavailable.\n",
+    .help = "Pauses TYPE on every host: no task of it starts until it is resumed\n"
+"(or, with --for, until DUR has passed). Running tasks finish; enqueues\n"
+"still succeed, and the tasks wait. A task claimed before its host saw\n"
+"the pause goes back to wait unrun, no attempt spent. Pausing a paused\n"
+"type keeps its start and sets its end anew.\n"
+"  --for DUR     end the pause by itself after DUR (1ms to 30d)\n"
+"Exit: 0 paused; 64 bad usage; 65 bad type; 69 Redis unavailable.\n",
     .flags = {[OPT_FOR] = {"for", true, check_for}},
     .operands = {"TYPE"},
     .lower = 1,
@@ -148,11 +144,9 @@ const cli_command cmd_pause_entry = {
 const cli_command cmd_resume_entry = {
     .name = "resume",
     .usage = "TYPE",
-    .help =
-        "Resumes TYPE after wharf pause: its hosts start its tasks again "
-        "within\n"
-        "about a second. A type that was not paused is left as it is.\n"
-        "Exit: 0 resumed or not paused; 65 bad type; 69 Redis unavailable.\n",
+    .help = "Resumes TYPE after wharf pause: its hosts start its tasks again within\n"
+"about a second. A type that was not paused is left as it is.\n"
+"Exit: 0 resumed or not paused; 65 bad type; 69 Redis unavailable.\n",
     .operands = {"TYPE"},
     .lower = 1,
     .upper = 1,

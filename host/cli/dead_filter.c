@@ -147,9 +147,10 @@ static redisReply *find_in_page(cli *ctx, const char *what, const char *type,
 }
 
 int dead_each_match(cli *ctx, const char *what, const char *type,
-                    const dead_filter *f, bool oldest_first, bool removes,
-                    const script *s, dead_match_fn fn, void *arg)
+                    const dead_filter *f, dead_walk *w)
 {
+    const bool oldest_first = w->oldest_first, removes = w->removed != NULL;
+    const char *ids[DEAD_FILTER_PAGE];
     char dead[KEY_MAX], lo[32], hi[32], outside[40], err[512];
     long long base = 0, total = 0, visited = 0;
     redisContext *redis;
@@ -160,8 +161,8 @@ int dead_each_match(cli *ctx, const char *what, const char *type,
 
     if ((code = redis_now(ctx, what, &now)) != 0)
         return code;
-    if (s && (redis = cli_redis(ctx, &code)) &&
-        script_load(redis, s, err, sizeof(err)) != 0)
+    if (w->s && (redis = cli_redis(ctx, &code)) &&
+        script_load(redis, w->s, err, sizeof(err)) != 0)
         code = cli_fail(ctx, EX_UNAVAILABLE, "%s", err);
     if (code != 0)
         return code;
@@ -214,11 +215,15 @@ int dead_each_match(cli *ctx, const char *what, const char *type,
                 redisReply *const *e = found->element + 4 * i;
                 m[i] = (dead_match){e[0]->str, (int64_t)strtod(e[1]->str, NULL),
                                     e[2]->str, e[3]->str, e[3]->len};
+                ids[i] = e[0]->str;
             }
-            if (n > 0) {
+            w->matched += (long)n;
+            if (n > 0 && (w->shown || w->removed)) {
                 redis = cli_redis(ctx, &code);
                 if (redis)
-                    code = fn(ctx, redis, type, m, n, arg);
+                    code = w->shown
+                               ? w->shown(ctx, redis, type, m, n, w->arg)
+                               : w->removed(ctx, redis, type, ids, n, w->arg);
             }
             freeReplyObject(found);
         }

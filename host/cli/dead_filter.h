@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "cli.h"
+#include "dead_pages.h"
 #include "script.h"
 
 /* The filter flags, as a command declares them in its flags table from
@@ -49,17 +50,26 @@ typedef struct dead_match {
 typedef int (*dead_match_fn)(cli *ctx, redisContext *redis, const char *type,
                              const dead_match *m, size_t n, void *arg);
 
-/* Walks the records of type's dead set that f matches, newest first
- * (oldest first with oldest_first), a page of DEAD_FILTER_PAGE ids at a
- * time, handing fn the matches of each page. With removes, fn takes its
- * matches out of the set (a replay, a purge): the walk then steps over
- * the rest only, and stops at the records that died before it started,
- * so a task that dies again meanwhile is not visited twice. The script
- * fn sends pipelined, if any, is loaded first (NULL: none). what names
- * the command in errors. 0 or an exit code. */
+/* What a walk does with the matches of each page. */
+typedef struct dead_walk {
+    bool oldest_first;    /* else newest first */
+    dead_match_fn shown;  /* given the matches whole (a listing), or NULL */
+    dead_page_fn removed; /* given their ids, and takes them out of the
+                             set (a replay, a purge), or NULL */
+    const script *s;      /* the script `removed` sends pipelined, loaded
+                             first, or NULL */
+    void *arg;            /* for shown or removed */
+    long matched;         /* out: how many matched */
+} dead_walk;
+
+/* Walks the records of type's dead set that f matches, a page of
+ * DEAD_FILTER_PAGE ids at a time, counting them in w->matched and handing
+ * each page's matches to w->shown or w->removed (neither: a count). A walk
+ * that removes steps over the rest only, and stops at the records that
+ * died before it started, so a task that dies again meanwhile is not
+ * visited twice. what names the command in errors. 0 or an exit code. */
 int dead_each_match(cli *ctx, const char *what, const char *type,
-                    const dead_filter *f, bool oldest_first, bool removes,
-                    const script *s, dead_match_fn fn, void *arg);
+                    const dead_filter *f, dead_walk *w);
 
 /* Ids per page: small enough that one dead_find call stays well under a
  * millisecond or two of Redis time. */

@@ -1,6 +1,7 @@
 /* Walking a dead set a page at a time; see dead_pages.h. */
 #include "dead_pages.h"
 
+#include <stdlib.h>
 #include <sysexits.h>
 
 #include "keys.h"
@@ -35,8 +36,17 @@ int dead_each_page(cli *ctx, const char *what, const char *type,
             if (r->element[i]->type != REDIS_REPLY_STRING)
                 code = cli_fail(ctx, EX_SOFTWARE, "ZRANGE gave a non-string");
         /* cli_run may have made a new connection: take it afresh. */
-        if (code == 0 && (redis = cli_redis(ctx, &code)))
-            code = fn(ctx, redis, type, r, arg);
+        if (code == 0 && (redis = cli_redis(ctx, &code))) {
+            const char **ids = calloc(r->elements, sizeof(*ids));
+            if (!ids) {
+                code = cli_fail(ctx, EX_OSERR, "%s: out of memory", what);
+            } else {
+                for (size_t i = 0; i < r->elements; i++)
+                    ids[i] = r->element[i]->str;
+                code = fn(ctx, redis, type, ids, r->elements, arg);
+                free(ids);
+            }
+        }
         remaining -= (long long)r->elements;
         freeReplyObject(r);
     }

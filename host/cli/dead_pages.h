@@ -6,9 +6,9 @@
 #include "cli.h"
 #include "script.h"
 
-/* Handles the ids (all strings) of one page; 0 or an exit code. */
+/* Handles n ids of one page; 0 or an exit code. */
 typedef int (*dead_page_fn)(cli *ctx, redisContext *redis, const char *type,
-                            const redisReply *ids, void *arg);
+                            const char *const *ids, size_t n, void *arg);
 
 /* Loads s, then hands fn the dead set of type a page of up to chunk ids at
  * a time, oldest first (fn is expected to take them out of the set). It
