@@ -10,86 +10,10 @@
 #include <sysexits.h>
 
 #include "cli.h"
+#include "dead_record.h"
 #include "entry.h"
 
 enum { OPT_CONFIG, OPT_RESULT };
-
-/* The dead record of one id and what it points into. */
-typedef struct dead_record {
-    redisReply *score; /* ZSCORE dead id */
-    redisReply *all;   /* HGETALL of the record */
-    redisReply *delayed;
-    char key[KEY_MAX]; /* the key all was read from */
-} dead_record;
-
-static void record_free(dead_record *r)
-{
-    freeReplyObject(r->score);
-    freeReplyObject(r->all);
-    freeReplyObject(r->delayed);
-}
-
-/* True if the reply is a hash's HGETALL: strings, in pairs. */
-static int is_hash(const redisReply *all)
-{
-    if (all->type != REDIS_REPLY_ARRAY || all->elements % 2 != 0)
-        return 0;
-    for (size_t i = 0; i < all->elements; i++)
-        if (all->element[i]->type != REDIS_REPLY_STRING)
-            return 0;
-    return 1;
-}
-
-/* Reads the dead record of id as the other dead commands find it:
- * dead:<id>, else (a record of an older host) task:<id> unless the id
- * waits in delayed, where task:<id> is a new run's. 0, or the exit code
- * after saying why (1 when the id is not dead or has no record). */
-static int record_read(cli *ctx, const char *type, const char *id,
-                       dead_record *r)
-{
-    char dead[KEY_MAX], delayed[KEY_MAX];
-    int code = 0;
-
-    cli_key(ctx, dead, type, "dead");
-    cli_key(ctx, delayed, type, "delayed");
-    cli_task_key(ctx, r->key, type, "dead", id);
-    if (!(r->score = cli_run(ctx, &code, "dead run", "ZSCORE %s %s", dead, id)))
-        return code;
-    if (r->score->type != REDIS_REPLY_STRING)
-        return cli_fail(ctx, CLI_NOT_FOUND, "no dead task '%s' of type '%s'",
-                        id, type);
-    if (!(r->all = cli_run(ctx, &code, "dead run", "HGETALL %s", r->key)))
-        return code;
-    if (is_hash(r->all) && r->all->elements == 0) {
-        if (!(r->delayed =
-                  cli_run(ctx, &code, "dead run", "ZSCORE %s %s", delayed, id)))
-            return code;
-        if (r->delayed->type != REDIS_REPLY_STRING) {
-            freeReplyObject(r->all);
-            cli_task_key(ctx, r->key, type, "task", id);
-            if (!(r->all =
-                      cli_run(ctx, &code, "dead run", "HGETALL %s", r->key)))
-                return code;
-        }
-    }
-    if (!is_hash(r->all))
-        return cli_fail(ctx, EX_SOFTWARE, "%s is not a hash", r->key);
-    if (r->all->elements == 0)
-        return cli_fail(ctx, CLI_NOT_FOUND,
-                        "dead task '%s' of type '%s' has no record (%s is "
-                        "gone)",
-                        id, type, r->key);
-    return 0;
-}
-
-/* The value of field name in the record, or NULL. */
-static const redisReply *record_field(const dead_record *r, const char *name)
-{
-    for (size_t i = 0; i + 1 < r->all->elements; i += 2)
-        if (strcmp(r->all->element[i]->str, name) == 0)
-            return r->all->element[i + 1];
-    return NULL;
-}
 
 /* The task of the record, checked by the host's own reading of a stream
  * entry (entry_parse) so it is the task a worker would have run; its
@@ -107,7 +31,7 @@ static int record_task(cli *ctx, const char *type, const dead_record *r,
     redisReply *parts[2] = {&name, r->all};
     redisReply wrapped = {
         .type = REDIS_REPLY_ARRAY, .elements = 2, .element = parts};
-    const redisReply *fence = record_field(r, "fence");
+    const redisReply *fence = dead_record_field(r, "fence");
     policy pol;
     char *end;
 
@@ -149,12 +73,13 @@ static int run(cli *ctx, const cli_args *args)
                         "no manifest says which plugin serves '%s': give "
                         "--config FILE or PLUGIN.so",
                         type);
-    if ((code = record_read(ctx, type, id, &r)) == 0 &&
-        (code = record_task(ctx, type, &r, &e)) == 0) {
+    if ((code = dead_record_read(ctx, "dead run", type, id, &r)) == 0 &&
+        (code = r.all->elements == 0 ? dead_record_gone(ctx, type, id, &r)
+                                     : record_task(ctx, type, &r, &e)) == 0) {
         /* Nothing more is read: a plugin stopped in a debugger holds no
          * idle connection open. */
         cli_disconnect(ctx);
-        error = record_field(&r, "error");
+        error = dead_record_field(&r, "error");
         memset(&replay, 0, sizeof(replay));
         replay.plugin_path = plugin;
         replay.config_path = args->flag[OPT_CONFIG];
@@ -164,7 +89,7 @@ static int run(cli *ctx, const cli_args *args)
             error && error->len ? error->str : "(no error recorded)";
         code = cli_run_replay(ctx, &replay);
     }
-    record_free(&r);
+    dead_record_free(&r);
     return code;
 }
 

@@ -1,11 +1,13 @@
-/* wharf dead show TYPE ID: every field of a dead task's envelope, one
- * "name: value" a line (values escaped when not printable), with when it
- * died; exit 1 if the id is not in the dead set. */
+/* wharf dead show TYPE ID: every field of a dead task's record
+ * (dead_record.h), one "name: value" a line (values escaped when not
+ * printable), with when it died; exit 1 if the id is not in the dead
+ * set. */
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 
 #include "cli.h"
+#include "dead_record.h"
 
 /* The envelope's fields in the order they are shown; others follow. */
 static const char *const known[] = {
@@ -53,67 +55,24 @@ static void print_envelope(const redisReply *all)
             print_value(all->element[i]->str, all->element[i + 1]);
 }
 
-static int valid_hash(const redisReply *all)
-{
-    if (all->type != REDIS_REPLY_ARRAY || all->elements % 2 != 0)
-        return 0;
-    for (size_t i = 0; i < all->elements; i++)
-        if (all->element[i]->type != REDIS_REPLY_STRING)
-            return 0;
-    return 1;
-}
-
 static int run(cli *ctx, const cli_args *args)
 {
-    char dead[KEY_MAX], record[KEY_MAX], task[KEY_MAX], when[CLI_TIME_MAX];
-    redisReply *score = NULL, *all = NULL;
+    char when[CLI_TIME_MAX];
     const char *type, *id;
+    dead_record r;
     int code;
 
     if ((code = cli_type_and_id(ctx, args, &type, &id)) != 0)
         return code;
-    cli_key(ctx, dead, type, "dead");
-    cli_task_key(ctx, record, type, "dead", id);
-    cli_task_key(ctx, task, type, "task", id);
-    score = cli_run(ctx, &code, "dead show", "ZSCORE %s %s", dead, id);
-    if (!score)
-        goto out;
-    if (score->type != REDIS_REPLY_STRING) {
-        code = cli_fail(ctx, CLI_NOT_FOUND, "no dead task '%s' of type '%s'",
-                        id, type);
-        goto out;
+    if ((code = dead_record_read(ctx, "dead show", type, id, &r)) == 0) {
+        cli_iso_time((int64_t)strtod(r.score->str, NULL), when, sizeof(when));
+        printf("died_at: %s (%s)\n", r.score->str, when);
+        if (r.all->elements == 0)
+            code = dead_record_gone(ctx, type, id, &r);
+        else
+            print_envelope(r.all);
     }
-    all = cli_run(ctx, &code, "dead show", "HGETALL %s", record);
-    if (!all)
-        goto out;
-    if (!valid_hash(all)) {
-        code = cli_fail(ctx, EX_SOFTWARE, "%s is not a hash", record);
-        goto out;
-    }
-    if (all->elements == 0) {
-        /* A record written before dead tasks had their own key. */
-        freeReplyObject(all);
-        all = cli_run(ctx, &code, "dead show", "HGETALL %s", task);
-        if (!all)
-            goto out;
-        if (!valid_hash(all)) {
-            code = cli_fail(ctx, EX_SOFTWARE, "%s is not a hash", task);
-            goto out;
-        }
-    }
-    cli_iso_time((int64_t)strtod(score->str, NULL), when, sizeof(when));
-    printf("died_at: %s (%s)\n", score->str, when);
-    if (all->elements == 0) {
-        code = cli_fail(ctx, CLI_NOT_FOUND,
-                        "dead task '%s' of type '%s' has "
-                        "no record (%s is gone)",
-                        id, type, record);
-        goto out;
-    }
-    print_envelope(all);
-out:
-    freeReplyObject(score);
-    freeReplyObject(all);
+    dead_record_free(&r);
     return code;
 }
 
