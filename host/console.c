@@ -96,6 +96,8 @@ void console_destroy(console *c)
         free(c->rings[i]);
     presence_destroy(c->presence);
     free(c->history);
+    for (size_t i = 0; c->v.slots && i < c->v.n_slots; i++)
+        free(c->v.slots[i].runs);
     free(c->v.slots);
     free(c);
 }

@@ -136,13 +136,26 @@ static void jb_slots(json_out *b, const console *c)
                         ",\"batch\":%" PRIu32,
                         (long)s->pid, state_name(s->state), s->up_ms,
                         s->batch_n);
-        if (s->id[0]) {
+        if (s->n_runs > 0) {
+            /* The longest-running task first, as before threads, then
+             * every one. */
             json_out_puts(b, ",\"type\":");
-            json_out_str(b, s->type);
+            json_out_str(b, s->runs[0].type);
             json_out_puts(b, ",\"task\":");
-            json_out_str(b, s->id);
-            json_out_printf(b, ",\"running_ms\":%" PRId64, s->running_ms);
+            json_out_str(b, s->runs[0].id);
+            json_out_printf(b, ",\"running_ms\":%" PRId64,
+                            s->runs[0].running_ms);
         }
+        json_out_printf(b, ",\"in_flight\":%zu,\"running\":[", s->n_runs);
+        for (size_t r = 0; r < s->n_runs; r++) {
+            json_out_puts(b, r ? ",{\"type\":" : "{\"type\":");
+            json_out_str(b, s->runs[r].type);
+            json_out_puts(b, ",\"task\":");
+            json_out_str(b, s->runs[r].id);
+            json_out_printf(b, ",\"running_ms\":%" PRId64 "}",
+                            s->runs[r].running_ms);
+        }
+        json_out_puts(b, "]");
         if (s->restart_in_ms)
             json_out_printf(b, ",\"restart_in_ms\":%" PRId64, s->restart_in_ms);
         json_out_printf(b, ",\"restarts\":%u", h->restarts);

@@ -172,14 +172,18 @@ static void trace_id_of(const char *tp, size_t len, char out[33])
     }
 }
 
-/* Where the running task runs, if on this host: its slot's worker. */
+/* Where the running task runs, if on this host: its slot's worker, and
+ * its run there in *run. */
 static const console_slot *slot_running(const console *c, const char *type,
-                                        const char *id)
+                                        const char *id, const console_run **run)
 {
     for (size_t i = 0; i < c->v.n_slots; i++)
-        if (strcmp(c->v.slots[i].id, id) == 0 &&
-            strcmp(c->v.slots[i].type, type) == 0)
-            return &c->v.slots[i];
+        for (size_t r = 0; r < c->v.slots[i].n_runs; r++)
+            if (strcmp(c->v.slots[i].runs[r].id, id) == 0 &&
+                strcmp(c->v.slots[i].runs[r].type, type) == 0) {
+                *run = &c->v.slots[i].runs[r];
+                return &c->v.slots[i];
+            }
     return NULL;
 }
 
@@ -188,6 +192,7 @@ static void jb_task(json_out *b, console *c, const char *type, const char *id,
 {
     const redisReply *h = r->element[1];
     const console_slot *where;
+    const console_run *run = NULL;
     char trace_id[33] = "";
 
     json_out_puts(b, "{\"type\":");
@@ -247,11 +252,11 @@ static void jb_task(json_out *b, console *c, const char *type, const char *id,
         json_out_text(b, r->element[7]->str, r->element[7]->len, PREVIEW_BYTES);
         json_out_puts(b, "}");
     }
-    where = slot_running(c, type, id);
+    where = slot_running(c, type, id, &run);
     if (where) {
         json_out_puts(b, ",\"worker\":");
         json_out_str(b, where->consumer);
-        json_out_printf(b, ",\"running_ms\":%" PRId64, where->running_ms);
+        json_out_printf(b, ",\"running_ms\":%" PRId64, run->running_ms);
     }
     json_out_puts(b, "}");
 }

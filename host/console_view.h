@@ -17,15 +17,22 @@
 typedef struct console console;
 
 /* One worker slot as the supervisor sees it. */
+/* A task running in a worker. */
+typedef struct console_run {
+    char type[SLOT_TYPE_MAX];
+    char id[SLOT_ID_MAX];
+    int64_t running_ms; /* how long it has run */
+} console_run;
+
 typedef struct console_slot {
     const char *consumer;
-    pid_t pid;                /* 0 when not running */
-    int state;                /* slot_state, or -1 when down */
-    char type[SLOT_TYPE_MAX]; /* of the running task, or "" */
-    char id[SLOT_ID_MAX];
-    int64_t running_ms; /* how long that task has run */
-    int64_t up_ms;      /* how long this process has lived */
-    uint32_t batch_n;
+    pid_t pid;  /* 0 when not running */
+    int state;  /* slot_state, or -1 when down */
+    console_run *runs; /* the tasks running, longest first: n_runs of
+                          them, in runs_room the view grows as needed */
+    size_t n_runs, runs_room;
+    int64_t up_ms; /* how long this process has lived */
+    uint32_t batch_n; /* entries it holds (begun or waiting) */
     int64_t restart_in_ms; /* waiting to be started again, or 0 */
 } console_slot;
 

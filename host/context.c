@@ -141,18 +141,17 @@ static int context_cancelled_service(wharf_ctx *ctx)
 
 bool context_cancelled(const context *c)
 {
-    if (c->status && c->status_run &&
-        atomic_load(&c->status->cancel) == c->status_run)
+    if (c->ask && c->ask_run && atomic_load(&c->ask->cancel) == c->ask_run)
         return true;
     return c->deadline_ms != 0 && clock_ms() > c->deadline_ms;
 }
 
-void context_set_deadline(context *c, int64_t deadline_ms, const slot *status,
+void context_set_deadline(context *c, int64_t deadline_ms, const slot_ask *ask,
                           uint32_t run)
 {
     c->deadline_ms = deadline_ms;
-    c->status = status;
-    c->status_run = run;
+    c->ask = ask;
+    c->ask_run = run;
 }
 
 static int context_phase(wharf_ctx *ctx)
@@ -201,8 +200,8 @@ void context_begin(context *c, const wharf_task *task)
     c->has_result = false;
     c->error[0] = '\0';
     c->deadline_ms = 0;
-    c->status = NULL;
-    c->status_run = 0;
+    c->ask = NULL;
+    c->ask_run = 0;
     c->retry_in_ms = -1;
 }
 

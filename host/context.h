@@ -30,9 +30,9 @@ typedef struct context {
     char error[CONTEXT_ERROR_LEN]; /* "" if the plugin set no reason */
 
     int64_t deadline_ms; /* CLOCK_MONOTONIC; 0: no deadline */
-    const slot *status;  /* where the supervisor asks for a cancel, or
-                            NULL */
-    uint32_t status_run; /* the slot's `run` of this call */
+    const slot_ask *ask; /* where the supervisor asks this call's entry
+                            to end, or NULL */
+    uint32_t ask_run;    /* the slot's `run` of this call */
     int phase;           /* WHARF_PHASE_*: what wharf_phase answers */
     int64_t retry_in_ms; /* wharf_retry_in's delay, or -1 */
 } context;
@@ -45,9 +45,10 @@ void context_init(context *c, const struct loaded_plugin *plugin,
  * retry delay. */
 void context_begin(context *c, const wharf_task *task);
 
-/* Gives the call under way a deadline (clock_ms() clock) and, with a
- * slot, the run number the supervisor names when it asks for a cancel. */
-void context_set_deadline(context *c, int64_t deadline_ms, const slot *status,
+/* Gives the call under way a deadline (clock_ms() clock) and, with its
+ * entry's asks in a slot, the run number the supervisor names when it
+ * asks that call to end. */
+void context_set_deadline(context *c, int64_t deadline_ms, const slot_ask *ask,
                           uint32_t run);
 
 /* True once the deadline has passed or the supervisor asked the task to

@@ -111,6 +111,8 @@ void lease_keeper_stop(lease_keeper *k)
         free(k->workers[i].tokens);
         free(k->workers[i].confirmed_ms);
         free(k->workers[i].lost);
+        free(k->workers[i].asked_ms);
+        free(k->workers[i].asked_run);
     }
     free(k->copies);
     free(k->clock_copies);
@@ -155,10 +157,9 @@ void lease_keeper_attach(lease_keeper *k, size_t index, pid_t pid, slot *sl,
     w->sl = sl;
     w->consumer = consumer;
     w->forked_ms = forked_ms;
-    w->cancel_sent_ms = 0;
-    w->cancel_run = 0;
     w->retired = false;
     memset(&w->end, 0, sizeof(w->end));
+    lease_fit(w);
     pthread_mutex_unlock(&k->lock);
 }
 
@@ -178,8 +179,8 @@ void lease_keeper_detach(lease_keeper *k, size_t index, lease_end *end)
     pthread_mutex_unlock(&k->lock);
 }
 
-bool lease_keeper_cancel(lease_keeper *k, size_t index, uint32_t run,
-                         const char *entry_id)
+bool lease_keeper_cancel(lease_keeper *k, size_t index, uint32_t at,
+                         uint32_t run)
 {
     keeper_worker *w;
     bool asked = false;
@@ -188,15 +189,14 @@ bool lease_keeper_cancel(lease_keeper *k, size_t index, uint32_t run,
         return false;
     pthread_mutex_lock(&k->lock);
     w = &k->workers[index];
-    if (w->pid > 0 && w->sl && !w->cancel_sent_ms && !w->end.killed) {
-        snprintf(w->end.entry, sizeof(w->end.entry), "%s", entry_id);
-        w->end.timeout_ms = 0;
-        w->end.lease_lost = false;
-        w->cancel_sent_ms = clock_ms();
-        w->cancel_run = run;
+    if (w->pid > 0 && w->sl && !w->end.killed && at < w->cap &&
+        !(w->asked_ms[at] && w->asked_run[at] == run)) {
+        slot_ask *a = &slot_asks(w->sl)[at];
+        w->asked_ms[at] = clock_ms();
+        w->asked_run[at] = run;
         /* Before cancel: a worker that sees cancel reads it next. */
-        atomic_store(&w->sl->cancel_requested, run);
-        atomic_store(&w->sl->cancel, run);
+        atomic_store(&a->cancel_requested, run);
+        atomic_store(&a->cancel, run);
         asked = true;
     }
     pthread_mutex_unlock(&k->lock);

@@ -24,16 +24,11 @@
 
 typedef struct lease_keeper lease_keeper;
 
-/* What the keeper did to a worker that is gone, for recording the failure
- * of the run it was in. */
+/* What the keeper did to a worker that is gone. Which runs it asked to
+ * end, and why, the slot's asks say (slots.h). */
 typedef struct lease_end {
-    bool killed;                /* SIGKILLed: a deadline, an ignored
-                                   cancel, or init_timeout */
-    char entry[SLOT_ENTRY_MAX]; /* the entry of the run it asked to end,
-                                   or "" */
-    int64_t timeout_ms;         /* that run's timeout, if a timeout asked
-                                   it to end (else 0) */
-    bool lease_lost;            /* that run's lease could not be kept */
+    bool killed; /* SIGKILLed: a deadline, an ignored cancel, or
+                    init_timeout */
 } lease_end;
 
 /* Starts the keeper for n_workers slots, serving the n_types types of
@@ -66,12 +61,12 @@ void lease_keeper_attach(lease_keeper *k, size_t index, pid_t pid, slot *sl,
  * what it did to it in *end. After this the caller may unmap its slot. */
 void lease_keeper_detach(lease_keeper *k, size_t index, lease_end *end);
 
-/* A wharf cancel of the run under way in index's slot (run, its entry):
+/* A wharf cancel of the run under way in entry `at` of index's slot:
  * asks it to end as a timeout would, and kills the worker if it is still
- * in that run RUN_KILL_GRACE_MS later. False if that worker was already
- * asked to end a run (left to that request). */
-bool lease_keeper_cancel(lease_keeper *k, size_t index, uint32_t run,
-                         const char *entry_id);
+ * in that run RUN_KILL_GRACE_MS later. False if that run was already
+ * asked to end (left to that request). */
+bool lease_keeper_cancel(lease_keeper *k, size_t index, uint32_t at,
+                         uint32_t run);
 
 /* True if the keeper's worker of index was asked to stop because a lease
  * of its batch was lost (so its clean exit is a replacement). */

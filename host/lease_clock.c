@@ -12,13 +12,39 @@
 #include "log.h"
 #include "run.h"
 
-/* The deadlines of w's run, as the copy shows it, and the leases that ran
- * out while no renewal could be made. Clock thread. */
+/* Whether entry i's run (as the copy shows it) was asked to end, and if
+ * so whether it ignored that past the grace: then its worker is killed.
+ * A request its run answered by ending is forgotten. Clock thread. */
+static bool enforce_ask(keeper_worker *w, const slot *snap, uint32_t i,
+                        int64_t now)
+{
+    const slot_task *t = &snap->batch[i];
+
+    if (!w->asked_ms[i])
+        return false;
+    if (!slot_task_running(snap, i) || t->run != w->asked_run[i]) {
+        w->asked_ms[i] = 0; /* it ended that run itself */
+        return false;
+    }
+    if (now - w->asked_ms[i] >= RUN_KILL_GRACE_MS && !w->end.killed) {
+        log_fields(WHARF_LOG_WARN,
+                   "task ignored its cancel request; killing its worker",
+                   (log_field[]){LOG_STR("task", t->id),
+                                 LOG_STR("type", t->type),
+                                 LOG_INT("running", (int64_t)snap->n_running),
+                                 LOG_STR("worker", w->consumer)},
+                   4);
+        kill(w->pid, SIGKILL);
+        w->end.killed = true;
+    }
+    return true;
+}
+
+/* The deadlines of w's runs, as the copy shows them, and the leases that
+ * ran out while no renewal could be made. Clock thread. */
 static void enforce(lease_keeper *k, keeper_worker *w, const slot *snap,
                     int64_t now)
 {
-    const slot_task *running;
-
     if (w->end.killed)
         return;
     if (snap->state == SLOT_EMPTY) {
@@ -51,27 +77,17 @@ static void enforce(lease_keeper *k, keeper_worker *w, const slot *snap,
                             now);
         }
     }
-    if (w->cancel_sent_ms) {
-        if (snap->state != SLOT_RUNNING || snap->run != w->cancel_run) {
-            w->cancel_sent_ms = 0; /* it ended that run itself */
-        } else if (now - w->cancel_sent_ms >= RUN_KILL_GRACE_MS) {
-            log_fields(WHARF_LOG_WARN,
-                       "task ignored its cancel request; "
-                       "killing its worker",
-                       (log_field[]){LOG_STR("worker", w->consumer)}, 1);
-            kill(w->pid, SIGKILL);
-            w->end.killed = true;
-        }
-        return;
-    }
-    running = slot_running_task(snap);
-    if (running && now - snap->started_ms > snap->timeout_ms) {
-        lease_ask_to_end(w, snap, now, snap->timeout_ms, false);
+    for (uint32_t i = 0; i < snap->batch_n && i < w->cap; i++) {
+        const slot_task *t = &snap->batch[i];
+        if (enforce_ask(w, snap, i, now) || w->end.killed ||
+            !slot_task_running(snap, i) || now - t->started_ms <= t->timeout_ms)
+            continue;
+        lease_ask_to_end(w, snap, i, now, false);
         log_fields(WHARF_LOG_WARN,
                    "task ran past its timeout; asking it to end",
-                   (log_field[]){LOG_STR("task", running->id),
-                                 LOG_STR("type", running->type),
-                                 LOG_INT("timeout_ms", snap->timeout_ms),
+                   (log_field[]){LOG_STR("task", t->id),
+                                 LOG_STR("type", t->type),
+                                 LOG_INT("timeout_ms", t->timeout_ms),
                                  LOG_STR("worker", w->consumer)},
                    4);
     }

@@ -34,8 +34,6 @@ typedef struct keeper_worker {
     slot *sl;
     const char *consumer;
     int64_t forked_ms;
-    int64_t cancel_sent_ms; /* a request to end run cancel_run, or 0 */
-    uint32_t cancel_run;
     bool retired; /* asked to stop: a lease of its batch was lost */
     lease_end end;
     unsigned leases_gen; /* the attach the arrays below follow */
@@ -43,6 +41,9 @@ typedef struct keeper_worker {
     char (*tokens)[SLOT_TOKEN_MAX]; /* the lock each index is known by */
     int64_t *confirmed_ms;          /* when a renewal that kept it was sent */
     bool *lost;                     /* reported lost already */
+    int64_t *asked_ms;   /* a request to end run asked_run of the entry
+                            was sent then, or 0 */
+    uint32_t *asked_run;
 } keeper_worker;
 
 /* A thread's own copy of a worker's slot. */
@@ -142,16 +143,20 @@ void lease_thread_entered(lease_keeper *k);
 /* What the clock thread knows of type, or NULL. */
 const lease_type *lease_type_of(const lease_keeper *k, const char *type);
 
+/* Sizes what w knows of each entry to its slot's capacity, forgetting
+ * the last worker's after a new attach. */
+void lease_fit(keeper_worker *w);
+
 /* Copies w's slot into c and brings what w knows of its locks in line. */
 void lease_snapshot(copy *c, keeper_worker *w);
 
 /* True if task i of the copy is one whose lock a lost lease endangers. */
 bool lease_matters(const slot *snap, uint32_t i);
 
-/* Asks w's run (of the copy in snap) to end: its deadline passed
- * (timeout_ms), or its lease was lost. */
-void lease_ask_to_end(keeper_worker *w, const slot *snap, int64_t now,
-                      int64_t timeout_ms, bool lease_lost);
+/* Asks the run under way in entry i of w (of the copy in snap) to end:
+ * its deadline passed, or its lease was lost. */
+void lease_ask_to_end(keeper_worker *w, const slot *snap, uint32_t i,
+                      int64_t now, bool lease_lost);
 
 /* Task i of w's batch (as snap shows it) lost its lease (why). */
 void lease_note_lost(lease_keeper *k, keeper_worker *w, const slot *snap,

@@ -20,6 +20,24 @@ const lease_type *lease_type_of(const lease_keeper *k, const char *type)
     return NULL;
 }
 
+void lease_fit(keeper_worker *w)
+{
+    if (!w->sl || (w->leases_gen == w->gen && w->cap == w->sl->capacity))
+        return;
+    w->leases_gen = w->gen;
+    w->cap = w->sl->capacity;
+    free(w->tokens);
+    free(w->confirmed_ms);
+    free(w->lost);
+    free(w->asked_ms);
+    free(w->asked_run);
+    w->tokens = xcalloc(w->cap, sizeof(*w->tokens));
+    w->confirmed_ms = xcalloc(w->cap, sizeof(*w->confirmed_ms));
+    w->lost = xcalloc(w->cap, sizeof(*w->lost));
+    w->asked_ms = xcalloc(w->cap, sizeof(*w->asked_ms));
+    w->asked_run = xcalloc(w->cap, sizeof(*w->asked_run));
+}
+
 /* Copies w's slot into c; brings what w knows of its locks in line (a
  * new attach forgets the last worker's; a lock not seen before lives
  * lock_ttl from its begin). */
@@ -31,16 +49,7 @@ void lease_snapshot(copy *c, keeper_worker *w)
     if (w->pid <= 0 || !w->sl)
         return;
     size = slot_size(w->sl);
-    if (w->leases_gen != w->gen || w->cap != w->sl->capacity) {
-        w->leases_gen = w->gen;
-        w->cap = w->sl->capacity;
-        free(w->tokens);
-        free(w->confirmed_ms);
-        free(w->lost);
-        w->tokens = xcalloc(w->cap, sizeof(*w->tokens));
-        w->confirmed_ms = xcalloc(w->cap, sizeof(*w->confirmed_ms));
-        w->lost = xcalloc(w->cap, sizeof(*w->lost));
-    }
+    lease_fit(w);
     if (c->room < size) {
         free(c->snap);
         c->snap = xcalloc(1, size);
@@ -66,24 +75,22 @@ void lease_snapshot(copy *c, keeper_worker *w)
 bool lease_matters(const slot *snap, uint32_t i)
 {
     return i < snap->batch_n && snap->batch[i].token[0] &&
-           snap->batch[i].ret.finish == 0 && !snap->finishing;
+           snap->batch[i].ret.finish == 0 && !snap->batch[i].finishing;
 }
 
-/* Asks w's run (of the copy in snap) to end: its deadline passed, or its
- * lease was lost. */
-void lease_ask_to_end(keeper_worker *w, const slot *snap, int64_t now,
-                      int64_t timeout_ms, bool lease_lost)
+/* Asks the run under way in entry i (of the copy in snap) to end: its
+ * deadline passed, or its lease was lost. */
+void lease_ask_to_end(keeper_worker *w, const slot *snap, uint32_t i,
+                      int64_t now, bool lease_lost)
 {
-    const slot_task *t = slot_running_task(snap);
+    slot_ask *a = &slot_asks(w->sl)[i];
+    uint32_t run = snap->batch[i].run;
 
-    snprintf(w->end.entry, sizeof(w->end.entry), "%s", t ? t->entry_id : "");
-    w->end.timeout_ms = timeout_ms;
-    w->end.lease_lost = lease_lost;
-    w->cancel_sent_ms = now;
-    w->cancel_run = snap->run;
+    w->asked_ms[i] = now;
+    w->asked_run[i] = run;
     if (lease_lost)
-        atomic_store(&w->sl->lease_lost, snap->run); /* before cancel */
-    atomic_store(&w->sl->cancel, snap->run);
+        atomic_store(&a->lease_lost, run); /* before cancel */
+    atomic_store(&a->cancel, run);
 }
 
 /* Task i of w's batch (as snap shows it) lost its lease (why): says so
@@ -95,7 +102,6 @@ void lease_note_lost(lease_keeper *k, keeper_worker *w, const slot *snap,
                      int64_t now)
 {
     const slot_task *task = &snap->batch[i];
-    const slot_task *running = slot_running_task(snap);
     const lease_type *lt = lease_type_of(k, task->type);
 
     w->lost[i] = true;
@@ -107,8 +113,9 @@ void lease_note_lost(lease_keeper *k, keeper_worker *w, const slot *snap,
                       LOG_INT("margin_ms", margin_ms), LOG_STR("why", why),
                       LOG_STR("worker", w->consumer)},
         5);
-    if (running == task && !w->cancel_sent_ms)
-        lease_ask_to_end(w, snap, now, 0, true);
+    if (slot_task_running(snap, i) &&
+        !(w->asked_ms[i] && w->asked_run[i] == task->run))
+        lease_ask_to_end(w, snap, i, now, true);
     w->retired = true;
     atomic_store(&w->sl->stop, 1);
 }

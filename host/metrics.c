@@ -270,6 +270,13 @@ char *metrics_render(const metrics *m, const queue_figures *queues,
     for (uint32_t i = 0; i < n; i++)
         put(&t, "wharf_leases_lost_total{type=\"%s\"} %" PRIu64 "\n",
             m->types[i].type, load(&m->types[i].leases_lost));
+    put(&t, "# HELP wharf_tasks_given_back_total Tasks that were running "
+            "beside one whose crash or overrun killed their worker: given "
+            "back to the queue, no attempt spent.\n"
+            "# TYPE wharf_tasks_given_back_total counter\n");
+    for (uint32_t i = 0; i < n; i++)
+        put(&t, "wharf_tasks_given_back_total{type=\"%s\"} %" PRIu64 "\n",
+            m->types[i].type, load(&m->types[i].given_back));
     put(&t, "# HELP wharf_worker_restarts_total Worker processes started "
             "again, by why the last one ended.\n"
             "# TYPE wharf_worker_restarts_total counter\n");

@@ -49,6 +49,10 @@ typedef struct type_metrics {
     _Atomic int lease_margin_known;
     _Atomic int64_t lease_ttl_ms;
     _Atomic uint64_t leases_lost;
+    /* Written by the supervisor: tasks that were running beside one whose
+     * crash or overrun killed their worker, given back unrun (no attempt
+     * spent). */
+    _Atomic uint64_t given_back;
     /* Written by the supervisor from the queue figures (every second):
      * 1 while the type is paused. Workers leave it out of their claims. */
     _Atomic int paused;

@@ -13,7 +13,8 @@ static size_t bytes_for(size_t capacity)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t size =
-        sizeof(slot) + capacity * sizeof(slot_task) + SLOT_ARENA_BYTES;
+        sizeof(slot) + capacity * (sizeof(slot_task) + sizeof(slot_ask)) +
+        SLOT_ARENA_BYTES;
 
     return (size + page - 1) / page * page;
 }
@@ -34,7 +35,6 @@ slot *slot_create(size_t capacity)
         return NULL;
     /* mmap zeroes it; only what is not zero is set. */
     s->capacity = (uint32_t)capacity;
-    s->running = SLOT_NONE;
     return s;
 }
 
@@ -49,9 +49,19 @@ size_t slot_size(const slot *s)
     return sizeof(slot) + (size_t)s->capacity * sizeof(slot_task);
 }
 
+slot_ask *slot_asks(slot *s)
+{
+    return (slot_ask *)((unsigned char *)s + slot_size(s));
+}
+
+const slot_ask *slot_asks_const(const slot *s)
+{
+    return (const slot_ask *)((const unsigned char *)s + slot_size(s));
+}
+
 unsigned char *slot_arena(slot *s)
 {
-    return (unsigned char *)s + slot_size(s);
+    return (unsigned char *)(slot_asks(s) + s->capacity);
 }
 
 void slot_write_begin(slot *s)
@@ -73,7 +83,6 @@ static void copy_worker_half(const slot *s, slot *copy)
     size_t from = offsetof(slot, writer);
 
     copy->stop = atomic_load(&s->stop);
-    copy->cancel = atomic_load(&s->cancel);
     copy->capacity = s->capacity;
     memcpy((char *)copy + from, (const char *)s + from, slot_size(s) - from);
 }
@@ -112,20 +121,26 @@ int slot_read(const slot *s, slot *copy)
     return -2;
 }
 
-const slot_task *slot_running_task(const slot *s)
+bool slot_task_running(const slot *s, uint32_t i)
 {
-    if (s->state != SLOT_RUNNING || s->running >= s->batch_n)
-        return NULL;
-    return &s->batch[s->running];
+    return i < s->batch_n && i < s->capacity && s->batch[i].run != 0 &&
+           s->batch[i].type[0];
 }
 
-bool slot_run_cancelled(const slot *s, uint32_t run)
+bool slot_run_cancelled(const slot *s, uint32_t i, uint32_t run)
 {
-    return run != 0 && atomic_load(&s->cancel_requested) == run;
+    return run != 0 && i < s->capacity &&
+           atomic_load(&slot_asks_const(s)[i].cancel_requested) == run;
 }
 
-bool slot_run_lease_lost(const slot *s, uint32_t run)
+bool slot_run_lease_lost(const slot *s, uint32_t i, uint32_t run)
 {
-    return run != 0 && atomic_load(&s->lease_lost) == run;
+    return run != 0 && i < s->capacity &&
+           atomic_load(&slot_asks_const(s)[i].lease_lost) == run;
 }
 
+bool slot_run_asked_to_end(const slot *s, uint32_t i, uint32_t run)
+{
+    return run != 0 && i < s->capacity &&
+           atomic_load(&slot_asks_const(s)[i].cancel) == run;
+}

@@ -1,11 +1,13 @@
 /* A worker's slot: shared memory in which one worker process says what it
- * is doing (its batch, the task running, since when), so the supervisor
+ * is doing (the entries it holds, the tasks running, since when), so the supervisor
  * can renew leases, enforce timeouts and record the failure of a task
  * whose worker died; and in which the supervisor asks the worker to stop
- * or to cancel its task, so no signal ever interrupts plugin code.
+ * or to cancel one of its tasks, so no signal ever interrupts plugin
+ * code. A worker with one thread holds a batch (entries from the first);
+ * one with several holds a table whose entries come and go one by one.
  *
  * One slot is mapped for each worker process just before it is forked,
- * sized for the batch that worker may hold under the manifest of the
+ * sized for the entries that worker may hold under the manifest of the
  * moment, and unmapped once that process is gone: a reload that adds a
  * type or raises prefetch gets slots of the new size, and a worker killed
  * in the middle of a write leaves nothing behind for its replacement. */
@@ -15,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -35,7 +38,7 @@ typedef enum slot_state {
     SLOT_STOPPING   /* finishing up after a stop request */
 } slot_state;
 
-/* What a plugin call returned, kept until the batch's finish is sent. */
+/* What a plugin call returned, kept until its finish is sent. */
 typedef struct slot_return {
     int finish;            /* a finish_kind (broker.h); 0: not returned */
     uint32_t next_attempt; /* as the worker decided (retry, dead) */
@@ -46,7 +49,9 @@ typedef struct slot_return {
     int finished; /* 1: sent already (finished at once), nothing to do */
 } slot_return;
 
-/* One claimed task of a worker's batch. */
+/* One claimed task of the worker: an entry of its batch (one thread) or
+ * of its table of entries (several threads, where an unused entry has an
+ * empty type). */
 typedef struct slot_task {
     char type[SLOT_TYPE_MAX];
     char id[SLOT_ID_MAX];
@@ -55,36 +60,50 @@ typedef struct slot_task {
     int64_t locked_ms; /* CLOCK_MONOTONIC before the begin that took the
                           lock was sent: the lock lives at most lock_ttl
                           from here unless renewed */
+    uint32_t run;       /* the plugin call under way for it, or 0 */
+    int64_t started_ms; /* CLOCK_MONOTONIC, when that call started */
+    int64_t timeout_ms; /* its type's timeout */
+    int finishing;      /* 1: its finish is being sent, and its lock goes
+                           away with it */
+    /* The fatal signal its thread took during that call, or 0: written
+     * by the worker's signal handler (worker_crash.c), outside the
+     * sequence, just before the process dies. */
+    volatile sig_atomic_t crashed;
     slot_return ret;
 } slot_task;
 
+/* What the supervisor asks of one entry's plugin call. Each field names
+ * the `run` it is meant for, so it never reaches the entry's next call.
+ * Written by the supervisor with atomics, read by the worker at any
+ * time; kept apart from the worker half, which slot_read copies. */
+typedef struct slot_ask {
+    _Atomic uint32_t cancel;           /* the run that must end (its
+                                          deadline passed, it was
+                                          cancelled, or its lease lost) */
+    _Atomic uint32_t cancel_requested; /* the run a wharf cancel asked to
+                                          end (set before cancel) */
+    _Atomic uint32_t lease_lost;       /* the run whose lock could not be
+                                          kept (set before cancel) */
+} slot_ask;
+
 typedef struct slot {
     /* Written by the supervisor, read by the worker at any time. */
-    _Atomic int stop;       /* 1: stop claiming, finish, exit 0 */
-    _Atomic uint32_t cancel; /* the `run` that must end (its deadline
-                                passed, or it was cancelled), or 0 */
-    _Atomic uint32_t cancel_requested; /* the `run` a wharf cancel asked to
-                                          end (set before `cancel`), or 0 */
-    _Atomic uint32_t lease_lost; /* the `run` whose lock could not be kept
-                                    (set before `cancel`), or 0 */
-    uint32_t capacity;      /* batch entries, fixed at slot_create */
+    _Atomic int stop;  /* 1: stop claiming, finish, exit 0 */
+    uint32_t capacity; /* entries, fixed at slot_create */
 
     /* Written by the worker between slot_write_begin and _end. */
-    _Atomic uint32_t seq;   /* odd while the worker writes */
-    _Atomic pid_t writer;   /* who writes (set at slot_write_begin) */
-    int state;              /* slot_state */
-    uint32_t running;       /* index into batch of the running task, or
-                               SLOT_NONE */
-    uint32_t run;           /* counts plugin calls (from 1): names the one
-                               under way, so a cancel meant for one call
-                               never reaches the next */
-    int64_t started_ms;     /* CLOCK_MONOTONIC, when it started */
-    int64_t timeout_ms;     /* its type's timeout */
-    uint32_t batch_n;
-    uint32_t arena_used;    /* bytes of the arena the batch's returns use */
-    int finishing;          /* 1: the batch's finish is being sent */
-    slot_task batch[];      /* capacity entries, then SLOT_ARENA_BYTES of
-                               arena (slot_arena), outside slot_size */
+    _Atomic uint32_t seq; /* odd while the worker writes */
+    _Atomic pid_t writer; /* who writes (set at slot_write_begin) */
+    int state;            /* slot_state */
+    uint32_t run;         /* the last run number given out: counts plugin
+                             calls (from 1), so each names one call */
+    uint32_t n_running;   /* entries whose plugin call is under way */
+    uint32_t batch_n;     /* entries in use from the first: the batch, or
+                             every entry of the table */
+    uint32_t arena_used;  /* bytes of the arena the batch's returns use */
+    slot_task batch[];    /* capacity entries, then capacity slot_asks
+                             (slot_asks) and SLOT_ARENA_BYTES of arena
+                             (slot_arena), both outside slot_size */
 } slot;
 
 /* Maps a zeroed, shared, anonymous slot of capacity batch entries (at
@@ -113,17 +132,24 @@ void slot_write_end(slot *s);
  * the entries the dead worker held, which is what recovery needs). */
 int slot_read(const slot *s, slot *copy);
 
-/* The task of s's batch whose plugin call is under way, or NULL (none
- * is, or the slot names no task of its batch). */
-const slot_task *slot_running_task(const slot *s);
+/* The supervisor's asks of s, one per entry (capacity of them). */
+slot_ask *slot_asks(slot *s);
+const slot_ask *slot_asks_const(const slot *s);
 
-/* True if plugin call `run` (not 0) is one a wharf cancel asked to end:
- * such a run ends as cancelled, whatever it returned or however its
- * worker died. */
-bool slot_run_cancelled(const slot *s, uint32_t run);
+/* True if entry i of s is in use and its plugin call is under way. */
+bool slot_task_running(const slot *s, uint32_t i);
 
-/* True if plugin call `run` (not 0) lost its lease: the lease keeper could
- * not keep its lock, so whatever it returns is not trusted. */
-bool slot_run_lease_lost(const slot *s, uint32_t run);
+/* True if plugin call `run` (not 0) of entry i is one a wharf cancel
+ * asked to end: such a run ends as cancelled, whatever it returned or
+ * however its worker died. */
+bool slot_run_cancelled(const slot *s, uint32_t i, uint32_t run);
+
+/* True if plugin call `run` (not 0) of entry i lost its lease: the lease
+ * keeper could not keep its lock, so whatever it returns is not trusted. */
+bool slot_run_lease_lost(const slot *s, uint32_t i, uint32_t run);
+
+/* True if plugin call `run` (not 0) of entry i was asked to end, for any
+ * of the reasons above or its deadline. */
+bool slot_run_asked_to_end(const slot *s, uint32_t i, uint32_t run);
 
 #endif /* WHARF_SLOTS_H */

@@ -2,11 +2,21 @@
  * console's requests, answered from the loop's last figures. */
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clock_ms.h"
 #include "supervisor_internal.h"
 #include "xmalloc.h"
+
+/* Orders runs by how long they have run, longest first. */
+static int longest_first(const void *a, const void *b)
+{
+    int64_t x = ((const console_run *)a)->running_ms;
+    int64_t y = ((const console_run *)b)->running_ms;
+
+    return (x < y) - (x > y);
+}
 
 /* What the console shows, from what the loop already knows. */
 void console_view_of(void *arg, console_view *v)
@@ -24,23 +34,37 @@ void console_view_of(void *arg, console_view *v)
     for (size_t i = 0; i < v->n_slots && i < s->n_procs; i++) {
         worker_proc *p = &s->procs[i];
         console_slot *out = &v->slots[i];
-        const slot_task *t;
-        memset(out, 0, sizeof(*out));
+        const slot *snap;
         out->consumer = p->consumer;
         out->pid = p->pid > 0 ? p->pid : 0;
         out->state = -1;
+        out->n_runs = 0;
+        out->up_ms = 0;
+        out->batch_n = 0;
         out->restart_in_ms = p->restart_at_ms ? p->restart_at_ms - now : 0;
         if (p->pid <= 0 || read_slot(p) != 0)
             continue;
-        out->state = p->snap->state;
+        snap = p->snap;
+        out->state = snap->state;
         out->up_ms = now - p->forked_ms;
-        out->batch_n = p->snap->batch_n;
-        t = slot_running_task(p->snap);
-        if (t) {
-            snprintf(out->type, sizeof(out->type), "%s", t->type);
-            snprintf(out->id, sizeof(out->id), "%s", t->id);
-            out->running_ms = now - p->snap->started_ms;
+        out->batch_n = 0;
+        for (uint32_t e = 0; e < snap->batch_n; e++)
+            out->batch_n += snap->batch[e].type[0] != '\0';
+        if (out->runs_room < snap->n_running) {
+            out->runs_room = snap->n_running;
+            out->runs = xrealloc(out->runs, out->runs_room * sizeof(*out->runs));
         }
+        for (uint32_t e = 0; e < snap->batch_n && out->n_runs < out->runs_room;
+             e++) {
+            console_run *r;
+            if (!slot_task_running(snap, e))
+                continue;
+            r = &out->runs[out->n_runs++];
+            snprintf(r->type, sizeof(r->type), "%s", snap->batch[e].type);
+            snprintf(r->id, sizeof(r->id), "%s", snap->batch[e].id);
+            r->running_ms = now - snap->batch[e].started_ms;
+        }
+        qsort(out->runs, out->n_runs, sizeof(*out->runs), longest_first);
     }
 }
 

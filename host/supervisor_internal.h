@@ -60,8 +60,7 @@ typedef struct worker_proc {
     int64_t forked_ms;
     int64_t restart_at_ms; /* when to fork it again; 0 = not waiting */
     unsigned crashes;      /* deaths in a row, each before STABLE_AFTER */
-    lease_end end;         /* what the lease keeper did to it (its
-                              deadline, a cancel, a lost lease) */
+    lease_end end;         /* what the lease keeper did to it */
     bool recovering;       /* died while Redis was away: its slot is
                               kept, and it is not started again, until
                               recover_slot has recorded its tasks */
@@ -127,8 +126,7 @@ bool signals_take_child(void);  /* true once per SIGCHLD (or several) */
 /* supervisor_proc.c */
 void drop_slot(worker_proc *p);
 int read_slot(worker_proc *p);
-void death_reason(const worker_proc *p, int status, const char *entry_id,
-                  char *buf, size_t len);
+void death_reason(int status, char *buf, size_t len);
 worker_figures count_workers(supervisor *s);
 
 /* supervisor_redis.c */

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "pressure.h"
 #include "supervisor_internal.h"
+#include "xmalloc.h"
 
 /* Asks the running plugin of each worker whose task was cancelled
  * (cancel:<id> names its entry, see cancel_poll.h) to end, through the
@@ -20,39 +21,61 @@
  * nothing either way). */
 static int check_cancels(supervisor *s)
 {
-    const char *types[s->n_procs ? s->n_procs : 1];
-    const char *ids[s->n_procs ? s->n_procs : 1];
-    const char *entry_ids[s->n_procs ? s->n_procs : 1];
-    uint32_t runs[s->n_procs ? s->n_procs : 1];
-    bool cancelled[s->n_procs ? s->n_procs : 1];
-    size_t which[s->n_procs ? s->n_procs : 1];
-    size_t n = 0;
+    size_t room = 0, n = 0;
+    const char **types, **ids, **entry_ids;
+    uint32_t *runs, *entries;
+    bool *cancelled;
+    size_t *which;
+    int rc = 0;
 
-    for (size_t i = 0; i < s->n_procs; i++) {
-        worker_proc *p = &s->procs[i];
-        const slot_task *t;
-        if (p->pid <= 0 || read_slot(p) != 0 ||
-            !(t = slot_running_task(p->snap)))
-            continue;
-        types[n] = t->type;
-        ids[n] = t->id;
-        entry_ids[n] = t->entry_id;
-        runs[n] = p->snap->run;
-        which[n++] = i;
-    }
-    if (n == 0)
+    for (size_t i = 0; i < s->n_procs; i++)
+        if (s->procs[i].pid > 0 && read_slot(&s->procs[i]) == 0)
+            room += s->procs[i].snap->n_running;
+    if (room == 0)
         return 0;
-    if (cancel_poll(&s->b, types, ids, entry_ids, n, cancelled) != 0)
-        return -1;
-    for (size_t k = 0; k < n; k++)
+    types = xcalloc(room, sizeof(*types));
+    ids = xcalloc(room, sizeof(*ids));
+    entry_ids = xcalloc(room, sizeof(*entry_ids));
+    runs = xcalloc(room, sizeof(*runs));
+    entries = xcalloc(room, sizeof(*entries));
+    cancelled = xcalloc(room, sizeof(*cancelled));
+    which = xcalloc(room, sizeof(*which));
+    /* The copies read above are the ones used: read_slot is not called
+     * again, so the count matches. */
+    for (size_t i = 0; i < s->n_procs; i++) {
+        const slot *snap = s->procs[i].snap;
+        if (s->procs[i].pid <= 0 || !snap)
+            continue;
+        for (uint32_t e = 0; e < snap->batch_n && n < room; e++) {
+            const slot_task *t = &snap->batch[e];
+            if (!slot_task_running(snap, e))
+                continue;
+            types[n] = t->type;
+            ids[n] = t->id;
+            entry_ids[n] = t->entry_id;
+            runs[n] = t->run;
+            entries[n] = e;
+            which[n++] = i;
+        }
+    }
+    if (n > 0 && cancel_poll(&s->b, types, ids, entry_ids, n, cancelled) != 0)
+        rc = -1;
+    for (size_t k = 0; rc == 0 && k < n; k++)
         if (cancelled[k] &&
-            lease_keeper_cancel(s->keeper, which[k], runs[k], entry_ids[k]))
+            lease_keeper_cancel(s->keeper, which[k], entries[k], runs[k]))
             log_fields(WHARF_LOG_INFO, "task cancelled; asking it to end",
                        (log_field[]){
                            LOG_STR("task", ids[k]), LOG_STR("type", types[k]),
                            LOG_STR("worker", s->procs[which[k]].consumer)},
                        3);
-    return 0;
+    free(types);
+    free(ids);
+    free(entry_ids);
+    free(runs);
+    free(entries);
+    free(cancelled);
+    free(which);
+    return rc;
 }
 
 /* Takes over the entries of silent hosts (idle past visibility_timeout):

@@ -30,17 +30,11 @@ int read_slot(worker_proc *p)
     return slot_read(p->sl, p->snap) == 0 ? 0 : -1;
 }
 
-/* Names how a worker ended, for the task it was running. */
-void death_reason(const worker_proc *p, int status, const char *entry_id,
-                  char *buf, size_t len)
+/* Names how a worker ended, for a task it was running that no request
+ * to end and no fault of its own singles out. */
+void death_reason(int status, char *buf, size_t len)
 {
-    bool asked = p->end.entry[0] && strcmp(p->end.entry, entry_id) == 0;
-
-    if (asked && p->end.timeout_ms > 0)
-        snprintf(buf, len, "timeout after %" PRId64 " ms", p->end.timeout_ms);
-    else if (asked && p->end.lease_lost)
-        snprintf(buf, len, "lease lost: its lock could not be renewed in time");
-    else if (WIFSIGNALED(status))
+    if (WIFSIGNALED(status))
         snprintf(buf, len, "worker crashed: SIG%s",
                  sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status))
                                                 : "UNKNOWN");

@@ -1,8 +1,9 @@
-/* What the supervisor does with the batch of a worker that died: the
- * returns it recorded are finished as it would have, the task it was
- * running fails one attempt, and the rest go back unrun (run.h, "Returns
- * kept"). */
-
+/* What the supervisor does with the entries of a worker that died: the
+ * returns it recorded are finished as it would have, the task (or tasks)
+ * whose run killed it fail one attempt, and the rest go back unrun
+ * (run.h, "Returns kept" and "Threads"). */
+#define _GNU_SOURCE /* sigabbrev_np */
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,12 +53,77 @@ static bool returned_job(broker_job *j, const slot_task *t, slot *sl,
     return true;
 }
 
+/* How a run under way when its worker died ends. */
+typedef enum run_fate {
+    FATE_CHARGED,   /* fails one attempt (reason says why) */
+    FATE_CANCELLED, /* a wharf cancel had asked it to end */
+    FATE_GIVEN_BACK /* a neighbour of the culprit: back unrun, no attempt */
+} run_fate;
+
+/* True if entry i's run (snap) is one that singles itself out as the
+ * cause of its worker's death: it was asked to end (a deadline, a cancel,
+ * a lost lease) and did not, or its thread took a fatal signal. */
+static bool culprit(const slot *live, const slot *snap, uint32_t i)
+{
+    return slot_run_asked_to_end(live, i, snap->batch[i].run) ||
+           snap->batch[i].crashed != 0;
+}
+
+/* The fate of entry i's run, under way when its worker died with status,
+ * and the reason of a charged one in buf. When some run singles itself
+ * out, only such runs are charged and the others are given back; when
+ * none does (a kill from outside, exit() in a plugin), every run under
+ * way is charged, and the reason says how many there were. */
+static run_fate fate_of(const slot *live, const slot *snap, uint32_t i,
+                        bool any_culprit, int status, char *buf, size_t len)
+{
+    const slot_task *t = &snap->batch[i];
+
+    if (slot_run_cancelled(live, i, t->run))
+        return FATE_CANCELLED;
+    if (slot_run_lease_lost(live, i, t->run)) {
+        snprintf(buf, len, "lease lost: its lock could not be renewed in time");
+    } else if (slot_run_asked_to_end(live, i, t->run)) {
+        snprintf(buf, len, "timeout after %" PRId64 " ms", t->timeout_ms);
+    } else if (t->crashed) {
+        snprintf(buf, len, "worker crashed: SIG%s",
+                 sigabbrev_np(t->crashed) ? sigabbrev_np(t->crashed)
+                                          : "UNKNOWN");
+    } else if (any_culprit) {
+        return FATE_GIVEN_BACK;
+    } else {
+        size_t used;
+        death_reason(status, buf, len);
+        used = strlen(buf);
+        if (snap->n_running > 1 && used < len)
+            snprintf(buf + used, len - used, " while running %u tasks",
+                     snap->n_running);
+    }
+    return FATE_CHARGED;
+}
+
+/* Logs and counts a run given back with its dead worker. */
+static void log_given_back(supervisor *s, const worker_proc *p,
+                           const slot_task *t)
+{
+    int ti = metrics_type_find(s->m, t->type);
+
+    if (s->m && ti >= 0)
+        atomic_fetch_add(&s->m->types[ti].given_back, 1);
+    log_fields(WHARF_LOG_WARN,
+               "task given back unrun: its worker died of another task",
+               (log_field[]){LOG_STR("task", t->id), LOG_STR("type", t->type),
+                             LOG_STR("worker", p->consumer)},
+               3);
+}
+
 /* A worker died: finishes what its plugins had returned (kept in the
- * slot as each returned), records the failure of the task it was running
- * through the normal retry/dead path (or its end as cancelled, when a
- * wharf cancel had asked that run to end), and releases the locks of the
- * rest of its batch so its replacement can run them at once. So a death
- * costs one attempt of the task in hand and runs nothing else again.
+ * slot as each returned), records the failure of the task whose run
+ * killed it through the normal retry/dead path (or its end as cancelled,
+ * when a wharf cancel had asked that run to end; fate_of says which runs
+ * are charged), and releases the locks of the rest of its entries so its
+ * replacement can run them at once. So a death costs one attempt of the
+ * task at fault and runs nothing else again.
  * True when that is done (the slot is then unmapped); false if Redis was
  * away, in which case the slot is kept and recovery is tried again before
  * the worker is started anew: a replacement would read the same pending
@@ -73,7 +139,7 @@ bool recover_slot(supervisor *s, size_t index, int status)
     redisReply **entries = NULL;
     char **bufs = NULL;
     char reason[256];
-    bool mid_task, done = false;
+    bool any_culprit = false, done = false;
     size_t n, n_returned = 0;
 
     if (!p->sl || !snap)
@@ -85,11 +151,13 @@ bool recover_slot(supervisor *s, size_t index, int status)
     if (snap->batch_n > snap->capacity)
         snap->batch_n = snap->capacity;
     /* Any end of the process while a plugin call was under way (a crash,
-     * a kill, or exit() called by the plugin) fails that task's attempt;
+     * a kill, or exit() called by the plugin) fails an attempt (fate_of);
      * only an exit between tasks is clean. */
-    mid_task = slot_running_task(snap) != NULL;
-
     n = snap->batch_n;
+    for (uint32_t i = 0; i < n; i++)
+        if (slot_task_running(snap, i) && culprit(p->sl, snap, i))
+            any_culprit = true;
+
     if (n == 0) {
         done = true;
         goto out;
@@ -103,14 +171,23 @@ bool recover_slot(supervisor *s, size_t index, int status)
         const slot_task *t = &snap->batch[i];
         broker_job *j = &jobs[i];
         broker_queue *q = broker_queue_of(&s->b, t->type);
-        bool running = mid_task && i == snap->running;
+        bool running = slot_task_running(snap, (uint32_t)i);
         bool returned = t->ret.finish != 0 && !t->ret.finished;
+        run_fate fate = FATE_CHARGED;
         if (!q)
             continue;
         own_slot_task(j, q, p->consumer, t->token);
         j->e.task.id = t->id;
         j->e.task.trace = "";
         j->e.enqueued_at = "";
+        if (running && !returned) {
+            fate = fate_of(p->sl, snap, (uint32_t)i, any_culprit, status,
+                           reason, sizeof(reason));
+            if (fate == FATE_GIVEN_BACK) {
+                log_given_back(s, p, t);
+                continue; /* its lock is released: it runs again */
+            }
+        }
         if (!running && !returned)
             continue; /* not begun, or not run: its lock is released */
         entries[i] = broker_entry(&s->b, q, t->entry_id);
@@ -130,14 +207,15 @@ bool recover_slot(supervisor *s, size_t index, int status)
                 continue;
             }
             n_returned++;
-        } else if (slot_run_cancelled(p->sl, snap->run)) {
+        } else if (fate == FATE_CANCELLED) {
             /* It ignored a wharf cancel: the run ends as cancelled, as
              * the worker ends one that returns (run_job). */
             j->finish = FINISH_CANCEL;
             j->reason = "cancelled";
         } else {
-            death_reason(p, status, t->entry_id, reason, sizeof(reason));
-            backoff_fail(j, reason);
+            /* bufs[i] keeps the reason: reason is reused by the next. */
+            bufs[i] = xstrdup(reason);
+            backoff_fail(j, bufs[i]);
         }
     }
     /* One finish for every job that has one: the returned ones and the
@@ -152,7 +230,8 @@ bool recover_slot(supervisor *s, size_t index, int status)
             continue;
         metrics_outcome(s->m, metrics_type_find(s->m, j->queue->type),
                         j->outcome);
-        if (mid_task && i == snap->running)
+        if (slot_task_running(snap, (uint32_t)i) &&
+            !(snap->batch[i].ret.finish != 0 && !snap->batch[i].ret.finished))
             log_fields(
                 WHARF_LOG_WARN, "task failed with its worker",
                 (log_field[]){LOG_STR("task", j->e.task.id),

@@ -121,7 +121,7 @@ static void worker_exited(supervisor *s, size_t index, int status, int64_t now)
     else
         snprintf(how, sizeof(how), "exit %d", WEXITSTATUS(status));
     if (p->sl && read_slot(p) == 0)
-        in_task = slot_running_task(p->snap) != NULL;
+        in_task = p->snap->n_running > 0;
     if (clean && in_task)
         clean = false; /* exit() inside a plugin call */
     p->recovering = !recover_slot(s, index, status);

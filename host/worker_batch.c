@@ -30,8 +30,11 @@ static int64_t wait_since(int64_t enqueued_at_ms)
  * attempt fails with "timeout after N ms", the same outcome as when the
  * worker is killed for it. A run the supervisor asked to end because it
  * was cancelled (wharf cancel) ends as cancelled instead. */
-static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
+void worker_run_job(worker *w, uint32_t i, uint32_t run)
 {
+    broker_job *j = &w->jobs[i];
+    context *ctx = &w->ctxs[i];
+    const slot *sl = w->opts->status;
     const route *r = loader_route(w->ld, j->queue->type);
     int64_t timeout_ms = j->queue->pol->timeout_ms;
     int64_t started, ended;
@@ -45,10 +48,11 @@ static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
     ctx->state = r->plugin->state;
     context_begin(ctx, &j->e.task);
     started = clock_ms();
-    context_set_deadline(ctx, started + timeout_ms, w->opts->status, run);
+    context_set_deadline(ctx, started + timeout_ms,
+                         sl ? &slot_asks_const(sl)[i] : NULL, run);
     status = r->plugin->desc->process_business(&ctx->base, &j->e.task);
     ended = clock_ms();
-    if (w->opts->status && slot_run_cancelled(w->opts->status, run)) {
+    if (sl && slot_run_cancelled(sl, i, run)) {
         /* wharf cancel: whatever it returned is dropped, nothing retried
          * (the finish script writes nothing for a cancelled entry). */
         context_end(ctx);
@@ -56,7 +60,7 @@ static void run_job(worker *w, broker_job *j, context *ctx, uint32_t run)
         j->reason = "cancelled";
         return;
     }
-    if (w->opts->status && slot_run_lease_lost(w->opts->status, run)) {
+    if (sl && slot_run_lease_lost(sl, i, run)) {
         /* The lease keeper could not keep its lock: another host may run
          * it now, so what it returned is not kept (if the lock is in
          * fact gone, the finish is stale and writes nothing). */
@@ -156,11 +160,11 @@ static int metric_of(const worker *w, const broker_job *j)
     return w->metric_index[j->queue - w->b.queues];
 }
 
-/* Counts and logs finished jobs [from, to). */
-static void report_jobs(worker *w, size_t from, size_t to)
+/* Counts and logs finished jobs[0..n). */
+void worker_report_some(worker *w, const broker_job *jobs, size_t n)
 {
-    for (size_t i = from; i < to; i++) {
-        const broker_job *j = &w->jobs[i];
+    for (size_t i = 0; i < n; i++) {
+        const broker_job *j = &jobs[i];
         if (j->finish == FINISH_NONE || j->e.deleted)
             continue;
         w->counts.outcomes[j->outcome]++;
@@ -169,12 +173,46 @@ static void report_jobs(worker *w, size_t from, size_t to)
     }
 }
 
+/* Counts and logs finished jobs [from, to) of the batch. */
+static void report_jobs(worker *w, size_t from, size_t to)
+{
+    worker_report_some(w, w->jobs + from, to - from);
+}
+
 /* Counts and logs a finished batch. */
 void worker_report(worker *w, size_t n)
 {
     worker_slot_publish(w, 0);
     report_jobs(w, 0, n);
     w->counts.batches++;
+}
+
+/* Runs job i, which its begin let run: marks it running in the slot,
+ * calls its plugin, times and counts the call, and keeps its return in
+ * the slot. False when that return does not fit the slot (the caller
+ * finishes it at once). With several threads, each entry runs on the
+ * thread that took it, and the slot is written under the worker's lock. */
+bool worker_run_entry(worker *w, uint32_t i)
+{
+    broker_job *j = &w->jobs[i];
+    int64_t wait_us, started, took;
+    uint32_t run;
+    bool fits;
+
+    log_started(w, j);
+    worker_lock(w);
+    run = worker_slot_running(w, i);
+    worker_unlock(w);
+    wait_us = wait_since(j->e.task.enqueued_at_ms);
+    started = clock_us();
+    worker_run_job(w, i, run);
+    took = clock_us() - started;
+    j->duration_ms = took / 1000;
+    metrics_run(w->opts->metrics, metric_of(w, j), took, wait_us);
+    worker_lock(w);
+    fits = worker_slot_returned(w, i);
+    worker_unlock(w);
+    return fits;
 }
 
 /* Finishes jobs [from, to) of the batch at once: a return too large for
@@ -280,17 +318,7 @@ int worker_begin_and_run(worker *w, size_t n)
             j->reason = "locked by another run";
             break;
         case BEGIN_RUN:
-            log_started(w, j);
-            {
-                uint32_t run = worker_slot_running(w, (uint32_t)i);
-                int64_t wait_us = wait_since(j->e.task.enqueued_at_ms);
-                int64_t started = clock_us();
-                run_job(w, j, &w->ctxs[i], run);
-                int64_t took = clock_us() - started;
-                j->duration_ms = took / 1000;
-                metrics_run(w->opts->metrics, metric_of(w, j), took, wait_us);
-            }
-            if (!worker_slot_returned(w, (uint32_t)i)) {
+            if (!worker_run_entry(w, (uint32_t)i)) {
                 if (finish_now(w, unfinished, i + 1) != 0) {
                     reschedule_rest(w, i + 1, n);
                     return -2;
@@ -302,6 +330,6 @@ int worker_begin_and_run(worker *w, size_t n)
             break;
         }
     }
-    worker_slot_finishing(w);
+    worker_slot_finishing(w, NULL, 0);
     return 0;
 }

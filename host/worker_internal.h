@@ -8,6 +8,7 @@
 #ifndef WHARF_WORKER_INTERNAL_H
 #define WHARF_WORKER_INTERNAL_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -44,7 +45,14 @@ typedef struct worker {
     uint64_t counted_round_trips, counted_errors; /* already in metrics */
     int64_t *pause_seen_ms; /* per broker queue: when a begin last found
                                it paused, or 0 */
+    bool threaded;          /* several threads: worker_threads.c runs it */
+    struct worker_pool *pool; /* its threads and what they share, or NULL */
 } worker;
+
+/* What a worker's threads share (worker_threads.c). */
+typedef struct worker_pool {
+    pthread_mutex_t lock; /* the pool and the slot's worker half */
+} worker_pool;
 
 /* ---- worker_stop.c: whether to stop, and sleeping ---- */
 
@@ -63,18 +71,25 @@ void worker_sleep_ms(worker *w, int64_t ms);
 
 /* ---- worker_slot.c: what the supervisor reads of this worker ---- */
 
-/* Publishes the batch's first n jobs (0: none) in the slot. */
+/* Publishes the batch's first n jobs (0: none) in the slot (one
+ * thread). */
 void worker_slot_publish(worker *w, size_t n);
+
+/* Several threads, with the worker's lock held: writes entries which[0..n)
+ * of the table from their jobs, or clears them once finished. */
+void worker_slot_put(worker *w, const uint32_t *which, size_t n);
+void worker_slot_clear(worker *w, const uint32_t *which, size_t n);
 
 /* Keeps what job i's plugin returned in the slot; false when it does not
  * fit the arena (the caller finishes it at once). */
 bool worker_slot_returned(worker *w, uint32_t i);
 
-/* Marks jobs [from, to) as finished already. */
+/* Marks jobs [from, to) as finished already (one thread). */
 void worker_slot_finished(worker *w, size_t from, size_t to);
 
-/* The batch's finish is about to be sent. */
-void worker_slot_finishing(worker *w);
+/* The finish of entries which[0..n) is about to be sent (which NULL: the
+ * whole batch). */
+void worker_slot_finishing(worker *w, const uint32_t *which, size_t n);
 
 /* Marks job i as running; the run number that names this plugin call. */
 uint32_t worker_slot_running(worker *w, uint32_t i);
@@ -96,5 +111,18 @@ int worker_begin_and_run(worker *w, size_t n);
 
 /* Counts and logs a finished batch of n jobs. */
 void worker_report(worker *w, size_t n);
+
+/* Runs job i's plugin call (worker_batch.c): see there. */
+bool worker_run_entry(worker *w, uint32_t i);
+void worker_run_job(worker *w, uint32_t i, uint32_t run);
+
+/* Counts and logs jobs which[0..n) once finished. */
+void worker_report_some(worker *w, const broker_job *jobs, size_t n);
+
+/* ---- worker_threads.c: several threads ---- */
+
+/* The worker's lock, taken only with several threads (no-ops with one). */
+void worker_lock(worker *w);
+void worker_unlock(worker *w);
 
 #endif /* WHARF_WORKER_INTERNAL_H */

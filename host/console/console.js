@@ -183,6 +183,15 @@ async function typeAct(action, type) {
       r.status !== 200);
 }
 
+// The tasks a worker runs: the longest-running one, and how many more
+// (a worker with threads runs several at once; every one is in the
+// title).
+function runningText(s) {
+  if (!s.task) return '-';
+  const more = (s.in_flight || 1) - 1;
+  return s.type + ' ' + s.task + (more > 0 ? ' (+' + more + ' more)' : '');
+}
+
 function renderSlots(o) {
   const body = $('slots').tBodies[0];
   clear(body);
@@ -194,7 +203,10 @@ function renderSlots(o) {
       el('td', s.worker),
       el('td', s.pid || '-'),
       el('td', s.state + (s.restart_in_ms ? ' (restart in ' + duration(s.restart_in_ms) + ')' : '')),
-      el('td', s.task ? s.type + ' ' + s.task : '-', { class: 'mono' }),
+      el('td', runningText(s), {
+        class: 'mono',
+        title: (s.running || []).map((r) => r.type + ' ' + r.task).join('\n'),
+      }),
       el('td', s.task ? duration(s.running_ms) : '-'),
       el('td', s.pid ? duration(s.up_ms) : '-'),
       el('td', s.restarts),
