@@ -62,6 +62,7 @@ static const key_spec config_keys[] = {
     HOST("insecure_plugins", SECTION_HOST, VALUE_BOOL, insecure_plugins, 0, 1,
          NULL),
     HOST("workers", SECTION_HOST, VALUE_NUMBER, workers, 1, 1024, NULL),
+    HOST("threads", SECTION_HOST, VALUE_NUMBER, threads, 1, THREADS_MAX, NULL),
     HOST("shutdown_timeout", SECTION_HOST, VALUE_DURATION, shutdown_timeout_ms,
          0, MS_DAY, NULL),
     HOST("instance", SECTION_HOST, VALUE_NAME, instance, 0, 0, NULL),
@@ -148,11 +149,25 @@ const key_spec config_policy_keys[] = {
     POLICY("dead_ttl", VALUE_DURATION, dead_ttl_ms, 1, 3650 * MS_DAY, NULL),
     POLICY("concurrency_limit", VALUE_NUMBER, concurrency_limit, 0, 100000,
            NULL),
+    POLICY("concurrency", VALUE_NUMBER, concurrency, 0, 100000, NULL),
     KEYS_END,
 };
 _Static_assert(sizeof config_policy_keys / sizeof config_policy_keys[0] ==
                    POLICY_KEYS + 1,
                "POLICY_KEYS counts config_policy_keys");
+
+/* `threads` of a [plugin.NAME] section, the one key there with a range
+ * (path and types are checked by config_set.c, the rest is the
+ * plugin's). */
+const key_spec config_plugin_threads_key = {
+    .section = SECTION_PLUGIN,
+    .name = "threads",
+    .kind = VALUE_NUMBER,
+    .offset = offsetof(plugin_section, threads),
+    .size = sizeof(((plugin_section *)0)->threads),
+    .min = 1,
+    .max = THREADS_MAX,
+};
 
 /* In the order "it belongs in" looks through them. */
 const fixed_section config_fixed_sections[] = {
@@ -222,6 +237,7 @@ config *config_new(const char *path)
     cfg->watch = false;
     cfg->insecure_plugins = false;
     cfg->workers = 2;
+    cfg->threads = 1;
     cfg->shutdown_timeout_ms = 30 * MS_SECOND;
     cfg->init_timeout_ms = 30 * MS_SECOND;
     cfg->instance = xstrdup("default");

@@ -44,6 +44,9 @@ typedef struct policy {
     uint64_t dead_max;
     int64_t dead_ttl_ms;
     uint64_t concurrency_limit; /* runs at once across every host; 0: no cap */
+    unsigned concurrency;       /* runs at once in one worker process: a cap
+                                   on its threads, not concurrency_limit's
+                                   across every host; 0: no cap */
 } policy;
 
 /* One key of a [plugin.NAME] section that the host does not know; the
@@ -60,9 +63,12 @@ typedef struct plugin_section {
     char **types;     /* NULL-terminated; NULL if `types` was not given */
     config_kv *extra; /* plugin's own keys, n_extra of them */
     size_t n_extra;
-    int line;       /* line of the [plugin.NAME] header */
-    int path_line;  /* line of `path`, or the header line if absent */
-    int types_line; /* line of `types`, or 0 if absent */
+    int line;         /* line of the [plugin.NAME] header */
+    int path_line;    /* line of `path`, or the header line if absent */
+    int types_line;   /* line of `types`, or 0 if absent */
+    unsigned threads; /* tasks at once in one worker, 1..1024; 0: not set
+                         ([host] threads applies if the plugin opted in) */
+    int threads_line; /* line of `threads`, or 0 if absent */
 } plugin_section;
 
 /* A [type.NAME] section: the effective policy of that type. */
@@ -83,6 +89,9 @@ typedef struct config {
     bool watch;
     bool insecure_plugins;
     unsigned workers;
+    unsigned threads; /* tasks at once in one worker process, for each
+                         plugin that opted in (loader.h); 1..1024 */
+    int threads_line; /* line of `threads`, or 0 if absent */
     int64_t shutdown_timeout_ms;
     int64_t init_timeout_ms; /* plugin check, and a worker's plugin init */
     char *instance;

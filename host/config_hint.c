@@ -55,10 +55,34 @@ static bool looks_like(const char *typed, const char *known)
     return d <= 2 && d * 3 <= strlen(known);
 }
 
+/* Keys easily put in the wrong section because another section has a
+ * key of a like meaning: the hint says where each belongs and how they
+ * differ, which "it belongs in" alone would not. */
+static const struct {
+    const char *name;
+    section_kind typed_in;
+    const char *hint;
+} misplaced[] = {
+    {"threads", SECTION_DEFAULTS,
+     " (it belongs in [host] or [plugin.NAME]; a type's cap in one worker "
+     "is concurrency)"},
+    {"concurrency", SECTION_HOST,
+     " (it belongs in [defaults] or [type.NAME]: the most tasks of a type at "
+     "once in one worker, where concurrency_limit caps them across every "
+     "host; a worker's threads are [host] threads)"},
+};
+
 void config_unknown_key_hint(const char *name, section_kind section, char *hint,
                              size_t len)
 {
     hint[0] = '\0';
+    for (size_t i = 0; i < sizeof misplaced / sizeof misplaced[0]; i++) {
+        if (misplaced[i].typed_in == section &&
+            strcmp(misplaced[i].name, name) == 0) {
+            snprintf(hint, len, "%s", misplaced[i].hint);
+            return;
+        }
+    }
     for (const key_spec *k = config_keys_of(section); k->name != NULL; k++) {
         if (k->section == section && looks_like(name, k->name)) {
             snprintf(hint, len, " (did you mean '%s'?)", k->name);

@@ -76,8 +76,16 @@ typedef struct key_spec {
 
 /* The keys of [defaults] and [type.NAME], fields of policy, in a fixed
  * order: a key's index in config_policy_keys numbers it. */
-enum { POLICY_KEYS = 21 };
+enum { POLICY_KEYS = 22 };
 extern const key_spec config_policy_keys[POLICY_KEYS + 1];
+
+/* The most threads of one worker, [host] and [plugin.NAME] threads: far
+ * above what a worker waiting on I/O gains from, low enough that a
+ * typing slip does not ask a worker for a million stacks. */
+#define THREADS_MAX 1024
+
+/* `threads` of [plugin.NAME], a field of plugin_section. */
+extern const key_spec config_plugin_threads_key;
 
 /* The fixed sections [host] .. [defaults], by name, in the order "it
  * belongs in" looks through them; NULL-terminated. */
@@ -112,7 +120,8 @@ size_t config_count_types(char *const *types);
 /* ---- "did you mean" (config_hint.c) ---- */
 
 /* A hint for an unknown key of a fixed section: " (did you mean 'x'?)",
- * " (it belongs in [s])", or "" if none. */
+ * " (it belongs in [s])", where a key of a like name belongs and how
+ * the two differ, or "" if none. Under 256 bytes. */
 void config_unknown_key_hint(const char *name, section_kind section, char *hint,
                              size_t len);
 
@@ -163,7 +172,8 @@ int config_set_value(const key_spec *spec, void *base, const char *value,
                      char *why, size_t len);
 
 /* A key of section (a [plugin.NAME] of cfg), given at `line`: path,
- * types, or one of the plugin's own. 0, or -1 with the message in why. */
+ * types, threads, or one of the plugin's own. 0, or -1 with the message
+ * in why. */
 int config_set_plugin_key(config *cfg, plugin_section *section, int line,
                           const char *name, const char *value, char *why,
                           size_t len);

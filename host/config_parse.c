@@ -151,7 +151,7 @@ int config_on_key(void *user, const char *inih_section, const char *name,
     parser *p = user;
     const key_spec *spec;
     section_kind want;
-    char hint[128], why[CONFIG_ERR_LEN];
+    char hint[256], why[CONFIG_ERR_LEN];
     int rc;
 
     (void)inih_section; /* inih cuts it at 49 bytes; we track our own */
@@ -201,6 +201,8 @@ int config_on_key(void *user, const char *inih_section, const char *name,
             rc = config_set_value(spec, p->cfg, value, why, sizeof why);
             if (strcmp(name, "plugins_dir") == 0)
                 p->cfg->plugins_dir_line = p->line;
+            if (strcmp(name, "threads") == 0)
+                p->cfg->threads_line = p->line;
             if (strcmp(name, "password_file") == 0)
                 p->cfg->redis_password_file_line = p->line;
             for (size_t i = 0; i < 7; i++)

@@ -1,7 +1,7 @@
 /* A key's value into its field: parsed as its key_spec says, checked
  * against its range and stored, or refused with the one-line reason the
  * parser reports at the key's line; and the keys of a [plugin.NAME]
- * section (path, types, the plugin's own). */
+ * section (path, types, threads, the plugin's own). */
 
 #include "config_internal.h"
 
@@ -273,6 +273,13 @@ int config_set_plugin_key(config *cfg, plugin_section *section, int line,
             return -1;
         }
         return set_plugin_types(cfg, section, line, value, why, len);
+    } else if (strcmp(name, "threads") == 0) {
+        /* The host's, not the plugin's: the loader sizes the worker's
+         * threads by it and refuses it for a plugin that has not opted
+         * in (loader.c). */
+        section->threads_line = line;
+        return config_set_value(&config_plugin_threads_key, section, value, why,
+                                len);
     } else {
         section->extra = xrealloc(section->extra, (section->n_extra + 1) *
                                                       sizeof *section->extra);

@@ -276,6 +276,32 @@ static int loader_add_route(loader *ld, loaded_plugin *plugin, const char *type,
     return 0;
 }
 
+/* The threads of a plugin of `section` (NULL: autoloaded) into *out: what
+ * its section's `threads` says, else [host] threads for a plugin that
+ * opted in, else 1. More than one for a plugin that has not opted in is
+ * refused at the line of `threads`: its calls would race on its state. */
+static int loader_plugin_threads(const config *cfg, const char *path,
+                                 const plugin_section *section,
+                                 bool thread_safe, unsigned *out, char *err,
+                                 size_t errlen)
+{
+    if (section != NULL && section->threads > 1 && !thread_safe) {
+        loader_fail(err, errlen, cfg, section->threads_line, path,
+                    "[plugin.%s] threads = %u, but the plugin has not opted "
+                    "in to threads (.thread_safe = 1 in its WHARF_PLUGIN); "
+                    "set threads = 1 or leave it out",
+                    section->name, section->threads);
+        return -1;
+    }
+    if (section != NULL && section->threads > 0)
+        *out = section->threads;
+    else if (thread_safe && cfg->threads > 1)
+        *out = cfg->threads;
+    else
+        *out = 1;
+    return 0;
+}
+
 /* Opens the plugin at `path` (real path `real`) into the next free slot of
  * ld->plugins (the caller sized it) and adds its routes. */
 static int loader_open_one(loader *ld, const char *path, const char *real,
@@ -290,6 +316,8 @@ static int loader_open_one(loader *ld, const char *path, const char *real,
     const char *dl_reason;
     void *handle = NULL;
     void *symbol;
+    bool thread_safe;
+    unsigned threads;
     size_t i;
     int rc = -1;
 
@@ -337,6 +365,12 @@ static int loader_open_one(loader *ld, const char *path, const char *real,
         0)
         goto out;
 
+    /* Appended in ABI 3: an ABI 2 descriptor ends before it. */
+    thread_safe = desc->abi >= 3 && desc->thread_safe != 0;
+    if (loader_plugin_threads(cfg, path, section, thread_safe, &threads, err,
+                              errlen) != 0)
+        goto out;
+
     plugin->name = xstrdup(desc->name);
     plugin->path = xstrdup(real);
     plugin->section = section;
@@ -344,8 +378,8 @@ static int loader_open_one(loader *ld, const char *path, const char *real,
     plugin->desc = desc;
     plugin->state = NULL;
     plugin->initialized = false;
-    /* Appended in ABI 3: an ABI 2 descriptor ends before it. */
-    plugin->thread_safe = desc->abi >= 3 && desc->thread_safe != 0;
+    plugin->thread_safe = thread_safe;
+    plugin->threads = threads;
     ld->n_plugins++;
     handle = NULL; /* the slot owns it now */
     for (i = 0; types[i] != NULL; i++)
@@ -601,4 +635,30 @@ const route *loader_route(const loader *ld, const char *type)
         return NULL;
     return bsearch(type, ld->routes, ld->n_routes, sizeof *ld->routes,
                    loader_compare_key);
+}
+
+unsigned loader_threads(const loader *ld)
+{
+    unsigned most = 1;
+
+    for (size_t i = 0; ld != NULL && i < ld->n_routes; i++)
+        if (ld->routes[i].plugin->threads > most)
+            most = ld->routes[i].plugin->threads;
+    return most;
+}
+
+unsigned loader_route_cap(const route *r)
+{
+    unsigned cap = r->plugin->threads;
+
+    if (r->policy != NULL && r->policy->concurrency > 0 &&
+        r->policy->concurrency < cap)
+        cap = r->policy->concurrency;
+    return cap > 0 ? cap : 1;
+}
+
+bool loader_single_threaded(const loader *ld, const loaded_plugin *plugin)
+{
+    return ld->cfg->threads > 1 && !plugin->thread_safe &&
+           (plugin->section == NULL || plugin->section->threads == 0);
 }

@@ -20,6 +20,9 @@ typedef struct loaded_plugin {
     void *state;                   /* what init stored */
     bool initialized;              /* init ran and returned 0 */
     bool thread_safe;              /* the descriptor's .thread_safe (ABI 3) */
+    unsigned threads;              /* tasks of it at once in one worker: its
+                                      section's threads, else [host] threads
+                                      if thread_safe, else 1 */
 } loaded_plugin;
 
 typedef struct route {
@@ -42,7 +45,9 @@ typedef struct loader {
  * constructors dlopen runs. On failure returns -1, closes what it opened,
  * leaves *out untouched and writes one line naming the manifest line, the
  * plugin file and the reason into err:
- *   "FILE:LINE: PATH: ABI 1, not one of 2 to 3 this host loads: ...". */
+ *   "FILE:LINE: PATH: ABI 1, not one of 2 to 3 this host loads: ...".
+ * A [plugin.NAME] threads above 1 for a plugin that has not opted in
+ * (.thread_safe) is such a failure, at the line of `threads`. */
 int loader_open(const config *cfg, loader **out, char *err, size_t errlen);
 
 /* Runs each plugin's init (in this process). On failure returns -1, runs
@@ -58,6 +63,18 @@ void loader_close(loader *ld);
 
 /* The route of `type`, or NULL if no plugin serves it. */
 const route *loader_route(const loader *ld, const char *type);
+
+/* The most threads of a plugin that serves a route (at least 1): how many
+ * tasks one worker may run at once, the size of its thread pool. */
+unsigned loader_threads(const loader *ld);
+
+/* How many tasks of r's type one worker may run at once (at least 1): its
+ * plugin's threads, lowered to the type's concurrency when that is set. */
+unsigned loader_route_cap(const route *r);
+
+/* True if `plugin` runs 1 thread only because it has not opted in, where
+ * [host] threads asked for more (a note of --check, not an error). */
+bool loader_single_threaded(const loader *ld, const loaded_plugin *plugin);
 
 /* Checks that `path` (a plugin file or one folder) is not writable by
  * group or others (a folder may be, with the sticky bit, as /tmp) and is

@@ -25,8 +25,35 @@ static void usage(FILE *out)
             "  -V, --version      print the version\n");
 }
 
+/* A note on stderr for each plugin held to one thread although [host]
+ * threads asks for more: not an error (its tasks still run, one at a
+ * time in each worker), but not what the key suggests either. */
+static void note_single_threaded(const loader *ld)
+{
+    char file[256], name[64], path[512];
+
+    quote_text(ld->cfg->file, file, sizeof(file));
+    for (size_t i = 0; i < ld->n_plugins; i++) {
+        const loaded_plugin *plugin = &ld->plugins[i];
+
+        if (!loader_single_threaded(ld, plugin))
+            continue;
+        quote_text(plugin->section ? plugin->section->name : plugin->name, name,
+                   sizeof(name));
+        quote_text(plugin->path, path, sizeof(path));
+        fprintf(stderr,
+                "%s:%d: note: threads = %u, but %s%s%s (%s) has not opted in "
+                "to threads (.thread_safe = 1 in its WHARF_PLUGIN): it runs "
+                "1 thread in each worker\n",
+                file, ld->cfg->threads_line, ld->cfg->threads,
+                plugin->section ? "[plugin." : "plugin ", name,
+                plugin->section ? "]" : "", path);
+    }
+}
+
 /* --check: everything startup does short of touching Redis. Prints
- * "type plugin version path" per served type. */
+ * "type plugin version path" per served type, and a note per plugin that
+ * [host] threads cannot give threads to. */
 static int check(const config *cfg)
 {
     char err[CONFIG_ERR_LEN];
@@ -43,6 +70,7 @@ static int check(const config *cfg)
         goto out;
     }
     loader_fini(ld);
+    note_single_threaded(ld);
     for (size_t i = 0; i < ld->n_routes; i++) {
         const route *r = &ld->routes[i];
         printf("%s %s %s %s\n", r->type, r->plugin->name,

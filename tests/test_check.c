@@ -227,6 +227,98 @@ Test(check, missing_manifest_and_usage_errors)
     cr_assert(strstr(out, "plugin ABI 3; loads ABI 2 to 3"), "%s", out);
 }
 
+/* Runs wharfd on dir/manifest as a start would (no --check). A manifest
+ * the plugin check refuses ends it before it reaches for Redis. */
+static int start(const char *manifest)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "%s/%s", dir, manifest);
+    const char *argv[] = {WHARFD_PATH, "--config", path, NULL};
+    return run(argv);
+}
+
+Test(check, threads_for_a_plugin_that_has_not_opted_in_are_refused)
+{
+    char want[1024];
+
+    copy_plugin(WHARF_FIXTURE_DIR "/good.so", "good.so");
+    write_file("wharf.ini", "[host]\nplugins_dir = plugins\nautoload = no\n"
+                            "[redis]\nurl = redis://127.0.0.1:1/0\n"
+                            "[plugin.good]\npath = good.so\nthreads = 8\n");
+    snprintf(want, sizeof(want),
+             "%s/wharf.ini:8: %s/plugins/good.so: [plugin.good] threads = 8, "
+             "but the plugin has not opted in to threads (.thread_safe = 1 in "
+             "its WHARF_PLUGIN); set threads = 1 or leave it out\n",
+             dir, dir);
+    cr_assert_eq(check("wharf.ini"), 78, "stderr: %s", err);
+    cr_assert_str_eq(err, want);
+    cr_assert_str_eq(out, "");
+    /* The start runs the same check, and stops with the same line. */
+    cr_assert_eq(start("wharf.ini"), 78, "stderr: %s", err);
+    cr_assert_str_eq(err, want);
+
+    /* threads = 1 is what such a plugin runs anyway: accepted. */
+    write_file("wharf.ini", "[host]\nplugins_dir = plugins\nautoload = no\n"
+                            "[plugin.good]\npath = good.so\nthreads = 1\n"
+                            "[log]\nlevel = warn\n");
+    cr_assert_eq(check("wharf.ini"), 0, "stderr: %s", err);
+    cr_assert_str_eq(err, "");
+}
+
+Test(check, threads_for_thread_safe_plugins_are_accepted)
+{
+    char want[1024];
+
+    copy_plugin(WHARF_PLUGIN_DIR "/echo.so", "echo.so");
+    copy_plugin(WHARF_PLUGIN_DIR "/webhook.so", "webhook.so");
+    write_file("wharf.ini",
+               "[host]\nplugins_dir = plugins\nautoload = no\nthreads = 8\n"
+               "[plugin.echo]\npath = echo.so\nthreads = 64\n"
+               "[plugin.webhook]\npath = webhook.so\n"
+               "url = http://127.0.0.1:1/hook\nthreads = 1024\n"
+               "[type.echo]\nconcurrency = 4\n");
+    cr_assert_eq(check("wharf.ini"), 0, "stderr: %s", err);
+    snprintf(want, sizeof(want),
+             "echo echo 1.0.0 %s/plugins/echo.so\n"
+             "webhook webhook 1.0.0 %s/plugins/webhook.so\n",
+             dir, dir);
+    cr_assert_str_eq(out, want);
+    cr_assert_str_eq(err, "", "no note: both opted in");
+}
+
+Test(check, host_threads_note_a_plugin_held_to_one)
+{
+    char want[2048];
+
+    copy_plugin(WHARF_PLUGIN_DIR "/echo.so", "echo.so");
+    copy_plugin(WHARF_FIXTURE_DIR "/good.so", "good.so");
+    copy_plugin(WHARF_FIXTURE_DIR "/multi.so", "multi.so");
+    /* good by its section, multi autoloaded: neither opted in. */
+    write_file("wharf.ini", "[host]\nplugins_dir = plugins\nthreads = 8\n"
+                            "[plugin.echo]\n[plugin.good]\n"
+                            "[log]\nlevel = warn ; not good's init line\n");
+    cr_assert_eq(check("wharf.ini"), 0, "stderr: %s", err);
+    snprintf(want, sizeof(want),
+             "%s/wharf.ini:3: note: threads = 8, but [plugin.good] "
+             "(%s/plugins/good.so) has not opted in to threads (.thread_safe "
+             "= 1 in its WHARF_PLUGIN): it runs 1 thread in each worker\n"
+             "%s/wharf.ini:3: note: threads = 8, but plugin multi "
+             "(%s/plugins/multi.so) has not opted in to threads (.thread_safe "
+             "= 1 in its WHARF_PLUGIN): it runs 1 thread in each worker\n",
+             dir, dir, dir, dir);
+    cr_assert_str_eq(err, want);
+    cr_assert(strstr(out, "echo echo 1.0.0 "), "%s", out);
+    cr_assert(strstr(out, "good good 1.0.0 "), "%s", out);
+    cr_assert(strstr(out, "alpha multi 1.0.0 "), "%s", out);
+
+    /* threads = 1 of its own: asked for, so nothing to note. */
+    write_file("wharf.ini", "[host]\nplugins_dir = plugins\nthreads = 8\n"
+                            "autoload = no\n[plugin.good]\nthreads = 1\n"
+                            "[log]\nlevel = warn\n");
+    cr_assert_eq(check("wharf.ini"), 0, "stderr: %s", err);
+    cr_assert_str_eq(err, "");
+}
+
 Test(check, shipped_example_manifest_is_valid)
 {
     /* etc/wharf.ini points at ../build/plugins; check it against the

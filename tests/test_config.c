@@ -142,6 +142,7 @@ static const char full_manifest[] =
     "watch = yes\n"
     "insecure_plugins = true\n"
     "workers = 8\n"
+    "threads = 16\n"
     "shutdown_timeout = 1m\n"
     "instance = node-1.a_b\n"
     "[redis]\n"
@@ -174,15 +175,18 @@ static const char full_manifest[] =
     "max_backlog = 100000\n"
     "dead_max = 500\n"
     "dead_ttl = 30d\n"
+    "concurrency = 4\n"
     "[plugin.echo]\n"
     "path = echo.so\n"
     "types = echo, shout   whisper\n"
+    "threads = 8   ; the host's key, not the plugin's\n"
     "greeting = hello world ; a plugin's own key\n"
     "mode = fast\n"
     "[plugin.reverse]\n"
     "types = reverse\n"
     "[type.reverse]\n"
-    "timeout = 2m\n";
+    "timeout = 2m\n"
+    "concurrency = 2\n";
 
 Test(config, full_manifest_gives_every_value)
 {
@@ -204,6 +208,8 @@ Test(config, full_manifest_gives_every_value)
     cr_assert_eq(cfg->watch, true);
     cr_assert_eq(cfg->insecure_plugins, true);
     cr_assert_eq(cfg->workers, 8);
+    cr_assert_eq(cfg->threads, 16);
+    cr_assert_eq(cfg->threads_line, 12);
     cr_assert_eq(cfg->shutdown_timeout_ms, 60000);
     cr_assert_str_eq(cfg->instance, "node-1.a_b");
 
@@ -238,6 +244,7 @@ Test(config, full_manifest_gives_every_value)
     cr_assert_eq(d->max_backlog, 100000);
     cr_assert_eq(d->dead_max, 500);
     cr_assert_eq(d->dead_ttl_ms, INT64_C(30) * 86400000);
+    cr_assert_eq(d->concurrency, 4);
 
     /* [type.echo] came before [defaults]: its two keys win, the rest is
      * [defaults], not the built-in defaults. */
@@ -252,8 +259,10 @@ Test(config, full_manifest_gives_every_value)
     cr_assert_eq(echo->idempotency, IDEMPOTENCY_NONE);
     cr_assert_eq(echo->prefetch, 64);
     cr_assert_eq(echo->dead_ttl_ms, INT64_C(30) * 86400000);
+    cr_assert_eq(echo->concurrency, 4, "inherited from [defaults]");
     reverse = config_policy(cfg, "reverse");
     cr_assert_eq(reverse->timeout_ms, 120000);
+    cr_assert_eq(reverse->concurrency, 2);
     cr_assert_eq(reverse->max_attempts, 7);
     cr_assert_eq(config_policy(cfg, "shout"), &cfg->defaults);
     cr_assert_eq(config_policy(cfg, "nobody"), &cfg->defaults);
@@ -261,9 +270,11 @@ Test(config, full_manifest_gives_every_value)
     cr_assert_eq(cfg->n_plugins, 2);
     ps = config_plugin(cfg, "echo");
     cr_assert_not_null(ps);
-    cr_assert_eq(ps->line, 44);
-    cr_assert_eq(ps->path_line, 45);
-    cr_assert_eq(ps->types_line, 46);
+    cr_assert_eq(ps->line, 46);
+    cr_assert_eq(ps->path_line, 47);
+    cr_assert_eq(ps->types_line, 48);
+    cr_assert_eq(ps->threads, 8);
+    cr_assert_eq(ps->threads_line, 49);
     snprintf(want, sizeof want, "%s/lib/plugins/echo.so", dir);
     cr_assert_str_eq(ps->path, want);
     cr_assert_not_null(ps->types);
@@ -275,6 +286,7 @@ Test(config, full_manifest_gives_every_value)
     cr_assert_str_eq(config_plugin_value(ps, "greeting"), "hello world");
     cr_assert_str_eq(config_plugin_value(ps, "mode"), "fast");
     cr_assert_null(config_plugin_value(ps, "path"));
+    cr_assert_null(config_plugin_value(ps, "threads"));
     cr_assert_null(config_plugin_value(ps, "absent"));
 
     /* No `path`: NAME.so in plugins_dir, found at the header line. */
@@ -283,7 +295,9 @@ Test(config, full_manifest_gives_every_value)
     snprintf(want, sizeof want, "%s/lib/plugins/reverse.so", dir);
     cr_assert_str_eq(ps->path, want);
     cr_assert_eq(ps->path_line, ps->line);
-    cr_assert_eq(ps->line, 49);
+    cr_assert_eq(ps->line, 52);
+    cr_assert_eq(ps->threads, 0, "not set");
+    cr_assert_eq(ps->threads_line, 0);
     cr_assert_str_eq(ps->types[0], "reverse");
     cr_assert_null(ps->types[1]);
     cr_assert_eq(ps->n_extra, 0);
@@ -305,6 +319,8 @@ Test(config, empty_manifest_gives_the_defaults)
     cr_assert_eq(cfg->watch, false);
     cr_assert_eq(cfg->insecure_plugins, false);
     cr_assert_eq(cfg->workers, 2);
+    cr_assert_eq(cfg->threads, 1);
+    cr_assert_eq(cfg->threads_line, 0);
     cr_assert_eq(cfg->shutdown_timeout_ms, 30000);
     cr_assert_str_eq(cfg->instance, "default");
     cr_assert_str_eq(cfg->redis_url, "redis://127.0.0.1:6379/0");
@@ -336,6 +352,7 @@ Test(config, empty_manifest_gives_the_defaults)
     cr_assert_eq(d->max_backlog, 0);
     cr_assert_eq(d->dead_max, 10000);
     cr_assert_eq(d->dead_ttl_ms, INT64_C(90) * 86400000);
+    cr_assert_eq(d->concurrency, 0, "no cap");
     cr_assert_eq(cfg->n_plugins, 0);
     cr_assert_eq(cfg->n_types, 0);
     cr_assert_null(cfg->plugins);
@@ -652,6 +669,24 @@ Test(config, each_key_only_in_its_section)
          "unknown key 'lisen' in [metrics] (did you mean 'listen'?)"},
         {"[defaults]\nprefech = 1\n",
          "unknown key 'prefech' in [defaults] (did you mean 'prefetch'?)"},
+        /* Keys of a like meaning in another section: where each belongs
+         * and how they differ. */
+        {"[type.echo]\nthreads = 4\n",
+         "unknown key 'threads' in [type.echo] (it belongs in [host] or "
+         "[plugin.NAME]; a type's cap in one worker is concurrency)"},
+        {"[defaults]\nthreads = 4\n",
+         "unknown key 'threads' in [defaults] (it belongs in [host] or "
+         "[plugin.NAME]; a type's cap in one worker is concurrency)"},
+        {"[host]\nconcurrency = 4\n",
+         "unknown key 'concurrency' in [host] (it belongs in [defaults] or "
+         "[type.NAME]: the most tasks of a type at once in one worker, where "
+         "concurrency_limit caps them across every host; a worker's threads "
+         "are [host] threads)"},
+        {"[defaults]\nconcurency = 4\n",
+         "unknown key 'concurency' in [defaults] (did you mean "
+         "'concurrency'?)"},
+        {"[host]\nthread = 4\n",
+         "unknown key 'thread' in [host] (did you mean 'threads'?)"},
     };
 
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -722,6 +757,53 @@ Test(config, out_of_range)
     fails_at("[host]\nshutdown_timeout = 25h\n", 2, "out of range 0s..1d");
     fails_at("[host]\nworkers = -1\n", 2,
              "bad value '-1' for workers: expected a whole number");
+}
+
+/* [host] threads, [plugin.NAME] threads and a type's concurrency: their
+ * ranges, and bad values at their own lines. Whether a plugin may have
+ * more than one thread is the loader's to say (test_loader.c). */
+Test(config, threads_and_concurrency_ranges)
+{
+    config *cfg;
+    const plugin_section *ps;
+
+    touch("plugins/a.so");
+    cfg = load("[host]\nthreads = 1024\n"
+               "[plugin.a]\nthreads = 1\n"
+               "[defaults]\nconcurrency = 100000\n"
+               "[type.t]\nconcurrency = 0\n");
+    cr_assert_eq(cfg->threads, 1024);
+    ps = config_plugin(cfg, "a");
+    cr_assert_eq(ps->threads, 1);
+    cr_assert_eq(ps->threads_line, 4);
+    cr_assert_eq(ps->n_extra, 0, "threads is not one of the plugin's keys");
+    cr_assert_eq(cfg->defaults.concurrency, 100000);
+    cr_assert_eq(config_policy(cfg, "t")->concurrency, 0, "0 lifts the cap");
+    config_free(cfg);
+
+    cr_assert_str_eq(fails_at("[host]\nthreads = 0\n", 2, ""),
+                     "threads = 0 is out of range 1..1024");
+    cr_assert_str_eq(fails_at("[host]\nthreads = 1025\n", 2, ""),
+                     "threads = 1025 is out of range 1..1024");
+    cr_assert_str_eq(fails_at("[host]\nthreads = many\n", 2, ""),
+                     "bad value 'many' for threads: expected a whole number");
+    cr_assert_str_eq(fails_at("[plugin.a]\npath = a.so\nthreads = 0\n", 3, ""),
+                     "threads = 0 is out of range 1..1024");
+    cr_assert_str_eq(fails_at("[plugin.a]\nthreads = 2000\n", 2, ""),
+                     "threads = 2000 is out of range 1..1024");
+    cr_assert_str_eq(fails_at("[plugin.a]\nthreads = -1\n", 2, ""),
+                     "bad value '-1' for threads: expected a whole number");
+    cr_assert_str_eq(fails_at("[plugin.a]\nthreads =\n", 2, ""),
+                     "threads has no value");
+    cr_assert_str_eq(fails_at("[plugin.a]\nthreads = 2\nthreads = 3\n", 3, ""),
+                     "duplicate key 'threads' in [plugin.a] (first at line 2)");
+    cr_assert_str_eq(fails_at("[defaults]\nconcurrency = 100001\n", 2, ""),
+                     "concurrency = 100001 is out of range 0..100000");
+    cr_assert_str_eq(fails_at("[type.t]\nconcurrency = 1.5\n", 2, ""),
+                     "bad value '1.5' for concurrency: expected a whole "
+                     "number");
+    fails_at("[host]\nthreads = 99999999999999999999999\n", 2,
+             "is out of range 1..1024");
 }
 
 Test(config, overflow)

@@ -731,6 +731,167 @@ Test(loader, the_same_file_may_serve_two_sections)
     loader_close(ld);
 }
 
+/* ---- threads ---- */
+
+/* The refusal of loader.c for `threads` above 1 in the section of a
+ * plugin that has not opted in, as a whole line. */
+static void assert_threads_refused(int line, const char *path,
+                                   const char *section, unsigned threads)
+{
+    char want[PATH_MAX + 512];
+
+    snprintf(want, sizeof want,
+             "%s:%d: %s: [plugin.%s] threads = %u, but the plugin has not "
+             "opted in to threads (.thread_safe = 1 in its WHARF_PLUGIN); set "
+             "threads = 1 or leave it out",
+             TEST_FILE, line, path, section, threads);
+    cr_assert_str_eq(refusal(), want);
+}
+
+Test(loader, refuses_threads_for_a_plugin_that_has_not_opted_in)
+{
+    const char *path = fixture("good", "good.so");
+    plugin_section *section = add_section("good", path, NULL, 10);
+
+    section->threads = 8;
+    section->threads_line = 12;
+    assert_threads_refused(12, path, "good", 8);
+}
+
+Test(loader, refuses_threads_for_an_abi_2_plugin)
+{
+    /* ABI 2 predates .thread_safe: such a plugin cannot have opted in. */
+    const char *path = fixture("abi2", "abi2.so");
+    plugin_section *section = add_section("old", path, NULL, 4);
+
+    section->threads = 2;
+    section->threads_line = 5;
+    assert_threads_refused(5, path, "old", 2);
+}
+
+Test(loader, the_first_plugin_refused_for_threads_is_named)
+{
+    const char *meet = fixture("meet", "meet.so");
+    const char *good = fixture("good", "good.so");
+
+    add_section("meet", meet, NULL, 3)->threads = 64;
+    add_section("good", good, NULL, 7)->threads = 1;
+    add_section("other", good, (char *[]){"other", NULL}, 11)->threads = 3;
+    sections[2].threads_line = 13;
+    assert_threads_refused(13, good, "other", 3);
+}
+
+Test(loader, effective_threads_of_each_plugin)
+{
+    const char *meet = fixture("meet", "meet.so");
+    const char *good = fixture("good", "good.so");
+    loader *ld;
+
+    /* [host] threads: for the plugin that opted in only, unless a
+     * section says otherwise. */
+    cfg.threads = 16;
+    add_section("meet", meet, NULL, 3);
+    add_section("good", good, NULL, 5);
+    add_section("pinned", good, (char *[]){"pinned", NULL}, 7)->threads = 1;
+    add_section("few", meet, (char *[]){"few", NULL}, 9)->threads = 4;
+    add_section("one", meet, (char *[]){"one", NULL}, 11)->threads = 1;
+    ld = open_ok();
+    cr_assert_eq(ld->n_plugins, 5);
+    cr_assert(ld->plugins[0].thread_safe);
+    cr_assert_eq(ld->plugins[0].threads, 16, "[host] threads");
+    cr_assert(!ld->plugins[1].thread_safe);
+    cr_assert_eq(ld->plugins[1].threads, 1, "has not opted in");
+    cr_assert_eq(ld->plugins[2].threads, 1, "threads = 1 is allowed");
+    cr_assert_eq(ld->plugins[3].threads, 4, "the section's threads wins");
+    cr_assert_eq(ld->plugins[4].threads, 1, "even below [host] threads");
+
+    /* Only the plugin held to 1 by not opting in is noted by --check. */
+    cr_assert(!loader_single_threaded(ld, &ld->plugins[0]));
+    cr_assert(loader_single_threaded(ld, &ld->plugins[1]));
+    cr_assert(!loader_single_threaded(ld, &ld->plugins[2]), "asked for 1");
+    cr_assert(!loader_single_threaded(ld, &ld->plugins[4]));
+    cr_assert_eq(loader_threads(ld), 16);
+    loader_close(ld);
+}
+
+Test(loader, one_thread_by_default)
+{
+    const char *meet = fixture("meet", "meet.so");
+    loader *ld;
+
+    /* cfg.threads is 0 here, as in a config not made by config_load: one
+     * thread all the same. */
+    add_section("meet", meet, NULL, 3);
+    ld = open_ok();
+    cr_assert_eq(ld->plugins[0].threads, 1);
+    cr_assert(!loader_single_threaded(ld, &ld->plugins[0]));
+    cr_assert_eq(loader_threads(ld), 1);
+    cr_assert_eq(loader_route_cap(loader_route(ld, "meet")), 1);
+    loader_close(ld);
+
+    cfg.threads = 1;
+    cfg.n_plugins = 0;
+    add_section("good", fixture("good", "good.so"), NULL, 3);
+    ld = open_ok();
+    cr_assert_eq(ld->plugins[0].threads, 1);
+    cr_assert(!loader_single_threaded(ld, &ld->plugins[0]),
+              "[host] threads = 1 asks for no more");
+    loader_close(ld);
+    cr_assert_eq(loader_threads(NULL), 1);
+}
+
+Test(loader, autoloaded_plugins_take_host_threads_if_thread_safe)
+{
+    loader *ld;
+
+    cfg.autoload = true;
+    cfg.threads = 32;
+    fixture("meet", "meet.so");
+    fixture("good", "good.so");
+    ld = open_ok();
+    cr_assert_eq(ld->n_plugins, 2);
+    cr_assert_eq(loader_route(ld, "meet")->plugin->threads, 32);
+    cr_assert_eq(loader_route(ld, "good")->plugin->threads, 1);
+    cr_assert(loader_single_threaded(ld, loader_route(ld, "good")->plugin));
+    cr_assert_eq(loader_threads(ld), 32);
+    loader_close(ld);
+}
+
+Test(loader, route_cap_is_threads_lowered_to_concurrency)
+{
+    const char *meet = fixture("meet", "meet.so");
+    const char *good = fixture("good", "good.so");
+    loader *ld;
+
+    memset(type_sections, 0, sizeof type_sections);
+    type_sections[0].name = "capped";
+    type_sections[0].policy = cfg.defaults;
+    type_sections[0].policy.concurrency = 3;
+    type_sections[1].name = "good";
+    type_sections[1].policy = cfg.defaults;
+    type_sections[1].policy.concurrency = 5;
+    cfg.types = type_sections;
+    cfg.n_types = 2;
+    cfg.defaults.concurrency = 100; /* above every plugin's threads */
+    cfg.threads = 8;
+    add_section("meet", meet, (char *[]){"meet", "capped", NULL}, 3);
+    add_section("good", good, NULL, 5);
+    ld = open_ok();
+    cr_assert_eq(loader_route_cap(loader_route(ld, "meet")), 8,
+                 "a cap above the threads changes nothing");
+    cr_assert_eq(loader_route_cap(loader_route(ld, "capped")), 3);
+    cr_assert_eq(loader_route_cap(loader_route(ld, "good")), 1,
+                 "concurrency gives no threads");
+    cr_assert_eq(loader_threads(ld), 8);
+    loader_close(ld);
+
+    cfg.defaults.concurrency = 0; /* no cap */
+    cfg.n_types = 0;
+    ld = open_ok();
+    cr_assert_eq(loader_route_cap(loader_route(ld, "capped")), 8);
+    loader_close(ld);
+}
+
 /* ---- autoload ---- */
 
 Test(loader, autoload_adds_unnamed_plugins)
@@ -1115,6 +1276,60 @@ Test(loader, names_the_manifest_line)
     snprintf(prefix, sizeof prefix, "%s:7: ", manifest);
     cr_assert(strncmp(err, prefix, strlen(prefix)) == 0, "%s", err);
     assert_contains(err, "nosym.so: no wharf_plugin_v1 symbol");
+    config_free(loaded);
+}
+
+Test(loader, refuses_threads_at_the_line_of_a_parsed_manifest)
+{
+    char manifest[PATH_MAX], text[1024], want[PATH_MAX * 3];
+    char real[PATH_MAX];
+    config *loaded;
+    loader *ld = NULL;
+
+    fixture("good", "good.so");
+    fixture("meet", "meet.so");
+    snprintf(text, sizeof text,
+             "[host]\n"
+             "plugins_dir = %s\n"
+             "autoload = no\n"
+             "threads = 8\n"
+             "[plugin.meet]\n"
+             "[plugin.good]\n"
+             "path = good.so\n"
+             "threads = 8\n",
+             tmpdir);
+    loaded = load_manifest(text, manifest, sizeof manifest);
+    cr_assert_eq(loader_open(loaded, &ld, err, sizeof err), -1);
+    cr_assert_null(ld);
+    snprintf(real, sizeof real, "%s/good.so", tmpdir);
+    snprintf(want, sizeof want,
+             "%s:8: %s: [plugin.good] threads = 8, but the plugin has not "
+             "opted in to threads (.thread_safe = 1 in its WHARF_PLUGIN); set "
+             "threads = 1 or leave it out",
+             manifest, real);
+    cr_assert_str_eq(err, want);
+    config_free(loaded);
+
+    /* Without its own threads it loads, held to one. */
+    snprintf(text, sizeof text,
+             "[host]\n"
+             "plugins_dir = %s\n"
+             "autoload = no\n"
+             "threads = 8\n"
+             "[plugin.meet]\n"
+             "[plugin.good]\n"
+             "path = good.so\n"
+             "[type.meet]\n"
+             "concurrency = 2\n",
+             tmpdir);
+    loaded = load_manifest(text, manifest, sizeof manifest);
+    cr_assert_eq(loader_open(loaded, &ld, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(loader_route(ld, "meet")->plugin->threads, 8);
+    cr_assert_eq(loader_route(ld, "good")->plugin->threads, 1);
+    cr_assert_eq(loader_threads(ld), 8);
+    cr_assert_eq(loader_route_cap(loader_route(ld, "meet")), 2);
+    cr_assert_eq(loader_route_cap(loader_route(ld, "good")), 1);
+    loader_close(ld);
     config_free(loaded);
 }
 
