@@ -56,16 +56,24 @@ static void worker_process(supervisor *s, size_t index)
     exit(status);
 }
 
-/* Batch entries a worker may hold under the current manifest: XREADGROUP
- * takes the smallest prefetch of the served types for every stream. */
+/* Entries a worker may hold under the current manifest: XREADGROUP
+ * takes the smallest prefetch of the served types for every stream, and
+ * a worker with threads holds a run for each thread besides. The most
+ * threads the manifest gives any plugin bound what the worker's plugins
+ * take (the worker knows which opted in; worker.c). */
 static size_t slot_capacity(const supervisor *s)
 {
     uint32_t count = 0;
+    unsigned threads = s->cfg->threads;
 
     for (size_t i = 0; i < s->n_types; i++)
         if (count == 0 || s->policies[i]->prefetch < count)
             count = s->policies[i]->prefetch;
-    return (size_t)(count ? count : 1) * (s->n_types ? s->n_types : 1);
+    for (size_t i = 0; i < s->cfg->n_plugins; i++)
+        if (s->cfg->plugins[i].threads > threads)
+            threads = s->cfg->plugins[i].threads;
+    return (size_t)(count ? count : 1) * (s->n_types ? s->n_types : 1) +
+           (threads > 1 ? threads : 0);
 }
 
 static void start_worker(supervisor *s, size_t index, int64_t now)

@@ -47,7 +47,7 @@ void worker_consumer_name(char *buf, size_t len, const char *instance,
 /* Connects, retrying with capped exponential backoff and jitter; logs the
  * state change once, not every try. 0 when connected, -1 when stopped,
  * -2 when Redis refuses what retrying cannot fix. */
-static int connect_with_backoff(worker *w)
+int worker_connect(worker *w)
 {
     int64_t delay = RECONNECT_MIN_MS;
     int logged = 0;
@@ -79,6 +79,7 @@ static int connect_with_backoff(worker *w)
 static int worker_setup(worker *w)
 {
     const loader *ld = w->ld;
+    size_t want;
     const char **types = xcalloc(ld->n_routes + 1, sizeof(*types));
     const policy **policies = xcalloc(ld->n_routes + 1, sizeof(*policies));
     int rc = -1;
@@ -96,35 +97,52 @@ static int worker_setup(worker *w)
     }
     if (w->count == 0)
         w->count = 1;
+    /* With several threads, the worker holds up to `threads` runs and,
+     * behind them, up to prefetch entries of each type waiting for a
+     * thread (worker_threads.c); with one, a batch of prefetch entries
+     * of each type. */
+    w->threads = loader_threads(ld);
+    w->threaded = w->threads > 1;
+    want = (size_t)w->count * (ld->n_routes ? ld->n_routes : 1);
+    if (w->threaded)
+        want += w->threads;
     /* The slot holds every entry this worker may claim, so each one's
      * lease is renewed and its failure recorded if the worker dies. The
      * supervisor sized it from the same manifest; should the plugins have
      * changed in between, claim fewer rather than hold an unseen task. */
-    if (w->opts->status) {
+    if (w->opts->status && want > w->opts->status->capacity) {
         size_t routes = ld->n_routes ? ld->n_routes : 1;
         size_t room = w->opts->status->capacity;
-        if ((size_t)w->count * routes > room) {
-            if (room < routes) {
-                log_fields(
-                    WHARF_LOG_ERROR,
-                    "worker: its slot holds fewer tasks than it "
-                    "serves types; the plugins changed since the "
-                    "check (a reload follows)",
-                    (log_field[]){LOG_INT("slot_capacity", (int64_t)room),
-                                  LOG_INT("types", (int64_t)routes)},
-                    2);
-                goto out;
+        if (room < routes + (w->threaded ? 1 : 0)) {
+            log_fields(WHARF_LOG_ERROR,
+                       "worker: its slot holds fewer tasks than it "
+                       "serves types; the plugins changed since the "
+                       "check (a reload follows)",
+                       (log_field[]){LOG_INT("slot_capacity", (int64_t)room),
+                                     LOG_INT("types", (int64_t)routes)},
+                       2);
+            goto out;
+        }
+        if (w->threaded) {
+            /* Fewer threads first, then less prefetch. */
+            if (room - (size_t)w->count * routes >= 2)
+                w->threads = (unsigned)(room - (size_t)w->count * routes);
+            else {
+                w->threads = 1;
+                w->threaded = false;
+                w->count = (unsigned)(room / routes);
             }
+        } else {
             w->count = (unsigned)(room / routes);
         }
+        want = (size_t)w->count * routes + (w->threaded ? w->threads : 0);
     }
     if (broker_init(&w->b, w->cfg, types, policies, ld->n_routes,
                     w->opts->consumer) != 0) {
         log_msg(WHARF_LOG_ERROR, "%s", w->b.errstr);
         goto out;
     }
-    /* XREADGROUP's COUNT is per stream. */
-    w->capacity = (size_t)w->count * (ld->n_routes ? ld->n_routes : 1);
+    w->capacity = want;
     w->jobs = xcalloc(w->capacity, sizeof(*w->jobs));
     w->ctxs = xcalloc(w->capacity, sizeof(*w->ctxs));
     for (size_t i = 0; i < w->capacity; i++)
@@ -160,7 +178,7 @@ void worker_saw_pause(worker *w, const broker_queue *q)
 
 /* Marks the queues a claim leaves out: those the supervisor's figures
  * show paused, and those a begin found paused a moment ago. */
-static void note_pauses(worker *w)
+void worker_note_pauses(worker *w)
 {
     const metrics *m = w->opts->metrics;
     int64_t now = 0;
@@ -184,7 +202,7 @@ static void note_pauses(worker *w)
 
 /* Adds the round trips and Redis errors since the last call to the
  * shared counters. */
-static void worker_count_redis(worker *w)
+void worker_count_redis(worker *w)
 {
     metrics *m = w->opts->metrics;
 
@@ -238,7 +256,7 @@ static int resolve_held(worker *w)
 }
 
 /* Promotes due tasks every block_ms and trims dead sets every second. */
-static int worker_maintain(worker *w)
+int worker_maintain(worker *w)
 {
     int64_t now = clock_ms();
 
@@ -271,11 +289,24 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
     node_scripts_check();
     if (worker_setup(&w) != 0)
         goto out;
+    worker_crash_setup(opts->status);
     worker_slot_publish(&w, 0); /* loaded: the supervisor sees it up */
     log_fields(WHARF_LOG_INFO, "worker serving",
                (log_field[]){LOG_STR("worker", opts->consumer),
-                             LOG_INT("types", (int64_t)ld->n_routes)},
-               2);
+                             LOG_INT("types", (int64_t)ld->n_routes),
+                             LOG_INT("threads", (int64_t)w.threads)},
+               3);
+    if (w.threaded) {
+        status = worker_threads_run(&w, w.threads);
+        if (status == EX_OK)
+            log_fields(WHARF_LOG_INFO, "worker stopped",
+                       (log_field[]){LOG_STR("worker", opts->consumer),
+                                     LOG_INT("round_trips",
+                                             (int64_t)(broker_round_trips(&w.b) +
+                                                       w.other_round_trips))},
+                       2);
+        goto out;
+    }
     while (true) {
         redisReply *claim;
         size_t n;
@@ -287,7 +318,7 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
 
         worker_count_redis(&w);
         if (!broker_connected(&w.b)) {
-            int rc = connect_with_backoff(&w);
+            int rc = worker_connect(&w);
             if (rc == -2) {
                 status = EX_CONFIG;
                 goto out;
@@ -302,7 +333,7 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
         if (worker_stopping(&w))
             break; /* nothing held is left to send */
         maintained = worker_maintain(&w);
-        note_pauses(&w);
+        worker_note_pauses(&w);
         if (maintained == 0 && broker_claimable(&w.b) == 0) {
             /* Every type paused: nothing to claim, and no claim sent
              * until one runs again. */
@@ -355,7 +386,7 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
                2);
 out:
     worker_count_redis(&w);
-    w.counts.round_trips = broker_round_trips(&w.b);
+    w.counts.round_trips = broker_round_trips(&w.b) + w.other_round_trips;
     if (counts)
         *counts = w.counts;
     worker_teardown(&w);

@@ -205,7 +205,9 @@ bool worker_run_entry(worker *w, uint32_t i)
     worker_unlock(w);
     wait_us = wait_since(j->e.task.enqueued_at_ms);
     started = clock_us();
+    worker_crash_enter(i);
     worker_run_job(w, i, run);
+    worker_crash_leave();
     took = clock_us() - started;
     j->duration_ms = took / 1000;
     metrics_run(w->opts->metrics, metric_of(w, j), took, wait_us);
@@ -251,83 +253,92 @@ static void reschedule_rest(worker *w, size_t i, size_t n)
  * broke while a return too large for the slot was being finished (the
  * batch is then held for its finish; what had not started goes back
  * unrun). */
+void worker_unrunnable_fate(broker_job *j)
+{
+    if (j->e.deleted) {
+        j->finish = FINISH_ACK;
+    } else if (j->e.bad[0]) {
+        j->finish = FINISH_DEAD;
+        j->next_attempt = j->e.task.attempt;
+        j->reason = j->e.bad;
+    }
+}
+
+bool worker_begun_fate(worker *w, broker_job *j)
+{
+    if (j->begin == BEGIN_RUN && worker_stopping(w)) {
+        /* Stopping: what has not started goes back for any host, its
+         * lock released, no attempt spent. */
+        j->finish = FINISH_RESCHEDULE;
+        j->next_attempt = j->e.task.attempt;
+        j->delay_ms = 0;
+        j->reason = "host stopping";
+        return false;
+    }
+    switch (j->begin) {
+    case BEGIN_CACHED:
+        j->finish = FINISH_ACK;
+        break;
+    case BEGIN_CANCELLED:
+        j->finish = FINISH_CANCEL;
+        j->reason = "cancelled";
+        break;
+    case BEGIN_PAUSED:
+        /* Claimed before this worker knew of the pause: back to wait
+         * in the stream, no attempt spent, and the type left out of
+         * this worker's claims from now on (worker.c). */
+        j->finish = FINISH_RESCHEDULE;
+        j->next_attempt = j->e.task.attempt;
+        j->delay_ms = 0;
+        j->reason = "type paused";
+        worker_saw_pause(w, j->queue);
+        break;
+    case BEGIN_NO_SLOT:
+        /* Every slot of the type's concurrency_limit is taken (on
+         * any host): it waits for one, no attempt spent, and costs
+         * nothing while it waits (finish.lua wakes it). */
+        j->finish = FINISH_RESCHEDULE;
+        j->next_attempt = j->e.task.attempt;
+        j->delay_ms = BROKER_WAIT_FOR_SLOT;
+        j->reason = "waiting for a free slot (concurrency_limit)";
+        break;
+    case BEGIN_LOCKED:
+        if (w->opts->metrics)
+            metrics_add(w->opts->metrics, &w->opts->metrics->lock_contended,
+                        1);
+        j->finish = FINISH_RESCHEDULE;
+        j->next_attempt = j->e.task.attempt;
+        j->delay_ms = j->queue->pol->lock_retry_ms;
+        j->reason = "locked by another run";
+        break;
+    case BEGIN_RUN:
+        return true;
+    case BEGIN_NONE:
+        break;
+    }
+    return false;
+}
+
 int worker_begin_and_run(worker *w, size_t n)
 {
     size_t unfinished = 0; /* jobs before this one are finished already */
 
-    for (size_t i = 0; i < n; i++) {
-        broker_job *j = &w->jobs[i];
-        if (j->e.deleted) {
-            j->finish = FINISH_ACK;
-        } else if (j->e.bad[0]) {
-            j->finish = FINISH_DEAD;
-            j->next_attempt = j->e.task.attempt;
-            j->reason = j->e.bad;
-        }
-    }
+    for (size_t i = 0; i < n; i++)
+        worker_unrunnable_fate(&w->jobs[i]);
     w->begin_ms = clock_ms(); /* before the locks can exist */
     worker_slot_publish(w, n);
     if (broker_begin(&w->b, w->jobs, n) != 0)
         return -1;
     worker_slot_publish(w, n);
     for (size_t i = 0; i < n; i++) {
-        broker_job *j = &w->jobs[i];
-        if (j->begin == BEGIN_RUN && worker_stopping(w)) {
-            /* Stopping: what has not started goes back for any host, its
-             * lock released, no attempt spent. */
-            j->finish = FINISH_RESCHEDULE;
-            j->next_attempt = j->e.task.attempt;
-            j->delay_ms = 0;
-            j->reason = "host stopping";
+        if (!worker_begun_fate(w, &w->jobs[i]))
             continue;
-        }
-        switch (j->begin) {
-        case BEGIN_CACHED:
-            j->finish = FINISH_ACK;
-            break;
-        case BEGIN_CANCELLED:
-            j->finish = FINISH_CANCEL;
-            j->reason = "cancelled";
-            break;
-        case BEGIN_PAUSED:
-            /* Claimed before this worker knew of the pause: back to wait
-             * in the stream, no attempt spent, and the type left out of
-             * this worker's claims from now on (worker.c). */
-            j->finish = FINISH_RESCHEDULE;
-            j->next_attempt = j->e.task.attempt;
-            j->delay_ms = 0;
-            j->reason = "type paused";
-            worker_saw_pause(w, j->queue);
-            break;
-        case BEGIN_NO_SLOT:
-            /* Every slot of the type's concurrency_limit is taken (on
-             * any host): it waits for one, no attempt spent, and costs
-             * nothing while it waits (finish.lua wakes it). */
-            j->finish = FINISH_RESCHEDULE;
-            j->next_attempt = j->e.task.attempt;
-            j->delay_ms = BROKER_WAIT_FOR_SLOT;
-            j->reason = "waiting for a free slot (concurrency_limit)";
-            break;
-        case BEGIN_LOCKED:
-            if (w->opts->metrics)
-                metrics_add(w->opts->metrics, &w->opts->metrics->lock_contended,
-                            1);
-            j->finish = FINISH_RESCHEDULE;
-            j->next_attempt = j->e.task.attempt;
-            j->delay_ms = j->queue->pol->lock_retry_ms;
-            j->reason = "locked by another run";
-            break;
-        case BEGIN_RUN:
-            if (!worker_run_entry(w, (uint32_t)i)) {
-                if (finish_now(w, unfinished, i + 1) != 0) {
-                    reschedule_rest(w, i + 1, n);
-                    return -2;
-                }
-                unfinished = i + 1;
+        if (!worker_run_entry(w, (uint32_t)i)) {
+            if (finish_now(w, unfinished, i + 1) != 0) {
+                reschedule_rest(w, i + 1, n);
+                return -2;
             }
-            break;
-        case BEGIN_NONE:
-            break;
+            unfinished = i + 1;
         }
     }
     worker_slot_finishing(w, NULL, 0);

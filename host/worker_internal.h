@@ -45,14 +45,12 @@ typedef struct worker {
     uint64_t counted_round_trips, counted_errors; /* already in metrics */
     int64_t *pause_seen_ms; /* per broker queue: when a begin last found
                                it paused, or 0 */
+    unsigned threads;       /* its pool's threads (1: none) */
     bool threaded;          /* several threads: worker_threads.c runs it */
-    struct worker_pool *pool; /* its threads and what they share, or NULL */
+    struct worker_pool *pool; /* its threads and what they share, or NULL
+                                 (worker_threads.c) */
+    uint64_t other_round_trips; /* of the finisher's connection */
 } worker;
-
-/* What a worker's threads share (worker_threads.c). */
-typedef struct worker_pool {
-    pthread_mutex_t lock; /* the pool and the slot's worker half */
-} worker_pool;
 
 /* ---- worker_stop.c: whether to stop, and sleeping ---- */
 
@@ -65,6 +63,10 @@ bool worker_stopping(worker *w);
 
 /* While stopping, true as long as a held batch is still worth sending. */
 bool worker_keep_trying(worker *w);
+
+/* True once a stop was asked for and shutdown_timeout is nearly over:
+ * what is not sent by now is left to the supervisor. */
+bool worker_grace_over(worker *w);
 
 /* Sleeps ms, in short steps, so a stop request is seen quickly. */
 void worker_sleep_ms(worker *w, int64_t ms);
@@ -94,7 +96,28 @@ void worker_slot_finishing(worker *w, const uint32_t *which, size_t n);
 /* Marks job i as running; the run number that names this plugin call. */
 uint32_t worker_slot_running(worker *w, uint32_t i);
 
+/* Which entry a fatal signal belongs to (worker_crash.c): set up once,
+ * then entered and left around each plugin call by its thread. */
+void worker_crash_setup(slot *sl);
+void worker_crash_enter(uint32_t i);
+void worker_crash_leave(void);
+
 /* ---- worker.c: the loop ---- */
+
+/* Connects, waiting out an outage with capped backoff: 0, -1 when
+ * stopped, -2 when Redis refuses what retrying cannot fix. */
+int worker_connect(worker *w);
+
+/* Promotes due tasks and trims dead sets when it is time. 0, or -1 on a
+ * connection error. */
+int worker_maintain(worker *w);
+
+/* Marks the queues a claim leaves out (paused). */
+void worker_note_pauses(worker *w);
+
+/* Adds the round trips and Redis errors since the last call to the
+ * shared counters. */
+void worker_count_redis(worker *w);
 
 /* A begin found q's type paused: q stays out of this worker's claims
  * until the supervisor's figures show the pause (or for a few seconds,
@@ -116,6 +139,15 @@ void worker_report(worker *w, size_t n);
 bool worker_run_entry(worker *w, uint32_t i);
 void worker_run_job(worker *w, uint32_t i, uint32_t run);
 
+/* Before a begin: a job that cannot run (its entry is gone, or it is
+ * bad) gets its fate now. */
+void worker_unrunnable_fate(broker_job *j);
+
+/* After its begin: true if job j is to run; else it has its fate
+ * (cached, cancelled, paused, locked, waiting for a slot, or given back
+ * because the worker stops). */
+bool worker_begun_fate(worker *w, broker_job *j);
+
 /* Counts and logs jobs which[0..n) once finished. */
 void worker_report_some(worker *w, const broker_job *jobs, size_t n);
 
@@ -124,5 +156,12 @@ void worker_report_some(worker *w, const broker_job *jobs, size_t n);
 /* The worker's lock, taken only with several threads (no-ops with one). */
 void worker_lock(worker *w);
 void worker_unlock(worker *w);
+
+/* Serves with `threads` threads until a stop with nothing left: the
+ * worker's status (EX_OK, EX_CONFIG, EX_SOFTWARE). */
+int worker_threads_run(worker *w, size_t threads);
+
+/* Whether the pool shows its worker stopping (lock held). */
+bool worker_pool_stopping(const worker *w);
 
 #endif /* WHARF_WORKER_INTERNAL_H */

@@ -57,6 +57,8 @@ static void set_state(worker *w, slot *sl)
 {
     if (sl->n_running > 0)
         sl->state = SLOT_RUNNING;
+    else if (w->threaded)
+        sl->state = worker_pool_stopping(w) ? SLOT_STOPPING : SLOT_IDLE;
     else
         sl->state = worker_stopping(w) ? SLOT_STOPPING : SLOT_IDLE;
 }

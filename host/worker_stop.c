@@ -49,6 +49,13 @@ bool worker_keep_trying(worker *w)
                w->cfg->shutdown_timeout_ms - w->cfg->shutdown_timeout_ms / 10;
 }
 
+bool worker_grace_over(worker *w)
+{
+    return worker_stopping(w) &&
+           clock_ms() - w->stop_seen_ms >=
+               w->cfg->shutdown_timeout_ms - w->cfg->shutdown_timeout_ms / 10;
+}
+
 void worker_sleep_ms(worker *w, int64_t ms)
 {
     /* In short steps, so a stop request is seen quickly. */

@@ -6,13 +6,18 @@
  *   fatal       WHARF_FAIL (dead at once)
  *   later:MS    on attempt 1, WHARF_RETRY with wharf_retry_in(MS), as
  *               an API that says when to come back; then succeed
- *   crash       SIGSEGV
+ *   crash       SIGSEGV, raised with the default action (past any
+ *               handler a sanitizer or the host set)
+ *   segv        a write through a null pointer, as a wild pointer does:
+ *               the host's handler sees it first
  *   abort       abort()
  *   sleep:MS    sleep MS milliseconds (resuming after EINTR), then succeed
  *   nap:MS      one nanosleep of MS ms, then succeed however it ended
  *   snooze:S    a plain sleep(S), then succeed however it ended
  *   polite:MS   work in 10 ms steps for MS ms or until wharf_cancelled,
  *               then succeed (the host throws a late success away)
+ *   wait:PATH   wait (in 10 ms steps) until PATH exists, then succeed: a
+ *               task held in flight until a test lets it go
  *   read:PATH   open PATH (a fifo) and read one byte: succeed if one came,
  *               retry with the reason if the read failed (EINTR included)
  *   exit:N      exit(N) in the middle of the task
@@ -22,7 +27,10 @@
  * its manifest section it appends "<id> <attempt>\n" to PATH each time it
  * starts a task, and with `done_file = PATH` "<id>\n" each time it
  * completes one, so a test can count how often each task really ran.
- * With `init_sleep_ms = MS` its init sleeps that long (a hanging init). */
+ * With `init_sleep_ms = MS` its init sleeps that long (a hanging init).
+ *
+ * It is thread-safe: each call keeps its state on its own stack, and the
+ * files are appended to with one write(2) per line. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -136,6 +144,11 @@ static wharf_status process_business(wharf_ctx *ctx, const wharf_task *task)
         raise(SIGSEGV);
         return WHARF_FAIL; /* not reached while SIGSEGV kills */
     }
+    if (strcmp(command, "segv") == 0) {
+        volatile int *volatile nowhere = NULL; /* a store not dropped */
+        *nowhere = 1;
+        return WHARF_FAIL; /* not reached */
+    }
     if (strcmp(command, "abort") == 0)
         abort();
     if ((n = command_number(command, "fail")) >= 0) {
@@ -180,6 +193,12 @@ static wharf_status process_business(wharf_ctx *ctx, const wharf_task *task)
     }
     if (strncmp(command, "read:", 5) == 0)
         return read_one(ctx, task, command + 5);
+    if (strncmp(command, "wait:", 5) == 0) {
+        struct timespec step = {0, 10 * 1000000L};
+        while (access(command + 5, F_OK) != 0)
+            nanosleep(&step, NULL);
+        return succeed(ctx, task);
+    }
     if ((n = command_number(command, "exit")) >= 0)
         exit((int)n);
     if ((n = command_number(command, "big")) >= 0) {
@@ -218,4 +237,5 @@ static int init(wharf_ctx *ctx, void **state)
 static const char *const chaos_types[] = {"chaos", NULL};
 
 WHARF_PLUGIN(.name = "chaos", .version = "1.0.0", .types = chaos_types,
-             .init = init, .process_business = process_business);
+             .init = init, .process_business = process_business,
+             .thread_safe = 1);

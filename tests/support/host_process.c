@@ -54,7 +54,7 @@ static void write_manifest(const test_host *h, const test_redis *r,
             "[metrics]\nlisten = %s\n"
             "[log]\nlevel = %s\n"
             "[plugin.chaos]\npath = chaos.so\nruns_file = %s\n"
-            "done_file = %s\n"
+            "done_file = %s\n%s"
             "%s\n",
             o->plugins_dir ? o->plugins_dir : WHARF_PLUGIN_DIR,
             o->host_keys ? o->host_keys : "",
@@ -62,7 +62,7 @@ static void write_manifest(const test_host *h, const test_redis *r,
             o->redis_keys ? o->redis_keys : "",
             o->metrics_listen ? o->metrics_listen : "off",
             o->log_level ? o->log_level : "debug", h->runs, h->done,
-            o->extra ? o->extra : "");
+            o->chaos_keys ? o->chaos_keys : "", o->extra ? o->extra : "");
     cr_assert_eq(fclose(f), 0);
     cr_assert_eq(rename(tmp, h->manifest), 0, "%s: %s", h->manifest,
                  strerror(errno));

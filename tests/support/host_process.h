@@ -30,6 +30,7 @@ typedef struct test_host_opts {
     const char *extra;          /* more sections, verbatim */
     const char *metrics_listen; /* default: off */
     const char *log_level;      /* default: debug */
+    const char *chaos_keys;     /* more [plugin.chaos] keys */
 } test_host_opts;
 
 /* Writes dir/wharf.ini as test_host_manifest does, with o's changes. */
