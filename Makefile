@@ -83,10 +83,11 @@ test-plain: build clients
 	    --output-log $(abspath $(BUILD))/test-plain.log
 
 # The tests that run wharfd's lease keeper hard (leases, deadlines,
-# reloads, crashes) against the ThreadSanitizer wharfd, and those of
-# wharf run --threads against its wharf and plugins; any report fails.
+# reloads, crashes) and its workers' threads (test_threads) against the
+# ThreadSanitizer wharfd, and those of wharf run --threads against its
+# wharf and plugins; any report fails.
 TSAN_REPORTS = $(abspath $(BUILD_TSAN))/tsan-reports
-TSAN_TESTS = test_lease|test_supervisor|test_wharf_run
+TSAN_TESTS = test_lease|test_supervisor|test_wharf_run|test_threads
 test-tsan: build build-tsan
 	@rm -rf $(TSAN_REPORTS) && mkdir -p $(TSAN_REPORTS)
 	@WHARF_TEST_WHARFD=$(abspath $(BUILD_TSAN))/wharfd \

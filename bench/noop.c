@@ -133,4 +133,5 @@ static const char *const noop_types[] = {"noop", NULL};
 
 WHARF_PLUGIN(.name = "noop", .version = "1.0.0", .types = noop_types,
              .init = noop_init, .process_business = noop_process,
-             .fini = noop_fini);
+             .fini = noop_fini,
+             .thread_safe = 1);

@@ -26,7 +26,11 @@
 #      BENCH_IO_MS (50 ms, as an HTTP call does), BENCH_IO_WORKERS worker
 #      processes (64) of one task each: the rate as a share of what that
 #      many in flight allow, the Redis CPU, and the memory (PSS) of the
-#      whole host, supervisor and workers.
+#      whole host, supervisor and workers; then the same tasks with
+#      BENCH_IO_THREADED_WORKERS (2) workers of BENCH_IO_THREADS (128)
+#      threads each, in the same run (goals: 0.9 of the limit, 30 us of
+#      Redis CPU and no more Redis commands per task than the no-op row,
+#      40 MiB for the whole host).
 #  11. handlers in other languages: BENCH_HANDLER_TASKS no-op tasks through
 #      coprocess.so and a no-op Python handler (bench/noop_handler.py),
 #      then a no-op Node one (bench/noop_handler.js), BENCH_WORKERS
@@ -65,6 +69,8 @@ CLIENT_TASKS=${BENCH_CLIENT_TASKS:-50000}
 IO_TASKS=${BENCH_IO_TASKS:-8000}
 IO_MS=${BENCH_IO_MS:-50}
 IO_WORKERS=${BENCH_IO_WORKERS:-64}
+IO_THREADED_WORKERS=${BENCH_IO_THREADED_WORKERS:-2}
+IO_THREADS=${BENCH_IO_THREADS:-128}
 HANDLER_TASKS=${BENCH_HANDLER_TASKS:-30000}
 # Another wharfd (say, last release's) to run the processing phase with
 # too, against the same server: its rate is shown beside ours.
@@ -386,6 +392,8 @@ fi
 if has_phase io; then
     process io "$WHARFD" "sleep_us = $((IO_MS * 1000))" "$IO_TASKS" \
         "$IO_WORKERS" 1
+    process io_threads "$WHARFD" "sleep_us = $((IO_MS * 1000))
+threads = $IO_THREADS" "$IO_TASKS" "$IO_THREADED_WORKERS"
 fi
 # The noop type served by a handler program through coprocess.so.
 if has_phase handlers; then
@@ -506,6 +514,7 @@ if has_phase crash; then
     slow_crash_rate=$(value_of "$WORK/slow_crash.watch" rate)
 fi
 io_rate=0 io_of_limit=0 io_redis_us=0 io_cmds=0 io_pss=0 io_limit=0
+iot_rate=0 iot_of_limit=0 iot_redis_us=0 iot_cmds=0 iot_pss=0 iot_limit=0
 if has_phase io; then
     io_rate=$(value_of "$WORK/io.watch" rate)
     io_limit=$(awk -v w="$IO_WORKERS" -v ms="$IO_MS" \
@@ -516,6 +525,15 @@ if has_phase io; then
     io_cmds=$(awk -v n="$IO_TASKS" '$1 == "cmd" { s += $3 }
         END { printf "%.2f", s / n }' "$WORK/io.watch")
     io_pss=$(awk '{ s += $4 } END { print s + 0 }' "$WORK/io.procs")
+    iot_rate=$(value_of "$WORK/io_threads.watch" rate)
+    iot_limit=$(awk -v w="$((IO_THREADED_WORKERS * IO_THREADS))" -v ms="$IO_MS" \
+        'BEGIN { printf "%.0f", w * 1000 / ms }')
+    iot_of_limit=$(ratio "$iot_rate" "$iot_limit")
+    iot_redis_us=$(awk -v c="$(num "$(value_of "$WORK/io_threads.watch" redis_cpu_s)")" \
+        -v n="$IO_TASKS" 'BEGIN { printf "%.2f", c * 1000000 / n }')
+    iot_cmds=$(awk -v n="$IO_TASKS" '$1 == "cmd" { s += $3 }
+        END { printf "%.2f", s / n }' "$WORK/io_threads.watch")
+    iot_pss=$(awk '{ s += $4 } END { print s + 0 }' "$WORK/io_threads.procs")
 fi
 py_rate=0 node_rate=0 py_io_rate=0 py_io_of_limit=0 py_io_limit=0
 if has_phase handlers; then
@@ -620,6 +638,15 @@ if has_phase io; then
     row "  redis CPU per task (us)" "$io_redis_us" "" ""
     row "  redis commands per task" "$io_cmds" "" ""
     row "  host memory, all processes (PSS, MiB)" "$(mib "$io_pss")" "" ""
+    row "${IO_MS} ms I/O tasks, $IO_THREADED_WORKERS workers x $IO_THREADS threads (tasks/s)" \
+        "$iot_rate" "" ""
+    row "  of the limit, $((IO_THREADED_WORKERS * IO_THREADS)) in flight ($iot_limit/s)" \
+        "$iot_of_limit" ">= 0.90" "$(verdict "$iot_of_limit" ">=" 0.90)"
+    row "  redis CPU per task (us)" "$iot_redis_us" "<= 30" \
+        "$(verdict "$iot_redis_us" "<=" 30)"
+    row "  redis commands per task" "$iot_cmds" "" ""
+    row "  host memory, all processes (PSS, MiB)" "$(mib "$iot_pss")" "<= 40" \
+        "$(verdict "$(mib "$iot_pss")" "<=" 40)"
 fi
 if has_phase handlers; then
     # Goals: 5x Celery's prefork pool on no-op tasks (about 2,000/s
@@ -718,6 +745,13 @@ cat >"$OUT" <<EOF
          "redis_cpu_us": $(num "$io_redis_us"),
          "redis_commands": $(num "$io_cmds"),
          "host_pss_kib": $(num "$io_pss")},
+  "io_threads": {"tasks": $IO_TASKS, "task_ms": $IO_MS,
+                 "workers": $IO_THREADED_WORKERS, "threads": $IO_THREADS,
+                 "tasks_per_s": $(num "$iot_rate"),
+                 "of_limit": $(num "$iot_of_limit"),
+                 "redis_cpu_us": $(num "$iot_redis_us"),
+                 "redis_commands": $(num "$iot_cmds"),
+                 "host_pss_kib": $(num "$iot_pss")},
   "latency_us": {"rate": $RATE, "samples": $(num "$samples"),
                  "p50": $(num "$p50"), "p99": $(num "$p99"),
                  "p999": $(num "$p999"), "max": $(num "$pmax")},

@@ -302,6 +302,11 @@ char *metrics_render(const metrics *m, const queue_figures *queues,
             "wharf_workers{state=\"stopping\"} %u\n"
             "wharf_workers{state=\"down\"} %u\n",
         workers->idle, workers->running, workers->stopping, workers->down);
+    put(&t, "# HELP wharf_tasks_in_flight Plugin calls under way in this "
+            "host's workers (a worker with threads runs several).\n"
+            "# TYPE wharf_tasks_in_flight gauge\n"
+            "wharf_tasks_in_flight %u\n",
+        workers->in_flight);
     put(&t, "# HELP wharf_build_info The wharfd build.\n"
             "# TYPE wharf_build_info gauge\n"
             "wharf_build_info{version=\"%s\",abi=\"%d\"} 1\n",

@@ -81,6 +81,7 @@ typedef struct queue_figures {
 
 typedef struct worker_figures {
     unsigned idle, running, stopping, down;
+    unsigned in_flight; /* plugin calls under way, every thread's */
 } worker_figures;
 
 /* Maps a zeroed shared region. NULL with errno set on failure. */

@@ -6,7 +6,12 @@
  *
  * Who owns what. Each worker process has its own Redis connection and
  * owns its batch: it claims, begins, runs and finishes, and writes the
- * worker half of its slot. The supervisor process runs three threads:
+ * worker half of its slot. A worker with threads (worker_threads.c) owns
+ * a table of entries instead: its main thread claims and begins on the
+ * worker's connection, each pool thread runs one entry's plugin call at
+ * a time, and a finisher thread finishes what is done on a second
+ * connection; every change of an entry and of the slot is made under
+ * the worker's lock. The supervisor process runs three threads:
  *   - the loop (supervisor.c): signals, reaping and restarting workers
  *     (supervisor_workers.c), reloads (supervisor_reload.c), HTTP and the
  *     console (supervisor_http.c), the instance heartbeat and host
@@ -85,6 +90,20 @@
  * again at once: the crash is the task's, charged to it; only a worker
  * that dies before it takes a task waits a growing delay.
  *
+ * Threads. Every entry of the slot has its own run, start and timeout,
+ * and its own asks (slot_asks: cancel, cancel_requested, lease_lost,
+ * each naming the run it is meant for), so each run's deadline, cancel
+ * and lost lease are its own. When a worker with several runs under way
+ * dies, the runs that single themselves out are charged: one that was
+ * asked to end and did not (timeout, lease lost; a wharf cancel ends as
+ * cancelled), or one whose thread took a fatal signal (the worker's
+ * handler writes the signal into that entry, worker_crash.c). The other
+ * runs are given back unrun: their locks released, no attempt spent,
+ * counted in wharf_tasks_given_back_total. When none singles itself out
+ * (SIGKILL from outside, exit()), every run under way is charged, "...
+ * while running N tasks". A run past its deadline stops the worker's
+ * claims until it ends, so few neighbours share its fate.
+ *
  * Returns are kept as they come. Each plugin call's return (the finish
  * it asks for, its reason and result) goes into the slot as soon as the
  * plugin returns, in the slot's arena (SLOT_ARENA_BYTES); a return that
@@ -99,7 +118,7 @@
  * Signals. Workers block SIGTERM, SIGINT and SIGHUP for life, so none
  * interrupts plugin code; a stop is the slot's `stop` flag (or one of
  * those signals, pending), read between tasks. The supervisor: SIGTERM or
- * SIGINT stops the host (workers finish the task in hand, the unstarted
+ * SIGINT stops the host (workers finish the tasks in hand, the unstarted
  * rest of each batch goes back unrun, then exit 0; SIGKILL at
  * shutdown_timeout); SIGHUP reloads (a plugin check in a child bounded by
  * init_timeout, then workers replaced one at a time through `stop`);

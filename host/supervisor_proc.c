@@ -46,7 +46,7 @@ void death_reason(int status, char *buf, size_t len)
 /* The workers by what they do now, read from their slots. */
 worker_figures count_workers(supervisor *s)
 {
-    worker_figures w = {0, 0, 0, 0};
+    worker_figures w = {0, 0, 0, 0, 0};
 
     for (size_t i = 0; i < s->n_procs; i++) {
         worker_proc *p = &s->procs[i];
@@ -54,6 +54,7 @@ worker_figures count_workers(supervisor *s)
             w.down++;
             continue;
         }
+        w.in_flight += p->snap->n_running;
         switch (p->snap->state) {
         case SLOT_RUNNING:
             w.running++;

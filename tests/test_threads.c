@@ -2,7 +2,12 @@
  * what happens to them when one crashes, when one overruns its timeout
  * and ignores the cancel, and when the host stops or reloads. Tasks are
  * held in flight by the chaos plugin's wait:GATE until the test creates
- * GATE, so "in flight" never depends on how fast a loaded machine is. */
+ * GATE, so "in flight" never depends on how fast a loaded machine is.
+ * And the webhook plugin with 200 threads in one worker against a local
+ * server that holds every request until 200 are in flight at once. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +16,10 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <microhttpd.h>
 
 #include "host_process.h"
+#include "http_get.h"
 #include "redis_server.h"
 
 #define IN_FLIGHT 64
@@ -21,6 +28,7 @@ static test_redis redis;
 static test_host host;
 static redisContext *rc;
 static char gate[300];
+static int metrics_port;
 
 static void start_redis(void)
 {
@@ -39,8 +47,10 @@ TestSuite(threads, .init = start_redis, .fini = stop_all, .timeout = 240);
  * charge is final and visible. */
 static void start_host(const char *test)
 {
-    char chaos[64];
+    char chaos[64], listen[64];
 
+    metrics_port = test_free_port();
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", metrics_port);
     snprintf(gate, sizeof(gate), "%s/%s.gate", redis.dir, test);
     unlink(gate);
     snprintf(chaos, sizeof(chaos), "types = chaos, slow\nthreads = %d\n",
@@ -48,6 +58,7 @@ static void start_host(const char *test)
     test_host_up(&host, &redis,
                  &(test_host_opts){.host_keys = "workers = 1\n",
                                    .log_level = "info",
+                                   .metrics_listen = listen,
                                    .chaos_keys = chaos,
                                    .extra = "[type.chaos]\nmax_attempts = 1\n"
                                             "[type.slow]\ntimeout = 1s\n"
@@ -151,6 +162,17 @@ static void dead_because(const char *type, const char *id, const char *why)
 
 static const char *const given_back[] = {"task given back unrun", NULL};
 
+/* /metrics has this exact line. */
+static bool metrics_have(const char *want)
+{
+    static char body[1 << 17];
+    int status = test_http_get_within(metrics_port, "/metrics", body,
+                                      sizeof(body), 10);
+
+    cr_assert_eq(status, 200, "/metrics answered %d", status);
+    return strstr(body, want) != NULL;
+}
+
 /* 63 tasks in flight and one that faults: it alone is charged (its own
  * thread's fault, found by the worker), the 63 go back uncharged and run
  * again, and none finishes twice. */
@@ -163,6 +185,8 @@ Test(threads, a_crash_charges_the_faulting_task_alone)
     dead_because("chaos", "bad", "worker crashed: SIGSEGV");
     cr_expect_eq(test_host_log_count(&host, given_back), IN_FLIGHT - 1,
                  "not every neighbour was given back; see %s", host.log);
+    cr_expect(metrics_have("wharf_tasks_given_back_total{type=\"chaos\"} 63\n"),
+              "/metrics does not count the 63 given back");
     open_gate();
     wait_results(IN_FLIGHT - 1);
     each_finished_once("w", IN_FLIGHT - 1);
@@ -203,6 +227,8 @@ static void stop_or_reload(const char *test, int sig)
     start_host(test);
     add_waiting("w", total);
     wait_started(IN_FLIGHT);
+    cr_expect(metrics_have("wharf_tasks_in_flight 64\n"),
+              "/metrics does not show 64 tasks in flight");
     cr_assert_eq(kill(host.pid, sig), 0);
     if (sig == SIGTERM) {
         /* The runs under way hold the stop until they end. */
@@ -235,4 +261,137 @@ Test(threads, a_stop_with_64_in_flight_loses_nothing)
 Test(threads, a_reload_with_64_in_flight_loses_nothing)
 {
     stop_or_reload("reload", SIGHUP);
+}
+
+/* ---- the webhook plugin, 200 calls in flight in one worker ---- */
+
+#define HOOK_CALLS 200
+
+/* The server holds each request until HOOK_CALLS are in flight at once
+ * (or TEST_EVENT_MS passed, so a host that never gets there fails on the
+ * counts below, not on the suite's timeout), then answers each after
+ * 100 ms more, as a slow API would. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    int in_flight, most, requests;
+    int64_t first_ms;
+    char keys[HOOK_CALLS * 2][64];
+} hook = {.lock = PTHREAD_MUTEX_INITIALIZER,
+          .changed = PTHREAD_COND_INITIALIZER};
+
+static enum MHD_Result on_hook(void *cls, struct MHD_Connection *conn,
+                               const char *url, const char *method,
+                               const char *version, const char *data,
+                               size_t *data_len, void **con_cls)
+{
+    const char *key;
+    struct MHD_Response *r;
+    enum MHD_Result queued;
+
+    (void)cls, (void)url, (void)method, (void)version, (void)data;
+    if (*con_cls == NULL) {
+        *con_cls = &hook; /* the headers: the body follows */
+        return MHD_YES;
+    }
+    if (*data_len > 0) {
+        *data_len = 0; /* the body is not needed */
+        return MHD_YES;
+    }
+    key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                      "Idempotency-Key");
+    pthread_mutex_lock(&hook.lock);
+    if (hook.requests < HOOK_CALLS * 2)
+        snprintf(hook.keys[hook.requests], sizeof(hook.keys[0]), "%s",
+                 key ? key : "");
+    hook.requests++;
+    if (hook.first_ms == 0)
+        hook.first_ms = test_now_ms();
+    if (++hook.in_flight > hook.most)
+        hook.most = hook.in_flight;
+    pthread_cond_broadcast(&hook.changed);
+    while (hook.most < HOOK_CALLS &&
+           test_now_ms() - hook.first_ms < TEST_EVENT_MS) {
+        pthread_mutex_unlock(&hook.lock);
+        test_sleep_ms(10);
+        pthread_mutex_lock(&hook.lock);
+    }
+    pthread_mutex_unlock(&hook.lock);
+    test_sleep_ms(100);
+    pthread_mutex_lock(&hook.lock);
+    hook.in_flight--;
+    pthread_mutex_unlock(&hook.lock);
+    r = MHD_create_response_from_buffer(2, (void *)"ok", MHD_RESPMEM_PERSISTENT);
+    queued = MHD_queue_response(conn, 200, r);
+    MHD_destroy_response(r);
+    return queued;
+}
+
+static long long webhook_results(void *unused)
+{
+    (void)unused;
+    return results("webhook");
+}
+
+static bool hooks_done(void *want)
+{
+    return webhook_results(NULL) >= *(long long *)want;
+}
+
+Test(threads, the_webhook_keeps_200_calls_in_flight_in_one_worker)
+{
+    struct sockaddr_in addr = {.sin_family = AF_INET};
+    const union MHD_DaemonInfo *info;
+    struct MHD_Daemon *server;
+    char extra[256];
+    long long want = HOOK_CALLS;
+    int seen[HOOK_CALLS] = {0};
+
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    server = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0,
+        NULL, NULL, on_hook, NULL, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)(HOOK_CALLS * 2), MHD_OPTION_END);
+    cr_assert_not_null(server, "cannot start the HTTP server");
+    info = MHD_get_daemon_info(server, MHD_DAEMON_INFO_BIND_PORT);
+    cr_assert_not_null(info);
+    snprintf(extra, sizeof(extra),
+             "[plugin.webhook]\npath = webhook.so\n"
+             "url = http://127.0.0.1:%u/hook\nthreads = %d\n"
+             "[type.webhook]\ntimeout = 120s\n",
+             info->port, HOOK_CALLS);
+    test_host_up(&host, &redis,
+                 &(test_host_opts){.host_keys = "workers = 1\n",
+                                   .log_level = "info",
+                                   .extra = extra},
+                 rc);
+    for (int i = 0; i < HOOK_CALLS; i++) {
+        char id[32], payload[64];
+        snprintf(id, sizeof(id), "hook-%d", i);
+        snprintf(payload, sizeof(payload), "{\"n\":%d}", i);
+        test_add_entry(rc, "webhook", id, payload);
+    }
+    cr_assert(test_wait_until(hooks_done, &want, TEST_EVENT_MS * 2),
+              "%lld of %d webhook tasks done; see %s", webhook_results(NULL),
+              HOOK_CALLS, host.log);
+    pthread_mutex_lock(&hook.lock);
+    cr_expect_eq(hook.most, HOOK_CALLS,
+                 "at most %d calls were in flight at once in the worker",
+                 hook.most);
+    cr_expect_eq(hook.requests, HOOK_CALLS, "%d requests for %d tasks",
+                 hook.requests, HOOK_CALLS);
+    for (int j = 0; j < hook.requests && j < HOOK_CALLS * 2; j++) {
+        int i = -1;
+        if (sscanf(hook.keys[j], "hook-%d", &i) == 1 && i >= 0 &&
+            i < HOOK_CALLS)
+            seen[i]++;
+    }
+    pthread_mutex_unlock(&hook.lock);
+    for (int i = 0; i < HOOK_CALLS; i++)
+        cr_expect_eq(seen[i], 1, "hook-%d reached the server %d times", i,
+                     seen[i]);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{webhook}:dead"), 0);
+    test_host_stop(&host);
+    MHD_stop_daemon(server);
 }

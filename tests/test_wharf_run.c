@@ -340,8 +340,8 @@ Test(wharf_run, fewer_threads_than_a_meeting_never_meet)
 
 Test(wharf_run, threads_are_refused_to_a_plugin_not_opted_in)
 {
-    cr_assert_eq(wharf(NULL, "run", CHAOS, "chaos", "ok", "--threads", "2",
-                       NULL),
+    cr_assert_eq(wharf(NULL, "run", built("tests/plugins/good.so"), "good",
+                       "ok", "--threads", "2", NULL),
                  78, "%s", err);
     cr_assert(strstr(err, "has not opted in to threads (.thread_safe = 1"),
               "%s", err);

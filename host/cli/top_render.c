@@ -169,6 +169,21 @@ static void render_types(top_frame *f, const json_t *types)
         line(f, "(no types served)");
 }
 
+/* A worker with threads runs several tasks: the row shows the longest
+ * running, and a line under it each of the others. */
+static void render_more_runs(top_frame *f, int ww, const json_t *runs)
+{
+    for (size_t k = 1; k < json_array_size(runs); k++) {
+        const json_t *r = json_array_get(runs, k);
+        char task[TOP_TASK_MAX], run_for[TOP_CELL_MAX];
+        snprintf(task, sizeof(task), "%s %s", str(r, "type", ""),
+                 str(r, "task", ""));
+        fmt_duration(run_for, sizeof(run_for), num(r, "running_ms", 0));
+        line(f, "%-4s %-*s %8s %-9s %-36s %7s", "", ww, "", "", "", task,
+             run_for);
+    }
+}
+
 static void render_slots(top_frame *f, const json_t *slots)
 {
     int ww = column_width(slots, "worker", 6, 60);
@@ -198,6 +213,7 @@ static void render_slots(top_frame *f, const json_t *slots)
         line(f, "%-4.0f %-*s %8.0f %-9s %-36s %7s %7s %s", num(s, "slot", 0),
              ww, str(s, "worker", "?"), num(s, "pid", 0), state, task, run_for,
              up, restarts);
+        render_more_runs(f, ww, array(s, "running"));
     }
 }
 
