@@ -64,7 +64,8 @@ void console_view_of(void *arg, console_view *v)
             snprintf(r->id, sizeof(r->id), "%s", snap->batch[e].id);
             r->running_ms = now - snap->batch[e].started_ms;
         }
-        qsort(out->runs, out->n_runs, sizeof(*out->runs), longest_first);
+        if (out->n_runs > 1) /* runs is NULL before the first */
+            qsort(out->runs, out->n_runs, sizeof(*out->runs), longest_first);
     }
 }
 

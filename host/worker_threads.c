@@ -560,6 +560,16 @@ static int main_loop(worker *w)
         if (stopping && worker_grace_over(w) && !p->give_up) {
             p->give_up = true; /* the grace is over */
             pthread_cond_broadcast(&p->done);
+            if (p->begin_broke) {
+                /* Its locks expire by their TTL; its entries stay
+                 * pending for the replacement, or another host. */
+                for (size_t k = 0; k < p->n_claimed; k++)
+                    to_free(w, p->claimed_at[k]);
+                worker_slot_clear(w, p->claimed_at, p->n_claimed);
+                p->n_claimed = 0;
+                p->begin_broke = false;
+                w->held = HELD_NONE;
+            }
         }
         done = stopping && all_done(p);
         pthread_mutex_unlock(&p->lock);

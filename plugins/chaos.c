@@ -8,8 +8,8 @@
  *               an API that says when to come back; then succeed
  *   crash       SIGSEGV, raised with the default action (past any
  *               handler a sanitizer or the host set)
- *   segv        a write through a null pointer, as a wild pointer does:
- *               the host's handler sees it first
+ *   segv        a write to a page that forbids it, as a wild pointer
+ *               does: the host's handler sees it first
  *   abort       abort()
  *   sleep:MS    sleep MS milliseconds (resuming after EINTR), then succeed
  *   nap:MS      one nanosleep of MS ms, then succeed however it ended
@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -145,8 +146,15 @@ static wharf_status process_business(wharf_ctx *ctx, const wharf_task *task)
         return WHARF_FAIL; /* not reached while SIGSEGV kills */
     }
     if (strcmp(command, "segv") == 0) {
-        volatile int *volatile nowhere = NULL; /* a store not dropped */
-        *nowhere = 1;
+        /* A store to a page that forbids it: a real fault, and not
+         * undefined behaviour a sanitizer would stop at first. */
+        volatile int *page = mmap(NULL, 4096, PROT_NONE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (page == MAP_FAILED) {
+            wharf_error(ctx, "segv: mmap: %s", strerror(errno));
+            return WHARF_FAIL;
+        }
+        *page = 1;
         return WHARF_FAIL; /* not reached */
     }
     if (strcmp(command, "abort") == 0)

@@ -21,6 +21,7 @@
 #include "host_process.h"
 #include "http_get.h"
 #include "redis_server.h"
+#include "wharf_cli.h"
 
 #define IN_FLIGHT 64
 
@@ -43,9 +44,9 @@ static void stop_all(void)
 TestSuite(threads, .init = start_redis, .fini = stop_all, .timeout = 240);
 
 /* One worker of 64 threads serving chaos and slow (chaos under a second
- * type name, with a timeout of 1 s); each task has one attempt, so any
- * charge is final and visible. */
-static void start_host(const char *test)
+ * type name), each task with one attempt, so any charge is final and
+ * visible; types: the [type.*] sections. */
+static void start_host_with(const char *test, const char *types)
 {
     char chaos[64], listen[64];
 
@@ -60,10 +61,15 @@ static void start_host(const char *test)
                                    .log_level = "info",
                                    .metrics_listen = listen,
                                    .chaos_keys = chaos,
-                                   .extra = "[type.chaos]\nmax_attempts = 1\n"
-                                            "[type.slow]\ntimeout = 1s\n"
-                                            "max_attempts = 1\n"},
+                                   .extra = types},
                  rc);
+}
+
+/* slow has a timeout of 1 s. */
+static void start_host(const char *test)
+{
+    start_host_with(test, "[type.chaos]\nmax_attempts = 1\n"
+                          "[type.slow]\ntimeout = 1s\nmax_attempts = 1\n");
 }
 
 static void add_waiting(const char *prefix, int n)
@@ -148,10 +154,10 @@ static void each_finished_once(const char *prefix, int n)
 static void dead_because(const char *type, const char *id, const char *why)
 {
     redisReply *r;
-    long long when = test_wait_int(rc, 1, TEST_EVENT_MS,
-                                   "ZCARD wharf:{%s}:dead", type);
+    long long dead = test_wait_int(rc, 1, TEST_EVENT_MS,
+                                   "EXISTS wharf:{%s}:dead:%s", type, id);
 
-    cr_assert_eq(when, 1, "%s:%s never died; see %s", type, id, host.log);
+    cr_assert_eq(dead, 1, "%s:%s never died; see %s", type, id, host.log);
     r = test_redis_command(rc, "HGET wharf:{%s}:dead:%s error", type, id);
     cr_assert(r->type == REDIS_REPLY_STRING, "%s:%s has no error field", type,
               id);
@@ -261,6 +267,103 @@ Test(threads, a_stop_with_64_in_flight_loses_nothing)
 Test(threads, a_reload_with_64_in_flight_loses_nothing)
 {
     stop_or_reload("reload", SIGHUP);
+}
+
+/* The pid of the host's one worker: its last "worker started" line. */
+static pid_t worker_pid(void)
+{
+    FILE *f = fopen(host.log, "r");
+    char line[8192];
+    pid_t pid = 0;
+
+    cr_assert(f != NULL, "%s", host.log);
+    while (fgets(line, sizeof(line), f)) {
+        char *p = strstr(line, "\"pid\":");
+        if (strstr(line, "\"msg\":\"worker started\"") && p)
+            pid = (pid_t)atoi(p + 6);
+    }
+    fclose(f);
+    cr_assert_gt(pid, 0, "no worker started; see %s", host.log);
+    return pid;
+}
+
+/* A kill from outside names no task: every one in flight is charged,
+ * and the reason says how many there were. */
+Test(threads, a_kill_from_outside_charges_every_task_in_flight)
+{
+    char why[64];
+
+    start_host("kill");
+    add_waiting("w", 5);
+    wait_started(5);
+    cr_assert_eq(kill(worker_pid(), SIGKILL), 0);
+    cr_assert_eq(test_wait_int(rc, 5, TEST_EVENT_MS, "ZCARD wharf:{chaos}:dead"),
+                 5, "not every task in flight was charged; see %s", host.log);
+    snprintf(why, sizeof(why), "worker crashed: SIGKILL while running 5 tasks");
+    for (int i = 0; i < 5; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "w%d", i);
+        dead_because("chaos", id, why);
+    }
+    cr_expect_eq(test_host_log_count(&host, given_back), 0);
+}
+
+static bool slow_done(void *unused)
+{
+    (void)unused;
+    return results("slow") >= 20;
+}
+
+/* A type capped by concurrency never fills the worker: with 20 of it
+ * held in flight, only 2 run, and tasks of another type still run. */
+Test(threads, a_capped_type_leaves_threads_to_the_others)
+{
+    char payload[320];
+
+    start_host_with("cap", "[type.slow]\nconcurrency = 2\n");
+    snprintf(payload, sizeof(payload), "wait:%s", gate);
+    for (int i = 0; i < 20; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "s%d", i);
+        test_add_entry(rc, "slow", id, payload);
+    }
+    wait_started(2);
+    for (int i = 0; i < 10; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "f%d", i);
+        test_add_entry(rc, "chaos", id, "ok");
+    }
+    wait_results(10);
+    cr_expect_eq(started(), 12, "%d started: more than 2 of the capped type",
+                 started());
+    open_gate();
+    cr_assert(test_wait_until(slow_done, NULL, TEST_EVENT_MS),
+              "%lld of 20 of the capped type done; see %s", results("slow"),
+              host.log);
+}
+
+/* wharf cancel of one task among many ends that one only. */
+Test(threads, a_cancel_ends_that_task_only)
+{
+    const test_cli_run *r;
+
+    start_host("cancel");
+    add_waiting("w", 10);
+    test_add_entry(rc, "chaos", "polite", "polite:600000");
+    wait_started(11);
+    r = test_cli(redis.url, redis.dir,
+                 (const char *const[]){"cancel", "chaos", "polite", NULL});
+    cr_assert_eq(r->status, 0, "%s%s", r->out, r->err);
+    cr_assert(test_host_wait_log(&host, TEST_EVENT_MS,
+                                 (const char *const[]){"\"outcome\":"
+                                                       "\"cancelled\"",
+                                                       "polite", NULL}),
+              "the task did not end as cancelled; see %s", host.log);
+    cr_expect_eq(started(), 11, "a task ended by the cancel ran again");
+    open_gate();
+    wait_results(10);
+    each_finished_once("w", 10);
+    cr_expect_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:result:polite"), 0);
 }
 
 /* ---- the webhook plugin, 200 calls in flight in one worker ---- */
