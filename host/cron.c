@@ -213,14 +213,13 @@ static void next_day(int *y, int *mo, int *d)
     }
 }
 
-int cron_next(const cron_line *line, const char *zone, int64_t after,
-              int64_t *out)
+/* cron_next with the zone entered. */
+static int next_in_zone(const cron_line *line, int64_t after, int64_t *out)
 {
     struct tm tm;
     int y, mo, d;
     int rc = -1;
 
-    zone_enter(zone);
     /* From the day before the wall date of `after`: an instant of the
      * day before can still come after it when a fall-back at midnight
      * repeats its last hour. */
@@ -259,6 +258,16 @@ int cron_next(const cron_line *line, const char *zone, int64_t after,
             }
         }
     }
+    return rc;
+}
+
+int cron_next(const cron_line *line, const char *zone, int64_t after,
+              int64_t *out)
+{
+    int rc;
+
+    zone_enter(zone);
+    rc = next_in_zone(line, after, out);
     zone_leave();
     return rc;
 }
@@ -270,4 +279,76 @@ int64_t cron_next_every(int64_t every_s, int64_t after)
     if (after < 0 && after % every_s != 0)
         k--; /* floor, for the tests' early times */
     return (k + 1) * every_s;
+}
+
+/* The ticks of every_s in (after, until]: arithmetic. */
+static size_t every_ticks(int64_t every_s, int64_t after, int64_t until,
+                          int64_t *out, size_t max, bool *older)
+{
+    int64_t first = cron_next_every(every_s, after);
+    int64_t newest = cron_next_every(every_s, until) - every_s;
+    uint64_t n;
+
+    *older = false;
+    if (max == 0 || first > until)
+        return 0;
+    n = (uint64_t)((newest - first) / every_s) + 1;
+    if (n > max) {
+        *older = true;
+        n = max;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        out[i] = newest - (int64_t)(n - 1 - i) * every_s;
+    return (size_t)n;
+}
+
+size_t cron_ticks(const cron_line *line, int64_t every_s, const char *zone,
+                  int64_t after, int64_t until, int64_t *out, size_t max,
+                  bool *older)
+{
+    /* Spans looked through, each from `until` back: the newest ticks are
+     * in the shortest one that holds max of them, or reaches `after`. */
+    static const int64_t spans[] = {86400, 31 * 86400, 366 * 86400,
+                                    30 * 366 * 86400};
+    size_t kept = 0;
+
+    if (every_s != 0)
+        return every_ticks(every_s, after, until, out, max, older);
+    *older = false;
+    if (max == 0 || until <= after)
+        return 0;
+    zone_enter(zone);
+    for (size_t i = 0; i < sizeof(spans) / sizeof(spans[0]); i++) {
+        int64_t from = until - spans[i] > after ? until - spans[i] : after;
+        int64_t at = from;
+        uint64_t seen = 0;
+
+        kept = 0;
+        /* A ring of the newest max, oldest at out[seen % max] once full. */
+        while (next_in_zone(line, at, &at) == 0 && at <= until) {
+            out[seen % max] = at;
+            seen++;
+        }
+        if (seen > max) {
+            size_t start = (size_t)(seen % max);
+
+            /* Rotate the ring so the oldest comes first. */
+            for (size_t r = 0; r < start; r++) {
+                int64_t first = out[0];
+
+                memmove(out, out + 1, (max - 1) * sizeof(*out));
+                out[max - 1] = first;
+            }
+            *older = true;
+            kept = max;
+            break;
+        }
+        kept = (size_t)seen;
+        if (from == after || seen == max) {
+            *older = seen == max && from != after;
+            break;
+        }
+    }
+    zone_leave();
+    return kept;
 }

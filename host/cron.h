@@ -39,4 +39,14 @@ int cron_next(const cron_line *line, const char *zone, int64_t after,
  * host. */
 int64_t cron_next_every(int64_t every_s, int64_t after);
 
+/* The ticks in (after, until] of line in zone, or of every_s when it is
+ * not 0 (line and zone are then unused): the newest of them, up to max,
+ * into out, oldest first; returns how many. *older is set when there are
+ * older ones in that span than out holds. Only the newest are looked
+ * for, so a schedule down for years costs no more than one down for a
+ * day. */
+size_t cron_ticks(const cron_line *line, int64_t every_s, const char *zone,
+                  int64_t after, int64_t until, int64_t *out, size_t max,
+                  bool *older);
+
 #endif /* WHARF_CRON_H */

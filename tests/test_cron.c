@@ -230,3 +230,43 @@ Test(cron, the_process_zone_is_put_back)
     before = getenv("TZ");
     cr_assert_str_eq(before, "America/New_York");
 }
+
+Test(cron, ticks_between_keep_the_newest)
+{
+    int64_t out[5];
+    bool older = true;
+    cron_line hourly = parse("@hourly");
+    int64_t t0 = utc(2026, 12, 3, 0, 30);
+
+    /* Five hours down: 01:00 .. 05:00. */
+    cr_assert_eq(cron_ticks(&hourly, 0, "UTC", t0, utc(2026, 12, 3, 5, 30),
+                            out, 5, &older),
+                 5);
+    cr_assert(!older);
+    cr_assert_eq(out[0], utc(2026, 12, 3, 1, 0));
+    cr_assert_eq(out[4], utc(2026, 12, 3, 5, 0));
+    /* Ten hours down, three kept: the newest. */
+    cr_assert_eq(cron_ticks(&hourly, 0, "UTC", t0, utc(2026, 12, 3, 10, 0),
+                            out, 3, &older),
+                 3);
+    cr_assert(older);
+    cr_assert_eq(out[0], utc(2026, 12, 3, 8, 0));
+    cr_assert_eq(out[2], utc(2026, 12, 3, 10, 0), "until is included");
+    /* Years down, a minute's line: still only the newest few. */
+    cr_assert_eq(cron_ticks(&hourly, 0, "UTC", utc(2020, 1, 1, 0, 0),
+                            utc(2026, 12, 3, 10, 0), out, 2, &older),
+                 2);
+    cr_assert(older);
+    cr_assert_eq(out[1], utc(2026, 12, 3, 10, 0));
+    cr_assert_eq(cron_ticks(&hourly, 0, "UTC", t0, t0 + 60, out, 5, &older),
+                 0);
+    /* every: the same by arithmetic. */
+    cr_assert_eq(cron_ticks(NULL, 10, NULL, 100, 145, out, 5, &older), 4);
+    cr_assert(!older);
+    cr_assert_eq(out[0], 110);
+    cr_assert_eq(out[3], 140);
+    cr_assert_eq(cron_ticks(NULL, 10, NULL, 100, 1000, out, 2, &older), 2);
+    cr_assert(older);
+    cr_assert_eq(out[0], 990);
+    cr_assert_eq(out[1], 1000);
+}
