@@ -17,6 +17,7 @@
 #include "host_process.h"
 #include "http_get.h"
 #include "redis_server.h"
+#include "wharf_cli.h"
 
 static test_redis redis;
 static test_host hosts[3];
@@ -301,4 +302,80 @@ Test(schedule, catch_up_last_fires_the_newest_missed_tick)
 Test(schedule, catch_up_all_fires_each_missed_tick)
 {
     catch_up_after_five_missed("all", 5);
+}
+
+/* wharf schedules and wharf schedule run, against what a host fired. */
+Test(schedule, wharf_schedules_lists_and_schedule_run_fires)
+{
+    static char ids[20][128];
+    const test_cli_run *run;
+    char want[256], id[160];
+    size_t n;
+
+    snprintf(clock_file, sizeof(clock_file), "%s/clock-%d", redis.dir,
+             (int)getpid());
+    setenv("WHARF_TEST_CLOCK_FILE", clock_file, 1);
+    set_clock(DAY + 30);
+    test_host_up(&hosts[0], &redis,
+                 &(test_host_opts){.log_level = "info",
+                                   .extra = "[schedule.hourly]\n"
+                                            "type = report\n"
+                                            "cron = 0 * * * *\n"
+                                            "timezone = Europe/Berlin\n"
+                                            "payload = at {{tick_unix}}\n"},
+                 rc);
+    cr_assert(test_host_wait_log(&hosts[0], TEST_EVENT_MS,
+                                 (const char *const[]){"schedules started",
+                                                       NULL}));
+    set_clock(DAY + 3600 + 5);
+    cr_assert(test_wait_until(tick_recorded,
+                              &(want_tick){"report", "hourly", DAY + 3600},
+                              TEST_EVENT_MS));
+    run = test_cli(redis.url, redis.dir,
+                   (const char *const[]){"--config", hosts[0].manifest,
+                                         "schedules", NULL});
+    cr_assert_eq(run->status, 0, "%s", run->err);
+    cr_assert(strstr(run->out, "NAME") == run->out, "%s", run->out);
+    cr_assert(strstr(run->out, "hourly  report  0 * * * *  Europe/Berlin") !=
+                  NULL,
+              "%s", run->out);
+    cr_assert(strstr(run->out, "2026-12-03T01:00:00Z  queued") != NULL, "%s",
+              run->out);
+    run = test_cli(redis.url, redis.dir,
+                   (const char *const[]){"--config", hosts[0].manifest,
+                                         "schedules", "--json", NULL});
+    cr_assert_eq(run->status, 0, "%s", run->err);
+    snprintf(want, sizeof(want),
+             "\"last_tick\": %lld, \"last_task\": \"queued\"}",
+             DAY + 3600);
+    cr_assert(strstr(run->out, want) != NULL, "%s", run->out);
+    cr_assert(strstr(run->out, "\"cron\": \"0 * * * *\"") != NULL, "%s",
+              run->out);
+
+    run = test_cli(redis.url, redis.dir,
+                   (const char *const[]){"--config", hosts[0].manifest,
+                                         "schedule", "run", "hourly", NULL});
+    cr_assert_eq(run->status, 0, "%s", run->err);
+    cr_assert_eq(sscanf(run->out, "report %159s", id), 1, "%s", run->out);
+    cr_assert(strncmp(id, "sched:hourly:manual:", 20) == 0, "%s", id);
+    n = stream_ids("report", ids, 20);
+    cr_assert_eq(n, 2, "the 01:00 tick and the manual one");
+    cr_assert_str_eq(ids[1], id);
+    cr_assert_eq(last_tick("report", "hourly"), DAY + 3600,
+                 "a manual run is not a tick");
+
+    run = test_cli(redis.url, redis.dir,
+                   (const char *const[]){"--config", hosts[0].manifest,
+                                         "schedule", "run", "nightly", NULL});
+    cr_assert_eq(run->status, 1);
+    cr_assert(strstr(run->err, "no [schedule.nightly] in the manifest") !=
+                  NULL,
+              "%s", run->err);
+    run = test_cli(redis.url, redis.dir,
+                   (const char *const[]){"schedules", NULL});
+    cr_assert_eq(run->status, 64);
+    cr_assert(strstr(run->err, "wharf --config FILE") != NULL, "%s",
+              run->err);
+    test_host_stop(&hosts[0]);
+    unlink(clock_file);
 }
