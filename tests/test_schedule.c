@@ -308,16 +308,21 @@ Test(schedule, catch_up_all_fires_each_missed_tick)
 Test(schedule, wharf_schedules_lists_and_schedule_run_fires)
 {
     static char ids[20][128];
+    static char body[65536];
     const test_cli_run *run;
-    char want[256], id[160];
+    char want[512], id[160], listen[64];
     size_t n;
+    int port;
 
     snprintf(clock_file, sizeof(clock_file), "%s/clock-%d", redis.dir,
              (int)getpid());
     setenv("WHARF_TEST_CLOCK_FILE", clock_file, 1);
     set_clock(DAY + 30);
+    port = test_free_port();
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
     test_host_up(&hosts[0], &redis,
                  &(test_host_opts){.log_level = "info",
+                                   .metrics_listen = listen,
                                    .extra = "[schedule.hourly]\n"
                                             "type = report\n"
                                             "cron = 0 * * * *\n"
@@ -331,6 +336,15 @@ Test(schedule, wharf_schedules_lists_and_schedule_run_fires)
     cr_assert(test_wait_until(tick_recorded,
                               &(want_tick){"report", "hourly", DAY + 3600},
                               TEST_EVENT_MS));
+    /* The console's panel reads the timer's figures. */
+    snprintf(want, sizeof(want),
+             "{\"name\":\"hourly\",\"type\":\"report\",\"when\":\"0 * * * "
+             "*\",\"timezone\":\"Europe/Berlin\",\"last_tick\":%lld,"
+             "\"next_tick\":%lld,\"fired\":1,\"lag_ms\":5000}",
+             DAY + 3600, DAY + 7200);
+    cr_assert_eq(test_http_get(port, "/api/schedules", body, sizeof(body)),
+                 200);
+    cr_assert(strstr(body, want) != NULL, "%s lacks %s", body, want);
     run = test_cli(redis.url, redis.dir,
                    (const char *const[]){"--config", hosts[0].manifest,
                                          "schedules", NULL});
