@@ -39,8 +39,8 @@ void config_begin_schedule(parser *p, const char *name)
             return;
         }
     }
-    cfg->schedules = xrealloc(cfg->schedules, (cfg->n_schedules + 1) *
-                                                  sizeof(*cfg->schedules));
+    cfg->schedules = xrealloc(cfg->schedules,
+                              (cfg->n_schedules + 1) * sizeof(*cfg->schedules));
     s = &cfg->schedules[cfg->n_schedules];
     memset(s, 0, sizeof(*s));
     s->name = xstrdup(name);

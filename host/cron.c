@@ -18,11 +18,11 @@ typedef struct field {
     const char *const *names; /* index + lo is the value, or NULL */
 } field;
 
-static const char *const month_names[] = {"jan", "feb", "mar", "apr",
-                                          "may", "jun", "jul", "aug",
-                                          "sep", "oct", "nov", "dec", NULL};
-static const char *const weekday_names[] = {"sun", "mon", "tue", "wed", "thu",
-                                            "fri", "sat", NULL};
+static const char *const month_names[] = {"jan", "feb", "mar", "apr", "may",
+                                          "jun", "jul", "aug", "sep", "oct",
+                                          "nov", "dec", NULL};
+static const char *const weekday_names[] = {"sun", "mon", "tue", "wed",
+                                            "thu", "fri", "sat", NULL};
 
 static const field fields[5] = {
     {"minute", 0, 59, NULL},
@@ -36,9 +36,9 @@ static const field fields[5] = {
 static const struct {
     const char *name, *line;
 } at_names[] = {
-    {"@hourly", "0 * * * *"},  {"@daily", "0 0 * * *"},
+    {"@hourly", "0 * * * *"},   {"@daily", "0 0 * * *"},
     {"@midnight", "0 0 * * *"}, {"@weekly", "0 0 * * 0"},
-    {"@monthly", "0 0 1 * *"}, {"@yearly", "0 0 1 1 *"},
+    {"@monthly", "0 0 1 * *"},  {"@yearly", "0 0 1 1 *"},
     {"@annually", "0 0 1 1 *"}, {NULL, NULL},
 };
 
@@ -228,10 +228,9 @@ static int next_in_zone(const cron_line *line, int64_t after, int64_t *out)
     mo = tm.tm_mon + 1;
     d = tm.tm_mday;
     for (int day = 0; day < 366 * 30 && rc != 0; day++, next_day(&y, &mo, &d)) {
-        int weekday = (int)(((zone_utc_seconds(y, mo, d, 0, 0, 0) / 86400) %
-                                 7 +
-                             4 + 7) %
-                            7); /* 1970-01-01 was a Thursday */
+        int weekday =
+            (int)(((zone_utc_seconds(y, mo, d, 0, 0, 0) / 86400) % 7 + 4 + 7) %
+                  7); /* 1970-01-01 was a Thursday */
         int ny = y, nmo = mo, nd = d;
         bool gap;
 

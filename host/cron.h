@@ -10,11 +10,11 @@
 
 /* A parsed cron line: bit n of a field set when n matches. */
 typedef struct cron_line {
-    uint64_t minutes;  /* 0..59 */
-    uint32_t hours;    /* 0..23 */
-    uint32_t days;     /* 1..31 */
-    uint32_t months;   /* 1..12 */
-    uint32_t weekdays; /* 0..6, Sunday 0 */
+    uint64_t minutes;              /* 0..59 */
+    uint32_t hours;                /* 0..23 */
+    uint32_t days;                 /* 1..31 */
+    uint32_t months;               /* 1..12 */
+    uint32_t weekdays;             /* 0..6, Sunday 0 */
     bool days_star, weekdays_star; /* the field was '*' (cron's rule for
                                       day of month and weekday) */
 } cron_line;

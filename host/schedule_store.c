@@ -56,7 +56,7 @@ int schedule_store_read(conn *cn, const char *prefix, const char *type,
     } else {
         cn->err = ERROR_KIND_REPLY;
         error_set(cn->errstr, sizeof(cn->errstr),
-                 "unexpected reply to ZSCORE %s", key);
+                  "unexpected reply to ZSCORE %s", key);
     }
 out:
     pipeline_reset(&cn->pipe);

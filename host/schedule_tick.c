@@ -26,8 +26,7 @@ void schedule_tick_id(char *buf, size_t len, const char *name, int64_t tick)
     snprintf(buf, len, "sched:%s:%s", name, at);
 }
 
-void schedule_manual_id(char *buf, size_t len, const char *name,
-                        int64_t now_ms)
+void schedule_manual_id(char *buf, size_t len, const char *name, int64_t now_ms)
 {
     char at[SCHEDULE_TIME_MAX];
     int64_t ms = now_ms % 1000;
@@ -57,8 +56,8 @@ char *schedule_payload(const char *payload, int64_t tick, size_t *len)
         if (strncmp(c, SCHEDULE_TICK_TEXT, strlen(SCHEDULE_TICK_TEXT)) == 0) {
             with = text;
             skip = strlen(SCHEDULE_TICK_TEXT);
-        } else if (strncmp(c, SCHEDULE_TICK_UNIX,
-                           strlen(SCHEDULE_TICK_UNIX)) == 0) {
+        } else if (strncmp(c, SCHEDULE_TICK_UNIX, strlen(SCHEDULE_TICK_UNIX)) ==
+                   0) {
             with = unix_text;
             skip = strlen(SCHEDULE_TICK_UNIX);
         }

@@ -185,12 +185,11 @@ static int fire(schedule_timer *t, entry *e, int64_t tick)
         t->client = NULL;
         return -1;
     default:
-        log_fields(WHARF_LOG_ERROR, "schedule tick refused; passed over",
-                   (log_field[]){LOG_STR("schedule", e->s.name),
-                                 LOG_STR("tick", at),
-                                 LOG_STR("error",
-                                         wharf_client_errstr(t->client))},
-                   3);
+        log_fields(
+            WHARF_LOG_ERROR, "schedule tick refused; passed over",
+            (log_field[]){LOG_STR("schedule", e->s.name), LOG_STR("tick", at),
+                          LOG_STR("error", wharf_client_errstr(t->client))},
+            3);
         return 0;
     }
 }
@@ -224,17 +223,16 @@ static size_t ticks_to_fire(const entry *e, int64_t now, int64_t *out,
     }
     skipped = n - k;
     if (skipped > 0 || older)
-        log_fields(WHARF_LOG_WARN, "schedule ticks missed and not fired",
-                   (log_field[]){LOG_STR("schedule", e->s.name),
-                                 LOG_INT("skipped", (int64_t)skipped),
-                                 LOG_STR("more", older ? "yes" : "no"),
-                                 LOG_STR("catch_up",
-                                         e->s.catch_up == CATCH_UP_NONE
-                                             ? "none"
-                                         : e->s.catch_up == CATCH_UP_LAST
-                                             ? "last"
-                                             : "all")},
-                   4);
+        log_fields(
+            WHARF_LOG_WARN, "schedule ticks missed and not fired",
+            (log_field[]){
+                LOG_STR("schedule", e->s.name),
+                LOG_INT("skipped", (int64_t)skipped),
+                LOG_STR("more", older ? "yes" : "no"),
+                LOG_STR("catch_up", e->s.catch_up == CATCH_UP_NONE   ? "none"
+                                    : e->s.catch_up == CATCH_UP_LAST ? "last"
+                                                                     : "all")},
+            4);
     return k;
 }
 

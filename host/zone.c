@@ -10,7 +10,7 @@
  *    mutex, so two schedules never see each other's zone;
  *  - TZ is put in the environment once, before the first zone is
  *    entered (zone_enter on the supervisor's thread, from
- *    schedule_start, before the schedule thread exists); from then on
+ *    schedule_timer_start, before the timer's thread exists); from then on
  *    setenv only replaces the value of an existing variable, which glibc
  *    does by swapping one pointer and never freeing the old string, so a
  *    getenv elsewhere reads one value or the other, never freed memory;

@@ -94,8 +94,7 @@ Test(cron, refuses_bad_lines_with_the_reason)
 
         cr_assert_eq(cron_parse(bad[i].line, &l, why, sizeof(why)), -1, "%s",
                      bad[i].line);
-        cr_assert(strstr(why, bad[i].why) != NULL, "%s: %s", bad[i].line,
-                  why);
+        cr_assert(strstr(why, bad[i].why) != NULL, "%s: %s", bad[i].line, why);
     }
 }
 
@@ -239,15 +238,15 @@ Test(cron, ticks_between_keep_the_newest)
     int64_t t0 = utc(2026, 12, 3, 0, 30);
 
     /* Five hours down: 01:00 .. 05:00. */
-    cr_assert_eq(cron_ticks(&hourly, 0, "UTC", t0, utc(2026, 12, 3, 5, 30),
-                            out, 5, &older),
+    cr_assert_eq(cron_ticks(&hourly, 0, "UTC", t0, utc(2026, 12, 3, 5, 30), out,
+                            5, &older),
                  5);
     cr_assert(!older);
     cr_assert_eq(out[0], utc(2026, 12, 3, 1, 0));
     cr_assert_eq(out[4], utc(2026, 12, 3, 5, 0));
     /* Ten hours down, three kept: the newest. */
-    cr_assert_eq(cron_ticks(&hourly, 0, "UTC", t0, utc(2026, 12, 3, 10, 0),
-                            out, 3, &older),
+    cr_assert_eq(cron_ticks(&hourly, 0, "UTC", t0, utc(2026, 12, 3, 10, 0), out,
+                            3, &older),
                  3);
     cr_assert(older);
     cr_assert_eq(out[0], utc(2026, 12, 3, 8, 0));
@@ -258,8 +257,7 @@ Test(cron, ticks_between_keep_the_newest)
                  2);
     cr_assert(older);
     cr_assert_eq(out[1], utc(2026, 12, 3, 10, 0));
-    cr_assert_eq(cron_ticks(&hourly, 0, "UTC", t0, t0 + 60, out, 5, &older),
-                 0);
+    cr_assert_eq(cron_ticks(&hourly, 0, "UTC", t0, t0 + 60, out, 5, &older), 0);
     /* every: the same by arithmetic. */
     cr_assert_eq(cron_ticks(NULL, 10, NULL, 100, 145, out, 5, &older), 4);
     cr_assert(!older);

@@ -30,9 +30,9 @@ static void start_redis(void)
 
 static void stop_all(void)
 {
-    test_suite_down(&redis, &rc,
-                    (test_host *const[]){&hosts[0], &hosts[1], &hosts[2],
-                                         NULL});
+    test_suite_down(
+        &redis, &rc,
+        (test_host *const[]){&hosts[0], &hosts[1], &hosts[2], NULL});
 }
 
 TestSuite(schedule, .init = start_redis, .fini = stop_all, .timeout = 240);
@@ -57,8 +57,8 @@ static long long tick_of(const char *id, const char *name)
 /* The ids of type's stream, in order, into ids (up to max); how many. */
 static size_t stream_ids(const char *type, char ids[][128], size_t max)
 {
-    redisReply *r = test_redis_command(rc, "XRANGE wharf:{%s}:stream - +",
-                                       type);
+    redisReply *r =
+        test_redis_command(rc, "XRANGE wharf:{%s}:stream - +", type);
     size_t n = 0;
 
     cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
@@ -78,8 +78,8 @@ static size_t stream_ids(const char *type, char ids[][128], size_t max)
 static void stream_payload(const char *type, const char *id, char *out,
                            size_t len)
 {
-    redisReply *r = test_redis_command(rc, "XRANGE wharf:{%s}:stream - +",
-                                       type);
+    redisReply *r =
+        test_redis_command(rc, "XRANGE wharf:{%s}:stream - +", type);
 
     out[0] = '\0';
     for (size_t i = 0; i < r->elements; i++) {
@@ -144,9 +144,9 @@ Test(schedule, three_hosts_enqueue_each_tick_once)
                                        .extra = BEAT},
                      rc);
     /* Twenty ticks or more, however long a loaded machine takes. */
-    cr_assert(test_wait_until(stream_has, &(want_len){"beat", 20},
-                              TEST_EVENT_MS),
-              "20 ticks did not come");
+    cr_assert(
+        test_wait_until(stream_has, &(want_len){"beat", 20}, TEST_EVENT_MS),
+        "20 ticks did not come");
     for (int i = 0; i < 3; i++)
         test_host_stop(&hosts[i]);
     recorded = last_tick("beat", "beat");
@@ -156,8 +156,7 @@ Test(schedule, three_hosts_enqueue_each_tick_once)
         t = tick_of(ids[i], "beat");
         cr_assert_geq(t, 0, "not a tick id: %s", ids[i]);
         for (size_t j = 0; j < i; j++)
-            cr_assert_str_neq(ids[i], ids[j], "tick %s enqueued twice",
-                              ids[i]);
+            cr_assert_str_neq(ids[i], ids[j], "tick %s enqueued twice", ids[i]);
         if (first < 0 || t < first)
             first = t;
         if (t > newest)
@@ -240,9 +239,9 @@ static void catch_up_after_five_missed(const char *mode, int expected)
     set_clock(DAY + 30);
     test_host_up(&hosts[0], &redis,
                  &(test_host_opts){.log_level = "info", .extra = extra}, rc);
-    cr_assert(test_host_wait_log(&hosts[0], TEST_EVENT_MS,
-                                 (const char *const[]){"schedules started",
-                                                       NULL}));
+    cr_assert(
+        test_host_wait_log(&hosts[0], TEST_EVENT_MS,
+                           (const char *const[]){"schedules started", NULL}));
     set_clock(DAY + 3600 + 10);
     cr_assert(test_wait_until(tick_recorded,
                               &(want_tick){"report", "hourly", DAY + 3600},
@@ -329,9 +328,9 @@ Test(schedule, wharf_schedules_lists_and_schedule_run_fires)
                                             "timezone = Europe/Berlin\n"
                                             "payload = at {{tick_unix}}\n"},
                  rc);
-    cr_assert(test_host_wait_log(&hosts[0], TEST_EVENT_MS,
-                                 (const char *const[]){"schedules started",
-                                                       NULL}));
+    cr_assert(
+        test_host_wait_log(&hosts[0], TEST_EVENT_MS,
+                           (const char *const[]){"schedules started", NULL}));
     set_clock(DAY + 3600 + 5);
     cr_assert(test_wait_until(tick_recorded,
                               &(want_tick){"report", "hourly", DAY + 3600},
@@ -360,8 +359,7 @@ Test(schedule, wharf_schedules_lists_and_schedule_run_fires)
                                          "schedules", "--json", NULL});
     cr_assert_eq(run->status, 0, "%s", run->err);
     snprintf(want, sizeof(want),
-             "\"last_tick\": %lld, \"last_task\": \"queued\"}",
-             DAY + 3600);
+             "\"last_tick\": %lld, \"last_task\": \"queued\"}", DAY + 3600);
     cr_assert(strstr(run->out, want) != NULL, "%s", run->out);
     cr_assert(strstr(run->out, "\"cron\": \"0 * * * *\"") != NULL, "%s",
               run->out);
@@ -382,14 +380,12 @@ Test(schedule, wharf_schedules_lists_and_schedule_run_fires)
                    (const char *const[]){"--config", hosts[0].manifest,
                                          "schedule", "run", "nightly", NULL});
     cr_assert_eq(run->status, 1);
-    cr_assert(strstr(run->err, "no [schedule.nightly] in the manifest") !=
-                  NULL,
+    cr_assert(strstr(run->err, "no [schedule.nightly] in the manifest") != NULL,
               "%s", run->err);
     run = test_cli(redis.url, redis.dir,
                    (const char *const[]){"schedules", NULL});
     cr_assert_eq(run->status, 64);
-    cr_assert(strstr(run->err, "wharf --config FILE") != NULL, "%s",
-              run->err);
+    cr_assert(strstr(run->err, "wharf --config FILE") != NULL, "%s", run->err);
     test_host_stop(&hosts[0]);
     unlink(clock_file);
 }
