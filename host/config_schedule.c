@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "clock_ms.h"
 #include "cron.h"
 #include "error_set.h"
 #include "xmalloc.h"
@@ -101,8 +102,18 @@ int config_set_schedule_key(config *cfg, size_t index, int line,
             return -1;
         }
         if (name[0] == 'c') {
+            int64_t next;
+
             if (cron_parse(value, &parsed, reason, sizeof(reason)) != 0) {
                 error_set(why, len, "bad cron '%s': %s", value, reason);
+                return -1;
+            }
+            /* Which days exist does not hang on the zone: UTC will do. */
+            if (cron_next(&parsed, "UTC", clock_wall_ms() / 1000, &next) !=
+                0) {
+                error_set(why, len,
+                          "cron '%s' never fires (no such day in 30 years)",
+                          value);
                 return -1;
             }
             config_store_string(&s->cron, value);

@@ -1190,6 +1190,8 @@ Test(config, schedule_errors)
              "hour field '25' is out of range 0-23");
     fails_at("[schedule.x]\ntype = t\ncron = @sometimes\n", 3,
              "unknown '@sometimes'");
+    fails_at("[schedule.x]\ntype = t\ncron = 0 0 31 4 *\n", 3,
+             "cron '0 0 31 4 *' never fires");
     fails_at("[schedule.x]\ntype = t\ncron = 0 3 * * *\n"
              "timezone = Europe/Atlantis\n",
              4, "bad timezone 'Europe/Atlantis': no zone 'Europe/Atlantis'");
