@@ -143,6 +143,11 @@ Test(schedule, three_hosts_enqueue_each_tick_once)
                                        .log_level = "info",
                                        .extra = BEAT},
                      rc);
+    for (int i = 0; i < 3; i++)
+        cr_assert(test_host_wait_log(
+                      &hosts[i], TEST_EVENT_MS,
+                      (const char *const[]){"schedules started", NULL}),
+                  "host %d runs no timer", i);
     /* Twenty ticks or more, however long a loaded machine takes. */
     cr_assert(
         test_wait_until(stream_has, &(want_len){"beat", 20}, TEST_EVENT_MS),
