@@ -41,10 +41,11 @@
 typedef struct entry {
     schedule_section s;
     cron_line line;
-    bool known;   /* last has been read from Redis once */
-    int64_t last; /* the last tick fired (or seen fired), or the start */
-    int64_t next; /* the first tick after last; 0: none will come */
-    int mi;       /* metrics index, or -1 */
+    bool known;    /* last has been read from Redis once */
+    bool recorded; /* last is a tick fired, not the start */
+    int64_t last;  /* the last tick fired (or seen fired), or the start */
+    int64_t next;  /* the first tick after last; 0: none will come */
+    int mi;        /* metrics index, or -1 */
 } entry;
 
 struct schedule_timer {
@@ -109,7 +110,7 @@ static void publish(schedule_timer *t, const entry *e)
     if (t->m == NULL || e->mi < 0)
         return;
     atomic_store(&t->m->schedules[e->mi].last_tick_s,
-                 e->known && e->last > 0 ? e->last : 0);
+                 e->recorded ? e->last : 0);
     atomic_store(&t->m->schedules[e->mi].next_tick_s, e->next);
 }
 
@@ -253,10 +254,12 @@ static int run_entry(schedule_timer *t, entry *e, int64_t now_ms)
     }
     /* What Redis holds wins: another host may have fired since. A new
      * schedule starts from now (its first tick is the next one). */
-    if (recorded >= 0)
+    if (recorded >= 0) {
         e->last = recorded;
-    else if (!e->known)
+        e->recorded = true;
+    } else if (!e->known) {
         e->last = now;
+    }
     e->known = true;
     n = ticks_to_fire(e, now, todo, &newest);
     for (size_t i = 0; i < n; i++) {
@@ -280,6 +283,7 @@ static int run_entry(schedule_timer *t, entry *e, int64_t now_ms)
             return -1;
         }
         e->last = newest;
+        e->recorded = true;
     }
     e->next = next_after(e, e->last);
     publish(t, e);

@@ -221,6 +221,16 @@ static bool metrics_have(void *arg)
            strstr(body, w->line) != NULL;
 }
 
+static bool api_has(void *arg)
+{
+    want_metrics *w = arg;
+    static char body[65536];
+
+    return test_http_get(w->port, "/api/schedules", body, sizeof(body)) ==
+               200 &&
+           strstr(body, w->line) != NULL;
+}
+
 /* 2026-12-03T00:00:00Z */
 #define DAY 1796256000LL
 
@@ -336,6 +346,12 @@ Test(schedule, wharf_schedules_lists_and_schedule_run_fires)
     cr_assert(
         test_host_wait_log(&hosts[0], TEST_EVENT_MS,
                            (const char *const[]){"schedules started", NULL}));
+    /* Nothing fired yet: no last tick, the next one at 01:00. */
+    snprintf(want, sizeof(want), "\"last_tick\":0,\"next_tick\":%lld,",
+             DAY + 3600);
+    cr_assert(
+        test_wait_until(api_has, &(want_metrics){port, want}, TEST_EVENT_MS),
+        "/api/schedules lacks %s", want);
     set_clock(DAY + 3600 + 5);
     cr_assert(test_wait_until(tick_recorded,
                               &(want_tick){"report", "hourly", DAY + 3600},
