@@ -89,6 +89,10 @@ typedef struct schedule_section {
     int timezone_line; /* or 0 */
 } schedule_section;
 
+/* The most [schedule.NAME] sections a manifest holds: each has its figures
+ * in /metrics and the console, in a table of fixed size. */
+#define CONFIG_SCHEDULES_MAX 256
+
 /* The most missed ticks catch_up = all fires after a downtime: the newest
  * ones (a minute's schedule down a day would otherwise flood its type). */
 #define SCHEDULE_CATCH_UP_MAX 100

@@ -32,6 +32,11 @@ void config_begin_schedule(parser *p, const char *name)
     config *cfg = p->cfg;
     schedule_section *s;
 
+    if (cfg->n_schedules == CONFIG_SCHEDULES_MAX) {
+        config_fail(p, p->line, "more than %d [schedule.NAME] sections",
+                    CONFIG_SCHEDULES_MAX);
+        return;
+    }
     for (size_t i = 0; i < cfg->n_schedules; i++) {
         if (strcmp(cfg->schedules[i].name, name) == 0) {
             config_fail(p, p->line,

@@ -31,6 +31,9 @@
 #include "xmalloc.h"
 #include "zone.h"
 
+_Static_assert(CONFIG_SCHEDULES_MAX <= METRICS_MAX_SCHEDULES,
+               "every schedule has its figures");
+
 /* A pass every 100 ms: a tick fires within that of its time, plus one
  * enqueue's round trip. */
 #define PASS_MS 100

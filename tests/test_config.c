@@ -1220,3 +1220,14 @@ Test(config, schedule_errors)
     fails_at("[schedule]\n", 1, "(expected [schedule.NAME])");
     fails_at("[schedul.x]\n", 1, "(did you mean [schedule.x]?)");
 }
+
+Test(config, at_most_256_schedules)
+{
+    static char text[256 * 64 + 64];
+    size_t used = 0;
+
+    for (int i = 0; i <= 256; i++)
+        used += (size_t)snprintf(text + used, sizeof(text) - used,
+                                 "[schedule.s%d]\ntype = t\nevery = 1s\n", i);
+    fails_at(text, 256 * 3 + 1, "more than 256 [schedule.NAME] sections");
+}
