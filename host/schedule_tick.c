@@ -29,11 +29,14 @@ void schedule_tick_id(char *buf, size_t len, const char *name, int64_t tick)
 void schedule_manual_id(char *buf, size_t len, const char *name, int64_t now_ms)
 {
     char at[SCHEDULE_TIME_MAX];
-    int64_t ms = now_ms % 1000;
+    time_t t = (time_t)(now_ms / 1000);
+    struct tm tm;
 
-    schedule_format_time(at, sizeof(at), now_ms / 1000);
-    at[strlen(at) - 1] = '\0'; /* the Z, put back after the ms */
-    snprintf(buf, len, "sched:%s:manual:%s.%03" PRId64 "Z", name, at, ms);
+    if (gmtime_r(&t, &tm) == NULL ||
+        strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+        snprintf(at, sizeof(at), "%" PRId64, now_ms / 1000);
+    snprintf(buf, len, "sched:%s:manual:%s.%03dZ", name, at,
+             (int)(now_ms % 1000));
 }
 
 char *schedule_payload(const char *payload, int64_t tick, size_t *len)
