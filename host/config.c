@@ -286,6 +286,7 @@ void config_free(config *cfg)
     for (size_t i = 0; i < cfg->n_types; i++)
         free(cfg->types[i].name);
     free(cfg->types);
+    config_free_schedules(cfg);
     free(cfg->file);
     free(cfg->dir);
     free(cfg->plugins_dir);
@@ -317,6 +318,14 @@ const policy *config_policy(const config *cfg, const char *type)
         if (strcmp(cfg->types[i].name, type) == 0)
             return &cfg->types[i].policy;
     return &cfg->defaults;
+}
+
+const schedule_section *config_schedule(const config *cfg, const char *name)
+{
+    for (size_t i = 0; name != NULL && i < cfg->n_schedules; i++)
+        if (strcmp(cfg->schedules[i].name, name) == 0)
+            return &cfg->schedules[i];
+    return NULL;
 }
 
 const plugin_section *config_plugin(const config *cfg, const char *name)

@@ -71,6 +71,38 @@ typedef struct plugin_section {
     int threads_line; /* line of `threads`, or 0 if absent */
 } plugin_section;
 
+/* What a schedule does after a downtime with the ticks it missed
+ * (docs/manifest.md, catch_up). */
+typedef enum catch_up_kind {
+    CATCH_UP_NONE = 0, /* skipped */
+    CATCH_UP_LAST,     /* the newest one fires */
+    CATCH_UP_ALL       /* each fires, the newest SCHEDULE_CATCH_UP_MAX */
+} catch_up_kind;
+
+/* A [schedule.NAME] section: a task of `type` enqueued at each tick of
+ * `cron` in `timezone`, or every `every_s` seconds. */
+typedef struct schedule_section {
+    char *name;
+    char *type;
+    char *cron;       /* as written, or NULL with every_s */
+    int64_t every_s;  /* 0 with cron */
+    char *timezone;   /* a zone of the tz database; "UTC" by default */
+    char *payload;    /* "" by default; {{tick}} and {{tick_unix}} are
+                         the tick's time (docs/manifest.md) */
+    catch_up_kind catch_up;
+    int line;          /* of the [schedule.NAME] header */
+    int cron_line;     /* of cron or every, or 0 */
+    int timezone_line; /* or 0 */
+} schedule_section;
+
+/* The most [schedule.NAME] sections a manifest holds: each has its figures
+ * in /metrics and the console, in a table of fixed size. */
+#define CONFIG_SCHEDULES_MAX 256
+
+/* The most missed ticks catch_up = all fires after a downtime: the newest
+ * ones (a minute's schedule down a day would otherwise flood its type). */
+#define SCHEDULE_CATCH_UP_MAX 100
+
 /* A [type.NAME] section: the effective policy of that type. */
 typedef struct type_section {
     char *name;
@@ -140,6 +172,8 @@ typedef struct config {
     size_t n_plugins;
     type_section *types;
     size_t n_types;
+    schedule_section *schedules;
+    size_t n_schedules;
 } config;
 
 /* Parses and validates the manifest at `path`. On success returns 0 and sets
@@ -162,6 +196,9 @@ void config_free(config *cfg);
 
 /* The effective policy of `type`: its [type.NAME] section or [defaults]. */
 const policy *config_policy(const config *cfg, const char *type);
+
+/* The [schedule.NAME] section named `name`, or NULL. */
+const schedule_section *config_schedule(const config *cfg, const char *name);
 
 /* The [plugin.NAME] section named `name`, or NULL. */
 const plugin_section *config_plugin(const config *cfg, const char *name);

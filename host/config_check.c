@@ -272,6 +272,7 @@ void config_finish(parser *p)
                         section->path, section->name);
         }
     }
+    config_check_schedules(p);
     if (cfg->redis_password_file) {
         redis_url parsed;
         char why[256];

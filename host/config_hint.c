@@ -105,7 +105,8 @@ void config_unknown_section_hint(const char *name, char *hint, size_t len)
     const char *dot = strchr(name, '.');
 
     hint[0] = '\0';
-    if (strcmp(name, "plugin") == 0 || strcmp(name, "type") == 0) {
+    if (strcmp(name, "plugin") == 0 || strcmp(name, "type") == 0 ||
+        strcmp(name, "schedule") == 0) {
         snprintf(hint, len, " (expected [%s.NAME])", name);
         return;
     }
@@ -115,9 +116,12 @@ void config_unknown_section_hint(const char *name, char *hint, size_t len)
     if (dot != NULL && hint[0] == '\0') {
         char *head = xstrndup(name, (size_t)(dot - name));
 
-        if (looks_like(head, "plugin") || looks_like(head, "type"))
-            snprintf(hint, len, " (did you mean [%s%s]?)",
-                     looks_like(head, "plugin") ? "plugin" : "type", dot);
+        static const char *const kinds[] = {"plugin", "type", "schedule",
+                                            NULL};
+
+        for (size_t i = 0; kinds[i] != NULL && hint[0] == '\0'; i++)
+            if (looks_like(head, kinds[i]))
+                snprintf(hint, len, " (did you mean [%s%s]?)", kinds[i], dot);
         free(head);
     }
 }

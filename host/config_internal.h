@@ -59,6 +59,7 @@ typedef enum section_kind {
     SECTION_DEFAULTS,
     SECTION_PLUGIN,
     SECTION_TYPE,
+    SECTION_SCHEDULE,
     SECTION_KINDS
 } section_kind;
 
@@ -178,6 +179,12 @@ int config_set_plugin_key(config *cfg, plugin_section *section, int line,
                           const char *name, const char *value, char *why,
                           size_t len);
 
+/* A key of the [schedule.NAME] section at `index` of cfg, given at
+ * `line`. 0, or -1 with the message in why (config_schedule.c). */
+int config_set_schedule_key(config *cfg, size_t index, int line,
+                            const char *name, const char *value, char *why,
+                            size_t len);
+
 /* Replaces the string at field (a char * of a config) with a copy of
  * value (NULL: none), freeing the old one. */
 void config_store_string(void *field, const char *value);
@@ -226,6 +233,17 @@ int config_on_key(void *user, const char *inih_section, const char *name,
 
 /* Frees what the parser holds besides p->cfg and p->stream. */
 void config_parser_free(parser *p);
+
+/* ---- [schedule.NAME] (config_schedule.c) ---- */
+
+/* Starts the section [schedule.name] at the parser's line. */
+void config_begin_schedule(parser *p, const char *name);
+
+/* What a schedule needs once its section is read: a type, one of cron
+ * and every. Errors go to config_fail. */
+void config_check_schedules(parser *p);
+
+void config_free_schedules(config *cfg);
 
 /* ---- after the last line (config_check.c) ---- */
 

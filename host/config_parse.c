@@ -139,6 +139,15 @@ static void begin_section(parser *p, const char *name)
         }
         p->kind = SECTION_TYPE;
         begin_type(p, name + 5);
+    } else if (strncmp(name, "schedule.", 9) == 0) {
+        if (!config_valid_type_name(name + 9)) {
+            config_fail(p, p->line,
+                        "bad schedule name '%s' in [%s]: " NAME_RULE, name + 9,
+                        name);
+            return;
+        }
+        p->kind = SECTION_SCHEDULE;
+        config_begin_schedule(p, name + 9);
     } else {
         unknown_section(p, name);
     }
@@ -180,6 +189,9 @@ int config_on_key(void *user, const char *inih_section, const char *name,
     if (p->kind == SECTION_PLUGIN) {
         rc = config_set_plugin_key(p->cfg, &p->cfg->plugins[p->index], p->line,
                                    name, value, why, sizeof why);
+    } else if (p->kind == SECTION_SCHEDULE) {
+        rc = config_set_schedule_key(p->cfg, p->index, p->line, name, value,
+                                     why, sizeof why);
     } else {
         want = p->kind == SECTION_TYPE ? SECTION_DEFAULTS : p->kind;
         spec = config_find_key(want, name);

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "console_actions.h"
 #include "console_overview.h"
+#include "console_schedules.h"
 #include "console_redis.h"
 #include "console_reply.h"
 #include "console_sample.h"
@@ -237,6 +238,8 @@ void console_http(console *c, const char *method, const char *path,
         console_dead_page(c, reply);
     else if (strcmp(path, "/api/task") == 0)
         console_task_detail(c, reply);
+    else if (strcmp(path, "/api/schedules") == 0)
+        console_schedules(c, reply);
     else
         console_reply_error(reply, 404, "no such API: see docs/console.md");
 }

@@ -17,7 +17,8 @@
  *
  * The console's files stand in layers, each calling only those below:
  * console.c (this API and the routing) on the pages (console_overview.c,
- * console_tasks.c, console_actions.c), on console_redis.c and
+ * console_tasks.c, console_actions.c, console_schedules.c), on
+ * console_redis.c and
  * console_sample.c, on console_reply.c; console_state.h is the state
  * they share, console_view.h what the supervisor shows them. */
 #ifndef WHARF_CONSOLE_H

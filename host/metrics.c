@@ -74,6 +74,27 @@ int metrics_type_add(metrics *m, const char *type)
     return (int)n;
 }
 
+int metrics_schedule_add(metrics *m, const char *name, const char *type,
+                         const char *when, const char *zone)
+{
+    uint32_t n;
+    schedule_metrics *sm;
+
+    if (!m)
+        return -1;
+    n = atomic_load_explicit(&m->n_schedules, memory_order_acquire);
+    if (n >= METRICS_MAX_SCHEDULES)
+        return -1;
+    sm = &m->schedules[n];
+    snprintf(sm->name, sizeof(sm->name), "%s", name);
+    snprintf(sm->type, sizeof(sm->type), "%s", type);
+    snprintf(sm->when, sizeof(sm->when), "%s", when);
+    snprintf(sm->zone, sizeof(sm->zone), "%s", zone);
+    atomic_store(&sm->lag_ms, -1);
+    atomic_store_explicit(&m->n_schedules, n + 1, memory_order_release);
+    return (int)n;
+}
+
 void metrics_outcome(metrics *m, int ti, task_outcome outcome)
 {
     if (!m || ti < 0 || outcome >= OUTCOME_COUNT)
@@ -182,6 +203,53 @@ static void render_gauge(text *t, const char *name, const char *help,
                                    : q[i].slots;
         put(t, "%s{type=\"%s\"} %lld\n", name, q[i].type, v);
     }
+}
+
+/* The schedules' families: the last and next tick, and the lag. */
+static void render_schedules(text *t, const metrics *m)
+{
+    uint32_t n = atomic_load_explicit(&m->n_schedules, memory_order_acquire);
+
+    if (n > METRICS_MAX_SCHEDULES)
+        n = METRICS_MAX_SCHEDULES;
+    put(t, "# HELP wharf_schedule_last_tick_seconds The time of the last "
+           "tick of the schedule fired by any host (0: none yet).\n"
+           "# TYPE wharf_schedule_last_tick_seconds gauge\n");
+    for (uint32_t i = 0; i < n; i++)
+        put(t,
+            "wharf_schedule_last_tick_seconds{schedule=\"%s\",type=\"%s\"} "
+            "%" PRId64 "\n",
+            m->schedules[i].name, m->schedules[i].type,
+            atomic_load(&m->schedules[i].last_tick_s));
+    put(t, "# HELP wharf_schedule_next_tick_seconds The time of the "
+           "schedule's next tick (0: none will come).\n"
+           "# TYPE wharf_schedule_next_tick_seconds gauge\n");
+    for (uint32_t i = 0; i < n; i++)
+        put(t,
+            "wharf_schedule_next_tick_seconds{schedule=\"%s\",type=\"%s\"} "
+            "%" PRId64 "\n",
+            m->schedules[i].name, m->schedules[i].type,
+            atomic_load(&m->schedules[i].next_tick_s));
+    put(t, "# HELP wharf_schedule_lag_seconds How long after its time this "
+           "host enqueued the last tick it fired.\n"
+           "# TYPE wharf_schedule_lag_seconds gauge\n");
+    for (uint32_t i = 0; i < n; i++)
+        if (atomic_load(&m->schedules[i].lag_ms) >= 0)
+            put(t,
+                "wharf_schedule_lag_seconds{schedule=\"%s\",type=\"%s\"} "
+                "%.3f\n",
+                m->schedules[i].name, m->schedules[i].type,
+                (double)atomic_load(&m->schedules[i].lag_ms) / 1000.0);
+    put(t, "# HELP wharf_schedule_ticks_total Ticks of the schedule this "
+           "host enqueued (a tick another host enqueued first is not "
+           "counted).\n"
+           "# TYPE wharf_schedule_ticks_total counter\n");
+    for (uint32_t i = 0; i < n; i++)
+        put(t,
+            "wharf_schedule_ticks_total{schedule=\"%s\",type=\"%s\"} "
+            "%" PRIu64 "\n",
+            m->schedules[i].name, m->schedules[i].type,
+            load(&m->schedules[i].fired));
 }
 
 char *metrics_render(const metrics *m, const queue_figures *queues,
@@ -307,6 +375,7 @@ char *metrics_render(const metrics *m, const queue_figures *queues,
             "# TYPE wharf_tasks_in_flight gauge\n"
             "wharf_tasks_in_flight %u\n",
         workers->in_flight);
+    render_schedules(&t, m);
     put(&t, "# HELP wharf_build_info The wharfd build.\n"
             "# TYPE wharf_build_info gauge\n"
             "wharf_build_info{version=\"%s\",abi=\"%d\"} 1\n",

@@ -58,9 +58,27 @@ typedef struct type_metrics {
     _Atomic int paused;
 } type_metrics;
 
+/* A schedule of this host (docs/manifest.md, [schedule.NAME]), written by
+ * its timer (host/schedule_timer.c): the last tick recorded for it, the
+ * next one, and how late after its time this host enqueued the last one
+ * it fired. Times in seconds since the epoch; 0 while unknown. */
+#define METRICS_MAX_SCHEDULES 256
+typedef struct schedule_metrics {
+    char name[METRICS_TYPE_LEN];
+    char type[METRICS_TYPE_LEN];
+    char when[80];  /* the cron line, or "every 30s" */
+    char zone[72];  /* its timezone */
+    _Atomic int64_t last_tick_s;
+    _Atomic int64_t next_tick_s;
+    _Atomic int64_t lag_ms; /* -1 until this host fired one */
+    _Atomic uint64_t fired; /* ticks this host enqueued (not duplicates) */
+} schedule_metrics;
+
 typedef struct metrics {
     _Atomic uint32_t n_types; /* written by the supervisor only */
     type_metrics types[METRICS_MAX_TYPES];
+    _Atomic uint32_t n_schedules; /* written by the timer's start only */
+    schedule_metrics schedules[METRICS_MAX_SCHEDULES];
     _Atomic uint64_t lock_contended;
     _Atomic uint64_t redis_errors;
     _Atomic uint64_t round_trips;
@@ -96,6 +114,11 @@ int metrics_type_add(metrics *m, const char *type);
 
 /* The index of type's counters, or -1. */
 int metrics_type_find(const metrics *m, const char *type);
+
+/* The index of a new schedule's figures, or -1 when full (the timer's
+ * start only). */
+int metrics_schedule_add(metrics *m, const char *name, const char *type,
+                         const char *when, const char *zone);
 
 /* Adds one finished task of type index ti (ignored when ti < 0 or m is
  * NULL, as are the other adders). */

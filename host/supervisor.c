@@ -22,6 +22,7 @@
 #include "notify.h"
 #include "node_scripts.h"
 #include "redis_url.h"
+#include "schedule_timer.h"
 #include "supervisor_internal.h"
 #include "xmalloc.h"
 
@@ -157,6 +158,7 @@ static int run_loop(supervisor *s)
 int supervisor_run(const char *config_path, config *cfg)
 {
     supervisor s;
+    schedule_timer *timer = NULL;
     char err[CONFIG_ERR_LEN];
     char host[256];
     int status = EX_CONFIG;
@@ -241,6 +243,8 @@ int supervisor_run(const char *config_path, config *cfg)
         status = EX_OSERR;
         goto out;
     }
+    timer = schedule_timer_start(cfg, s.embedded_on ? s.embedded.url
+                                                    : cfg->redis_url, s.m);
     s.started_wall_ms = clock_wall_ms();
     /* The console answers on the metrics listener only: without it there
      * is no console (the host's presence is the supervisor's own). */
@@ -271,6 +275,8 @@ int supervisor_run(const char *config_path, config *cfg)
     notify_status("serving %zu types with %u workers", s.n_types, cfg->workers);
     status = run_loop(&s);
     reap(&s, clock_ms());
+    schedule_timer_stop(timer);
+    timer = NULL;
     /* Every worker is gone: nothing is left to renew. */
     lease_keeper_stop(s.keeper);
     s.keeper = NULL;
@@ -284,6 +290,7 @@ int supervisor_run(const char *config_path, config *cfg)
     log_fields(WHARF_LOG_INFO, "wharfd stopped",
                (log_field[]){LOG_INT("status", status)}, 1);
 out:
+    schedule_timer_stop(timer);
     lease_keeper_stop(s.keeper);
     http_stop(s.http);
     console_destroy(s.console);

@@ -101,11 +101,19 @@ static void assert_refused(redisReply *r, const char *what)
     freeReplyObject(r);
 }
 
+static bool schedule_fired(void *arg)
+{
+    (void)arg;
+    return test_redis_int(rc, "ZCARD wharf:{chaos}:schedules") == 1;
+}
+
 Test(acl, a_host_and_a_producer_run_under_their_users)
 {
     char host_url[160], producer_url[160];
     test_host_opts o = {.redis_url = host_url,
-                        .extra = "[defaults]\nbackoff_base = 100ms\n"};
+                        .extra = "[defaults]\nbackoff_base = 100ms\n"
+                                 "[schedule.beat]\ntype = chaos\n"
+                                 "every = 1s\npayload = ok\n"};
     const test_cli_run *cli;
     redisContext *p;
 
@@ -155,6 +163,19 @@ Test(acl, a_host_and_a_producer_run_under_their_users)
     cli = test_cli(producer_url, dir, (const char *const[]){"stats", NULL});
     cr_assert_eq(cli->status, 0, "%s", cli->err);
     cr_assert(strstr(cli->out, "chaos") != NULL, "%s", cli->out);
+    /* The host's schedule timer fires under the host's user; the
+     * producer lists the schedules and fires one. */
+    cr_assert(test_wait_until(schedule_fired, NULL, TEST_EVENT_MS), "see %s",
+              host.log);
+    cli = test_cli(producer_url, dir,
+                   (const char *const[]){"--config", host.manifest,
+                                         "schedules", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    cr_assert(strstr(cli->out, "beat") != NULL, "%s", cli->out);
+    cli = test_cli(producer_url, dir,
+                   (const char *const[]){"--config", host.manifest, "schedule",
+                                         "run", "beat", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
 
     /* The operator's commands, under the host's user. */
     cli = test_cli(host_url, dir,

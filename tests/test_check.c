@@ -146,6 +146,31 @@ Test(check, misspelled_key_is_refused_with_file_line_and_78)
     cr_assert_str_eq(out, "");
 }
 
+Test(check, bad_cron_line_and_timezone_are_refused_at_their_line)
+{
+    char want[256];
+
+    write_file("wharf.ini", "[host]\nplugins_dir = .\n"
+                            "[schedule.nightly]\ntype = report\n"
+                            "cron = 0 25 * * *\n");
+    cr_assert_eq(check("wharf.ini"), 78);
+    snprintf(want, sizeof(want),
+             "%s/wharf.ini:5: bad cron '0 25 * * *': hour field '25' is out "
+             "of range 0-23\n",
+             dir);
+    cr_assert_str_eq(err, want);
+    write_file("wharf.ini", "[host]\nplugins_dir = .\n"
+                            "[schedule.nightly]\ntype = report\n"
+                            "cron = 0 3 * * *\ntimezone = Mars/Olympus\n");
+    cr_assert_eq(check("wharf.ini"), 78);
+    snprintf(want, sizeof(want),
+             "%s/wharf.ini:6: bad timezone 'Mars/Olympus': no zone "
+             "'Mars/Olympus' in the tz database",
+             dir);
+    cr_assert(strncmp(err, want, strlen(want)) == 0, "stderr: %s", err);
+    cr_assert_str_eq(out, "");
+}
+
 Test(check, fixture_refusals_name_their_reason)
 {
     static const struct {

@@ -1230,3 +1230,86 @@ Test(config, defaults_need_no_file)
     cr_assert_eq(cfg->n_plugins, 0);
     config_free(cfg);
 }
+
+/* ---- [schedule.NAME] ---- */
+
+Test(config, schedule_sections)
+{
+    config *cfg = load("[schedule.nightly-report]\n"
+                       "type = report\n"
+                       "cron = 0 3 * * *   ; at three\n"
+                       "timezone = Europe/Berlin\n"
+                       "payload = {\"kind\":\"nightly\",\"at\":\"{{tick}}\"}\n"
+                       "catch_up = all\n"
+                       "[schedule.beat]\n"
+                       "type = ping\n"
+                       "every = 30s\n");
+    const schedule_section *s = config_schedule(cfg, "nightly-report");
+
+    cr_assert_eq(cfg->n_schedules, 2);
+    cr_assert_not_null(s);
+    cr_assert_str_eq(s->type, "report");
+    cr_assert_str_eq(s->cron, "0 3 * * *");
+    cr_assert_eq(s->every_s, 0);
+    cr_assert_str_eq(s->timezone, "Europe/Berlin");
+    cr_assert_str_eq(s->payload, "{\"kind\":\"nightly\",\"at\":\"{{tick}}\"}");
+    cr_assert_eq(s->catch_up, CATCH_UP_ALL);
+    s = config_schedule(cfg, "beat");
+    cr_assert_null(s->cron);
+    cr_assert_eq(s->every_s, 30);
+    cr_assert_str_eq(s->timezone, "UTC", "the default zone");
+    cr_assert_str_eq(s->payload, "");
+    cr_assert_eq(s->catch_up, CATCH_UP_LAST, "the default catch_up");
+    cr_assert_null(config_schedule(cfg, "other"));
+    config_free(cfg);
+}
+
+Test(config, schedule_errors)
+{
+    fails_at("[schedule.x]\ntype = t\ncron = 0 3 * *\n", 3,
+             "bad cron '0 3 * *': expected five fields");
+    fails_at("[schedule.x]\ntype = t\ncron = 0 25 * * *\n", 3,
+             "hour field '25' is out of range 0-23");
+    fails_at("[schedule.x]\ntype = t\ncron = @sometimes\n", 3,
+             "unknown '@sometimes'");
+    fails_at("[schedule.x]\ntype = t\ncron = 0 0 31 4 *\n", 3,
+             "cron '0 0 31 4 *' never fires");
+    fails_at("[schedule.x]\ntype = t\ncron = 0 3 * * *\n"
+             "timezone = Europe/Atlantis\n",
+             4, "bad timezone 'Europe/Atlantis': no zone 'Europe/Atlantis'");
+    fails_at("[schedule.x]\ntype = t\ncron = 0 3 * * *\n"
+             "timezone = ../../etc/passwd\n",
+             4, "bad timezone");
+    fails_at("[schedule.x]\ntype = t\ncron = 0 3 * * *\nevery = 1m\n", 4,
+             "has both cron and every (line 3): give one");
+    fails_at("[schedule.x]\ntype = t\nevery = 1500ms\n", 3,
+             "expected whole seconds from 1s to 366d");
+    fails_at("[schedule.x]\ntype = t\nevery = 10\n", 3,
+             "a duration needs a unit");
+    fails_at("[schedule.x]\ntype = t\nevery = 1s\ntimezone = UTC\n", 4,
+             "timezone has no effect with every");
+    fails_at("[schedule.x]\ntype = t\nevery = 1s\ncatch_up = some\n", 4,
+             "bad value 'some' for catch_up: expected none, last or all");
+    fails_at("[schedule.x]\ntype = t\nevery = 1s\ncolor = red\n", 4,
+             "unknown key 'color' in [schedule.x] (expected type, cron");
+    fails_at("[schedule.x]\ntype = bad type\nevery = 1s\n", 2,
+             "bad type name 'bad type'");
+    fails_at("\n[schedule.x]\nevery = 1s\n", 2, "[schedule.x] needs type");
+    fails_at("[schedule.x]\ntype = t\n", 1, "[schedule.x] needs cron");
+    fails_at("[schedule.x]\ntype = t\nevery = 1s\n[schedule.x]\n", 4,
+             "duplicate section [schedule.x] (first at line 1)");
+    fails_at("[schedule.a b]\n", 1, "bad schedule name 'a b'");
+    fails_at("[schedule]\n", 1, "(expected [schedule.NAME])");
+    fails_at("[schedul.x]\n", 1, "(did you mean [schedule.x]?)");
+}
+
+Test(config, at_most_256_schedules)
+{
+    static char text[256 * 64 + 64];
+    size_t used = 0;
+
+    for (int i = 0; i <= 256; i++)
+        used += (size_t)snprintf(text + used, sizeof(text) - used,
+                                 "[schedule.s%d]\ntype = t\nevery = 1s\n", i);
+    fails_at(text, 256 * 3 + 1, "more than 256 [schedule.NAME] sections");
+}

@@ -768,11 +768,23 @@ static bool cluster_ok(void *unused)
     return true;
 }
 
+static bool schedule_fired(void *unused)
+{
+    (void)unused;
+    return test_host_log_has(&host, "schedule fired", "sched:beat:", NULL);
+}
+
+/* Tasks, and a schedule's ticks (its last tick in the type's slot), on a
+ * cluster over TLS. */
 Test(tls, a_cluster_over_tls_serves_tasks)
 {
     static char ports[3][16];
     char url[512], keys[300], cmd[2048], cli_url[1024];
-    test_host_opts o = {.redis_url = url, .redis_keys = keys};
+    test_host_opts o = {.redis_url = url,
+                        .redis_keys = keys,
+                        .log_level = "info",
+                        .extra = "[schedule.beat]\ntype = chaos\n"
+                                 "every = 1s\npayload = ok\n"};
     const test_cli_run *cli;
     size_t used;
 
@@ -833,6 +845,14 @@ Test(tls, a_cluster_over_tls_serves_tasks)
     cli = test_cli(cli_url, dir, (const char *const[]){"stats", NULL});
     cr_assert_eq(cli->status, 0, "%s", cli->err);
     cr_assert(strstr(cli->out, "chaos") != NULL, "%s", cli->out);
+    cr_assert(test_wait_until(schedule_fired, NULL, TEST_EVENT_MS),
+              "no tick fired (see %s)", host.log);
+    cli = test_cli(cli_url, dir,
+                   (const char *const[]){"--config", host.manifest,
+                                         "schedules", "--json", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    cr_assert(strstr(cli->out, "\"last_tick\": 0,") == NULL,
+              "no last tick read from the cluster: %s", cli->out);
 }
 
 /* For a_redis_restart_over_tls_loses_and_repeats_nothing. */

@@ -106,6 +106,12 @@ extern const cli_command cmd_cancel_entry;
 extern const cli_command cmd_queue_drop_entry;
 extern const cli_command cmd_pause_entry;
 extern const cli_command cmd_resume_entry;
+extern const cli_command cmd_schedules_entry;
+extern const cli_command cmd_schedule_run_entry;
+
+/* 0 when the manifest (wharf --config FILE), where the schedules are, was
+ * given; else 64 after saying so (cmd_schedules.c). */
+int cli_need_schedules(cli *ctx);
 
 /* Exit codes beyond <sysexits.h>: a missing thing is 1; a task that will
  * never have a result is 2 (dead) or 3 (cancelled). */

@@ -21,7 +21,8 @@ static const cli_command *const commands[] = {
     &cmd_locks_release_entry, &cmd_run_entry, &cmd_top_entry,
     &cmd_status_entry,        &cmd_cancel_entry,
     &cmd_queue_drop_entry,    &cmd_pause_entry,
-    &cmd_resume_entry,        NULL};
+    &cmd_resume_entry,        &cmd_schedules_entry,
+    &cmd_schedule_run_entry,  NULL};
 
 /* Usage lines of every command whose name starts with `family` (all when
  * NULL). */

@@ -402,10 +402,33 @@ async function act(action) {
   state.deadSeen = -1;
 }
 
+/* The schedules this host runs (api/schedules); the panel is hidden
+ * when there are none. Ticks are seconds since the epoch, 0 for none. */
+function renderSchedules(o) {
+  const list = o.schedules || [];
+  $('schedules-box').hidden = list.length === 0;
+  const body = $('schedules').tBodies[0];
+  clear(body);
+  for (const s of list) {
+    body.appendChild(el('tr', null, {}, [
+      el('td', s.name, { class: 'mono' }),
+      el('td', s.type),
+      el('td', s.when, { class: 'mono' }),
+      el('td', s.timezone),
+      el('td', s.last_tick ? when(s.last_tick * 1000) : '-'),
+      el('td', s.next_tick ? when(s.next_tick * 1000) : '-'),
+      el('td', s.lag_ms === undefined ? '-' : s.lag_ms < 1000 ? s.lag_ms + ' ms' : duration(s.lag_ms)),
+      el('td', s.fired),
+    ]));
+  }
+}
+
 async function poll() {
   try {
     const r = await api('api/overview');
     if (r.status === 200) renderOverview(r.body);
+    const s = await api('api/schedules');
+    if (s.status === 200) renderSchedules(s.body);
   } catch (e) {
     $('redis').textContent = 'console unreachable';
     $('redis').className = 'badge down';
