@@ -15,8 +15,9 @@
 #define CANCEL_POLL_EVERY_MS 250
 
 /* For n running tasks (types[i], ids[i], their stream entry_ids[i]), sets
- * cancelled[i] when cancel:<id> names that entry: one GET each, in one
- * pipelined round trip. 0, or -1 on a connection error (b->errstr says
+ * cancelled[i] when cancel:<id> names that entry: one MGET per type (its
+ * keys share the type's hash tag), all in one pipelined round trip, so a
+ * worker with hundreds of threads costs Redis a command per type. 0, or -1 on a connection error (b->errstr says
  * why; cancelled is then untouched). */
 int cancel_poll(broker *b, const char *const *types, const char *const *ids,
                 const char *const *entry_ids, size_t n, bool *cancelled);

@@ -83,13 +83,12 @@ static void enforce(lease_keeper *k, keeper_worker *w, const slot *snap,
             !slot_task_running(snap, i) || now - t->started_ms <= t->timeout_ms)
             continue;
         lease_ask_to_end(w, snap, i, now, false);
-        log_fields(WHARF_LOG_WARN,
-                   "task ran past its timeout; asking it to end",
-                   (log_field[]){LOG_STR("task", t->id),
-                                 LOG_STR("type", t->type),
-                                 LOG_INT("timeout_ms", t->timeout_ms),
-                                 LOG_STR("worker", w->consumer)},
-                   4);
+        log_fields(
+            WHARF_LOG_WARN, "task ran past its timeout; asking it to end",
+            (log_field[]){LOG_STR("task", t->id), LOG_STR("type", t->type),
+                          LOG_INT("timeout_ms", t->timeout_ms),
+                          LOG_STR("worker", w->consumer)},
+            4);
     }
 }
 

@@ -165,8 +165,8 @@ bool worker_slot_returned(worker *w, uint32_t i)
     if (!sl)
         return true;
     slot_write_begin(sl);
-    fits = i < sl->capacity &&
-           arena_room(w, sl, i, reason_len + result_len, &off);
+    fits =
+        i < sl->capacity && arena_room(w, sl, i, reason_len + result_len, &off);
     if (fits) {
         slot_return *r = &sl->batch[i].ret;
         unsigned char *arena = slot_arena(sl);

@@ -132,8 +132,7 @@ static bool results_at_least(void *want)
 static void wait_results(long long want)
 {
     cr_assert(test_wait_until(results_at_least, &want, TEST_EVENT_MS),
-              "%lld of %lld results; see %s", results("chaos"), want,
-              host.log);
+              "%lld of %lld results; see %s", results("chaos"), want, host.log);
 }
 
 /* Each of the n tasks prefix0.. finished once: a result, one line in
@@ -161,8 +160,8 @@ static void dead_because(const char *type, const char *id, const char *why)
     r = test_redis_command(rc, "HGET wharf:{%s}:dead:%s error", type, id);
     cr_assert(r->type == REDIS_REPLY_STRING, "%s:%s has no error field", type,
               id);
-    cr_expect(strstr(r->str, why) != NULL, "%s:%s died of '%s', not '%s'",
-              type, id, r->str, why);
+    cr_expect(strstr(r->str, why) != NULL, "%s:%s died of '%s', not '%s'", type,
+              id, r->str, why);
     freeReplyObject(r);
 }
 
@@ -172,8 +171,8 @@ static const char *const given_back[] = {"task given back unrun", NULL};
 static bool metrics_have(const char *want)
 {
     static char body[1 << 17];
-    int status = test_http_get_within(metrics_port, "/metrics", body,
-                                      sizeof(body), 10);
+    int status =
+        test_http_get_within(metrics_port, "/metrics", body, sizeof(body), 10);
 
     cr_assert_eq(status, 200, "/metrics answered %d", status);
     return strstr(body, want) != NULL;
@@ -297,8 +296,9 @@ Test(threads, a_kill_from_outside_charges_every_task_in_flight)
     add_waiting("w", 5);
     wait_started(5);
     cr_assert_eq(kill(worker_pid(), SIGKILL), 0);
-    cr_assert_eq(test_wait_int(rc, 5, TEST_EVENT_MS, "ZCARD wharf:{chaos}:dead"),
-                 5, "not every task in flight was charged; see %s", host.log);
+    cr_assert_eq(
+        test_wait_int(rc, 5, TEST_EVENT_MS, "ZCARD wharf:{chaos}:dead"), 5,
+        "not every task in flight was charged; see %s", host.log);
     snprintf(why, sizeof(why), "worker crashed: SIGKILL while running 5 tasks");
     for (int i = 0; i < 5; i++) {
         char id[32];
@@ -401,8 +401,7 @@ static enum MHD_Result on_hook(void *cls, struct MHD_Connection *conn,
         *data_len = 0; /* the body is not needed */
         return MHD_YES;
     }
-    key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                      "Idempotency-Key");
+    key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key");
     pthread_mutex_lock(&hook.lock);
     if (hook.requests < HOOK_CALLS * 2)
         snprintf(hook.keys[hook.requests], sizeof(hook.keys[0]), "%s",
@@ -424,7 +423,8 @@ static enum MHD_Result on_hook(void *cls, struct MHD_Connection *conn,
     pthread_mutex_lock(&hook.lock);
     hook.in_flight--;
     pthread_mutex_unlock(&hook.lock);
-    r = MHD_create_response_from_buffer(2, (void *)"ok", MHD_RESPMEM_PERSISTENT);
+    r = MHD_create_response_from_buffer(2, (void *)"ok",
+                                        MHD_RESPMEM_PERSISTENT);
     queued = MHD_queue_response(conn, 200, r);
     MHD_destroy_response(r);
     return queued;
