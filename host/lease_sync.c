@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "clock_ms.h"
 #include "lease_internal.h"
 
 /* Forks wait for the keeper's threads to be between passes (readers of
@@ -87,15 +88,8 @@ void lease_gate_leave(void)
 
 void lease_nap(lease_keeper *k, int64_t ms, bool for_reload)
 {
-    struct timespec until;
+    struct timespec until = clock_monotonic_after_us(ms * 1000);
 
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&k->lock);
     if (!(for_reload && k->pending) && !atomic_load(&k->stop))
         pthread_cond_timedwait(&k->wake, &k->lock, &until);

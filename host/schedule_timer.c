@@ -307,15 +307,8 @@ static void pass(schedule_timer *t)
 
 static void nap(schedule_timer *t, int64_t ms)
 {
-    struct timespec until;
+    struct timespec until = clock_monotonic_after_us(ms * 1000);
 
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&t->lock);
     if (!atomic_load(&t->stop))
         pthread_cond_timedwait(&t->wake, &t->lock, &until);

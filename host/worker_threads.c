@@ -140,15 +140,8 @@ static size_t queue_index(const worker *w, const broker_job *j)
 static void timed_wait_us(pthread_cond_t *cond, pthread_mutex_t *lock,
                           int64_t us)
 {
-    struct timespec ts;
+    struct timespec ts = clock_monotonic_after_us(us);
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += us / 1000000;
-    ts.tv_nsec += (long)(us % 1000000) * 1000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
     (void)pthread_cond_timedwait(cond, lock, &ts);
 }
 

@@ -40,3 +40,19 @@ void clock_sleep_ms(int64_t ms)
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
 }
+
+struct timespec clock_monotonic_after_us(int64_t us)
+{
+    struct timespec ts = {0, 0};
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (us < 0)
+        us = 0;
+    ts.tv_sec += (time_t)(us / 1000000);
+    ts.tv_nsec += (long)(us % 1000000) * 1000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
