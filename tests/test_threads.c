@@ -167,6 +167,17 @@ static void dead_because(const char *type, const char *id, const char *why)
 
 static const char *const given_back[] = {"task given back unrun", NULL};
 
+/* The console's overview (on the metrics listener) has this text. */
+static bool overview_has(const char *want)
+{
+    static char body[1 << 20];
+    int status = test_http_get_within(metrics_port, "/api/overview", body,
+                                      sizeof(body), 10);
+
+    cr_assert_eq(status, 200, "/api/overview answered %d", status);
+    return strstr(body, want) != NULL;
+}
+
 /* /metrics has this exact line. */
 static bool metrics_have(const char *want)
 {
@@ -234,6 +245,8 @@ static void stop_or_reload(const char *test, int sig)
     wait_started(IN_FLIGHT);
     cr_expect(metrics_have("wharf_tasks_in_flight 64\n"),
               "/metrics does not show 64 tasks in flight");
+    cr_expect(overview_has("\"in_flight\":64,\"running\":[{"),
+              "the console does not list the worker's 64 tasks");
     cr_assert_eq(kill(host.pid, sig), 0);
     if (sig == SIGTERM) {
         /* The runs under way hold the stop until they end. */
