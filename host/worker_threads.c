@@ -37,9 +37,12 @@
  * of the threads, GATHER_MAX at most) before it sends their finish, and
  * the main thread likewise for as many free entries before it claims:
  * tasks that wait on I/O end one by one, and this keeps them in batches
- * for a small share of their time. */
+ * for a small share of their time (make bench's I/O row, 50 ms tasks:
+ * 6.2 Redis commands a task without it, 3.1 with 2 ms, 2.8 with 4 ms, at
+ * 0.96 to 0.97 of the rate the threads allow). The waiting entries
+ * (prefetch) keep the threads busy meanwhile. */
 #define GATHER_MAX 64
-#define GATHER_US 2000
+#define GATHER_US 4000
 /* The finisher's reconnect backoff: from 100 ms, doubling, up to 5 s. */
 #define FINISH_RETRY_MIN_MS 100
 #define FINISH_RETRY_MAX_MS 5000
