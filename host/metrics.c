@@ -74,6 +74,14 @@ int metrics_type_add(metrics *m, const char *type)
     return (int)n;
 }
 
+void metrics_schedules_clear(metrics *m)
+{
+    if (!m)
+        return;
+    atomic_store_explicit(&m->n_schedules, 0, memory_order_release);
+    memset(m->schedules, 0, sizeof(m->schedules));
+}
+
 int metrics_schedule_add(metrics *m, const char *name, const char *type,
                          const char *when, const char *zone)
 {

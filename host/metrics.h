@@ -117,6 +117,10 @@ int metrics_type_find(const metrics *m, const char *type);
 
 /* The index of a new schedule's figures, or -1 when full (the timer's
  * start only). */
+/* Forgets every schedule's figures: the timer is about to start again
+ * with the schedules of a new manifest. Only while no timer runs. */
+void metrics_schedules_clear(metrics *m);
+
 int metrics_schedule_add(metrics *m, const char *name, const char *type,
                          const char *when, const char *zone);
 

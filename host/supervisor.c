@@ -155,10 +155,19 @@ static int run_loop(supervisor *s)
     return s->exit_code;
 }
 
+/* (Re)starts the schedules' timer on the manifest in effect: a reload
+ * that adds, changes or removes schedules takes effect at once. */
+void start_schedules(supervisor *s)
+{
+    schedule_timer_stop(s->timer);
+    metrics_schedules_clear(s->m);
+    s->timer = schedule_timer_start(
+        s->cfg, s->embedded_on ? s->embedded.url : s->cfg->redis_url, s->m);
+}
+
 int supervisor_run(const char *config_path, config *cfg)
 {
     supervisor s;
-    schedule_timer *timer = NULL;
     char err[CONFIG_ERR_LEN];
     char host[256];
     int status = EX_CONFIG;
@@ -243,8 +252,7 @@ int supervisor_run(const char *config_path, config *cfg)
         status = EX_OSERR;
         goto out;
     }
-    timer = schedule_timer_start(cfg, s.embedded_on ? s.embedded.url
-                                                    : cfg->redis_url, s.m);
+    start_schedules(&s);
     s.started_wall_ms = clock_wall_ms();
     /* The console answers on the metrics listener only: without it there
      * is no console (the host's presence is the supervisor's own). */
@@ -275,8 +283,8 @@ int supervisor_run(const char *config_path, config *cfg)
     notify_status("serving %zu types with %u workers", s.n_types, cfg->workers);
     status = run_loop(&s);
     reap(&s, clock_ms());
-    schedule_timer_stop(timer);
-    timer = NULL;
+    schedule_timer_stop(s.timer);
+    s.timer = NULL;
     /* Every worker is gone: nothing is left to renew. */
     lease_keeper_stop(s.keeper);
     s.keeper = NULL;
@@ -290,7 +298,7 @@ int supervisor_run(const char *config_path, config *cfg)
     log_fields(WHARF_LOG_INFO, "wharfd stopped",
                (log_field[]){LOG_INT("status", status)}, 1);
 out:
-    schedule_timer_stop(timer);
+    schedule_timer_stop(s.timer);
     lease_keeper_stop(s.keeper);
     http_stop(s.http);
     console_destroy(s.console);

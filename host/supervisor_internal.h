@@ -72,6 +72,7 @@ typedef struct worker_proc {
 typedef struct supervisor {
     const char *config_path;
     config *cfg;
+    struct schedule_timer *timer; /* the schedules' thread, or NULL */
     char **types; /* served types, NULL-terminated (from the check child) */
     size_t n_types;
     const policy **policies;
@@ -155,6 +156,7 @@ int setup_watch(supervisor *s);
 void read_watch(supervisor *s, int64_t now);
 void start_reload(supervisor *s);
 void finish_reload(supervisor *s);
+void start_schedules(supervisor *s);
 
 /* supervisor_http.c */
 void console_view_of(void *arg, console_view *v);

@@ -135,6 +135,7 @@ void finish_reload(supervisor *s)
     s->n_types = n_types;
     log_setup(s->cfg->log_level, s->cfg->log_format);
     setup_broker(s);
+    start_schedules(s);
     config_free(old_cfg);
     plugin_check_free_types(old_types);
     for (size_t i = 0; i < s->n_procs; i++)

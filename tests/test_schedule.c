@@ -6,6 +6,7 @@
  * a test hook) rather than wait hours, and wait on what Redis holds,
  * never on wall time. */
 #define _GNU_SOURCE /* timegm */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -415,6 +416,56 @@ Test(schedule, wharf_schedules_lists_and_schedule_run_fires)
                    (const char *const[]){"schedules", NULL});
     cr_assert_eq(run->status, 64);
     cr_assert(strstr(run->err, "wharf --config FILE") != NULL, "%s", run->err);
+    test_host_stop(&hosts[0]);
+    unlink(clock_file);
+}
+
+/* A reload changes the schedules at once: the one it removes fires no
+ * more, the one it adds fires from its next tick, and the console and
+ * /metrics show the new ones only. */
+Test(schedule, a_reload_starts_the_new_manifests_schedules)
+{
+    char listen[64], line[256];
+    int port;
+
+    snprintf(clock_file, sizeof(clock_file), "%s/clock-%d", redis.dir,
+             (int)getpid());
+    setenv("WHARF_TEST_CLOCK_FILE", clock_file, 1);
+    set_clock(DAY + 30);
+    port = test_free_port();
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+    test_host_up(&hosts[0], &redis,
+                 &(test_host_opts){.log_level = "info",
+                                   .metrics_listen = listen,
+                                   .extra = "[schedule.hourly]\n"
+                                            "type = report\n"
+                                            "cron = @hourly\n"},
+                 rc);
+    snprintf(line, sizeof(line), "\"name\":\"hourly\"");
+    cr_assert(
+        test_wait_until(api_has, &(want_metrics){port, line}, TEST_EVENT_MS),
+        "/api/schedules lacks %s", line);
+    test_host_rewrite(&hosts[0], &redis,
+                      &(test_host_opts){.log_level = "info",
+                                        .metrics_listen = listen,
+                                        .extra = "[schedule.halfhour]\n"
+                                                 "type = report\n"
+                                                 "cron = 30 * * * *\n"});
+    cr_assert_eq(kill(hosts[0].pid, SIGHUP), 0);
+    snprintf(line, sizeof(line), "\"name\":\"halfhour\"");
+    cr_assert(
+        test_wait_until(api_has, &(want_metrics){port, line}, TEST_EVENT_MS),
+        "the reload did not start the new schedule; see %s", hosts[0].log);
+    cr_assert(!api_has(&(want_metrics){port, "\"name\":\"hourly\""}),
+              "the removed schedule is still shown");
+    set_clock(DAY + 3600 + 30 * 60 + 5);
+    cr_assert(test_wait_until(tick_recorded,
+                              &(want_tick){"report", "halfhour",
+                                           DAY + 3600 + 30 * 60},
+                              TEST_EVENT_MS),
+              "01:30 did not fire after the reload; see %s", hosts[0].log);
+    cr_expect_eq(last_tick("report", "hourly"), -1,
+                 "the removed schedule fired");
     test_host_stop(&hosts[0]);
     unlink(clock_file);
 }
