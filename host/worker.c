@@ -290,6 +290,7 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
     if (worker_setup(&w) != 0)
         goto out;
     worker_crash_setup(opts->status);
+    worker_crash_thread_start(); /* one thread: plugin calls run here */
     worker_slot_publish(&w, 0); /* loaded: the supervisor sees it up */
     log_fields(WHARF_LOG_INFO, "worker serving",
                (log_field[]){LOG_STR("worker", opts->consumer),
@@ -385,6 +386,7 @@ int worker_run(const config *cfg, loader *ld, const worker_options *opts,
                    LOG_INT("round_trips", (int64_t)broker_round_trips(&w.b))},
                2);
 out:
+    worker_crash_thread_end();
     worker_count_redis(&w);
     w.counts.round_trips = broker_round_trips(&w.b) + w.other_round_trips;
     if (counts)

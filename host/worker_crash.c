@@ -7,6 +7,7 @@
  * charges that task alone, and gives its neighbours back unrun. */
 #include <signal.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "worker_internal.h"
@@ -61,6 +62,41 @@ void worker_crash_setup(slot *sl)
     sigemptyset(&sa.sa_mask);
     for (size_t k = 0; k < N_FATAL; k++)
         (void)sigaction(fatal_signals[k], &sa, &previous[k]);
+}
+
+/* An alternate stack for this thread's fault handler, so a plugin that
+ * overflows its own stack still has its task marked. Its size leaves
+ * room for a sanitizer's handler, which the fault goes on to. */
+#define ALT_STACK_BYTES (64 * 1024)
+static _Thread_local void *alt_stack;
+
+void worker_crash_thread_start(void)
+{
+    stack_t ss;
+
+    alt_stack = malloc(ALT_STACK_BYTES);
+    if (!alt_stack)
+        return; /* the handler then runs on the thread's own stack */
+    memset(&ss, 0, sizeof(ss));
+    ss.ss_sp = alt_stack;
+    ss.ss_size = ALT_STACK_BYTES;
+    if (sigaltstack(&ss, NULL) != 0) {
+        free(alt_stack);
+        alt_stack = NULL;
+    }
+}
+
+void worker_crash_thread_end(void)
+{
+    stack_t ss;
+
+    if (!alt_stack)
+        return;
+    memset(&ss, 0, sizeof(ss));
+    ss.ss_flags = SS_DISABLE;
+    (void)sigaltstack(&ss, NULL);
+    free(alt_stack);
+    alt_stack = NULL;
 }
 
 void worker_crash_enter(uint32_t i)

@@ -102,6 +102,11 @@ void worker_crash_setup(slot *sl);
 void worker_crash_enter(uint32_t i);
 void worker_crash_leave(void);
 
+/* Each thread that runs plugin calls: an alternate stack for the fault
+ * handler from its start to its end. */
+void worker_crash_thread_start(void);
+void worker_crash_thread_end(void);
+
 /* ---- worker.c: the loop ---- */
 
 /* Connects, waiting out an outage with capped backoff: 0, -1 when

@@ -205,6 +205,7 @@ static void *thread_main(void *arg)
     worker *w = arg;
     worker_pool *p = w->pool;
 
+    worker_crash_thread_start();
     pthread_mutex_lock(&p->lock);
     for (;;) {
         uint32_t i;
@@ -236,6 +237,7 @@ static void *thread_main(void *arg)
         pthread_cond_signal(&p->freed);
     }
     pthread_mutex_unlock(&p->lock);
+    worker_crash_thread_end();
     return NULL;
 }
 

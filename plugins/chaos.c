@@ -10,6 +10,8 @@
  *               handler a sanitizer or the host set)
  *   segv        a write to a page that forbids it, as a wild pointer
  *               does: the host's handler sees it first
+ *   overflow    recurse until the stack overflows (SIGSEGV on its guard
+ *               page): the host's handler runs on a stack of its own
  *   abort       abort()
  *   sleep:MS    sleep MS milliseconds (resuming after EINTR), then succeed
  *   nap:MS      one nanosleep of MS ms, then succeed however it ended
@@ -119,6 +121,22 @@ static long long command_number(const char *text, const char *word)
     return v;
 }
 
+/* overflow: each call keeps a page of its stack in use, and uses the
+ * next call's result, so no compiler turns it into a loop. The bound is
+ * far past any stack (a million pages), and read at run time. */
+static volatile int deepest = 1 << 20;
+
+static int deeper(int n)
+{
+    volatile char page[4096];
+
+    if (n >= deepest)
+        return 0;
+    page[0] = (char)n;
+    page[sizeof(page) - 1] = (char)n;
+    return deeper(n + 1) + page[0] + page[sizeof(page) - 1];
+}
+
 static wharf_status process_business(wharf_ctx *ctx, const wharf_task *task)
 {
     char command[512];
@@ -157,6 +175,8 @@ static wharf_status process_business(wharf_ctx *ctx, const wharf_task *task)
         *page = 1;
         return WHARF_FAIL; /* not reached */
     }
+    if (strcmp(command, "overflow") == 0)
+        return deeper(0) ? WHARF_FAIL : WHARF_FAIL; /* not reached */
     if (strcmp(command, "abort") == 0)
         abort();
     if ((n = command_number(command, "fail")) >= 0) {

@@ -215,6 +215,22 @@ Test(threads, a_crash_charges_the_faulting_task_alone)
     cr_expect_eq(test_host_runs(&host, "bad", 1), 1);
 }
 
+/* A task that overflows its thread's stack is still found: the fault
+ * handler runs on a stack of its own. */
+Test(threads, a_stack_overflow_charges_that_task_alone)
+{
+    start_host("overflow");
+    add_waiting("w", 10);
+    wait_started(10);
+    test_add_entry(rc, "chaos", "deep", "overflow");
+    dead_because("chaos", "deep", "worker crashed: SIGSEGV");
+    cr_expect_eq(test_host_log_count(&host, given_back), 10,
+                 "not every neighbour was given back; see %s", host.log);
+    open_gate();
+    wait_results(10);
+    each_finished_once("w", 10);
+}
+
 /* 63 in flight and one that overruns its timeout and ignores the cancel:
  * its worker is killed; it alone is charged ("timeout after 1000 ms"),
  * the rest go back uncharged. */
