@@ -190,3 +190,75 @@ Test(priority, equal_priorities_share_as_without_priorities)
               EACH);
     free(kinds);
 }
+
+static bool gate_held(void *want)
+{
+    return starts(NULL, NULL, 2) >= *(int *)want;
+}
+
+/* The number of type's tasks begun and not finished (their locks). */
+static long long begun(const char *type)
+{
+    char pattern[64];
+
+    snprintf(pattern, sizeof(pattern), "wharf:{%s}:lock:*", type);
+    return test_redis_keys(rc, pattern);
+}
+
+static bool low_at_its_bound(void *unused)
+{
+    (void)unused;
+    return begun("low") >= 4;
+}
+
+static bool high_waits(void *unused)
+{
+    (void)unused;
+    return begun("high") >= 1;
+}
+
+/* strict with threads: the waiting entries run higher priority first,
+ * not oldest first. Both threads are held by two "gate" tasks; the low
+ * type's tasks are claimed and begun first, up to its bound in the
+ * worker (2 threads + prefetch 2), then a high one; once the gate opens,
+ * the high one starts before the low ones that waited longer. */
+Test(priority, strict_threads_take_the_higher_waiting_entry_first)
+{
+    char payload[320], gate[300], id[32], kinds[32];
+    int two = 2, total = 2 + 10 + 10;
+    FILE *gate_file;
+
+    snprintf(gate, sizeof(gate), "%s/gate", redis.dir);
+    snprintf(payload, sizeof(payload), "wait:%s", gate);
+    test_host_up(&host, &redis,
+                 &(test_host_opts){.host_keys = "workers = 1\norder = strict\n",
+                                   .log_level = "info",
+                                   .chaos_keys =
+                                       "types = gate, high, low\nthreads = 2\n",
+                                   .extra = "[defaults]\nprefetch = 2\n"
+                                            "[type.high]\npriority = 5\n"},
+                 NULL);
+    for (int i = 0; i < 2; i++) {
+        snprintf(id, sizeof(id), "gate%d", i);
+        test_add_entry(rc, "gate", id, payload);
+    }
+    cr_assert(test_wait_until(gate_held, &two, TEST_EVENT_MS),
+              "the gate tasks did not start; see %s", host.log);
+    add_backlog("low", 10);
+    cr_assert(test_wait_until(low_at_its_bound, NULL, TEST_EVENT_MS),
+              "%lld low tasks begun, not 4; see %s", begun("low"), host.log);
+    add_backlog("high", 10);
+    cr_assert(test_wait_until(high_waits, NULL, TEST_EVENT_MS),
+              "no high task begun; see %s", host.log);
+    cr_assert_eq(starts(NULL, NULL, total), 2, "a task started past the gate");
+    gate_file = fopen(gate, "w"); /* the gate opens */
+    cr_assert_not_null(gate_file, "%s", gate);
+    fclose(gate_file);
+    cr_assert(test_wait_until(all_started, &total, TEST_EVENT_MS),
+              "%d of %d tasks started; see %s", starts(NULL, NULL, total),
+              total, host.log);
+    cr_assert_eq(starts(kinds, NULL, total), total);
+    cr_assert_eq(kinds[2], 'h',
+                 "the first start past the gate is of the low type, which "
+                 "waited longer, not of the high type");
+}
