@@ -47,6 +47,15 @@
 #      matching, searched by error text with wharf dead list --count (a
 #      page of 200 records a call in Redis): how long (target: under a
 #      second) and the longest command Redis ran meanwhile.
+#  14. priorities: a backlog of BENCH_PRIORITY_BULK (100,000) bulk tasks of
+#      BENCH_PRIORITY_TASK_US (1 ms) each and an urgent type at
+#      BENCH_PRIORITY_RATE (100) tasks/s for BENCH_STEADY_SECONDS, served
+#      by the same BENCH_WORKERS workers: the urgent type's
+#      enqueue-to-start p50/p99 with [host] order = strict and a higher
+#      priority, beside the bulk type's task time x prefetch (the bound
+#      the issue sets) and beside the same run without priorities. The
+#      backlog outlasts the run (it is not drained), so the row costs two
+#      runs of BENCH_STEADY_SECONDS and two bulk enqueues.
 # Only processes it started are stopped, and always. Needs bash, awk and
 # the redis-server/redis-cli/redis-benchmark of scripts/bootstrap.
 set -euo pipefail
@@ -59,7 +68,7 @@ PREFETCH=${BENCH_PREFETCH:-16}
 SINGLE=${BENCH_SINGLE:-20000}
 RATE=${BENCH_RATE:-1000}
 STEADY_SECONDS=${BENCH_STEADY_SECONDS:-5}
-PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,tls,crash,io,handlers,dead,latency,cluster}
+PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,tls,crash,io,handlers,dead,latency,priority,cluster}
 # Dead records searched in the dead-set row.
 DEAD_RECORDS=${BENCH_DEAD_RECORDS:-100000}
 # Tasks in a thousand that crash their worker in the poison row.
@@ -72,6 +81,9 @@ IO_WORKERS=${BENCH_IO_WORKERS:-64}
 IO_THREADED_WORKERS=${BENCH_IO_THREADED_WORKERS:-2}
 IO_THREADS=${BENCH_IO_THREADS:-128}
 HANDLER_TASKS=${BENCH_HANDLER_TASKS:-30000}
+PRIORITY_BULK=${BENCH_PRIORITY_BULK:-100000}
+PRIORITY_RATE=${BENCH_PRIORITY_RATE:-100}
+PRIORITY_TASK_US=${BENCH_PRIORITY_TASK_US:-1000}
 # Another wharfd (say, last release's) to run the processing phase with
 # too, against the same server: its rate is shown beside ours.
 BASELINE=${BENCH_BASELINE_WHARFD:-}
@@ -241,6 +253,7 @@ insecure_plugins = yes
 workers = $2
 shutdown_timeout = 5s
 instance = bench
+${HOST_KEYS:-}
 [redis]
 url = ${BENCH_REDIS_URL:-redis://127.0.0.1:$port/0}
 ${BENCH_REDIS_KEYS:-}
@@ -253,7 +266,7 @@ format = json
 prefetch = ${5:-$PREFETCH}
 [plugin.noop]
 ${NOOP_SECTION:-path = noop.so}
-types = noop
+types = ${NOOP_TYPES:-noop}
 $PLUGIN_KEYS
 ${4:-}
 EOF
@@ -361,6 +374,59 @@ latency() {
         fail "no latency samples; see $WORK/latency.log"
 }
 
+# ---- 14. priorities ----
+# One run: the bulk backlog, wharfd on it (noop serving noop and urgent,
+# each 1 ms), then the steady producer of urgent tasks; the latency file
+# has the urgent ones only (a bulk payload is not a send time). $1 names
+# the run, $2 the [host] keys, $3 more manifest sections.
+priority_run() {
+    local name=$1 ini=$WORK/$1.ini expected=$((PRIORITY_RATE * STEADY_SECONDS))
+    rcli FLUSHALL >/dev/null
+    echo "bench: $name: enqueueing $PRIORITY_BULK bulk tasks" >&2
+    "$TOOL" enqueue "$port" noop "$PRIORITY_BULK" bulk >"$WORK/$name.bulk" ||
+        fail "bulk enqueue failed"
+    : >"$WORK/$name.txt"
+    HOST_KEYS=$2 NOOP_TYPES="noop, urgent" manifest "$ini" "$WORKERS" off \
+        "sleep_us = $PRIORITY_TASK_US
+latency_file = $WORK/$name.txt
+$3"
+    "$WHARFD" --config "$ini" 2>"$WORK/$name.log" &
+    wharfd_pid=$!
+    for _ in $(seq 1 250); do
+        [ "$(rcli EXISTS 'wharf:{urgent}:stream')" = 1 ] && break
+        sleep 0.02
+    done
+    echo "bench: $name: urgent tasks at $PRIORITY_RATE/s for" \
+        "$STEADY_SECONDS s beside the backlog" >&2
+    local from_ns from_len
+    from_ns=$(date +%s%N) from_len=$(rcli XLEN "$STREAM")
+    "$TOOL" steady "$port" urgent "$PRIORITY_RATE" "$STEADY_SECONDS" \
+        >"$WORK/$name.steady" || fail "steady producer failed"
+    for _ in $(seq 1 500); do
+        [ "$(wc -l <"$WORK/$name.txt")" -ge "$expected" ] && break
+        sleep 0.02
+    done
+    # A task's time in a worker, as it was: the window's time x workers
+    # over the tasks run in it (bulk and urgent), the sleep and the host's
+    # own cost per task together.
+    awk -v ns="$(($(date +%s%N) - from_ns))" -v w="$WORKERS" \
+        -v bulk="$((from_len - $(rcli XLEN "$STREAM")))" \
+        -v urgent="$(wc -l <"$WORK/$name.txt")" \
+        'BEGIN { printf "task_us %.0f\n", ns / 1000 * w / (bulk + urgent) }' \
+        >"$WORK/$name.task"
+    [ "$(rcli XLEN "$STREAM")" -gt 0 ] ||
+        fail "$name: the bulk backlog ran out before the urgent tasks did"
+    stop_pid "$wharfd_pid"
+    wharfd_pid=""
+    "$TOOL" percentiles "$WORK/$name.txt" >"$WORK/$name.pct" ||
+        fail "no urgent latency samples; see $WORK/$name.log"
+}
+priority() {
+    priority_run priority "order = strict" "[type.urgent]
+priority = 10"
+    priority_run priority_none "" ""
+}
+
 start_redis
 has_phase ceiling && ceiling
 has_phase enqueue && enqueue
@@ -462,6 +528,7 @@ end" 0 "$DEAD_RECORDS" >/dev/null
 dead_matches=0 dead_search_ms=0 dead_longest_ms=0
 has_phase dead && dead_search
 has_phase latency && latency
+has_phase priority && priority
 
 # ---- report ----
 num() { [ -n "${1:-}" ] && echo "$1" || echo 0; }
@@ -553,6 +620,20 @@ if has_phase latency; then
     pmax=$(value_of "$WORK/latency.pct" max_us)
     samples=$(value_of "$WORK/latency.pct" count)
 fi
+prio_p50=0 prio_p99=0 prio_samples=0 flat_p50=0 flat_p99=0
+if has_phase priority; then
+    prio_p50=$(value_of "$WORK/priority.pct" p50_us)
+    prio_p99=$(value_of "$WORK/priority.pct" p99_us)
+    prio_samples=$(value_of "$WORK/priority.pct" count)
+    flat_p50=$(value_of "$WORK/priority_none.pct" p50_us)
+    flat_p99=$(value_of "$WORK/priority_none.pct" p99_us)
+fi
+# The bound: the bulk type's task time, as measured in the strict run,
+# x prefetch, in ms.
+prio_task_us=$(has_phase priority && value_of "$WORK/priority.task" task_us ||
+    echo "$PRIORITY_TASK_US")
+prio_bound=$(awk -v u="$prio_task_us" -v p="$PREFETCH" \
+    'BEGIN { printf "%.2f", u * p / 1000 }')
 set_rps=$(awk -v a="$(num "$set_before")" -v b="$(num "$set_after")" \
     'BEGIN { n = (a > 0) + (b > 0); printf "%.0f", n ? (a + b) / n : 0 }')
 per_task() { awk -v a="$(num "$1")" -v n="$TASKS" -v s="${2:-1}" \
@@ -686,6 +767,16 @@ if has_phase latency; then
     row "enqueue->start p99.9 (ms)" "$(ms "$p999")" "" ""
     row "enqueue->start max (ms, $samples samples)" "$(ms "$pmax")" "" ""
 fi
+if has_phase priority; then
+    row "urgent $PRIORITY_RATE/s beside bulk, strict: p50 (ms)" \
+        "$(ms "$prio_p50")" "" ""
+    row "  p99 (ms, $prio_samples samples)" "$(ms "$prio_p99")" \
+        "<= $prio_bound" "$(verdict "$(ms "$prio_p99")" "<=" "$prio_bound")"
+    row "  bulk task time x prefetch (ms)" \
+        "$(ms "$prio_task_us") x $PREFETCH = $prio_bound" "" ""
+    row "  without priorities: p50 / p99 (ms)" \
+        "$(ms "$flat_p50") / $(ms "$flat_p99")" "" ""
+fi
 
 mkdir -p "$(dirname "$OUT")"
 cat >"$OUT" <<EOF
@@ -755,6 +846,14 @@ cat >"$OUT" <<EOF
   "latency_us": {"rate": $RATE, "samples": $(num "$samples"),
                  "p50": $(num "$p50"), "p99": $(num "$p99"),
                  "p999": $(num "$p999"), "max": $(num "$pmax")},
+  "priority_us": {"bulk": $PRIORITY_BULK, "bulk_task_us": $PRIORITY_TASK_US,
+                  "rate": $PRIORITY_RATE, "samples": $(num "$prio_samples"),
+                  "strict_p50": $(num "$prio_p50"),
+                  "strict_p99": $(num "$prio_p99"),
+                  "task_us": $(num "$prio_task_us"),
+                  "bound": $(awk -v b="$prio_bound" 'BEGIN { print b * 1000 }'),
+                  "none_p50": $(num "$flat_p50"),
+                  "none_p99": $(num "$flat_p99")},
   "memory_kib": {"supervisor_hwm": $(num "$sup_hwm"),
                  "worker_hwm": [$worker_hwms]}
 }

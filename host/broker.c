@@ -49,6 +49,7 @@ int broker_init(broker *b, const config *cfg, const char *const *types,
         broker_queue *q = &b->queues[i];
         q->type = types[i];
         q->pol = policies[i];
+        q->priority = policies[i]->priority;
         const char *p = cfg->prefix, *t = q->type;
         if (key_of_type(q->stream, KEY_MAX, p, t, "stream") < 0 ||
             key_of_type(q->delayed, KEY_MAX, p, t, "delayed") < 0 ||

@@ -60,6 +60,8 @@ typedef struct broker_queue {
     bool paused;           /* left out of claims: the type is paused (the
                               worker sets it before each claim) */
     char history_from[48]; /* the last of them read so far ("0" at start) */
+    unsigned priority;     /* the type's (policy.priority): how claims
+                              rank or weigh it against the others (claim.h) */
 } broker_queue;
 
 /* One claimed entry on its way through a batch. The worker fills

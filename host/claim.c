@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,12 @@ struct claim_state {
     const char **argv; /* claim_all's, sized for every queue */
     waiter *waiters;   /* one per queue */
     struct pollfd *fds;
+    size_t *order; /* queue indices, highest priority first, in their
+                      own order among equals; set at the first claim */
+    bool ordered;
+    unsigned *counts; /* a sweep's COUNT per queue; 0: not read */
+    uint64_t *credit; /* weighted: each queue's share carried over, in
+                         units of 1 / the top priority of the claim */
 };
 
 claim_state *claim_create(size_t n)
@@ -40,7 +47,11 @@ claim_state *claim_create(size_t n)
     cs->argv = calloc(CLAIM_ARGS + 2 * n, sizeof(*cs->argv));
     cs->waiters = calloc(n ? n : 1, sizeof(*cs->waiters));
     cs->fds = calloc(n ? n : 1, sizeof(*cs->fds));
-    if (!cs->argv || !cs->waiters || !cs->fds) {
+    cs->order = calloc(n ? n : 1, sizeof(*cs->order));
+    cs->counts = calloc(n ? n : 1, sizeof(*cs->counts));
+    cs->credit = calloc(n ? n : 1, sizeof(*cs->credit));
+    if (!cs->argv || !cs->waiters || !cs->fds || !cs->order || !cs->counts ||
+        !cs->credit) {
         claim_destroy(cs, 0);
         return NULL;
     }
@@ -63,6 +74,9 @@ void claim_destroy(claim_state *cs, size_t n)
     free(cs->argv);
     free(cs->waiters);
     free(cs->fds);
+    free(cs->order);
+    free(cs->counts);
+    free(cs->credit);
     free(cs);
 }
 
@@ -71,6 +85,45 @@ static bool history_pending(const broker *b)
     for (size_t i = 0; i < b->n_queues; i++)
         if (!b->queues[i].history_done && !b->queues[i].paused)
             return true;
+    return false;
+}
+
+/* Sets the claim order once: the queues by priority, highest first, in a
+ * stable sort so that equals keep their order (without priorities it is
+ * the queues' own). A claim reply lists its streams in this order, so a
+ * batch, run in the order of its reply, runs higher priorities first. */
+static void order_queues(broker *b)
+{
+    size_t *order = b->claims->order;
+
+    for (size_t i = 0; i < b->n_queues; i++) {
+        size_t k = i;
+        while (k > 0 &&
+               b->queues[order[k - 1]].priority < b->queues[i].priority) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = i;
+    }
+    b->claims->ordered = true;
+}
+
+/* True if two queues this claim reads differ in priority: only then does
+ * the order matter, and a claim goes as it would without priorities
+ * otherwise (the same commands, the same counts). */
+static bool priorities_differ(const broker *b)
+{
+    const broker_queue *first = NULL;
+
+    for (size_t i = 0; i < b->n_queues; i++) {
+        const broker_queue *q = &b->queues[i];
+        if (q->paused)
+            continue;
+        if (first && q->priority != first->priority)
+            return true;
+        if (!first)
+            first = q;
+    }
     return false;
 }
 
@@ -103,13 +156,16 @@ static redisReply *claim_all(broker *b, unsigned count, int block_ms)
         argv[argc++] = block_text;
     }
     argv[argc++] = "STREAMS";
-    for (size_t i = 0; i < n; i++)
-        if (!b->queues[i].paused)
-            argv[argc++] = b->queues[i].stream;
-    for (size_t i = 0; i < n; i++)
-        if (!b->queues[i].paused)
-            argv[argc++] =
-                b->queues[i].history_done ? ">" : b->queues[i].history_from;
+    for (size_t k = 0; k < n; k++) {
+        const broker_queue *q = &b->queues[b->claims->order[k]];
+        if (!q->paused)
+            argv[argc++] = q->stream;
+    }
+    for (size_t k = 0; k < n; k++) {
+        const broker_queue *q = &b->queues[b->claims->order[k]];
+        if (!q->paused)
+            argv[argc++] = q->history_done ? ">" : q->history_from;
+    }
     r = tls_command_argv(c, (int)argc, argv, NULL);
     b->round_trips++;
     if (!r || r->type == REDIS_REPLY_ERROR) {
@@ -156,21 +212,23 @@ static bool gather(redisReply *all, redisReply *r)
            s->element[1]->elements > 0;
 }
 
-/* One XREADGROUP without BLOCK per queue, every node at once, gathered
- * into *all; *got set when any entry came. 0, or -1 on an error. */
-static int sweep(broker *b, unsigned count, redisReply *all, bool *got)
+/* One XREADGROUP without BLOCK per queue with a count (b->claims->counts,
+ * 0: not read), in claim order, every node at once, gathered into *all;
+ * *got set when any entry came. 0, or -1 on an error. */
+static int sweep(broker *b, redisReply *all, bool *got)
 {
     pipeline *p = &b->pipe;
     int rc = 0;
 
     pipeline_reset(p);
-    for (size_t i = 0; i < b->n_queues; i++) {
+    for (size_t k = 0; k < b->n_queues; k++) {
+        size_t i = b->claims->order[k];
         const broker_queue *q = &b->queues[i];
-        if (q->paused)
+        if (b->claims->counts[i] == 0)
             continue;
         pipeline_addf(p, q->stream,
                       "XREADGROUP GROUP %s %s COUNT %u STREAMS %s %s",
-                      WHARF_GROUP, b->consumer, count ? count : 1, q->stream,
+                      WHARF_GROUP, b->consumer, b->claims->counts[i], q->stream,
                       q->history_done ? ">" : q->history_from);
     }
     if (pipeline_run(p) != 0) {
@@ -342,6 +400,33 @@ static int read_waits(broker *b, bool want, redisReply *all, bool *got)
     return rc;
 }
 
+/* A wait on every type at once, gathered into all (empty so far). 0, or
+ * -1 on an error. */
+static int wait_all(broker *b, unsigned count, int block_ms, redisReply *all)
+{
+    bool got = false;
+
+    if (send_waits(b, count, block_ms) != 0)
+        return -1;
+    first_answer(b, block_ms);
+    if (read_waits(b, true, all, &got) != 0) {
+        read_waits(b, false, all, &got); /* nothing left unread */
+        return -1;
+    }
+    /* Entries came: the rest are released now. Only timeouts came: the
+     * rest, sent at the same moment, time out within a moment too. */
+    if (got)
+        release_others(b);
+    return read_waits(b, false, all, &got);
+}
+
+/* Every queue not paused gets count in this claim's sweep. */
+static void count_all(broker *b, unsigned count)
+{
+    for (size_t i = 0; i < b->n_queues; i++)
+        b->claims->counts[i] = b->queues[i].paused ? 0 : (count ? count : 1);
+}
+
 /* A sweep, then, if it found nothing and no type re-reads its own
  * pending entries, a wait on every type at once. */
 static redisReply *claim_cluster(broker *b, unsigned count, int block_ms)
@@ -351,22 +436,102 @@ static redisReply *claim_cluster(broker *b, unsigned count, int block_ms)
 
     if (!all)
         return NULL;
-    if (sweep(b, count, all, &got) != 0)
+    count_all(b, count);
+    if (sweep(b, all, &got) != 0)
         goto fail;
     if (got || history_pending(b) || block_ms <= 0 || b->n_queues == 0)
         return all;
-    if (send_waits(b, count, block_ms) != 0)
+    if (wait_all(b, count, block_ms, all) != 0)
         goto fail;
-    first_answer(b, block_ms);
-    if (read_waits(b, true, all, &got) != 0) {
-        read_waits(b, false, all, &got); /* nothing left unread */
-        goto fail;
+    return all;
+fail:
+    freeReplyObject(all);
+    return NULL;
+}
+
+/* strict: one sweep per priority, highest first, until one finds
+ * entries; so a lower priority is read only while every higher one is
+ * empty, at the cost of a round trip per priority level tried. (One
+ * pipeline reading every level at once would claim the lower levels'
+ * entries too, and they would run between the higher ones of the next
+ * claims.) */
+static int sweep_strict(broker *b, unsigned count, redisReply *all, bool *got)
+{
+    claim_state *cs = b->claims;
+    size_t k = 0;
+
+    while (k < b->n_queues && !*got) {
+        unsigned level = b->queues[cs->order[k]].priority;
+        bool any = false;
+        memset(cs->counts, 0, b->n_queues * sizeof(*cs->counts));
+        for (; k < b->n_queues && b->queues[cs->order[k]].priority == level;
+             k++) {
+            size_t i = cs->order[k];
+            if (b->queues[i].paused)
+                continue;
+            cs->counts[i] = count ? count : 1;
+            any = true;
+        }
+        if (any && sweep(b, all, got) != 0)
+            return -1;
     }
-    /* Entries came: the rest are released now. Only timeouts came: the
-     * rest, sent at the same moment, time out within a moment too. */
-    if (got)
-        release_others(b);
-    if (read_waits(b, false, all, &got) != 0)
+    return 0;
+}
+
+/* weighted: one sweep of every queue, each with its own COUNT: the top
+ * priority among them gets count, another count * priority / top, the
+ * fraction carried over to the next claim (a credit below one entry), so
+ * that over many claims with a backlog everywhere each type gets its
+ * exact share, FIFO within it, in the round trip of one claim. A queue
+ * that had fewer entries than its count loses what it did not use: it
+ * had no backlog to share. No count exceeds count, so a worker's bounds
+ * on what it holds stay as they were. */
+static int sweep_weighted(broker *b, unsigned count, redisReply *all, bool *got)
+{
+    claim_state *cs = b->claims;
+    unsigned top = 1;
+
+    for (size_t i = 0; i < b->n_queues; i++)
+        if (!b->queues[i].paused && b->queues[i].priority > top)
+            top = b->queues[i].priority;
+    for (size_t i = 0; i < b->n_queues; i++) {
+        uint64_t due;
+        cs->counts[i] = 0;
+        if (b->queues[i].paused)
+            continue;
+        due = cs->credit[i] +
+              (uint64_t)(count ? count : 1) * b->queues[i].priority;
+        cs->counts[i] = (unsigned)(due / top);
+        cs->credit[i] = due % top;
+    }
+    return sweep(b, all, got);
+}
+
+/* Types of unlike priority (claim.h): the sweep of the order, and if it
+ * found nothing, the claim over every type as without priorities, which
+ * blocks while all are empty. A type's own pending entries, read again
+ * after a reconnect, are claimed as without priorities: reading some
+ * types and not others would take an unread one's history as done
+ * (broker_jobs). */
+static redisReply *claim_ranked(broker *b, unsigned count, int block_ms)
+{
+    redisReply *all = new_claim(b);
+    bool got = false;
+    int rc;
+
+    if (!all)
+        return NULL;
+    rc = b->cfg->order == ORDER_STRICT ? sweep_strict(b, count, all, &got)
+                                       : sweep_weighted(b, count, all, &got);
+    if (rc != 0)
+        goto fail;
+    if (got || block_ms <= 0)
+        return all;
+    if (!b->nodes.cluster) {
+        freeReplyObject(all);
+        return claim_all(b, count, block_ms);
+    }
+    if (wait_all(b, count, block_ms, all) != 0)
         goto fail;
     return all;
 fail:
@@ -378,6 +543,10 @@ redisReply *claim_next(broker *b, unsigned count, int block_ms)
 {
     if (broker_claimable(b) == 0)
         return new_claim(b); /* every type paused: nothing to read */
+    if (!b->claims->ordered)
+        order_queues(b);
+    if (priorities_differ(b) && !history_pending(b))
+        return claim_ranked(b, count, block_ms);
     if (b->nodes.cluster)
         return claim_cluster(b, count, block_ms);
     return claim_all(b, count, block_ms);

@@ -16,7 +16,15 @@
  * the worker publishes all of them in its slot and the supervisor renews
  * them all (run.h); no reply is left to arrive while a task runs. A type
  * on a slow or quiet shard never holds up the others: waits are
- * parallel, and a sweep costs the slowest node's round trip. */
+ * parallel, and a sweep costs the slowest node's round trip.
+ *
+ * Types of unlike priority ([type.NAME] priority, [host] order) are
+ * swept first, without BLOCK: strict reads one priority level a sweep,
+ * highest first, until one has entries; weighted reads every type in one
+ * sweep, each with a COUNT in proportion to its priority. Only if that
+ * finds nothing comes the claim above, over every type. A claim reply
+ * lists its types highest priority first. Types of one priority (the
+ * default) are claimed exactly as above. */
 #ifndef WHARF_CLAIM_H
 #define WHARF_CLAIM_H
 

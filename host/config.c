@@ -20,11 +20,14 @@ static const char *const idempotency_names[] = {"payload", "none", NULL};
 static const char *const level_names[] = {"debug", "info", "warn", "error",
                                           NULL};
 static const char *const format_names[] = {"json", "text", NULL};
+static const char *const order_names[] = {"weighted", "strict", NULL};
 
 _Static_assert(BACKOFF_LINEAR == 0 && BACKOFF_EXPONENTIAL == 1,
                "backoff_names follows backoff_kind");
 _Static_assert(IDEMPOTENCY_PAYLOAD == 0 && IDEMPOTENCY_NONE == 1,
                "idempotency_names follows idempotency_kind");
+_Static_assert(ORDER_WEIGHTED == 0 && ORDER_STRICT == 1,
+               "order_names follows claim_order");
 _Static_assert(LOG_FORMAT_JSON == 0 && LOG_FORMAT_TEXT == 1,
                "format_names follows log_format");
 _Static_assert(WHARF_LOG_DEBUG == 0 && WHARF_LOG_INFO == 1 &&
@@ -63,6 +66,7 @@ static const key_spec config_keys[] = {
          NULL),
     HOST("workers", SECTION_HOST, VALUE_NUMBER, workers, 1, 1024, NULL),
     HOST("threads", SECTION_HOST, VALUE_NUMBER, threads, 1, THREADS_MAX, NULL),
+    HOST("order", SECTION_HOST, VALUE_ENUM, order, 0, 0, order_names),
     HOST("shutdown_timeout", SECTION_HOST, VALUE_DURATION, shutdown_timeout_ms,
          0, MS_DAY, NULL),
     HOST("instance", SECTION_HOST, VALUE_NAME, instance, 0, 0, NULL),
@@ -150,6 +154,9 @@ const key_spec config_policy_keys[] = {
     POLICY("concurrency_limit", VALUE_NUMBER, concurrency_limit, 0, 100000,
            NULL),
     POLICY("concurrency", VALUE_NUMBER, concurrency, 0, 100000, NULL),
+    /* A weight as well as a rank: 1000 to 1 is as lopsided a share as a
+     * claim of prefetch entries can still show. */
+    POLICY("priority", VALUE_NUMBER, priority, 1, PRIORITY_MAX, NULL),
     KEYS_END,
 };
 _Static_assert(sizeof config_policy_keys / sizeof config_policy_keys[0] ==
@@ -225,6 +232,7 @@ static const policy default_policy = {
     .max_backlog = 0,
     .dead_max = 10000,
     .dead_ttl_ms = 90 * MS_DAY,
+    .priority = 1,
 };
 
 config *config_new(const char *path)
@@ -238,6 +246,7 @@ config *config_new(const char *path)
     cfg->insecure_plugins = false;
     cfg->workers = 2;
     cfg->threads = 1;
+    cfg->order = ORDER_WEIGHTED;
     cfg->shutdown_timeout_ms = 30 * MS_SECOND;
     cfg->init_timeout_ms = 30 * MS_SECOND;
     cfg->instance = xstrdup("default");

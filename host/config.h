@@ -19,6 +19,14 @@ typedef enum idempotency_kind {
     IDEMPOTENCY_NONE
 } idempotency_kind;
 typedef enum log_format { LOG_FORMAT_JSON = 0, LOG_FORMAT_TEXT } log_format;
+/* The highest [type.NAME] priority (config.c says why). */
+#define PRIORITY_MAX 1000
+
+/* How a worker serving types of unlike priority claims (claim.h). */
+typedef enum claim_order {
+    ORDER_WEIGHTED = 0, /* entries per type in proportion to priority */
+    ORDER_STRICT        /* the highest priority with entries first */
+} claim_order;
 
 /* The per-type policy: [defaults], overridden per type by [type.NAME].
  * Durations are in milliseconds, sizes in bytes, ratios in percent. */
@@ -47,6 +55,9 @@ typedef struct policy {
     unsigned concurrency;       /* runs at once in one worker process: a cap
                                    on its threads, not concurrency_limit's
                                    across every host; 0: no cap */
+    unsigned priority;          /* 1..1000, default 1: a rank ([host]
+                                   order = strict) or a weight (weighted)
+                                   among a worker's types; manifest.md */
 } policy;
 
 /* One key of a [plugin.NAME] section that the host does not know; the
@@ -121,6 +132,7 @@ typedef struct config {
     bool watch;
     bool insecure_plugins;
     unsigned workers;
+    claim_order order; /* between types of unlike priority */
     unsigned threads; /* tasks at once in one worker process, for each
                          plugin that opted in (loader.h); 1..1024 */
     int threads_line; /* line of `threads`, or 0 if absent */

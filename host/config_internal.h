@@ -77,7 +77,7 @@ typedef struct key_spec {
 
 /* The keys of [defaults] and [type.NAME], fields of policy, in a fixed
  * order: a key's index in config_policy_keys numbers it. */
-enum { POLICY_KEYS = 22 };
+enum { POLICY_KEYS = 23 };
 extern const key_spec config_policy_keys[POLICY_KEYS + 1];
 
 /* The most threads of one worker, [host] and [plugin.NAME] threads: far

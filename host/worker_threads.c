@@ -166,10 +166,13 @@ static void cond_init_monotonic(pthread_cond_t *c)
 /* ---- the pool's threads ---- */
 
 /* The oldest waiting entry whose type and plugin have a thread to spare
- * (removed from the queue), or false. Lock held. */
+ * (removed from the queue), or false; with [host] order = strict, the
+ * oldest of the highest priority among those. Lock held. */
 static bool take_waiting(worker *w, uint32_t *out)
 {
     worker_pool *p = w->pool;
+    bool strict = w->b.cfg->order == ORDER_STRICT;
+    size_t best = SIZE_MAX;
 
     for (size_t k = 0; k < p->n_waiting; k++) {
         uint32_t i = p->waiting[k];
@@ -178,13 +181,19 @@ static bool take_waiting(worker *w, uint32_t *out)
         if (p->running_of[q] >= p->cap_of[q] ||
             p->plugin_running[pl] >= p->plugin_threads[pl])
             continue;
-        memmove(p->waiting + k, p->waiting + k + 1,
-                (p->n_waiting - k - 1) * sizeof(*p->waiting));
-        p->n_waiting--;
-        *out = i;
-        return true;
+        if (best == SIZE_MAX || w->jobs[i].queue->priority >
+                                    w->jobs[p->waiting[best]].queue->priority)
+            best = k;
+        if (!strict)
+            break;
     }
-    return false;
+    if (best == SIZE_MAX)
+        return false;
+    *out = p->waiting[best];
+    memmove(p->waiting + best, p->waiting + best + 1,
+            (p->n_waiting - best - 1) * sizeof(*p->waiting));
+    p->n_waiting--;
+    return true;
 }
 
 /* Entry i's fate is known: it is the finisher's. Lock held. */

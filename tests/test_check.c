@@ -171,6 +171,27 @@ Test(check, bad_cron_line_and_timezone_are_refused_at_their_line)
     cr_assert_str_eq(out, "");
 }
 
+/* A bad order or priority: one line with file, line and reason, 78. */
+Test(check, bad_order_and_priority_are_refused_at_their_line)
+{
+    char want[256];
+
+    write_file("wharf.ini", "[host]\nplugins_dir = .\norder = random\n");
+    cr_assert_eq(check("wharf.ini"), 78);
+    snprintf(want, sizeof(want),
+             "%s/wharf.ini:3: bad value 'random' for order: expected "
+             "weighted or strict\n",
+             dir);
+    cr_assert_str_eq(err, want);
+    write_file("wharf.ini", "[host]\nplugins_dir = .\norder = strict\n"
+                            "[type.urgent]\nprefetch = 4\npriority = 0\n");
+    cr_assert_eq(check("wharf.ini"), 78);
+    snprintf(want, sizeof(want),
+             "%s/wharf.ini:6: priority = 0 is out of range 1..1000\n", dir);
+    cr_assert_str_eq(err, want);
+    cr_assert_str_eq(out, "");
+}
+
 Test(check, fixture_refusals_name_their_reason)
 {
     static const struct {

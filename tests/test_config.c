@@ -759,6 +759,56 @@ Test(config, out_of_range)
              "bad value '-1' for workers: expected a whole number");
 }
 
+/* [host] order and a type's priority: their defaults (weighted, 1, so a
+ * manifest without them claims as before), their values, and bad ones
+ * refused at their own lines. */
+Test(config, order_and_priority)
+{
+    config *cfg;
+
+    cfg = load("");
+    cr_assert_eq(cfg->order, ORDER_WEIGHTED);
+    cr_assert_eq(cfg->defaults.priority, 1);
+    config_free(cfg);
+
+    cfg = load("[host]\norder = strict\n"
+               "[defaults]\npriority = 2\n"
+               "[type.urgent]\npriority = 1000\n"
+               "[type.bulk]\nprefetch = 8\n");
+    cr_assert_eq(cfg->order, ORDER_STRICT);
+    cr_assert_eq(config_policy(cfg, "urgent")->priority, 1000);
+    cr_assert_eq(config_policy(cfg, "bulk")->priority, 2,
+                 "inherited from [defaults]");
+    cr_assert_eq(config_policy(cfg, "other")->priority, 2);
+    config_free(cfg);
+    cfg = load("[host]\norder = Weighted\n");
+    cr_assert_eq(cfg->order, ORDER_WEIGHTED);
+    config_free(cfg);
+
+    cr_assert_str_eq(fails_at("[host]\norder = fifo\n", 2, ""),
+                     "bad value 'fifo' for order: expected weighted or "
+                     "strict");
+    cr_assert_str_eq(fails_at("[type.t]\npriority = 0\n", 2, ""),
+                     "priority = 0 is out of range 1..1000");
+    cr_assert_str_eq(
+        fails_at("[defaults]\nprefetch = 2\npriority = 1001\n", 3, ""),
+        "priority = 1001 is out of range 1..1000");
+    cr_assert_str_eq(fails_at("[type.t]\npriority = high\n", 2, ""),
+                     "bad value 'high' for priority: expected a whole "
+                     "number");
+    cr_assert_str_eq(fails_at("[type.t]\npriority = -1\n", 2, ""),
+                     "bad value '-1' for priority: expected a whole number");
+    cr_assert_str_eq(fails_at("[host]\npriority = 2\n", 2, ""),
+                     "unknown key 'priority' in [host] (it belongs in "
+                     "[defaults] or [type.NAME])");
+    cr_assert_str_eq(fails_at("[type.t]\norder = strict\n", 2, ""),
+                     "unknown key 'order' in [type.t] (it belongs in "
+                     "[host])");
+    cr_assert_str_eq(fails_at("[type.t]\npriorty = 2\n", 2, ""),
+                     "unknown key 'priorty' in [type.t] (did you mean "
+                     "'priority'?)");
+}
+
 /* [host] threads, [plugin.NAME] threads and a type's concurrency: their
  * ranges, and bad values at their own lines. Whether a plugin may have
  * more than one thread is the loader's to say (test_loader.c). */
