@@ -517,6 +517,20 @@ static void place_begun(worker *w)
     pthread_mutex_unlock(&p->lock);
 }
 
+/* The entries of the claim whose begin broke are free again, and
+ * nothing is held. Lock held. */
+static void drop_claimed(worker *w)
+{
+    worker_pool *p = w->pool;
+
+    for (size_t k = 0; k < p->n_claimed; k++)
+        to_free(w, p->claimed_at[k]);
+    worker_slot_clear(w, p->claimed_at, p->n_claimed);
+    p->n_claimed = 0;
+    p->begin_broke = false;
+    w->held = HELD_NONE;
+}
+
 /* After a reconnect: the locks of a claim whose begin broke are released
  * (those taken with answered tokens, and those of calls whose reply was
  * lost, by the call's owner nonce), and its entries freed. -1 if the
@@ -528,12 +542,7 @@ static int release_claimed(worker *w)
     if (broker_release(&w->b, p->claimed, p->n_claimed) != 0)
         return -1;
     pthread_mutex_lock(&p->lock);
-    for (size_t k = 0; k < p->n_claimed; k++)
-        to_free(w, p->claimed_at[k]);
-    worker_slot_clear(w, p->claimed_at, p->n_claimed);
-    p->n_claimed = 0;
-    p->begin_broke = false;
-    w->held = HELD_NONE;
+    drop_claimed(w);
     pthread_cond_signal(&p->freed);
     pthread_mutex_unlock(&p->lock);
     return 0;
@@ -621,16 +630,11 @@ static int main_loop(worker *w)
         if (stopping && worker_grace_over(w) && !p->give_up) {
             p->give_up = true; /* the grace is over */
             pthread_cond_broadcast(&p->done);
-            if (p->begin_broke) {
-                /* Its locks expire by their TTL; its entries stay
-                 * pending for the replacement, or another host. */
-                for (size_t k = 0; k < p->n_claimed; k++)
-                    to_free(w, p->claimed_at[k]);
-                worker_slot_clear(w, p->claimed_at, p->n_claimed);
-                p->n_claimed = 0;
-                p->begin_broke = false;
-                w->held = HELD_NONE;
-            }
+            /* A claim whose begin broke: its locks expire by their TTL;
+             * its entries stay pending for the replacement, or another
+             * host. */
+            if (p->begin_broke)
+                drop_claimed(w);
         }
         done = stopping && all_done(p);
         pthread_mutex_unlock(&p->lock);
