@@ -582,25 +582,27 @@ if has_phase crash; then
 fi
 io_rate=0 io_of_limit=0 io_redis_us=0 io_cmds=0 io_pss=0 io_limit=0
 iot_rate=0 iot_of_limit=0 iot_redis_us=0 iot_cmds=0 iot_pss=0 iot_limit=0
+# io_figures NAME IN_FLIGHT PREFIX: the I/O run NAME's rate, its share of
+# what IN_FLIGHT tasks of IO_MS allow, Redis CPU and commands per task and
+# the host's PSS, into PREFIX_rate, _limit, _of_limit, _redis_us, _cmds
+# and _pss.
+io_figures() {
+    local w=$WORK/$1 rate limit
+    rate=$(value_of "$w.watch" rate)
+    limit=$(awk -v w="$2" -v ms="$IO_MS" 'BEGIN { printf "%.0f", w * 1000 / ms }')
+    printf -v "${3}_rate" %s "$rate"
+    printf -v "${3}_limit" %s "$limit"
+    printf -v "${3}_of_limit" %s "$(ratio "$rate" "$limit")"
+    printf -v "${3}_redis_us" %s "$(awk \
+        -v c="$(num "$(value_of "$w.watch" redis_cpu_s)")" -v n="$IO_TASKS" \
+        'BEGIN { printf "%.2f", c * 1000000 / n }')"
+    printf -v "${3}_cmds" %s "$(awk -v n="$IO_TASKS" '$1 == "cmd" { s += $3 }
+        END { printf "%.2f", s / n }' "$w.watch")"
+    printf -v "${3}_pss" %s "$(awk '{ s += $4 } END { print s + 0 }' "$w.procs")"
+}
 if has_phase io; then
-    io_rate=$(value_of "$WORK/io.watch" rate)
-    io_limit=$(awk -v w="$IO_WORKERS" -v ms="$IO_MS" \
-        'BEGIN { printf "%.0f", w * 1000 / ms }')
-    io_of_limit=$(ratio "$io_rate" "$io_limit")
-    io_redis_us=$(awk -v c="$(num "$(value_of "$WORK/io.watch" redis_cpu_s)")" \
-        -v n="$IO_TASKS" 'BEGIN { printf "%.2f", c * 1000000 / n }')
-    io_cmds=$(awk -v n="$IO_TASKS" '$1 == "cmd" { s += $3 }
-        END { printf "%.2f", s / n }' "$WORK/io.watch")
-    io_pss=$(awk '{ s += $4 } END { print s + 0 }' "$WORK/io.procs")
-    iot_rate=$(value_of "$WORK/io_threads.watch" rate)
-    iot_limit=$(awk -v w="$((IO_THREADED_WORKERS * IO_THREADS))" -v ms="$IO_MS" \
-        'BEGIN { printf "%.0f", w * 1000 / ms }')
-    iot_of_limit=$(ratio "$iot_rate" "$iot_limit")
-    iot_redis_us=$(awk -v c="$(num "$(value_of "$WORK/io_threads.watch" redis_cpu_s)")" \
-        -v n="$IO_TASKS" 'BEGIN { printf "%.2f", c * 1000000 / n }')
-    iot_cmds=$(awk -v n="$IO_TASKS" '$1 == "cmd" { s += $3 }
-        END { printf "%.2f", s / n }' "$WORK/io_threads.watch")
-    iot_pss=$(awk '{ s += $4 } END { print s + 0 }' "$WORK/io_threads.procs")
+    io_figures io "$IO_WORKERS" io
+    io_figures io_threads "$((IO_THREADED_WORKERS * IO_THREADS))" iot
 fi
 py_rate=0 node_rate=0 py_io_rate=0 py_io_of_limit=0 py_io_limit=0
 if has_phase handlers; then
