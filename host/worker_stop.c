@@ -44,9 +44,7 @@ bool worker_keep_trying(worker *w)
 {
     if (!worker_stopping(w))
         return true;
-    return w->held != HELD_NONE &&
-           clock_ms() - w->stop_seen_ms <
-               w->cfg->shutdown_timeout_ms - w->cfg->shutdown_timeout_ms / 10;
+    return w->held != HELD_NONE && !worker_grace_over(w);
 }
 
 bool worker_grace_over(worker *w)
