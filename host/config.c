@@ -95,6 +95,8 @@ static const key_spec config_keys[] = {
          NULL),
     HOST("sentinel_password", SECTION_REDIS, VALUE_PATH,
          redis_sentinel_password, 0, 0, NULL),
+    HOST("sentinel_password_file", SECTION_REDIS, VALUE_PATH,
+         redis_sentinel_password_file, 0, 0, NULL),
 
     HOST("listen", SECTION_METRICS, VALUE_LISTEN, metrics_listen, 0, 0, NULL),
 
@@ -314,6 +316,7 @@ void config_free(config *cfg)
         memset(cfg->redis_sentinel_password, 0,
                strlen(cfg->redis_sentinel_password));
     free(cfg->redis_sentinel_password);
+    free(cfg->redis_sentinel_password_file);
     free(cfg->prefix);
     free(cfg->data_dir);
     free(cfg->metrics_listen);

@@ -154,6 +154,10 @@ typedef struct config {
     /* sentinel_user, sentinel_password: the sentinels' own credentials,
      * made query parameters of redis_url the same way */
     char *redis_sentinel_user, *redis_sentinel_password;
+    /* sentinel_password_file: absolute, or NULL; its first line becomes
+     * redis_sentinel_password */
+    char *redis_sentinel_password_file;
+    int redis_sentinel_password_file_line;
     int redis_tls_lines[7]; /* the keys' lines, in the order of
                                config_redis_tls_keys; 0: not set */
     char *prefix;

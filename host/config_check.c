@@ -78,15 +78,15 @@ static void check_watermarks(parser *p, const policy *pol, const int *lines,
                 low == 0 || high == 0 ? inherited : "");
 }
 
-/* Reads the Redis password from cfg->redis_password_file: its first line,
- * without the line end (as systemd's LoadCredential= or a secrets mount
- * writes it). A file that cannot be read, is not a regular file, is empty
- * or holds a NUL byte or a longer password than a URL may is an error at
- * the key's line; its content is never quoted. */
-static void read_password_file(parser *p)
+/* Reads a password from the file `path` that the key `key` at `line`
+ * names: its first line, without the line end (as systemd's
+ * LoadCredential= or a secrets mount writes it), stored in *out. A file
+ * that cannot be read, is not a regular file, is empty or holds a NUL
+ * byte or a longer password than a URL may is an error at the key's
+ * line; its content is never quoted. */
+static void read_password_file(parser *p, const char *key, const char *path,
+                               int line_no, char **out)
 {
-    config *cfg = p->cfg;
-    const char *path = cfg->redis_password_file;
     char buf[REDIS_URL_PASSWORD_MAX + 2];
     struct stat st;
     size_t n, line;
@@ -94,14 +94,12 @@ static void read_password_file(parser *p)
 
     f = fopen(path, "re");
     if (!f) {
-        config_fail(p, cfg->redis_password_file_line,
-                    "cannot read password_file '%s': %s", path,
+        config_fail(p, line_no, "cannot read %s '%s': %s", key, path,
                     strerror(errno));
         return;
     }
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        config_fail(p, cfg->redis_password_file_line,
-                    "password_file '%s' is not a regular file", path);
+        config_fail(p, line_no, "%s '%s' is not a regular file", key, path);
         fclose(f);
         return;
     }
@@ -110,24 +108,21 @@ static void read_password_file(parser *p)
     buf[n] = '\0';
     line = strcspn(buf, "\r\n"); /* stops at a NUL byte too */
     if (line < n && buf[line] == '\0') {
-        config_fail(p, cfg->redis_password_file_line,
-                    "password_file '%s' holds a NUL byte", path);
+        config_fail(p, line_no, "%s '%s' holds a NUL byte", key, path);
         memset(buf, 0, sizeof(buf));
         return;
     }
     buf[line] = '\0';
     if (buf[0] == '\0')
-        config_fail(p, cfg->redis_password_file_line,
-                    "password_file '%s' is empty: its first line is the "
-                    "password",
+        config_fail(p, line_no,
+                    "%s '%s' is empty: its first line is the password", key,
                     path);
     else if (strlen(buf) >= REDIS_URL_PASSWORD_MAX)
-        config_fail(p, cfg->redis_password_file_line,
-                    "the password in password_file '%s' is longer than %d "
-                    "bytes",
+        config_fail(p, line_no,
+                    "the password in %s '%s' is longer than %d bytes", key,
                     path, REDIS_URL_PASSWORD_MAX - 1);
     else
-        config_store_string(&cfg->redis_password, buf);
+        config_store_string(out, buf);
     memset(buf, 0, sizeof(buf));
 }
 
@@ -144,6 +139,59 @@ static void append_param(char **url, const char *name, const char *value)
     *url = out;
 }
 
+/* True if the query of url has the parameter `name`. */
+static bool url_has_param(const char *url, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (const char *q = strchr(url, '?'); q; q = strchr(q + 1, '&'))
+        if (strncmp(q + 1, name, n) == 0 && q[1 + n] == '=')
+            return true;
+    return false;
+}
+
+static bool is_sentinel_url(const char *url)
+{
+    return strncmp(url, "redis+sentinel://", 17) == 0 ||
+           strncmp(url, "rediss+sentinel://", 18) == 0;
+}
+
+/* [redis] sentinel_password_file: its first line becomes the
+ * sentinel_password key's value (which apply_tls_keys then makes a query
+ * parameter of the URL), so one of the two, never both. */
+static void read_sentinel_password_file(parser *p)
+{
+    config *cfg = p->cfg;
+    int line = cfg->redis_sentinel_password_file_line;
+
+    if (!cfg->redis_sentinel_password_file)
+        return;
+    if (cfg->redis_tls_lines[6] != 0) {
+        config_fail(p, line,
+                    "sentinel_password_file and sentinel_password: give only "
+                    "one");
+        return;
+    }
+    if (!is_sentinel_url(cfg->redis_url)) {
+        config_fail(p, line,
+                    "sentinel_password_file needs a Sentinel url "
+                    "(redis+sentinel:// or rediss+sentinel://)");
+        return;
+    }
+    if (url_has_param(cfg->redis_url, "sentinel_password")) {
+        config_fail(p, line,
+                    "sentinel_password_file and a sentinel_password in url: "
+                    "give only one");
+        return;
+    }
+    replace_path(&cfg->redis_sentinel_password_file, cfg->dir);
+    read_password_file(p, "sentinel_password_file",
+                       cfg->redis_sentinel_password_file, line,
+                       &cfg->redis_sentinel_password);
+    if (!p->failed)
+        cfg->redis_tls_lines[6] = line;
+}
+
 /* The [redis] tls_* keys, sentinel_user and sentinel_password made query
  * parameters of the URL (paths resolved against the manifest's folder),
  * so wharfd, the CLI with this manifest and the console read them
@@ -156,19 +204,16 @@ static void apply_tls_keys(parser *p)
                         &cfg->redis_tls_key,       &cfg->redis_tls_sni,
                         NULL,                      &cfg->redis_sentinel_user,
                         &cfg->redis_sentinel_password};
-    const char *query;
     char why[256];
     redis_url parsed;
 
     for (size_t i = 0; i < 7; i++) {
         int line = cfg->redis_tls_lines[i];
         const char *key = config_redis_tls_keys[i];
-        size_t n = strlen(key);
 
         if (line == 0)
             continue;
-        if (i >= 5 && strncmp(cfg->redis_url, "redis+sentinel://", 17) != 0 &&
-            strncmp(cfg->redis_url, "rediss+sentinel://", 18) != 0) {
+        if (i >= 5 && !is_sentinel_url(cfg->redis_url)) {
             config_fail(p, line,
                         "%s needs a Sentinel url (redis+sentinel:// or "
                         "rediss+sentinel://)",
@@ -182,12 +227,10 @@ static void apply_tls_keys(parser *p)
                         key);
             return;
         }
-        query = strchr(cfg->redis_url, '?');
-        for (const char *q = query; q; q = strchr(q + 1, '&'))
-            if (strncmp(q + 1, key, n) == 0 && q[1 + n] == '=') {
-                config_fail(p, line, "%s is in url too: give it once", key);
-                return;
-            }
+        if (url_has_param(cfg->redis_url, key)) {
+            config_fail(p, line, "%s is in url too: give it once", key);
+            return;
+        }
         if (i < 3) {
             replace_path(values[i], cfg->dir);
             if (access(*values[i], R_OK) != 0) {
@@ -285,7 +328,8 @@ void config_finish(parser *p)
                         "password_file and a password in url: give only one");
         memset(&parsed, 0, sizeof(parsed));
         replace_path(&cfg->redis_password_file, cfg->dir);
-        read_password_file(p);
+        read_password_file(p, "password_file", cfg->redis_password_file,
+                           cfg->redis_password_file_line, &cfg->redis_password);
     }
     if (p->failed)
         return;
@@ -304,6 +348,9 @@ void config_finish(parser *p)
         }
         config_store_string(&cfg->redis_url, env);
     }
+    read_sentinel_password_file(p);
+    if (p->failed)
+        return;
     apply_tls_keys(p);
     env = getenv("WHARF_REDIS_PASSWORD");
     if (env != NULL && *env != '\0')

@@ -217,6 +217,8 @@ int config_on_key(void *user, const char *inih_section, const char *name,
                 p->cfg->threads_line = p->line;
             if (strcmp(name, "password_file") == 0)
                 p->cfg->redis_password_file_line = p->line;
+            if (strcmp(name, "sentinel_password_file") == 0)
+                p->cfg->redis_sentinel_password_file_line = p->line;
             for (size_t i = 0; i < 7; i++)
                 if (p->kind == SECTION_REDIS &&
                     strcmp(name, config_redis_tls_keys[i]) == 0)

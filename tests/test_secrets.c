@@ -2,7 +2,8 @@
  * WHARF_REDIS_PASSWORD or in [redis] password_file never shows in an
  * error line (of a URL that does not parse, too), wharfd's log,
  * /metrics, the console's API, `wharf stats`, nor the argv of wharfd and
- * its children (ps). Against a real redis-server with requirepass. */
+ * its children (ps). Against a real redis-server with requirepass, and
+ * real sentinels with a password of their own. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 
 #include "host_process.h"
 #include "http_get.h"
+#include "redis_cluster.h"
 #include "redis_server.h"
 #include "spawn.h"
 #include "tools.h"
@@ -368,4 +370,113 @@ Test(secrets, a_password_file_that_cannot_serve_is_a_configuration_error)
                           "give only one") != NULL,
               "%s", err);
     assert_hidden(err, "--check");
+}
+
+/* The sentinels' own password, and a wrong one. */
+#define SENTINEL_PW "Sent1nel-7c2e"
+#define SENTINEL_MARK "Sent1nel"
+
+static bool sentinel_task_done(void *arg)
+{
+    return test_host_done(arg, "st1") >= 1;
+}
+
+/* [redis] sentinel_password_file: with the right password the host finds
+ * the master through the sentinels and serves; with a wrong one every
+ * sentinel refuses it, and wharfd stops with 78 and the cause, never the
+ * password. --check refuses it beside sentinel_password, without a
+ * Sentinel url, and a file that cannot serve. */
+Test(secrets, sentinel_password_file_authenticates_to_the_sentinels)
+{
+    static test_sentinels sentinels;
+    static test_host sentinel_host;
+    char keys[512], url[600], manifest[256], text[1024];
+    const char *check[] = {WHARFD_PATH, "--config", manifest, "--check", NULL};
+    test_host_opts o = {.redis_url = url, .redis_keys = keys};
+    redisContext *primary;
+    int code;
+
+    test_sentinels_start(&sentinels);
+    for (int i = 0; i < 3; i++) {
+        redisContext *c = test_redis_connect(&sentinels.sentinel[i]);
+        redisReply *r =
+            redisCommand(c, "ACL SETUSER default resetpass >" SENTINEL_PW);
+        cr_assert(r && r->type == REDIS_REPLY_STATUS, "ACL SETUSER: %s",
+                  r ? r->str : c->errstr);
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    snprintf(url, sizeof(url), "%s/0", sentinels.url);
+
+    /* A wrong password: every sentinel refuses it. */
+    snprintf(keys, sizeof(keys), "sentinel_password_file = %s\n",
+             write_file("sentinel-wrong", "not-" SENTINEL_PW "\n"));
+    test_host_manifest_opts(&sentinel_host, &redis, &o);
+    test_host_start(&sentinel_host);
+    code = test_host_wait_exit(&sentinel_host, 60000);
+    cr_assert_eq(code, 78, "wharfd gave %d (see %s)", code, sentinel_host.log);
+    cr_assert(test_host_log_has(&sentinel_host, "authentication failed",
+                                "refused sentinel_user / sentinel_password",
+                                NULL),
+              "see %s", sentinel_host.log);
+    slurp(sentinel_host.log, out, sizeof(out));
+    cr_assert(strstr(out, SENTINEL_MARK) == NULL,
+              "wharfd's log shows the sentinels' password: %s", out);
+
+    /* The right one: the host serves the master the sentinels name. */
+    snprintf(keys, sizeof(keys), "sentinel_password_file = %s\n",
+             write_file("sentinel-right", SENTINEL_PW "\n"));
+    test_host_up(&sentinel_host, &redis, &o, NULL);
+    primary = test_redis_connect(&sentinels.primary);
+    test_add_entry(primary, "chaos", "st1", "ok");
+    cr_assert(
+        test_wait_until(sentinel_task_done, &sentinel_host, TEST_EVENT_MS),
+        "the task did not run (see %s)", sentinel_host.log);
+    cr_assert_eq(test_host_stop(&sentinel_host), 0);
+    slurp(sentinel_host.log, out, sizeof(out));
+    cr_assert(strstr(out, SENTINEL_MARK) == NULL,
+              "wharfd's log shows the sentinels' password: %s", out);
+    redisFree(primary);
+    test_sentinels_stop(&sentinels);
+
+    /* What --check refuses, each at the key's line. */
+    snprintf(text, sizeof(text),
+             "[redis]\nurl = %s\nsentinel_password = x\n"
+             "sentinel_password_file = sentinel-right\n",
+             url);
+    snprintf(manifest, sizeof(manifest), "%s", write_file("s1.ini", text));
+    code = run(check, NULL, NULL);
+    cr_assert_eq(code, 78, "%d: %s", code, err);
+    cr_assert(strstr(err, "s1.ini:4: sentinel_password_file and "
+                          "sentinel_password: give only one") != NULL,
+              "%s", err);
+    snprintf(text, sizeof(text),
+             "[redis]\nurl = %s?sentinel_password=x\n"
+             "sentinel_password_file = sentinel-right\n",
+             url);
+    snprintf(manifest, sizeof(manifest), "%s", write_file("s2.ini", text));
+    code = run(check, NULL, NULL);
+    cr_assert_eq(code, 78, "%d: %s", code, err);
+    cr_assert(strstr(err, "s2.ini:3: sentinel_password_file and a "
+                          "sentinel_password in url: give only one") != NULL,
+              "%s", err);
+    snprintf(text, sizeof(text),
+             "[redis]\nurl = redis://127.0.0.1/0\n"
+             "sentinel_password_file = sentinel-right\n");
+    snprintf(manifest, sizeof(manifest), "%s", write_file("s3.ini", text));
+    code = run(check, NULL, NULL);
+    cr_assert_eq(code, 78, "%d: %s", code, err);
+    cr_assert(strstr(err, "s3.ini:3: sentinel_password_file needs a Sentinel "
+                          "url") != NULL,
+              "%s", err);
+    write_file("sentinel-empty", "\n");
+    snprintf(text, sizeof(text),
+             "[redis]\nurl = %s\nsentinel_password_file = sentinel-empty\n",
+             url);
+    snprintf(manifest, sizeof(manifest), "%s", write_file("s4.ini", text));
+    code = run(check, NULL, NULL);
+    cr_assert_eq(code, 78, "%d: %s", code, err);
+    cr_assert(strstr(err, "s4.ini:3: sentinel_password_file '") != NULL &&
+                  strstr(err, "' is empty") != NULL,
+              "%s", err);
 }
