@@ -356,11 +356,15 @@ static enum MHD_Result http_answer(struct MHD_Connection *conn,
     enum MHD_Result rc;
     http_conn *c = http_slot(conn);
 
+    /* A handler that made no body has a bug (allocation cannot fail:
+     * xmalloc aborts); say so rather than guess at a cause. */
     if (!reply->body) {
         reply->status = 500;
         reply->n_headers = 0;
-        reply->body = strdup("out of memory\n");
-        reply->len = reply->body ? strlen(reply->body) : 0;
+        reply->content_type = "text/plain; charset=utf-8";
+        reply->body = xstrdup("internal error: no answer was made for this "
+                              "request\n");
+        reply->len = strlen(reply->body);
     }
     response = MHD_create_response_from_buffer(reply->len, reply->body,
                                                MHD_RESPMEM_MUST_FREE);
