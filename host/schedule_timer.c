@@ -172,7 +172,12 @@ static int fire(schedule_timer *t, entry *e, int64_t tick)
     schedule_format_time(at, sizeof(at), tick);
     switch (status) {
     case WHARF_CLIENT_OK:
-        log_fields(WHARF_LOG_INFO, "schedule fired",
+        /* A schedule that fires more often than once a minute would
+         * double the log beside its tasks' own lines: its fires are
+         * debug lines; a cron line fires at most once a minute. */
+        log_fields(e->s.cron == NULL && e->s.every_s < 60 ? WHARF_LOG_DEBUG
+                                                          : WHARF_LOG_INFO,
+                   "schedule fired",
                    (log_field[]){LOG_STR("schedule", e->s.name),
                                  LOG_STR("type", e->s.type),
                                  LOG_STR("tick", at), LOG_STR("id", id)},
