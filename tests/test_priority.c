@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 
 #include "host_process.h"
+#include "redis_cluster.h"
 #include "redis_server.h"
 
 static test_redis redis;
@@ -30,19 +31,26 @@ static void stop_all(void)
 
 TestSuite(priority, .init = start_redis, .fini = stop_all, .timeout = 240);
 
-/* n tasks "<type><i>" of type, i from 0, in that order. */
-static void add_backlog(const char *type, int n)
+/* n tasks "<type><i>" of type, i from 0, in that order, through c. */
+static void add_backlog_to(redisContext *c, const char *type, int n)
 {
     for (int i = 0; i < n; i++) {
         char id[32];
         snprintf(id, sizeof(id), "%s%d", type, i);
-        test_add_entry(rc, type, id, "ok");
+        test_add_entry(c, type, id, "ok");
     }
 }
 
+static void add_backlog(const char *type, int n)
+{
+    add_backlog_to(rc, type, n);
+}
+
 /* One worker of one thread serving "high" and "low" (chaos under two
- * names) with the given [host] order and priorities, prefetch 4. */
-static void start_host(const char *order, unsigned high, unsigned low)
+ * names) with the given [host] order and priorities, prefetch 4, on
+ * url (NULL: the suite's server). */
+static void start_host_on(const char *url, const char *order, unsigned high,
+                          unsigned low)
 {
     char host_keys[64], extra[256];
 
@@ -52,11 +60,17 @@ static void start_host(const char *order, unsigned high, unsigned low)
              "[type.high]\npriority = %u\n[type.low]\npriority = %u\n",
              high, low);
     test_host_up(&host, &redis,
-                 &(test_host_opts){.host_keys = host_keys,
+                 &(test_host_opts){.redis_url = url,
+                                   .host_keys = host_keys,
                                    .log_level = "info",
                                    .chaos_keys = "types = high, low\n",
                                    .extra = extra},
                  NULL);
+}
+
+static void start_host(const char *order, unsigned high, unsigned low)
+{
+    start_host_on(NULL, order, high, low);
 }
 
 /* The starts so far, in order: the type's first letter of each line's
@@ -261,4 +275,69 @@ Test(priority, strict_threads_take_the_higher_waiting_entry_first)
     cr_assert_eq(kinds[2], 'h',
                  "the first start past the gate is of the low type, which "
                  "waited longer, not of the high type");
+}
+
+/* The share of the high type in starts [from, to) of kinds, per mille. */
+static int high_share(const char *kinds, int from, int to)
+{
+    int high = 0;
+
+    for (int k = from; k < to; k++)
+        high += kinds[k] == 'h';
+    return high * 1000 / (to - from);
+}
+
+/* On a 3-primary cluster the two types live on two shards ("high" hashes
+ * to slot 9976, "low" to 15214), and a claim reads each shard apart:
+ * strict still starts every high task before any low one, and weighted
+ * 3 : 1 still splits the starts as the weights do, within 10 %. */
+Test(priority, strict_and_weighted_hold_across_cluster_shards)
+{
+    enum { EACH = 300, HIGH = 1500, LOW = 500, SPAN = 1600 };
+    char *kinds = calloc(HIGH + LOW, 1);
+    redisContext *high_node, *low_node;
+    test_cluster c;
+    int high_owner, low_owner, share;
+
+    cr_assert_not_null(kinds);
+    test_cluster_start(&c, 3, 0);
+    high_owner = test_cluster_owner(&c, test_cluster_slot(&c, "{high}"));
+    low_owner = test_cluster_owner(&c, test_cluster_slot(&c, "{low}"));
+    cr_assert_neq(high_owner, low_owner, "both types on one shard");
+    high_node = test_cluster_connect(&c, high_owner);
+    low_node = test_cluster_connect(&c, low_owner);
+
+    add_backlog_to(low_node, "low", EACH);
+    add_backlog_to(high_node, "high", EACH);
+    start_host_on(c.url, "strict", 5, 1);
+    read_all(kinds, 2 * EACH);
+    for (int k = 0; k < EACH; k++)
+        cr_assert_eq(kinds[k], 'h',
+                     "start %d is of the low type, with %d of the high type "
+                     "still to start",
+                     k, EACH - k);
+    cr_assert_eq(test_host_stop(&host), 0);
+
+    /* The same ids again, so the results of the first part go. */
+    for (int i = 0; i < 3; i++) {
+        redisContext *node = test_cluster_connect(&c, i);
+        redisReply *r = redisCommand(node, "FLUSHALL");
+        cr_assert(r && r->type == REDIS_REPLY_STATUS, "FLUSHALL on %d", i);
+        freeReplyObject(r);
+        redisFree(node);
+    }
+    add_backlog_to(low_node, "low", LOW);
+    add_backlog_to(high_node, "high", HIGH);
+    start_host_on(c.url, "weighted", 3, 1);
+    read_all(kinds, HIGH + LOW);
+    share = high_share(kinds, 0, SPAN);
+    cr_assert(share >= 675 && share <= 825,
+              "%d per mille of the first %d starts of the high type, not "
+              "750 +- 75",
+              share, SPAN);
+    cr_assert_eq(test_host_stop(&host), 0);
+    redisFree(high_node);
+    redisFree(low_node);
+    test_cluster_stop(&c);
+    free(kinds);
 }
