@@ -782,7 +782,7 @@ Test(tls, a_cluster_over_tls_serves_tasks)
     char url[512], keys[300], cmd[2048], cli_url[1024];
     test_host_opts o = {.redis_url = url,
                         .redis_keys = keys,
-                        .log_level = "info",
+                        .log_level = "debug",
                         .extra = "[schedule.beat]\ntype = chaos\n"
                                  "every = 1s\npayload = ok\n"};
     const test_cli_run *cli;
