@@ -231,6 +231,17 @@ redisReply *broker_autoclaim(broker *b, broker_queue *q, int64_t min_idle_ms,
  * frees), or NULL on an error. */
 redisReply *broker_entry(broker *b, broker_queue *q, const char *entry_id);
 
+/* With min_replicas_ack: WAIT on every node for that many replicas, for
+ * the writes sent since the last (the lease keeper's renewals, one WAIT a
+ * pass rather than one a call), with the timeouts a finish's WAIT has,
+ * but at most max_ms (a renewal must not wait out a lease). 0
+ * when they came back (counted, and said once when short, as a finish's
+ * are) or none is asked for; -1 with b->errstr when a connection broke or
+ * a WAIT came back short on a Sentinel master that moved (pipeline.h):
+ * what was written there will be thrown away, and the caller reconnects
+ * and sends it again. */
+int broker_wait_replicas(broker *b, const char *what, int max_ms);
+
 /* Renews the leases of n entries of q pending under consumer (their idle
  * time) and of the locks that still hold the given tokens ("" = none), in
  * one script. For each task, idle_ms gets the entry's idle time before

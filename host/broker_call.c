@@ -196,6 +196,26 @@ static int wait_timeout(const broker *b)
                      : part);
 }
 
+int broker_wait_replicas(broker *b, const char *what, int max_ms)
+{
+    pipeline *p = &b->pipe;
+    int timeout = wait_timeout(b), rc;
+
+    if (b->cfg->min_replicas_ack == 0)
+        return 0;
+    if (!broker_connected(b))
+        return -1;
+    pipeline_reset(p);
+    p->min_replicas = (int)b->cfg->min_replicas_ack;
+    p->wait_timeout_ms = timeout < max_ms ? timeout : max_ms;
+    rc = pipeline_wait_all(p);
+    if (rc != 0)
+        broker_failed(b, what, NULL);
+    else if (p->fewest_acks >= 0)
+        replicas_acked(b, p->fewest_acks, what);
+    return rc;
+}
+
 /* Runs ops over the jobs it takes, up to PIPE_CALLS calls a round trip,
  * each call sent to the node of its queue, every node at once (see
  * pipeline.h: redirections and NOSCRIPT are settled there). Every reply

@@ -110,6 +110,7 @@ void lease_keeper_stop(lease_keeper *k)
         free(k->clock_copies[i].snap);
         free(k->workers[i].tokens);
         free(k->workers[i].confirmed_ms);
+        free(k->workers[i].renewed_ms);
         free(k->workers[i].lost);
         free(k->workers[i].asked_ms);
         free(k->workers[i].asked_run);

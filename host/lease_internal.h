@@ -40,6 +40,8 @@ typedef struct keeper_worker {
     size_t cap;
     char (*tokens)[SLOT_TOKEN_MAX]; /* the lock each index is known by */
     int64_t *confirmed_ms;          /* when a renewal that kept it was sent */
+    int64_t *renewed_ms; /* this pass's renewal kept it, sent then, but is
+                            not confirmed until the pass's WAIT; or 0 */
     bool *lost;                     /* reported lost already */
     int64_t *asked_ms;   /* a request to end run asked_run of the entry
                             was sent then, or 0 */

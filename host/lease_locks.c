@@ -28,11 +28,13 @@ void lease_fit(keeper_worker *w)
     w->cap = w->sl->capacity;
     free(w->tokens);
     free(w->confirmed_ms);
+    free(w->renewed_ms);
     free(w->lost);
     free(w->asked_ms);
     free(w->asked_run);
     w->tokens = xcalloc(w->cap, sizeof(*w->tokens));
     w->confirmed_ms = xcalloc(w->cap, sizeof(*w->confirmed_ms));
+    w->renewed_ms = xcalloc(w->cap, sizeof(*w->renewed_ms));
     w->lost = xcalloc(w->cap, sizeof(*w->lost));
     w->asked_ms = xcalloc(w->cap, sizeof(*w->asked_ms));
     w->asked_run = xcalloc(w->cap, sizeof(*w->asked_run));
@@ -64,6 +66,7 @@ void lease_snapshot(copy *c, keeper_worker *w)
         if (strcmp(w->tokens[i], task->token) != 0) {
             snprintf(w->tokens[i], sizeof(w->tokens[i]), "%s", task->token);
             w->confirmed_ms[i] = task->locked_ms;
+            w->renewed_ms[i] = 0;
             w->lost[i] = false;
         }
     }

@@ -154,7 +154,7 @@ static void renewed(lease_keeper *k, size_t wi, size_t qi, size_t n,
         if (k->ttl[j] >= 0) {
             note_margin(k, qi, k->ttl[j]);
             if (same && strcmp(w->tokens[i], k->tokens[j]) == 0)
-                w->confirmed_ms[i] = sent_ms;
+                w->renewed_ms[i] = sent_ms;
         } else if (k->ttl[j] == -2 && same &&
                    lease_matters(fresh, (uint32_t)i) && !w->lost[i]) {
             lease_note_lost(k, w, fresh, (uint32_t)i, 0,
@@ -163,9 +163,23 @@ static void renewed(lease_keeper *k, size_t wi, size_t qi, size_t n,
     }
 }
 
-/* One renewal of every published batch. -1 when the connection failed
- * (the caller retries). */
-static int renew_all(lease_keeper *k)
+/* The renewals of the pass just made count (keep) or not: a lock's
+ * lease runs from the last renewal confirmed. Mutex held. */
+static void confirm_renewals(lease_keeper *k, bool keep)
+{
+    for (size_t wi = 0; wi < k->n_workers; wi++) {
+        keeper_worker *w = &k->workers[wi];
+        for (size_t i = 0; w->renewed_ms && i < w->cap; i++) {
+            if (keep && w->renewed_ms[i] > w->confirmed_ms[i])
+                w->confirmed_ms[i] = w->renewed_ms[i];
+            w->renewed_ms[i] = 0;
+        }
+    }
+}
+
+/* One renew call for every published batch and type. -1 when the
+ * connection failed. */
+static int renew_calls(lease_keeper *k)
 {
     pthread_mutex_lock(&k->lock);
     for (size_t wi = 0; wi < k->n_workers; wi++)
@@ -206,6 +220,34 @@ static int renew_all(lease_keeper *k)
         }
     }
     return 0;
+}
+
+/* One renewal of every published batch, confirmed as a lock's lease only
+ * once it is safe: with min_replicas_ack, after one WAIT for the whole
+ * pass. A renewal the master took but no replica has may be lost with
+ * the master; and after a Sentinel switchover the old master goes on
+ * answering for seconds, taking renewals that its demotion throws away,
+ * while the locks run out on the new one. The WAIT's timeout is kept
+ * under the connection's, and a short WAIT there is how the move is
+ * seen: the pass fails, and is sent again at once on a new connection,
+ * to the new master. Without min_replicas_ack a renewal counts once the
+ * master answered, as the finish's write does. -1 when the connection
+ * failed (the caller retries). */
+static int renew_all(lease_keeper *k)
+{
+    int rc = renew_calls(k);
+    bool waits = k->b.cfg->min_replicas_ack > 0;
+
+    if (rc == 0 && waits &&
+        broker_wait_replicas(&k->b, "renew",
+                             k->b.timeout_ms / 2 < 50 ? 50
+                                                      : k->b.timeout_ms / 2) !=
+            0)
+        rc = -1;
+    pthread_mutex_lock(&k->lock);
+    confirm_renewals(k, rc == 0 || !waits);
+    pthread_mutex_unlock(&k->lock);
+    return rc;
 }
 
 static void connection_failed(lease_keeper *k, const char *what, int64_t now)

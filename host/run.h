@@ -56,7 +56,11 @@
  * fails is sent again at once on a new connection, then every 50 ms
  * doubling, at most half a renewal period apart. Entries idle past
  * visibility_timeout belong to a silent host: any live host takes them
- * over (XAUTOCLAIM), which counts as a failed attempt. lock_ttl and
+ * over (XAUTOCLAIM), which counts as a failed attempt. With
+ * min_replicas_ack, each pass of renewals ends with one WAIT, and a
+ * renewal counts towards a lease only once that WAIT came back (a short
+ * one on a Sentinel master that moved fails the pass, which is sent again
+ * on a new connection, to the new master). lock_ttl and
  * visibility_timeout are at least 1 s (config.c), so a renewal has a few
  * hundred ms to be late in.
  *

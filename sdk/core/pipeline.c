@@ -486,6 +486,38 @@ int pipeline_run(pipeline *p)
     return rc;
 }
 
+int pipeline_wait_all(pipeline *p)
+{
+    nodes *ns = p->ns;
+    int rc = 0;
+
+    p->err = ERROR_KIND_NONE;
+    p->errstr[0] = '\0';
+    p->fewest_acks = -1;
+    for (size_t i = 0; i < ns->n; i++) {
+        redis_node *nd = &ns->list[i];
+        nd->acks = -1;
+        nd->sent = nd->redis != NULL;
+        if (nd->sent && append_wait(p, (int)i) != 0) {
+            nd->sent = false;
+            rc = -1;
+        }
+    }
+    p->round_trips++;
+    for (size_t i = 0; i < ns->n; i++)
+        if (ns->list[i].sent && flush(p, (int)i) != 0)
+            rc = -1;
+    for (size_t i = 0; i < ns->n; i++)
+        if (ns->list[i].sent)
+            read_wait(p, (int)i);
+    if (p->fewest_acks >= 0 && p->fewest_acks < p->min_replicas &&
+        check_moved(p) != 0)
+        rc = -1;
+    if (rc != 0 && !p->errstr[0])
+        pipeline_fail(p, ERROR_KIND_UNAVAILABLE, "connection lost");
+    return rc;
+}
+
 redisReply *pipeline_script(pipeline *p, const script *s, int numkeys, int argc,
                             const char *const *argv, const size_t *argvlen)
 {

@@ -69,6 +69,13 @@ void pipeline_init(pipeline *p, nodes *ns);
  * clears wait. */
 void pipeline_reset(pipeline *p);
 
+/* WAIT min_replicas wait_timeout_ms on every node connected now, all at
+ * once: for writes sent on them earlier without wait. fewest_acks and
+ * each node's acks as after a run with wait, and, as there, a node whose
+ * WAIT came back short on a Sentinel master that moved is dropped and
+ * fails the call. 0, or -1 with errstr. */
+int pipeline_wait_all(pipeline *p);
+
 /* pipeline_reset, and frees the buffers. */
 void pipeline_free(pipeline *p);
 
