@@ -434,10 +434,11 @@ static int append_wait(pipeline *p, int index)
     return -1;
 }
 
-int pipeline_run(pipeline *p)
+/* A run (or a WAIT of every node) begins: no error, no node sent to or
+ * waited on yet. */
+static void start_run(pipeline *p)
 {
     nodes *ns = p->ns;
-    int rc = 0;
 
     p->err = ERROR_KIND_NONE;
     p->errstr[0] = '\0';
@@ -446,6 +447,14 @@ int pipeline_run(pipeline *p)
         ns->list[i].sent = ns->list[i].unwaited = false;
         ns->list[i].acks = -1;
     }
+}
+
+int pipeline_run(pipeline *p)
+{
+    nodes *ns = p->ns;
+    int rc = 0;
+
+    start_run(p);
     for (size_t i = 0; i < p->n; i++) {
         pipeline_entry *e = &p->e[i];
         int index = target_of(p, e);
@@ -491,12 +500,9 @@ int pipeline_wait_all(pipeline *p)
     nodes *ns = p->ns;
     int rc = 0;
 
-    p->err = ERROR_KIND_NONE;
-    p->errstr[0] = '\0';
-    p->fewest_acks = -1;
+    start_run(p);
     for (size_t i = 0; i < ns->n; i++) {
         redis_node *nd = &ns->list[i];
-        nd->acks = -1;
         nd->sent = nd->redis != NULL;
         if (nd->sent && append_wait(p, (int)i) != 0) {
             nd->sent = false;
