@@ -777,3 +777,359 @@ Test(coprocess_host, a_reload_restarts_the_programs)
     cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s", e.info.error);
     free(e.result);
 }
+
+/* --- one worker, many threads, one program ----------------------------- */
+
+/* One worker whose threads share each section's one program: the gate
+ * (200 in flight, Python), the hold (50, Python) and the Node gate (64).
+ * `threads` and `inflight` agree in each section. */
+static char threaded_dir[64];
+
+static void threaded_path(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, "%s/%s", threaded_dir, name);
+}
+
+static void threaded_up(void)
+{
+    char listen[64], e[256], gate[128], hold[128], nodegate[128];
+    static char extra[4096];
+    test_host_opts o = {
+        .host_keys = "workers = 1\n",
+        .extra = extra,
+        .metrics_listen = listen,
+        .log_level = "info",
+    };
+
+    test_need_tools((const char *const[]){"node", NULL});
+    snprintf(threaded_dir, sizeof threaded_dir,
+             "/tmp/wharf-test-coprocess-XXXXXX");
+    cr_assert_not_null(mkdtemp(threaded_dir));
+    chmod(threaded_dir, 0755);
+    threaded_path(gate, sizeof gate, "gate");
+    threaded_path(hold, sizeof hold, "hold");
+    threaded_path(nodegate, sizeof nodegate, "nodegate");
+    snprintf(
+        extra, sizeof extra,
+        "[plugin.gate]\npath = " COPROCESS "\ntypes = pygate\n"
+        "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "pygate\n"
+        "env = PYTHONPATH=clients/python:tests/handlers GATE_FILE=%s\n"
+        "threads = 200\ninflight = 200\n"
+        "[plugin.hold]\npath = " COPROCESS "\ntypes = pyhold, pyhold_short\n"
+        "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "pyhold\n"
+        "env = PYTHONPATH=clients/python:tests/handlers HOLD_FILE=%s\n"
+        "threads = 50\ninflight = 50\n"
+        "[plugin.nodegate]\npath = " COPROCESS "\ntypes = nodegate\n"
+        "cwd = " WHARF_SOURCE_DIR "\n"
+        "command = node clients/node/handler.js tests/handlers/nodegate.js\n"
+        "env = GATE_FILE=%s GATE_CALLS=64\n"
+        "threads = 64\ninflight = 64\n"
+        "[type.pygate]\ntimeout = 120s\n"
+        "[type.nodegate]\ntimeout = 120s\n"
+        "[type.pyhold]\nmax_attempts = 1\ntimeout = 120s\n"
+        "[type.pyhold_short]\nmax_attempts = 1\ntimeout = 1s\n",
+        gate, hold, nodegate);
+    test_suite_up(&redis, 0, &rc);
+    metrics_port = test_free_port();
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", metrics_port);
+    test_host_up(&host, &redis, &o, rc);
+    cr_assert_eq(wharf_client_open(&client, redis.url, NULL, NULL, e, sizeof e),
+                 WHARF_CLIENT_OK, "%s", e);
+}
+
+static void threaded_down(void)
+{
+    char cmd[128];
+
+    host_down();
+    snprintf(cmd, sizeof cmd, "rm -rf %s", threaded_dir);
+    if (system(cmd) != 0)
+        cr_log_warn("cannot remove %s", threaded_dir);
+}
+
+TestSuite(coprocess_threads, .init = threaded_up, .fini = threaded_down,
+          .timeout = 240);
+
+/* Enqueues n tasks of type with ids PREFIX-0.. and payload; their ids
+ * into ids. */
+static void enqueue_many(const char *type, const char *prefix,
+                         const char *payload, int n,
+                         char (*ids)[WHARF_ID_MAX + 1])
+{
+    for (int i = 0; i < n; i++) {
+        wharf_enqueue_opts t = {.type = type,
+                                .payload = payload,
+                                .payload_len = strlen(payload)};
+        wharf_enqueue_reply reply;
+
+        snprintf(ids[i], WHARF_ID_MAX + 1, "%s-%d", prefix, i);
+        t.id = ids[i];
+        cr_assert_eq(wharf_enqueue(client, &t, &reply), WHARF_CLIENT_OK, "%s",
+                     wharf_client_errstr(client));
+    }
+}
+
+/* Lines of the file at path that start with prefix. */
+static int lines_with(const char *path, const char *prefix)
+{
+    FILE *f = fopen(path, "r");
+    char line[256];
+    int n = 0;
+
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, prefix, strlen(prefix)) == 0)
+            n++;
+    fclose(f);
+    return n;
+}
+
+typedef struct lines_wait {
+    const char *path, *prefix;
+    int want;
+} lines_wait;
+
+static bool enough_lines(void *arg)
+{
+    const lines_wait *w = arg;
+
+    return lines_with(w->path, w->prefix) >= w->want;
+}
+
+/* The gate file's order: n distinct tasks in, none out before all were
+ * in, then out last in first out. */
+static void check_gate(const char *path, int n)
+{
+    char line[240], (*ins)[240] = calloc((size_t)n, sizeof *ins);
+    int n_in = 0, n_out = 0;
+    FILE *f = fopen(path, "r");
+
+    cr_assert_not_null(ins);
+    cr_assert_not_null(f, "%s", path);
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, "in ", 3) == 0) {
+            cr_assert_lt(n_in, n, "more than %d in", n);
+            for (int k = 0; k < n_in; k++)
+                cr_assert_str_neq(ins[k], line + 3, "%s came twice", line);
+            snprintf(ins[n_in++], sizeof ins[0], "%s", line + 3);
+        } else {
+            cr_assert(strncmp(line, "out ", 4) == 0, "%s", line);
+            cr_assert_eq(n_in, n, "an answer before all %d were in", n);
+            cr_assert_str_eq(line + 4, ins[n - 1 - n_out], "answer %d", n_out);
+            n_out++;
+        }
+    }
+    fclose(f);
+    free(ins);
+    cr_assert_eq(n_out, n);
+}
+
+/* Programs of plugin (its section's name) started so far. */
+static int starts_of(const char *plugin)
+{
+    char named[64];
+
+    snprintf(named, sizeof named, "\"plugin\":\"%s\"", plugin);
+    return test_host_log_count(
+        &host, (const char *const[]){"handler program started", named, NULL});
+}
+
+/* 200 tasks in flight at once in one worker, through one async Python
+ * program: the gate answers none until all 200 are in, then in reverse;
+ * each is done once, at its first attempt. */
+Test(coprocess_threads, two_hundred_in_flight_through_one_program)
+{
+    static char ids[200][WHARF_ID_MAX + 1];
+    static char metrics[1 << 16];
+    char gate[128];
+    bool seen[200] = {false};
+    ending e;
+
+    threaded_path(gate, sizeof gate, "gate");
+    enqueue_many("pygate", "g", "x", 200, ids);
+    for (int i = 0; i < 200; i++) {
+        int index;
+
+        wait_end("pygate", ids[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", ids[i],
+                     e.info.error);
+        cr_assert_eq(sscanf(e.result, "gate %d", &index), 1, "%s", e.result);
+        cr_assert(index >= 0 && index < 200 && !seen[index], "%s", e.result);
+        seen[index] = true;
+        free(e.result);
+    }
+    check_gate(gate, 200);
+    cr_assert_eq(starts_of("gate"), 1, "see %s", host.log);
+    cr_assert_eq(
+        test_http_get(metrics_port, "/metrics", metrics, sizeof metrics), 200);
+    cr_assert_eq(tasks_total(metrics, "pygate", "ok"), 200);
+    cr_assert_eq(tasks_total(metrics, "pygate", "retry"), 0);
+}
+
+/* The held tasks' program's pid, from the hold file's "in ID PID" lines
+ * (all the same pid). */
+static long held_pid(const char *path, int want)
+{
+    FILE *f = fopen(path, "r");
+    char line[256], id[128];
+    long pid = 0, p;
+    int n = 0;
+
+    cr_assert_not_null(f);
+    while (fgets(line, sizeof line, f)) {
+        cr_assert_eq(sscanf(line, "in %127s %ld", id, &p), 2, "%s", line);
+        cr_assert(pid == 0 || p == pid, "two programs held tasks");
+        pid = p;
+        n++;
+    }
+    fclose(f);
+    cr_assert_eq(n, want);
+    return pid;
+}
+
+/* A program killed with 50 tasks in flight: exactly those 50 are charged,
+ * with the reason; the program is started again once, and the rest of
+ * the queue is served by the new one, none of it charged. */
+Test(coprocess_threads, a_program_killed_with_fifty_in_flight)
+{
+    static char held[50][WHARF_ID_MAX + 1], rest[100][WHARF_ID_MAX + 1];
+    static char metrics[1 << 16];
+    char path[128], killed[64];
+    lines_wait w = {.path = path, .prefix = "in ", .want = 50};
+    long pid;
+    ending e;
+
+    threaded_path(path, sizeof path, "hold");
+    enqueue_many("pyhold", "held", "hold", 50, held);
+    enqueue_many("pyhold", "rest", "ok", 100, rest);
+    cr_assert(test_wait_until(enough_lines, &w, TEST_EVENT_MS),
+              "%d of 50 in flight; see %s", lines_with(path, "in "), host.log);
+    pid = held_pid(path, 50);
+    cr_assert_eq(kill((pid_t)pid, SIGKILL), 0);
+    for (int i = 0; i < 50; i++) {
+        wait_end("pyhold", held[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DEAD, "%s", held[i]);
+        cr_assert_eq(e.info.attempt, 1);
+        cr_assert_str_eq(e.info.error, "handler killed by SIGKILL");
+    }
+    snprintf(killed, sizeof killed, "ok %ld", pid);
+    for (int i = 0; i < 100; i++) {
+        wait_end("pyhold", rest[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", rest[i],
+                     e.info.error);
+        cr_assert_str_neq(e.result, killed, "%s ran in the killed program",
+                          rest[i]);
+        free(e.result);
+    }
+    /* Started again once, not once per thread that held a task. */
+    cr_assert_eq(starts_of("hold"), 2, "see %s", host.log);
+    cr_assert_eq(
+        test_http_get(metrics_port, "/metrics", metrics, sizeof metrics), 200);
+    cr_assert_eq(tasks_total(metrics, "pyhold", "dead"), 50);
+    cr_assert_eq(tasks_total(metrics, "pyhold", "ok"), 100);
+}
+
+/* Among many in flight, one task's deadline passes: it alone is
+ * cancelled through the protocol and times out; the program answers the
+ * cancel, so it is not killed, and the others finish in it. */
+Test(coprocess_threads, a_deadline_cancels_one_of_many)
+{
+    static char parked[20][WHARF_ID_MAX + 1], late[1][WHARF_ID_MAX + 1];
+    char path[128], go[140], ok[64];
+    lines_wait w = {.path = path, .prefix = "in ", .want = 21};
+    long pid;
+    ending e;
+    FILE *f;
+
+    threaded_path(path, sizeof path, "hold");
+    enqueue_many("pyhold", "parked", "wait", 20, parked);
+    enqueue_many("pyhold_short", "late", "hold", 1, late);
+    cr_assert(test_wait_until(enough_lines, &w, TEST_EVENT_MS),
+              "%d of 21 in flight; see %s", lines_with(path, "in "), host.log);
+    pid = held_pid(path, 21);
+    wait_end("pyhold_short", late[0], &e);
+    cr_assert_eq(e.info.state, WHARF_TASK_DEAD);
+    cr_assert_str_eq(e.info.error, "timeout after 1000 ms");
+    snprintf(go, sizeof go, "%s.go", path);
+    f = fopen(go, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fclose(f), 0);
+    snprintf(ok, sizeof ok, "ok %ld", pid);
+    for (int i = 0; i < 20; i++) {
+        wait_end("pyhold", parked[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", parked[i],
+                     e.info.error);
+        cr_assert_str_eq(e.result, ok, "%s", parked[i]);
+        free(e.result);
+    }
+    cr_assert_eq(starts_of("hold"), 1, "see %s", host.log);
+}
+
+/* SIGTERM with 30 tasks in flight in one program: the worker lets every
+ * one of them finish, then the program exits by itself. */
+Test(coprocess_threads, sigterm_drains_many_in_flight)
+{
+    static char parked[30][WHARF_ID_MAX + 1];
+    static const char *const stopping[] = {"stopping: running tasks may "
+                                           "finish",
+                                           NULL};
+    static const char *const stopped[] = {
+        "handler program stopped: handler exited with status 0",
+        "\"plugin\":\"hold\"", NULL};
+    char path[128], go[140], ok[64];
+    lines_wait w = {.path = path, .prefix = "in ", .want = 30};
+    ending e;
+    FILE *f;
+
+    threaded_path(path, sizeof path, "hold");
+    enqueue_many("pyhold", "drain", "wait", 30, parked);
+    cr_assert(test_wait_until(enough_lines, &w, TEST_EVENT_MS),
+              "%d of 30 in flight; see %s", lines_with(path, "in "), host.log);
+    snprintf(ok, sizeof ok, "ok %ld", held_pid(path, 30));
+    cr_assert_eq(kill(host.pid, SIGTERM), 0);
+    cr_assert(test_host_wait_log(&host, TEST_EVENT_MS, stopping), "see %s",
+              host.log);
+    snprintf(go, sizeof go, "%s.go", path);
+    f = fopen(go, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fclose(f), 0);
+    cr_assert_eq(test_host_wait_exit(&host, TEST_EVENT_MS), 0);
+    host.pid = 0;
+    for (int i = 0; i < 30; i++) {
+        wait_end("pyhold", parked[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", parked[i],
+                     e.info.error);
+        cr_assert_str_eq(e.result, ok, "%s", parked[i]);
+        free(e.result);
+    }
+    /* Each ran once: no second arrival at a program. */
+    cr_assert_eq(lines_with(path, "in "), 30);
+    cr_assert_eq(test_host_log_count(&host, stopped), 1, "see %s", host.log);
+}
+
+/* A Node handler with 64 in flight in one program: none answered until
+ * all 64 are in, then in reverse; each done once. */
+Test(coprocess_threads, a_node_handler_with_many_in_flight)
+{
+    static char ids[64][WHARF_ID_MAX + 1];
+    static char metrics[1 << 16];
+    char gate[128];
+    ending e;
+
+    threaded_path(gate, sizeof gate, "nodegate");
+    enqueue_many("nodegate", "n", "x", 64, ids);
+    for (int i = 0; i < 64; i++) {
+        wait_end("nodegate", ids[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", ids[i],
+                     e.info.error);
+        free(e.result);
+    }
+    check_gate(gate, 64);
+    cr_assert_eq(starts_of("nodegate"), 1, "see %s", host.log);
+    cr_assert_eq(
+        test_http_get(metrics_port, "/metrics", metrics, sizeof metrics), 200);
+    cr_assert_eq(tasks_total(metrics, "nodegate", "ok"), 64);
+    cr_assert_eq(tasks_total(metrics, "nodegate", "retry"), 0);
+}
