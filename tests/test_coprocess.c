@@ -30,8 +30,27 @@
 #include "spawn.h"
 #include "tools.h"
 
-#define WHARF WHARF_BINARY_DIR "/wharf"
-#define COPROCESS WHARF_PLUGIN_DIR "/coprocess.so"
+/* The build under test: this one, or under make test-tsan the
+ * ThreadSanitizer build that WHARF_TEST_BUILD names, whose wharf, wharfd
+ * and plugins then run (manifests name the plugin `coprocess.so` in its
+ * plugins_dir), so the threads sharing a program are checked for races. */
+#define WHARF built("wharf")
+#define WHARFD built("wharfd")
+#define COPROCESS built("plugins/coprocess.so")
+#define PLUGINS built("plugins")
+
+/* path in the build under test; the last eight stay valid. */
+static const char *built(const char *path)
+{
+    static char paths[8][512];
+    static unsigned next;
+    const char *top = getenv("WHARF_TEST_BUILD");
+    char *buf = paths[next++ % 8];
+
+    snprintf(buf, sizeof paths[0], "%s/%s",
+             top && *top ? top : WHARF_BINARY_DIR, path);
+    return buf;
+}
 /* The handler programs, run from the source tree: cwd is its top. */
 #define PY_ENV "env = PYTHONPATH=clients/python:tests/handlers\n"
 #define PY_CMD "command = /usr/bin/python3 -m wharf.handler "
@@ -42,11 +61,11 @@
 /* The sections every manifest of these tests holds: the handlers (sync
  * and async Python, Node), the hostile programs, and the gate. */
 #define SECTIONS                                                               \
-    "[plugin.py]\npath = " COPROCESS "\ntypes = pychaos\n"                     \
+    "[plugin.py]\npath = coprocess.so\ntypes = pychaos\n"                      \
     "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "pychaos\n" PY_ENV                   \
-    "[plugin.pyasync]\npath = " COPROCESS "\ntypes = pychaos_async\n"          \
+    "[plugin.pyasync]\npath = coprocess.so\ntypes = pychaos_async\n"           \
     "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "pychaos\n" PY_ENV "inflight = 8\n"  \
-    "[plugin.node]\npath = " COPROCESS "\ntypes = nodechaos\n"                 \
+    "[plugin.node]\npath = coprocess.so\ntypes = nodechaos\n"                  \
     "cwd = " WHARF_SOURCE_DIR "\n" NODE_CMD
 
 static char dir[64];
@@ -129,8 +148,10 @@ static void manifest(const char *extra)
     FILE *f = fopen(manifest_path(), "w");
 
     cr_assert_not_null(f);
-    fprintf(f, "[host]\nautoload = no\n[log]\nformat = json\n%s%s", SECTIONS,
-            extra ? extra : "");
+    fprintf(
+        f,
+        "[host]\nautoload = no\nplugins_dir = %s\n[log]\nformat = json\n%s%s",
+        PLUGINS, SECTIONS, extra ? extra : "");
     cr_assert_eq(fclose(f), 0);
 }
 
@@ -234,11 +255,11 @@ Test(coprocess_run, a_broken_program_fails_the_attempt_with_why)
         {"pychaos", "polite:60000", "error: timeout after 1000 ms\n", NULL},
     };
 
-    manifest("[plugin.garbage]\npath = " COPROCESS "\ntypes = garbage\n"
+    manifest("[plugin.garbage]\npath = coprocess.so\ntypes = garbage\n"
              "cwd = " WHARF_SOURCE_DIR "\n" HOSTILE_CMD "garbage\n"
-             "[plugin.stranger]\npath = " COPROCESS "\ntypes = stranger\n"
+             "[plugin.stranger]\npath = coprocess.so\ntypes = stranger\n"
              "cwd = " WHARF_SOURCE_DIR "\n" HOSTILE_CMD "stranger\n"
-             "[plugin.silent]\npath = " COPROCESS "\ntypes = silent\n"
+             "[plugin.silent]\npath = coprocess.so\ntypes = silent\n"
              "cwd = " WHARF_SOURCE_DIR "\n" HOSTILE_CMD "silent\n"
              "[type.silent]\ntimeout = 1s\n"
              "[type.pychaos]\ntimeout = 1s\n");
@@ -259,11 +280,11 @@ Test(coprocess_run, a_broken_program_fails_the_attempt_with_why)
 /* A program that cannot get ready fails init (78), saying why. */
 Test(coprocess_run, a_program_that_never_gets_ready_fails_init)
 {
-    manifest("[plugin.old]\npath = " COPROCESS "\ntypes = old\n"
+    manifest("[plugin.old]\npath = coprocess.so\ntypes = old\n"
              "cwd = " WHARF_SOURCE_DIR "\n" HOSTILE_CMD "oldproto\n"
-             "[plugin.mute]\npath = " COPROCESS "\ntypes = mute\n"
+             "[plugin.mute]\npath = coprocess.so\ntypes = mute\n"
              "cwd = " WHARF_SOURCE_DIR "\n" HOSTILE_CMD "noready\n"
-             "[plugin.broken]\npath = " COPROCESS "\ntypes = broken\n"
+             "[plugin.broken]\npath = coprocess.so\ntypes = broken\n"
              "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "no_such_module\n" PY_ENV);
     cr_assert_eq(run_task("old", "x"), 78, "%s", err);
     cr_assert(strstr(err, "speaks protocol version 99, not 1"), "%s", err);
@@ -286,7 +307,7 @@ Test(coprocess_run, two_hundred_in_flight_answered_out_of_order)
 
     snprintf(gate, sizeof gate, "%s/gate", dir);
     snprintf(extra, sizeof extra,
-             "[plugin.gate]\npath = " COPROCESS "\ntypes = pygate\n"
+             "[plugin.gate]\npath = coprocess.so\ntypes = pygate\n"
              "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "pygate\n"
              "env = PYTHONPATH=clients/python:tests/handlers GATE_FILE=%s\n"
              "inflight = 200\n",
@@ -331,7 +352,7 @@ Test(coprocess_run, a_shell_handler_from_the_docs_alone)
     char in_path[160];
     FILE *f;
 
-    manifest("[plugin.sh]\npath = " COPROCESS "\ntypes = shout\n"
+    manifest("[plugin.sh]\npath = coprocess.so\ntypes = shout\n"
              "command = /bin/sh " WHARF_SOURCE_DIR
              "/tests/handlers/handler.sh\n");
     cr_assert_eq(run_task("shout", "hello world"), 0, "%s", err);
@@ -453,24 +474,23 @@ Test(coprocess_run, check_refuses_bad_keys)
 
         cr_assert_not_null(f);
         snprintf(ini, sizeof ini,
-                 "[host]\nautoload = no\n[plugin.bad]\npath = " COPROCESS
-                 "\ntypes = bad\n%s",
-                 cases[i].keys);
+                 "[host]\nautoload = no\nplugins_dir = %s\n[plugin.bad]\n"
+                 "path = coprocess.so\ntypes = bad\n%s",
+                 PLUGINS, cases[i].keys);
         fputs(ini, f);
         fclose(f);
-        cr_assert_eq(
-            run_argv(NULL,
-                     (const char *const[]){WHARFD_PATH, "--config",
-                                           manifest_path(), "--check", NULL}),
-            78, "%s\n%s", ini, err);
+        cr_assert_eq(run_argv(NULL, (const char *const[]){WHARFD, "--config",
+                                                          manifest_path(),
+                                                          "--check", NULL}),
+                     78, "%s\n%s", ini, err);
         cr_assert(strstr(err, cases[i].error), "%s\n%s", ini, err);
     }
     /* A good section passes, and the check starts no program: the
      * command would fail if it ran. */
-    manifest("[plugin.never]\npath = " COPROCESS "\ntypes = never\n"
+    manifest("[plugin.never]\npath = coprocess.so\ntypes = never\n"
              "command = /bin/false\n");
     cr_assert_eq(
-        run_argv(NULL, (const char *const[]){WHARFD_PATH, "--config",
+        run_argv(NULL, (const char *const[]){WHARFD, "--config",
                                              manifest_path(), "--check", NULL}),
         0, "%s", err);
     cr_assert(strstr(out, "never coprocess 1.0.0 "), "%s", out);
@@ -505,6 +525,7 @@ static void host_up(void)
         .extra = SECTIONS POLICY("chaos") POLICY("pychaos") POLICY("nodechaos"),
         .metrics_listen = listen,
         .log_level = "info",
+        .plugins_dir = PLUGINS,
     };
 
     test_need_tools((const char *const[]){"node", NULL});
@@ -799,6 +820,7 @@ static void threaded_up(void)
         .extra = extra,
         .metrics_listen = listen,
         .log_level = "info",
+        .plugins_dir = PLUGINS,
     };
 
     test_need_tools((const char *const[]){"node", NULL});
@@ -811,15 +833,15 @@ static void threaded_up(void)
     threaded_path(nodegate, sizeof nodegate, "nodegate");
     snprintf(
         extra, sizeof extra,
-        "[plugin.gate]\npath = " COPROCESS "\ntypes = pygate\n"
+        "[plugin.gate]\npath = coprocess.so\ntypes = pygate\n"
         "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "pygate\n"
         "env = PYTHONPATH=clients/python:tests/handlers GATE_FILE=%s\n"
         "threads = 200\ninflight = 200\n"
-        "[plugin.hold]\npath = " COPROCESS "\ntypes = pyhold, pyhold_short\n"
+        "[plugin.hold]\npath = coprocess.so\ntypes = pyhold, pyhold_short\n"
         "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "pyhold\n"
         "env = PYTHONPATH=clients/python:tests/handlers HOLD_FILE=%s\n"
         "threads = 50\ninflight = 50\n"
-        "[plugin.nodegate]\npath = " COPROCESS "\ntypes = nodegate\n"
+        "[plugin.nodegate]\npath = coprocess.so\ntypes = nodegate\n"
         "cwd = " WHARF_SOURCE_DIR "\n"
         "command = node clients/node/handler.js tests/handlers/nodegate.js\n"
         "env = GATE_FILE=%s GATE_CALLS=64\n"
@@ -857,9 +879,8 @@ static void enqueue_many(const char *type, const char *prefix,
                          char (*ids)[WHARF_ID_MAX + 1])
 {
     for (int i = 0; i < n; i++) {
-        wharf_enqueue_opts t = {.type = type,
-                                .payload = payload,
-                                .payload_len = strlen(payload)};
+        wharf_enqueue_opts t = {
+            .type = type, .payload = payload, .payload_len = strlen(payload)};
         wharf_enqueue_reply reply;
 
         snprintf(ids[i], WHARF_ID_MAX + 1, "%s-%d", prefix, i);
@@ -1106,7 +1127,12 @@ Test(coprocess_threads, sigterm_drains_many_in_flight)
     }
     /* Each ran once: no second arrival at a program. */
     cr_assert_eq(lines_with(path, "in "), 30);
-    cr_assert_eq(test_host_log_count(&host, stopped), 1, "see %s", host.log);
+    /* Then the worker's fini stops the program. Not under make test-tsan:
+     * there a worker with threads ends in TSan's "dup thread" exit (66,
+     * the Makefile's DUP_THREAD note) before its fini. */
+    if (getenv("WHARF_TEST_BUILD") == NULL)
+        cr_assert_eq(test_host_log_count(&host, stopped), 1, "see %s",
+                     host.log);
 }
 
 /* A Node handler with 64 in flight in one program: none answered until
