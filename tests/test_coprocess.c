@@ -957,6 +957,11 @@ static int starts_of(const char *plugin)
         &host, (const char *const[]){"handler program started", named, NULL});
 }
 
+static bool started_hold(void *arg)
+{
+    return starts_of("hold") >= *(const int *)arg;
+}
+
 /* 200 tasks in flight at once in one worker, through one async Python
  * program: the gate answers none until all 200 are in, then in reverse;
  * each is done once, at its first attempt. */
@@ -1158,4 +1163,46 @@ Test(coprocess_threads, a_node_handler_with_many_in_flight)
         test_http_get(metrics_port, "/metrics", metrics, sizeof metrics), 200);
     cr_assert_eq(tasks_total(metrics, "nodegate", "ok"), 64);
     cr_assert_eq(tasks_total(metrics, "nodegate", "retry"), 0);
+}
+
+/* A reload with 30 tasks in flight in one program: they finish in it,
+ * then the new worker's program serves what comes next. */
+Test(coprocess_threads, a_reload_with_many_in_flight)
+{
+    static char parked[30][WHARF_ID_MAX + 1], after[1][WHARF_ID_MAX + 1];
+    static const char *const replacing[] = {
+        "reload checked; replacing the workers", NULL};
+    char path[128], go[140], ok[64];
+    lines_wait w = {.path = path, .prefix = "in ", .want = 30};
+    int two = 2;
+    ending e;
+    FILE *f;
+
+    threaded_path(path, sizeof path, "hold");
+    enqueue_many("pyhold", "reload", "wait", 30, parked);
+    cr_assert(test_wait_until(enough_lines, &w, TEST_EVENT_MS),
+              "%d of 30 in flight; see %s", lines_with(path, "in "), host.log);
+    snprintf(ok, sizeof ok, "ok %ld", held_pid(path, 30));
+    cr_assert_eq(kill(host.pid, SIGHUP), 0);
+    cr_assert(test_host_wait_log(&host, TEST_EVENT_MS, replacing), "see %s",
+              host.log);
+    snprintf(go, sizeof go, "%s.go", path);
+    f = fopen(go, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fclose(f), 0);
+    for (int i = 0; i < 30; i++) {
+        wait_end("pyhold", parked[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", parked[i],
+                     e.info.error);
+        cr_assert_str_eq(e.result, ok, "%s", parked[i]);
+        free(e.result);
+    }
+    cr_assert_eq(lines_with(path, "in "), 30);
+    cr_assert(test_wait_until(started_hold, &two, TEST_EVENT_MS), "see %s",
+              host.log);
+    enqueue_many("pyhold", "after", "ok", 1, after);
+    wait_end("pyhold", after[0], &e);
+    cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s", e.info.error);
+    cr_assert_str_neq(e.result, ok, "served by the old program");
+    free(e.result);
 }
