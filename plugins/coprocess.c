@@ -497,15 +497,17 @@ static void wait_step(coprocess *cp, wharf_ctx *ctx, request *mine)
     fds[0] = (struct pollfd){.fd = cp->prog.out_fd, .events = POLLIN};
     fds[1] = (struct pollfd){.fd = cp->err_done ? -1 : cp->prog.err_fd,
                              .events = POLLIN};
-    /* The fds cannot change while this call is the reader: an end is
-     * torn down by the reader itself. */
+    /* The fds, the input buffer and the stderr line cannot change while
+     * this call is the reader (an end is torn down by the reader itself),
+     * so it reads without `lock`, held only to hand the answers out. */
     pthread_mutex_unlock(&cp->lock);
     (void)poll(fds, 2, STEP_MS);
-    pthread_mutex_lock(&cp->lock);
     if (fds[1].revents)
         stderr_drain(cp, ctx);
-    if (fds[0].revents) {
+    if (fds[0].revents)
         ended = stdout_read(cp);
+    pthread_mutex_lock(&cp->lock);
+    if (fds[0].revents) {
         if (ended < 0) {
             take_down(cp, ctx, "out of memory reading the handler");
         } else if (frames(cp, ctx, why, sizeof why) != 0) {
