@@ -74,6 +74,15 @@ function okFrame(request, data) {
   return out;
 }
 
+// The u64 and i64 fields as Numbers (exact up to 2^53), without BigInt.
+function u64(buf, at) {
+  return buf.readUInt32BE(at) * 4294967296 + buf.readUInt32BE(at + 4);
+}
+
+function i64(buf, at) {
+  return buf.readInt32BE(at) * 4294967296 + buf.readUInt32BE(at + 4);
+}
+
 function blob(data) {
   const len = Buffer.alloc(4);
   len.writeUInt32BE(data.length, 0);
@@ -200,9 +209,9 @@ class Runner {
   task(request, body) {
     const attempt = body.readUInt32BE(0);
     const maxAttempts = body.readUInt32BE(4);
-    const fence = Number(body.readBigUInt64BE(8));
-    const enqueuedAt = Number(body.readBigInt64BE(16));
-    const deadlineIn = Number(body.readBigInt64BE(24));
+    const fence = u64(body, 8);
+    const enqueuedAt = i64(body, 16);
+    const deadlineIn = i64(body, 24);
     const fields = [];
     let at = 32;
     for (let i = 0; i < 4; i++) {
@@ -227,21 +236,22 @@ class Runner {
       this.write(frame('F', request, blob(Buffer.from(`no handler for type '${task.type}' in this program`))));
       return;
     }
-    this.running.set(request, ctx);
     let result;
     try {
       result = fn(task, ctx);
     } catch (e) {
       this.failed(request, ctx, e);
-      this.done(request);
+      this.checkFinished();
       return;
     }
     if (result === null || typeof result !== 'object' || typeof result.then !== 'function') {
-      // A plain value: answered now, without a turn of the promise queue.
+      // A plain value: answered now, without a turn of the promise queue
+      // (and never in `running`: nothing can cancel it any more).
       this.ok(request, result);
-      this.done(request);
+      this.checkFinished();
       return;
     }
+    this.running.set(request, ctx);
     Promise.resolve(result).then((value) => this.ok(request, value), (e) => this.failed(request, ctx, e))
       .finally(() => this.done(request));
   }
