@@ -34,7 +34,7 @@
 #  11. handlers in other languages: BENCH_HANDLER_TASKS no-op tasks through
 #      coprocess.so and a no-op Python handler (bench/noop_handler.py,
 #      one task at a time per worker), then a no-op Node one
-#      (bench/noop_handler.js) with threads = inflight =
+#      (bench/noop_handler.js) with threads = inflight = prefetch =
 #      BENCH_HANDLER_THREADS (32) in each worker, BENCH_WORKERS workers,
 #      beside the C no-op's rate of step 2; and BENCH_IO_TASKS tasks of
 #      BENCH_IO_MS through one wharfd worker whose threads keep
@@ -473,7 +473,7 @@ env = PYTHONPATH=$PWD/clients/python" \
     NOOP_SECTION="path = $PWD/$BUILD/plugins/coprocess.so
 command = node $PWD/clients/node/handler.js $PWD/bench/noop_handler.js" \
         process handler_node "$WHARFD" "threads = $HANDLER_THREADS
-inflight = $HANDLER_THREADS" "$HANDLER_TASKS"
+inflight = $HANDLER_THREADS" "$HANDLER_TASKS" "$WORKERS" "$HANDLER_THREADS"
     # The I/O row through a real worker: one wharfd worker whose threads
     # keep IO_WORKERS tasks in flight in one async Python program.
     NOOP_SECTION="path = $PWD/$BUILD/plugins/coprocess.so
