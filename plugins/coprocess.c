@@ -86,7 +86,7 @@ typedef struct request {
     int64_t retry_in_ms;
     char reason[REASON_LEN];
     log_line *logs, **logs_tail; /* tied to this task, for its own call */
-    pthread_cond_t wake; /* its answer came, or it is to read */
+    pthread_cond_t wake;         /* its answer came, or it is to read */
     struct request *next;
 } request;
 
@@ -97,8 +97,8 @@ typedef struct coprocess {
     program_spec spec;
     uint32_t inflight;
 
-    pthread_mutex_t lock;   /* everything below */
-    pthread_cond_t changed; /* a start, a ready, an end, a free place */
+    pthread_mutex_t lock;          /* everything below */
+    pthread_cond_t changed;        /* a start, a ready, an end, a free place */
     pthread_condattr_t clock_attr; /* CLOCK_MONOTONIC, for every condition */
     /* One frame at a time onto the program's stdin, held without `lock`
      * while writing; the program's fds change only under both. */
