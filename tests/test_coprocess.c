@@ -813,7 +813,7 @@ static void threaded_path(char *buf, size_t len, const char *name)
 
 static void threaded_up(void)
 {
-    char listen[64], e[256], gate[128], hold[128], nodegate[128];
+    char listen[64], e[256], gate[128], hold[128], nodegate[128], narrow[128];
     static char extra[4096];
     test_host_opts o = {
         .host_keys = "workers = 1\n",
@@ -831,6 +831,7 @@ static void threaded_up(void)
     threaded_path(gate, sizeof gate, "gate");
     threaded_path(hold, sizeof hold, "hold");
     threaded_path(nodegate, sizeof nodegate, "nodegate");
+    threaded_path(narrow, sizeof narrow, "narrow");
     snprintf(
         extra, sizeof extra,
         "[plugin.gate]\npath = coprocess.so\ntypes = pygate\n"
@@ -846,11 +847,15 @@ static void threaded_up(void)
         "command = node clients/node/handler.js tests/handlers/nodegate.js\n"
         "env = GATE_FILE=%s GATE_CALLS=64\n"
         "threads = 64\ninflight = 64\n"
+        "[plugin.narrow]\npath = coprocess.so\ntypes = pynarrow\n"
+        "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "pyhold\n"
+        "env = PYTHONPATH=clients/python:tests/handlers HOLD_FILE=%s\n"
+        "threads = 4\ninflight = 2\n"
         "[type.pygate]\ntimeout = 120s\n"
         "[type.nodegate]\ntimeout = 120s\n"
         "[type.pyhold]\nmax_attempts = 1\ntimeout = 120s\n"
         "[type.pyhold_short]\nmax_attempts = 1\ntimeout = 1s\n",
-        gate, hold, nodegate);
+        gate, hold, nodegate, narrow);
     test_suite_up(&redis, 0, &rc);
     metrics_port = test_free_port();
     snprintf(listen, sizeof listen, "127.0.0.1:%d", metrics_port);
@@ -1205,4 +1210,42 @@ Test(coprocess_threads, a_reload_with_many_in_flight)
     cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s", e.info.error);
     cr_assert_str_neq(e.result, ok, "served by the old program");
     free(e.result);
+}
+
+/* More threads than places (threads = 4, inflight = 2): two tasks are in
+ * the program, the other two calls wait for a place, the worker says so
+ * once, and all four finish in the one program. */
+Test(coprocess_threads, more_threads_than_places_wait_and_say_so)
+{
+    static char parked[4][WHARF_ID_MAX + 1];
+    static const char *const said[] = {
+        "coprocess: more calls at once than inflight = 2",
+        "\"plugin\":\"narrow\"", NULL};
+    char path[128], go[140], ok[64];
+    lines_wait w = {.path = path, .prefix = "in ", .want = 2};
+    ending e;
+    FILE *f;
+
+    threaded_path(path, sizeof path, "narrow");
+    enqueue_many("pynarrow", "narrow", "wait", 4, parked);
+    cr_assert(test_wait_until(enough_lines, &w, TEST_EVENT_MS),
+              "%d of 2 in flight; see %s", lines_with(path, "in "), host.log);
+    cr_assert(test_host_wait_log(&host, TEST_EVENT_MS, said), "see %s",
+              host.log);
+    /* Two places: the others are not in the program yet. */
+    cr_assert_eq(lines_with(path, "in "), 2);
+    snprintf(ok, sizeof ok, "ok %ld", held_pid(path, 2));
+    snprintf(go, sizeof go, "%s.go", path);
+    f = fopen(go, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fclose(f), 0);
+    for (int i = 0; i < 4; i++) {
+        wait_end("pynarrow", parked[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", parked[i],
+                     e.info.error);
+        cr_assert_str_eq(e.result, ok, "%s", parked[i]);
+        free(e.result);
+    }
+    cr_assert_eq(lines_with(path, "in "), 4);
+    cr_assert_eq(test_host_log_count(&host, said), 1, "see %s", host.log);
 }

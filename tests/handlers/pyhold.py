@@ -32,3 +32,4 @@ async def hold(task, ctx):
 
 handler("pyhold")(hold)
 handler("pyhold_short")(hold)
+handler("pynarrow")(hold)
