@@ -7,7 +7,13 @@
  * and wharfd --check of its keys. Suite coprocess_host runs one real
  * wharfd and redis-server: the same task set through chaos.so, the Python
  * and the Node handler must end the same way (outcomes, results, dead
- * records, attempts, metrics), and a program that dies loses nothing. */
+ * records, attempts, metrics), and a program that dies loses nothing.
+ * Suite coprocess_threads runs one wharfd worker whose threads share each
+ * section's one program (tests/handlers/pygate.py, pyhold.py,
+ * nodegate.js): 200 in flight in one Python program and 64 in one Node
+ * program, answered out of order and counted once; a program killed with
+ * 50 in flight; one deadline among many; SIGTERM and a reload with many
+ * in flight; more threads than inflight. */
 #include <criterion/criterion.h>
 
 #include <errno.h>
