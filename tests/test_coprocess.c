@@ -13,7 +13,7 @@
  * nodegate.js): 200 in flight in one Python program and 64 in one Node
  * program, answered out of order and counted once; a program killed with
  * 50 in flight; one deadline among many; SIGTERM and a reload with many
- * in flight; more threads than inflight. */
+ * in flight; more threads than inflight; big frames with many in flight. */
 #include <criterion/criterion.h>
 
 #include <errno.h>
@@ -857,6 +857,10 @@ static void threaded_up(void)
         "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "pyhold\n"
         "env = PYTHONPATH=clients/python:tests/handlers HOLD_FILE=%s\n"
         "threads = 4\ninflight = 2\n"
+        "[plugin.echo]\npath = coprocess.so\ntypes = pychaos_async\n"
+        "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "pychaos\n" PY_ENV
+        "threads = 16\ninflight = 16\n"
+        "[type.pychaos_async]\ntimeout = 120s\n"
         "[type.pygate]\ntimeout = 120s\n"
         "[type.nodegate]\ntimeout = 120s\n"
         "[type.pyhold]\nmax_attempts = 1\ntimeout = 120s\n"
@@ -1254,4 +1258,43 @@ Test(coprocess_threads, more_threads_than_places_wait_and_say_so)
     }
     cr_assert_eq(lines_with(path, "in "), 4);
     cr_assert_eq(test_host_log_count(&host, said), 1, "see %s", host.log);
+}
+
+/* 48 payloads of 256 KiB through one program with 16 in flight: frames
+ * far larger than a pipe holds, written by many calls while others read
+ * the answers; each comes back whole. */
+Test(coprocess_threads, big_frames_with_many_in_flight)
+{
+    enum { N = 48, LEN = 256 * 1024 };
+    static char ids[N][WHARF_ID_MAX + 1];
+    unsigned char *payload = malloc(LEN);
+    ending e;
+
+    cr_assert_not_null(payload);
+    for (int i = 0; i < N; i++) {
+        wharf_enqueue_opts t = {
+            .type = "pychaos_async", .payload = payload, .payload_len = LEN};
+        wharf_enqueue_reply reply;
+
+        memcpy(payload, "echo:", 5);
+        for (size_t k = 5; k < LEN; k++)
+            payload[k] = (unsigned char)(k * 7 + (size_t)i);
+        snprintf(ids[i], sizeof ids[i], "big-%d", i);
+        t.id = ids[i];
+        cr_assert_eq(wharf_enqueue(client, &t, &reply), WHARF_CLIENT_OK, "%s",
+                     wharf_client_errstr(client));
+    }
+    for (int i = 0; i < N; i++) {
+        wait_end("pychaos_async", ids[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", ids[i],
+                     e.info.error);
+        cr_assert_eq(e.result_len, (size_t)LEN, "%s", ids[i]);
+        for (size_t k = 5; k < LEN; k++)
+            if ((unsigned char)e.result[k] !=
+                (unsigned char)(k * 7 + (size_t)i))
+                cr_assert_fail("%s: byte %zu differs", ids[i], k);
+        free(e.result);
+    }
+    free(payload);
+    cr_assert_eq(starts_of("echo"), 1, "see %s", host.log);
 }
