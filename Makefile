@@ -30,7 +30,7 @@ build-sanitize: bootstrap
 # and wharf run with the plugins its --threads runs. Criterion cannot run
 # under TSan (its arena), so the tests are the plain build's, pointed at
 # these binaries.
-TSAN_TARGETS = wharfd wharf echo chaos fixture_meet fixture_abi2 fixture_good
+TSAN_TARGETS = wharfd wharf echo chaos coprocess fixture_meet fixture_abi2 fixture_good
 build-tsan: bootstrap
 	@cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=Debug \
 	    -DWHARF_WERROR=$(WERROR) -DWHARF_TSAN=ON -DWHARF_HARDEN=OFF \
@@ -87,7 +87,7 @@ test-plain: build clients
 # ThreadSanitizer wharfd, and those of wharf run --threads against its
 # wharf and plugins; any report fails.
 TSAN_REPORTS = $(abspath $(BUILD_TSAN))/tsan-reports
-TSAN_TESTS = test_lease|test_supervisor|test_wharf_run|test_threads
+TSAN_TESTS = test_lease|test_supervisor|test_wharf_run|test_threads|test_coprocess
 # A worker with threads is forked by a supervisor that runs the lease
 # keeper's threads, and starts threads of its own: TSan allows that with
 # die_after_fork=0, and says once in such a worker that a new thread has

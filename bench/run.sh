@@ -32,14 +32,15 @@
 #      Redis CPU and no more Redis commands per task than the no-op row,
 #      40 MiB for the whole host).
 #  11. handlers in other languages: BENCH_HANDLER_TASKS no-op tasks through
-#      coprocess.so and a no-op Python handler (bench/noop_handler.py),
-#      then a no-op Node one (bench/noop_handler.js), BENCH_WORKERS
-#      workers, beside the C no-op's rate of step 2; and BENCH_IO_TASKS
-#      tasks of BENCH_IO_MS through one async Python program
-#      (bench/io_handler.py) with inflight = BENCH_IO_WORKERS, run by
-#      `wharf run --threads` (a worker holds one task at a time, so this
-#      is the plugin and the library without Redis), as a share of what
-#      that many in flight allow.
+#      coprocess.so and a no-op Python handler (bench/noop_handler.py,
+#      one task at a time per worker), then a no-op Node one
+#      (bench/noop_handler.js) with threads = inflight = prefetch =
+#      BENCH_HANDLER_THREADS (32) in each worker, BENCH_WORKERS workers,
+#      beside the C no-op's rate of step 2; and BENCH_IO_TASKS tasks of
+#      BENCH_IO_MS through one wharfd worker whose threads keep
+#      BENCH_IO_WORKERS in flight in one async Python program
+#      (bench/io_handler.py, threads = inflight = BENCH_IO_WORKERS), as a
+#      share of what that many in flight allow.
 #  12. the processing run again with wharfd over TLS (rediss://, the same
 #      server's --tls-port, certificates made here with openssl), its rate
 #      beside the plain one's (target: at least 0.7 of it).
@@ -81,6 +82,7 @@ IO_WORKERS=${BENCH_IO_WORKERS:-64}
 IO_THREADED_WORKERS=${BENCH_IO_THREADED_WORKERS:-2}
 IO_THREADS=${BENCH_IO_THREADS:-128}
 HANDLER_TASKS=${BENCH_HANDLER_TASKS:-30000}
+HANDLER_THREADS=${BENCH_HANDLER_THREADS:-32}
 PRIORITY_BULK=${BENCH_PRIORITY_BULK:-100000}
 PRIORITY_RATE=${BENCH_PRIORITY_RATE:-100}
 PRIORITY_TASK_US=${BENCH_PRIORITY_TASK_US:-1000}
@@ -470,25 +472,16 @@ env = PYTHONPATH=$PWD/clients/python" \
         process handler_py "$WHARFD" "" "$HANDLER_TASKS"
     NOOP_SECTION="path = $PWD/$BUILD/plugins/coprocess.so
 command = node $PWD/clients/node/handler.js $PWD/bench/noop_handler.js" \
-        process handler_node "$WHARFD" "" "$HANDLER_TASKS"
-    cat >"$WORK/handler_io.ini" <<EOF
-[host]
-autoload = no
-insecure_plugins = yes
-[plugin.io]
-path = $PWD/$BUILD/plugins/coprocess.so
-types = io
+        process handler_node "$WHARFD" "threads = $HANDLER_THREADS
+inflight = $HANDLER_THREADS" "$HANDLER_TASKS" "$WORKERS" "$HANDLER_THREADS"
+    # The I/O row through a real worker: one wharfd worker whose threads
+    # keep IO_WORKERS tasks in flight in one async Python program.
+    NOOP_SECTION="path = $PWD/$BUILD/plugins/coprocess.so
 command = /usr/bin/python3 -m wharf.handler io_handler
 cwd = $PWD/bench
-env = PYTHONPATH=$PWD/clients/python
-inflight = $IO_WORKERS
-EOF
-    echo "bench: handler_io: $IO_TASKS tasks of $IO_MS ms," \
-        "$IO_WORKERS in flight through one Python program" >&2
-    "$BUILD/wharf" run "$BUILD/plugins/coprocess.so" io "$IO_MS" \
-        --threads "$IO_WORKERS" --repeat $((IO_TASKS / IO_WORKERS)) \
-        --config "$WORK/handler_io.ini" >"$WORK/handler_io.out" \
-        2>"$WORK/handler_io.log" || fail "handler_io: see $WORK/handler_io.log"
+env = PYTHONPATH=$PWD/clients/python IO_MS=$IO_MS" \
+        process handler_io "$WHARFD" "threads = $IO_WORKERS
+inflight = $IO_WORKERS" "$IO_TASKS" 1
 fi
 # The dead set search: DEAD_RECORDS dead records as finish writes them,
 # half of them dead of "connection refused", searched by error text with
@@ -608,8 +601,7 @@ py_rate=0 node_rate=0 py_io_rate=0 py_io_of_limit=0 py_io_limit=0
 if has_phase handlers; then
     py_rate=$(value_of "$WORK/handler_py.watch" rate)
     node_rate=$(value_of "$WORK/handler_node.watch" rate)
-    py_io_rate=$(awk '$1 == "ok:" { ok = $2 } $1 == "duration_ms:" { ms = $2 }
-        END { printf "%.0f", ms ? ok * 1000 / ms : 0 }' "$WORK/handler_io.out")
+    py_io_rate=$(value_of "$WORK/handler_io.watch" rate)
     py_io_limit=$(awk -v w="$IO_WORKERS" -v ms="$IO_MS" \
         'BEGIN { printf "%.0f", w * 1000 / ms }')
     py_io_of_limit=$(ratio "$py_io_rate" "$py_io_limit")
@@ -738,13 +730,13 @@ if has_phase handlers; then
         ">= 10000" "$(verdict "$py_rate" ">=" 10000)"
     has_phase process &&
         row "  of the C no-op" "$(ratio "$py_rate" "$rate")" "" ""
-    row "no-op Node handler, $WORKERS workers (tasks/s)" "$node_rate" \
+    row "no-op Node handler, ${WORKERS}x$HANDLER_THREADS (tasks/s)" "$node_rate" \
         ">= 28000" "$(verdict "$node_rate" ">=" 28000)"
     has_phase process &&
         row "  of the C no-op" "$(ratio "$node_rate" "$rate")" "" ""
-    row "${IO_MS} ms I/O, async Python, $IO_WORKERS in flight (tasks/s)" \
+    row "${IO_MS} ms I/O, async Python, 1x$IO_WORKERS (tasks/s)" \
         "$py_io_rate" "" ""
-    row "  of the limit ($py_io_limit/s; wharf run, no Redis)" \
+    row "  of the limit ($py_io_limit/s)" \
         "$py_io_of_limit" ">= 0.80" "$(verdict "$py_io_of_limit" ">=" 0.8)"
 fi
 if has_phase dead; then

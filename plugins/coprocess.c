@@ -20,10 +20,15 @@
  * has not answered within CANCEL_GRACE_MS; its stderr lines go to the host's
  * log.
  *
- * Thread-safe: calls at once each put a request in the table below and
- * wait for its answer; whichever waiting call finds nobody reading becomes
- * the reader, reads the program's stdout and stderr, and hands the answers
- * out, so no thread of the plugin's own runs beside the host's. */
+ * Thread-safe: calls at once (a worker's threads, `[plugin.NAME]
+ * threads`) share the worker's one program. Each puts a request in the
+ * table below and waits on its own condition for its answer; one waiting
+ * call at a time is the reader: it reads the program's stdout and stderr
+ * and hands each answer to its call, waking that call alone. The reader
+ * stays the reader until its own answer comes, then hands the role to
+ * one other waiting call, so no thread of the plugin's own runs beside
+ * the host's and an answer costs one wake-up, whatever the number of
+ * calls waiting. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -81,6 +86,7 @@ typedef struct request {
     int64_t retry_in_ms;
     char reason[REASON_LEN];
     log_line *logs, **logs_tail; /* tied to this task, for its own call */
+    pthread_cond_t wake;         /* its answer came, or it is to read */
     struct request *next;
 } request;
 
@@ -91,8 +97,9 @@ typedef struct coprocess {
     program_spec spec;
     uint32_t inflight;
 
-    pthread_mutex_t lock;   /* everything below */
-    pthread_cond_t changed; /* an answer, a start, an end, a free place */
+    pthread_mutex_t lock;          /* everything below */
+    pthread_cond_t changed;        /* a start, a ready, an end, a free place */
+    pthread_condattr_t clock_attr; /* CLOCK_MONOTONIC, for every condition */
     /* One frame at a time onto the program's stdin, held without `lock`
      * while writing; the program's fds change only under both. */
     pthread_mutex_t write_lock;
@@ -114,6 +121,7 @@ typedef struct coprocess {
     int64_t started_ms, restart_at_ms;
     unsigned crashes;
     char last_end[REASON_LEN]; /* why the last program ended */
+    bool said_full;            /* the "more calls than inflight" line */
 } coprocess;
 
 static int64_t now_ms(void)
@@ -199,11 +207,15 @@ static void logs_flush(wharf_ctx *ctx, request *r)
 
 /* --- the program's end ------------------------------------------------- */
 
+/* r's answer is in, with why as its reason (NULL: the one already in
+ * r->reason); its call is woken. With `lock` held. */
 static void answer(request *r, wharf_status status, const char *why)
 {
     r->answered = true;
     r->status = status;
-    snprintf(r->reason, sizeof r->reason, "%s", why);
+    if (why)
+        snprintf(r->reason, sizeof r->reason, "%s", why);
+    pthread_cond_signal(&r->wake);
 }
 
 /* The program is gone (or going): reaps it, logs the rest of its stderr,
@@ -352,13 +364,12 @@ static int dispatch(coprocess *cp, wharf_ctx *ctx, const frame_in *f, char *err,
             answer(r, WHARF_OK, "");
         }
     } else {
-        answer(r, f->kind == FRAME_FAIL ? WHARF_FAIL : WHARF_RETRY, "");
         snprintf(r->reason, sizeof r->reason, "%.*s", (int)f->text_len,
                  (const char *)f->text);
         if (r->reason[0] == '\0')
             snprintf(r->reason, sizeof r->reason, "the handler gave no reason");
+        answer(r, f->kind == FRAME_FAIL ? WHARF_FAIL : WHARF_RETRY, NULL);
     }
-    pthread_cond_broadcast(&cp->changed);
     return 0;
 }
 
@@ -436,25 +447,46 @@ static int stdout_read(coprocess *cp)
     }
 }
 
-/* One step of waiting, with `lock` held: as the reader (when nobody
- * reads and a program runs) up to STEP_MS in poll on its pipes, handing
- * out what came; else up to STEP_MS on the condition. */
-static void wait_step(coprocess *cp, wharf_ctx *ctx)
+/* Sleeps up to STEP_MS on cond, with `lock` held. */
+static void sleep_on(coprocess *cp, pthread_cond_t *cond)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += STEP_MS * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    (void)pthread_cond_timedwait(cond, &cp->lock, &until);
+}
+
+/* The reader's role is free again: one call still waiting for its
+ * answer is woken to take it (the others sleep on), and the calls
+ * waiting for a start or a place look again. With `lock` held. */
+static void hand_over(coprocess *cp)
+{
+    for (request *r = cp->requests; r; r = r->next)
+        if (!r->answered) {
+            pthread_cond_signal(&r->wake);
+            break;
+        }
+    pthread_cond_broadcast(&cp->changed);
+}
+
+/* One step of waiting, with `lock` held, for the answer of mine (NULL: for
+ * a start, a ready or a free place): as the reader (when nobody reads and
+ * a program runs) up to STEP_MS in poll on its pipes, handing out what
+ * came; else up to STEP_MS asleep, on mine's own condition or on
+ * `changed`. A reader whose answer came hands the role over. */
+static void wait_step(coprocess *cp, wharf_ctx *ctx, request *mine)
 {
     struct pollfd fds[2];
     char why[REASON_LEN];
     int ended = 0;
 
     if (cp->reader || cp->state == PROGRAM_DOWN) {
-        struct timespec until;
-
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += STEP_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&cp->changed, &cp->lock, &until);
+        sleep_on(cp, mine ? &mine->wake : &cp->changed);
         return;
     }
     if (cp->dying) {
@@ -465,15 +497,17 @@ static void wait_step(coprocess *cp, wharf_ctx *ctx)
     fds[0] = (struct pollfd){.fd = cp->prog.out_fd, .events = POLLIN};
     fds[1] = (struct pollfd){.fd = cp->err_done ? -1 : cp->prog.err_fd,
                              .events = POLLIN};
-    /* The fds cannot change while this call is the reader: an end is
-     * torn down by the reader itself. */
+    /* The fds, the input buffer and the stderr line cannot change while
+     * this call is the reader (an end is torn down by the reader itself),
+     * so it reads without `lock`, held only to hand the answers out. */
     pthread_mutex_unlock(&cp->lock);
     (void)poll(fds, 2, STEP_MS);
-    pthread_mutex_lock(&cp->lock);
     if (fds[1].revents)
         stderr_drain(cp, ctx);
-    if (fds[0].revents) {
+    if (fds[0].revents)
         ended = stdout_read(cp);
+    pthread_mutex_lock(&cp->lock);
+    if (fds[0].revents) {
         if (ended < 0) {
             take_down(cp, ctx, "out of memory reading the handler");
         } else if (frames(cp, ctx, why, sizeof why) != 0) {
@@ -489,7 +523,10 @@ static void wait_step(coprocess *cp, wharf_ctx *ctx)
         if (cp->dying)
             teardown(cp, ctx, cp->dying_why);
     }
-    pthread_cond_broadcast(&cp->changed);
+    /* Still waiting: this call reads on at its next step, without waking
+     * anyone. */
+    if (mine == NULL || mine->answered)
+        hand_over(cp);
 }
 
 /* --- writing ----------------------------------------------------------- */
@@ -599,6 +636,7 @@ static void coprocess_free(coprocess *cp)
         return;
     program_spec_free(&cp->spec);
     pthread_cond_destroy(&cp->changed);
+    pthread_condattr_destroy(&cp->clock_attr);
     pthread_mutex_destroy(&cp->lock);
     pthread_mutex_destroy(&cp->write_lock);
     free(cp->in_buf);
@@ -622,7 +660,6 @@ static int parse_inflight(const char *v, uint32_t *out)
 static coprocess *coprocess_new(void)
 {
     coprocess *cp = calloc(1, sizeof *cp);
-    pthread_condattr_t attr;
 
     if (cp == NULL)
         return NULL;
@@ -631,10 +668,9 @@ static coprocess *coprocess_new(void)
     cp->next_id = 1;
     pthread_mutex_init(&cp->lock, NULL);
     pthread_mutex_init(&cp->write_lock, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&cp->changed, &attr);
-    pthread_condattr_destroy(&attr);
+    pthread_condattr_init(&cp->clock_attr);
+    pthread_condattr_setclock(&cp->clock_attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&cp->changed, &cp->clock_attr);
     return cp;
 }
 
@@ -687,7 +723,7 @@ static int coprocess_init(wharf_ctx *ctx, void **state)
         pthread_mutex_lock(&cp->lock);
         if (start(cp, ctx, err, sizeof err) == 0)
             while (cp->state == PROGRAM_STARTING)
-                wait_step(cp, ctx);
+                wait_step(cp, ctx, NULL);
         if (cp->state != PROGRAM_READY) {
             wharf_error(ctx,
                         "coprocess: the handler program did not get "
@@ -730,7 +766,22 @@ static int wait_ready(coprocess *cp, wharf_ctx *ctx, char *err, size_t errlen)
                 return -1;
             continue;
         }
-        wait_step(cp, ctx);
+        if (cp->state == PROGRAM_READY) {
+            /* All places taken: the calls in flight read for themselves;
+             * this one waits for one of them to end. More threads than
+             * places is a manifest that wastes its threads: said once. */
+            if (!cp->said_full) {
+                cp->said_full = true;
+                wharf_log(ctx, WHARF_LOG_WARN,
+                          "coprocess: more calls at once than inflight = %u: "
+                          "the rest wait for a free place; give the section "
+                          "as many `threads` as `inflight`",
+                          cp->inflight);
+            }
+            sleep_on(cp, &cp->changed);
+            continue;
+        }
+        wait_step(cp, ctx, NULL);
     }
     return 0;
 }
@@ -751,9 +802,11 @@ static wharf_status coprocess_process(wharf_ctx *ctx, const wharf_task *task)
         return WHARF_FAIL;
     }
     r.logs_tail = &r.logs;
+    pthread_cond_init(&r.wake, &cp->clock_attr);
     pthread_mutex_lock(&cp->lock);
     if (wait_ready(cp, ctx, err, sizeof err) != 0) {
         pthread_mutex_unlock(&cp->lock);
+        pthread_cond_destroy(&r.wake);
         wharf_error(ctx, "%s", err);
         return WHARF_RETRY;
     }
@@ -821,7 +874,7 @@ static wharf_status coprocess_process(wharf_ctx *ctx, const wharf_task *task)
                 break;
             }
         }
-        wait_step(cp, ctx);
+        wait_step(cp, ctx, &r);
     }
     logs_flush(ctx, &r);
     for (request **p = &cp->requests; *p; p = &(*p)->next)
@@ -848,6 +901,7 @@ static wharf_status coprocess_process(wharf_ctx *ctx, const wharf_task *task)
             wharf_retry_in(ctx, r.retry_in_ms);
     }
     free(r.result);
+    pthread_cond_destroy(&r.wake);
     return status;
 }
 

@@ -7,7 +7,13 @@
  * and wharfd --check of its keys. Suite coprocess_host runs one real
  * wharfd and redis-server: the same task set through chaos.so, the Python
  * and the Node handler must end the same way (outcomes, results, dead
- * records, attempts, metrics), and a program that dies loses nothing. */
+ * records, attempts, metrics), and a program that dies loses nothing.
+ * Suite coprocess_threads runs one wharfd worker whose threads share each
+ * section's one program (tests/handlers/pygate.py, pyhold.py,
+ * nodegate.js): 200 in flight in one Python program and 64 in one Node
+ * program, answered out of order and counted once; a program killed with
+ * 50 in flight; one deadline among many; SIGTERM and a reload with many
+ * in flight; more threads than inflight; big frames with many in flight. */
 #include <criterion/criterion.h>
 
 #include <errno.h>
@@ -30,8 +36,27 @@
 #include "spawn.h"
 #include "tools.h"
 
-#define WHARF WHARF_BINARY_DIR "/wharf"
-#define COPROCESS WHARF_PLUGIN_DIR "/coprocess.so"
+/* The build under test: this one, or under make test-tsan the
+ * ThreadSanitizer build that WHARF_TEST_BUILD names, whose wharf, wharfd
+ * and plugins then run (manifests name the plugin `coprocess.so` in its
+ * plugins_dir), so the threads sharing a program are checked for races. */
+#define WHARF built("wharf")
+#define WHARFD built("wharfd")
+#define COPROCESS built("plugins/coprocess.so")
+#define PLUGINS built("plugins")
+
+/* path in the build under test; the last eight stay valid. */
+static const char *built(const char *path)
+{
+    static char paths[8][512];
+    static unsigned next;
+    const char *top = getenv("WHARF_TEST_BUILD");
+    char *buf = paths[next++ % 8];
+
+    snprintf(buf, sizeof paths[0], "%s/%s",
+             top && *top ? top : WHARF_BINARY_DIR, path);
+    return buf;
+}
 /* The handler programs, run from the source tree: cwd is its top. */
 #define PY_ENV "env = PYTHONPATH=clients/python:tests/handlers\n"
 #define PY_CMD "command = /usr/bin/python3 -m wharf.handler "
@@ -42,11 +67,11 @@
 /* The sections every manifest of these tests holds: the handlers (sync
  * and async Python, Node), the hostile programs, and the gate. */
 #define SECTIONS                                                               \
-    "[plugin.py]\npath = " COPROCESS "\ntypes = pychaos\n"                     \
+    "[plugin.py]\npath = coprocess.so\ntypes = pychaos\n"                      \
     "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "pychaos\n" PY_ENV                   \
-    "[plugin.pyasync]\npath = " COPROCESS "\ntypes = pychaos_async\n"          \
+    "[plugin.pyasync]\npath = coprocess.so\ntypes = pychaos_async\n"           \
     "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "pychaos\n" PY_ENV "inflight = 8\n"  \
-    "[plugin.node]\npath = " COPROCESS "\ntypes = nodechaos\n"                 \
+    "[plugin.node]\npath = coprocess.so\ntypes = nodechaos\n"                  \
     "cwd = " WHARF_SOURCE_DIR "\n" NODE_CMD
 
 static char dir[64];
@@ -129,8 +154,10 @@ static void manifest(const char *extra)
     FILE *f = fopen(manifest_path(), "w");
 
     cr_assert_not_null(f);
-    fprintf(f, "[host]\nautoload = no\n[log]\nformat = json\n%s%s", SECTIONS,
-            extra ? extra : "");
+    fprintf(
+        f,
+        "[host]\nautoload = no\nplugins_dir = %s\n[log]\nformat = json\n%s%s",
+        PLUGINS, SECTIONS, extra ? extra : "");
     cr_assert_eq(fclose(f), 0);
 }
 
@@ -234,11 +261,11 @@ Test(coprocess_run, a_broken_program_fails_the_attempt_with_why)
         {"pychaos", "polite:60000", "error: timeout after 1000 ms\n", NULL},
     };
 
-    manifest("[plugin.garbage]\npath = " COPROCESS "\ntypes = garbage\n"
+    manifest("[plugin.garbage]\npath = coprocess.so\ntypes = garbage\n"
              "cwd = " WHARF_SOURCE_DIR "\n" HOSTILE_CMD "garbage\n"
-             "[plugin.stranger]\npath = " COPROCESS "\ntypes = stranger\n"
+             "[plugin.stranger]\npath = coprocess.so\ntypes = stranger\n"
              "cwd = " WHARF_SOURCE_DIR "\n" HOSTILE_CMD "stranger\n"
-             "[plugin.silent]\npath = " COPROCESS "\ntypes = silent\n"
+             "[plugin.silent]\npath = coprocess.so\ntypes = silent\n"
              "cwd = " WHARF_SOURCE_DIR "\n" HOSTILE_CMD "silent\n"
              "[type.silent]\ntimeout = 1s\n"
              "[type.pychaos]\ntimeout = 1s\n");
@@ -259,11 +286,11 @@ Test(coprocess_run, a_broken_program_fails_the_attempt_with_why)
 /* A program that cannot get ready fails init (78), saying why. */
 Test(coprocess_run, a_program_that_never_gets_ready_fails_init)
 {
-    manifest("[plugin.old]\npath = " COPROCESS "\ntypes = old\n"
+    manifest("[plugin.old]\npath = coprocess.so\ntypes = old\n"
              "cwd = " WHARF_SOURCE_DIR "\n" HOSTILE_CMD "oldproto\n"
-             "[plugin.mute]\npath = " COPROCESS "\ntypes = mute\n"
+             "[plugin.mute]\npath = coprocess.so\ntypes = mute\n"
              "cwd = " WHARF_SOURCE_DIR "\n" HOSTILE_CMD "noready\n"
-             "[plugin.broken]\npath = " COPROCESS "\ntypes = broken\n"
+             "[plugin.broken]\npath = coprocess.so\ntypes = broken\n"
              "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "no_such_module\n" PY_ENV);
     cr_assert_eq(run_task("old", "x"), 78, "%s", err);
     cr_assert(strstr(err, "speaks protocol version 99, not 1"), "%s", err);
@@ -286,7 +313,7 @@ Test(coprocess_run, two_hundred_in_flight_answered_out_of_order)
 
     snprintf(gate, sizeof gate, "%s/gate", dir);
     snprintf(extra, sizeof extra,
-             "[plugin.gate]\npath = " COPROCESS "\ntypes = pygate\n"
+             "[plugin.gate]\npath = coprocess.so\ntypes = pygate\n"
              "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "pygate\n"
              "env = PYTHONPATH=clients/python:tests/handlers GATE_FILE=%s\n"
              "inflight = 200\n",
@@ -331,7 +358,7 @@ Test(coprocess_run, a_shell_handler_from_the_docs_alone)
     char in_path[160];
     FILE *f;
 
-    manifest("[plugin.sh]\npath = " COPROCESS "\ntypes = shout\n"
+    manifest("[plugin.sh]\npath = coprocess.so\ntypes = shout\n"
              "command = /bin/sh " WHARF_SOURCE_DIR
              "/tests/handlers/handler.sh\n");
     cr_assert_eq(run_task("shout", "hello world"), 0, "%s", err);
@@ -453,24 +480,23 @@ Test(coprocess_run, check_refuses_bad_keys)
 
         cr_assert_not_null(f);
         snprintf(ini, sizeof ini,
-                 "[host]\nautoload = no\n[plugin.bad]\npath = " COPROCESS
-                 "\ntypes = bad\n%s",
-                 cases[i].keys);
+                 "[host]\nautoload = no\nplugins_dir = %s\n[plugin.bad]\n"
+                 "path = coprocess.so\ntypes = bad\n%s",
+                 PLUGINS, cases[i].keys);
         fputs(ini, f);
         fclose(f);
-        cr_assert_eq(
-            run_argv(NULL,
-                     (const char *const[]){WHARFD_PATH, "--config",
-                                           manifest_path(), "--check", NULL}),
-            78, "%s\n%s", ini, err);
+        cr_assert_eq(run_argv(NULL, (const char *const[]){WHARFD, "--config",
+                                                          manifest_path(),
+                                                          "--check", NULL}),
+                     78, "%s\n%s", ini, err);
         cr_assert(strstr(err, cases[i].error), "%s\n%s", ini, err);
     }
     /* A good section passes, and the check starts no program: the
      * command would fail if it ran. */
-    manifest("[plugin.never]\npath = " COPROCESS "\ntypes = never\n"
+    manifest("[plugin.never]\npath = coprocess.so\ntypes = never\n"
              "command = /bin/false\n");
     cr_assert_eq(
-        run_argv(NULL, (const char *const[]){WHARFD_PATH, "--config",
+        run_argv(NULL, (const char *const[]){WHARFD, "--config",
                                              manifest_path(), "--check", NULL}),
         0, "%s", err);
     cr_assert(strstr(out, "never coprocess 1.0.0 "), "%s", out);
@@ -505,6 +531,7 @@ static void host_up(void)
         .extra = SECTIONS POLICY("chaos") POLICY("pychaos") POLICY("nodechaos"),
         .metrics_listen = listen,
         .log_level = "info",
+        .plugins_dir = PLUGINS,
     };
 
     test_need_tools((const char *const[]){"node", NULL});
@@ -776,4 +803,505 @@ Test(coprocess_host, a_reload_restarts_the_programs)
     wait_end("pychaos", id, &e);
     cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s", e.info.error);
     free(e.result);
+}
+
+/* --- one worker, many threads, one program ----------------------------- */
+
+/* One worker whose threads share each section's one program: the gate
+ * (200 in flight, Python), the hold (50, Python) and the Node gate (64).
+ * `threads` and `inflight` agree in each section. */
+static char threaded_dir[64];
+
+static void threaded_path(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, "%s/%s", threaded_dir, name);
+}
+
+static void threaded_up(void)
+{
+    char listen[64], e[256], gate[128], hold[128], nodegate[128], narrow[128];
+    static char extra[4096];
+    test_host_opts o = {
+        .host_keys = "workers = 1\n",
+        .extra = extra,
+        .metrics_listen = listen,
+        .log_level = "info",
+        .plugins_dir = PLUGINS,
+    };
+
+    test_need_tools((const char *const[]){"node", NULL});
+    snprintf(threaded_dir, sizeof threaded_dir,
+             "/tmp/wharf-test-coprocess-XXXXXX");
+    cr_assert_not_null(mkdtemp(threaded_dir));
+    chmod(threaded_dir, 0755);
+    threaded_path(gate, sizeof gate, "gate");
+    threaded_path(hold, sizeof hold, "hold");
+    threaded_path(nodegate, sizeof nodegate, "nodegate");
+    threaded_path(narrow, sizeof narrow, "narrow");
+    snprintf(
+        extra, sizeof extra,
+        "[plugin.gate]\npath = coprocess.so\ntypes = pygate\n"
+        "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "pygate\n"
+        "env = PYTHONPATH=clients/python:tests/handlers GATE_FILE=%s\n"
+        "threads = 200\ninflight = 200\n"
+        "[plugin.hold]\npath = coprocess.so\ntypes = pyhold, pyhold_short\n"
+        "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "pyhold\n"
+        "env = PYTHONPATH=clients/python:tests/handlers HOLD_FILE=%s\n"
+        "threads = 50\ninflight = 50\n"
+        "[plugin.nodegate]\npath = coprocess.so\ntypes = nodegate\n"
+        "cwd = " WHARF_SOURCE_DIR "\n"
+        "command = node clients/node/handler.js tests/handlers/nodegate.js\n"
+        "env = GATE_FILE=%s GATE_CALLS=64\n"
+        "threads = 64\ninflight = 64\n"
+        "[plugin.narrow]\npath = coprocess.so\ntypes = pynarrow\n"
+        "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "pyhold\n"
+        "env = PYTHONPATH=clients/python:tests/handlers HOLD_FILE=%s\n"
+        "threads = 4\ninflight = 2\n"
+        "[plugin.echo]\npath = coprocess.so\ntypes = pychaos_async\n"
+        "cwd = " WHARF_SOURCE_DIR "\n" PY_CMD "pychaos\n" PY_ENV
+        "threads = 16\ninflight = 16\n"
+        "[type.pychaos_async]\ntimeout = 120s\n"
+        "[type.pygate]\ntimeout = 120s\n"
+        "[type.nodegate]\ntimeout = 120s\n"
+        "[type.pyhold]\nmax_attempts = 1\ntimeout = 120s\n"
+        "[type.pyhold_short]\nmax_attempts = 1\ntimeout = 1s\n",
+        gate, hold, nodegate, narrow);
+    test_suite_up(&redis, 0, &rc);
+    metrics_port = test_free_port();
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", metrics_port);
+    test_host_up(&host, &redis, &o, rc);
+    cr_assert_eq(wharf_client_open(&client, redis.url, NULL, NULL, e, sizeof e),
+                 WHARF_CLIENT_OK, "%s", e);
+}
+
+static void threaded_down(void)
+{
+    char cmd[128];
+
+    host_down();
+    snprintf(cmd, sizeof cmd, "rm -rf %s", threaded_dir);
+    if (system(cmd) != 0)
+        cr_log_warn("cannot remove %s", threaded_dir);
+}
+
+TestSuite(coprocess_threads, .init = threaded_up, .fini = threaded_down,
+          .timeout = 240);
+
+/* Enqueues n tasks of type with ids PREFIX-0.. and payload; their ids
+ * into ids. */
+static void enqueue_many(const char *type, const char *prefix,
+                         const char *payload, int n,
+                         char (*ids)[WHARF_ID_MAX + 1])
+{
+    for (int i = 0; i < n; i++) {
+        wharf_enqueue_opts t = {
+            .type = type, .payload = payload, .payload_len = strlen(payload)};
+        wharf_enqueue_reply reply;
+
+        snprintf(ids[i], WHARF_ID_MAX + 1, "%s-%d", prefix, i);
+        t.id = ids[i];
+        cr_assert_eq(wharf_enqueue(client, &t, &reply), WHARF_CLIENT_OK, "%s",
+                     wharf_client_errstr(client));
+    }
+}
+
+/* Lines of the file at path that start with prefix. */
+static int lines_with(const char *path, const char *prefix)
+{
+    FILE *f = fopen(path, "r");
+    char line[256];
+    int n = 0;
+
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, prefix, strlen(prefix)) == 0)
+            n++;
+    fclose(f);
+    return n;
+}
+
+typedef struct lines_wait {
+    const char *path, *prefix;
+    int want;
+} lines_wait;
+
+static bool enough_lines(void *arg)
+{
+    const lines_wait *w = arg;
+
+    return lines_with(w->path, w->prefix) >= w->want;
+}
+
+/* The gate file's order: n distinct tasks in, none out before all were
+ * in, then out last in first out. */
+static void check_gate(const char *path, int n)
+{
+    char line[240], (*ins)[240] = calloc((size_t)n, sizeof *ins);
+    int n_in = 0, n_out = 0;
+    FILE *f = fopen(path, "r");
+
+    cr_assert_not_null(ins);
+    cr_assert_not_null(f, "%s", path);
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, "in ", 3) == 0) {
+            cr_assert_lt(n_in, n, "more than %d in", n);
+            for (int k = 0; k < n_in; k++)
+                cr_assert_str_neq(ins[k], line + 3, "%s came twice", line);
+            snprintf(ins[n_in++], sizeof ins[0], "%s", line + 3);
+        } else {
+            cr_assert(strncmp(line, "out ", 4) == 0, "%s", line);
+            cr_assert_eq(n_in, n, "an answer before all %d were in", n);
+            cr_assert_str_eq(line + 4, ins[n - 1 - n_out], "answer %d", n_out);
+            n_out++;
+        }
+    }
+    fclose(f);
+    free(ins);
+    cr_assert_eq(n_out, n);
+}
+
+/* Programs of plugin (its section's name) started so far. */
+static int starts_of(const char *plugin)
+{
+    char named[64];
+
+    snprintf(named, sizeof named, "\"plugin\":\"%s\"", plugin);
+    return test_host_log_count(
+        &host, (const char *const[]){"handler program started", named, NULL});
+}
+
+static bool started_hold(void *arg)
+{
+    return starts_of("hold") >= *(const int *)arg;
+}
+
+/* 200 tasks in flight at once in one worker, through one async Python
+ * program: the gate answers none until all 200 are in, then in reverse;
+ * each is done once, at its first attempt. */
+Test(coprocess_threads, two_hundred_in_flight_through_one_program)
+{
+    static char ids[200][WHARF_ID_MAX + 1];
+    static char metrics[1 << 16];
+    char gate[128];
+    bool seen[200] = {false};
+    ending e;
+
+    threaded_path(gate, sizeof gate, "gate");
+    enqueue_many("pygate", "g", "x", 200, ids);
+    for (int i = 0; i < 200; i++) {
+        int index;
+
+        wait_end("pygate", ids[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", ids[i],
+                     e.info.error);
+        cr_assert_eq(sscanf(e.result, "gate %d", &index), 1, "%s", e.result);
+        cr_assert(index >= 0 && index < 200 && !seen[index], "%s", e.result);
+        seen[index] = true;
+        free(e.result);
+    }
+    check_gate(gate, 200);
+    cr_assert_eq(starts_of("gate"), 1, "see %s", host.log);
+    cr_assert_eq(
+        test_http_get(metrics_port, "/metrics", metrics, sizeof metrics), 200);
+    cr_assert_eq(tasks_total(metrics, "pygate", "ok"), 200);
+    cr_assert_eq(tasks_total(metrics, "pygate", "retry"), 0);
+}
+
+/* The held tasks' program's pid, from the hold file's "in ID PID" lines
+ * (all the same pid). */
+static long held_pid(const char *path, int want)
+{
+    FILE *f = fopen(path, "r");
+    char line[256], id[128];
+    long pid = 0, p;
+    int n = 0;
+
+    cr_assert_not_null(f);
+    while (fgets(line, sizeof line, f)) {
+        cr_assert_eq(sscanf(line, "in %127s %ld", id, &p), 2, "%s", line);
+        cr_assert(pid == 0 || p == pid, "two programs held tasks");
+        pid = p;
+        n++;
+    }
+    fclose(f);
+    cr_assert_eq(n, want);
+    return pid;
+}
+
+/* A program killed with 50 tasks in flight: exactly those 50 are charged,
+ * with the reason; the program is started again once, and the rest of
+ * the queue is served by the new one, none of it charged. */
+Test(coprocess_threads, a_program_killed_with_fifty_in_flight)
+{
+    static char held[50][WHARF_ID_MAX + 1], rest[100][WHARF_ID_MAX + 1];
+    static char metrics[1 << 16];
+    char path[128], killed[64];
+    lines_wait w = {.path = path, .prefix = "in ", .want = 50};
+    long pid;
+    ending e;
+
+    threaded_path(path, sizeof path, "hold");
+    enqueue_many("pyhold", "held", "hold", 50, held);
+    enqueue_many("pyhold", "rest", "ok", 100, rest);
+    cr_assert(test_wait_until(enough_lines, &w, TEST_EVENT_MS),
+              "%d of 50 in flight; see %s", lines_with(path, "in "), host.log);
+    pid = held_pid(path, 50);
+    cr_assert_eq(kill((pid_t)pid, SIGKILL), 0);
+    for (int i = 0; i < 50; i++) {
+        wait_end("pyhold", held[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DEAD, "%s", held[i]);
+        cr_assert_eq(e.info.attempt, 1);
+        cr_assert_str_eq(e.info.error, "handler killed by SIGKILL");
+    }
+    snprintf(killed, sizeof killed, "ok %ld", pid);
+    for (int i = 0; i < 100; i++) {
+        wait_end("pyhold", rest[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", rest[i],
+                     e.info.error);
+        cr_assert_str_neq(e.result, killed, "%s ran in the killed program",
+                          rest[i]);
+        free(e.result);
+    }
+    /* Started again once, not once per thread that held a task. */
+    cr_assert_eq(starts_of("hold"), 2, "see %s", host.log);
+    cr_assert_eq(
+        test_http_get(metrics_port, "/metrics", metrics, sizeof metrics), 200);
+    cr_assert_eq(tasks_total(metrics, "pyhold", "dead"), 50);
+    cr_assert_eq(tasks_total(metrics, "pyhold", "ok"), 100);
+}
+
+/* Among many in flight, one task's deadline passes: it alone is
+ * cancelled through the protocol and times out; the program answers the
+ * cancel, so it is not killed, and the others finish in it. */
+Test(coprocess_threads, a_deadline_cancels_one_of_many)
+{
+    static char parked[20][WHARF_ID_MAX + 1], late[1][WHARF_ID_MAX + 1];
+    char path[128], go[140], ok[64];
+    lines_wait w = {.path = path, .prefix = "in parked", .want = 20};
+    long pid;
+    int n;
+    ending e;
+    FILE *f;
+
+    threaded_path(path, sizeof path, "hold");
+    enqueue_many("pyhold", "parked", "wait", 20, parked);
+    enqueue_many("pyhold_short", "late", "hold", 1, late);
+    cr_assert(test_wait_until(enough_lines, &w, TEST_EVENT_MS),
+              "%d of 20 in flight; see %s", lines_with(path, "in parked"),
+              host.log);
+    /* The 20 stay in flight until the file below: the late task's whole
+     * run is among them. */
+    wait_end("pyhold_short", late[0], &e);
+    cr_assert_eq(e.info.state, WHARF_TASK_DEAD);
+    cr_assert_str_eq(e.info.error, "timeout after 1000 ms");
+    /* Its cancel may have come before its handler started writing. */
+    n = lines_with(path, "in ");
+    cr_assert(n == 20 || n == 21, "%d", n);
+    pid = held_pid(path, n);
+    snprintf(go, sizeof go, "%s.go", path);
+    f = fopen(go, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fclose(f), 0);
+    snprintf(ok, sizeof ok, "ok %ld", pid);
+    for (int i = 0; i < 20; i++) {
+        wait_end("pyhold", parked[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", parked[i],
+                     e.info.error);
+        cr_assert_str_eq(e.result, ok, "%s", parked[i]);
+        free(e.result);
+    }
+    cr_assert_eq(starts_of("hold"), 1, "see %s", host.log);
+}
+
+/* SIGTERM with 30 tasks in flight in one program: the worker lets every
+ * one of them finish, then the program exits by itself. */
+Test(coprocess_threads, sigterm_drains_many_in_flight)
+{
+    static char parked[30][WHARF_ID_MAX + 1];
+    static const char *const stopping[] = {"stopping: running tasks may "
+                                           "finish",
+                                           NULL};
+    static const char *const stopped[] = {
+        "handler program stopped: handler exited with status 0",
+        "\"plugin\":\"hold\"", NULL};
+    char path[128], go[140], ok[64];
+    lines_wait w = {.path = path, .prefix = "in ", .want = 30};
+    ending e;
+    FILE *f;
+
+    threaded_path(path, sizeof path, "hold");
+    enqueue_many("pyhold", "drain", "wait", 30, parked);
+    cr_assert(test_wait_until(enough_lines, &w, TEST_EVENT_MS),
+              "%d of 30 in flight; see %s", lines_with(path, "in "), host.log);
+    snprintf(ok, sizeof ok, "ok %ld", held_pid(path, 30));
+    cr_assert_eq(kill(host.pid, SIGTERM), 0);
+    cr_assert(test_host_wait_log(&host, TEST_EVENT_MS, stopping), "see %s",
+              host.log);
+    snprintf(go, sizeof go, "%s.go", path);
+    f = fopen(go, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fclose(f), 0);
+    cr_assert_eq(test_host_wait_exit(&host, TEST_EVENT_MS), 0);
+    host.pid = 0;
+    for (int i = 0; i < 30; i++) {
+        wait_end("pyhold", parked[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", parked[i],
+                     e.info.error);
+        cr_assert_str_eq(e.result, ok, "%s", parked[i]);
+        free(e.result);
+    }
+    /* Each ran once: no second arrival at a program. */
+    cr_assert_eq(lines_with(path, "in "), 30);
+    /* Then the worker's fini stops the program. Not under make test-tsan:
+     * there a worker with threads ends in TSan's "dup thread" exit (66,
+     * the Makefile's DUP_THREAD note) before its fini. */
+    if (getenv("WHARF_TEST_BUILD") == NULL)
+        cr_assert_eq(test_host_log_count(&host, stopped), 1, "see %s",
+                     host.log);
+}
+
+/* A Node handler with 64 in flight in one program: none answered until
+ * all 64 are in, then in reverse; each done once. */
+Test(coprocess_threads, a_node_handler_with_many_in_flight)
+{
+    static char ids[64][WHARF_ID_MAX + 1];
+    static char metrics[1 << 16];
+    char gate[128];
+    ending e;
+
+    threaded_path(gate, sizeof gate, "nodegate");
+    enqueue_many("nodegate", "n", "x", 64, ids);
+    for (int i = 0; i < 64; i++) {
+        wait_end("nodegate", ids[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", ids[i],
+                     e.info.error);
+        free(e.result);
+    }
+    check_gate(gate, 64);
+    cr_assert_eq(starts_of("nodegate"), 1, "see %s", host.log);
+    cr_assert_eq(
+        test_http_get(metrics_port, "/metrics", metrics, sizeof metrics), 200);
+    cr_assert_eq(tasks_total(metrics, "nodegate", "ok"), 64);
+    cr_assert_eq(tasks_total(metrics, "nodegate", "retry"), 0);
+}
+
+/* A reload with 30 tasks in flight in one program: they finish in it,
+ * then the new worker's program serves what comes next. */
+Test(coprocess_threads, a_reload_with_many_in_flight)
+{
+    static char parked[30][WHARF_ID_MAX + 1], after[1][WHARF_ID_MAX + 1];
+    static const char *const replacing[] = {
+        "reload checked; replacing the workers", NULL};
+    char path[128], go[140], ok[64];
+    lines_wait w = {.path = path, .prefix = "in ", .want = 30};
+    int two = 2;
+    ending e;
+    FILE *f;
+
+    threaded_path(path, sizeof path, "hold");
+    enqueue_many("pyhold", "reload", "wait", 30, parked);
+    cr_assert(test_wait_until(enough_lines, &w, TEST_EVENT_MS),
+              "%d of 30 in flight; see %s", lines_with(path, "in "), host.log);
+    snprintf(ok, sizeof ok, "ok %ld", held_pid(path, 30));
+    cr_assert_eq(kill(host.pid, SIGHUP), 0);
+    cr_assert(test_host_wait_log(&host, TEST_EVENT_MS, replacing), "see %s",
+              host.log);
+    snprintf(go, sizeof go, "%s.go", path);
+    f = fopen(go, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fclose(f), 0);
+    for (int i = 0; i < 30; i++) {
+        wait_end("pyhold", parked[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", parked[i],
+                     e.info.error);
+        cr_assert_str_eq(e.result, ok, "%s", parked[i]);
+        free(e.result);
+    }
+    cr_assert_eq(lines_with(path, "in "), 30);
+    cr_assert(test_wait_until(started_hold, &two, TEST_EVENT_MS), "see %s",
+              host.log);
+    enqueue_many("pyhold", "after", "ok", 1, after);
+    wait_end("pyhold", after[0], &e);
+    cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s", e.info.error);
+    cr_assert_str_neq(e.result, ok, "served by the old program");
+    free(e.result);
+}
+
+/* More threads than places (threads = 4, inflight = 2): two tasks are in
+ * the program, the other two calls wait for a place, the worker says so
+ * once, and all four finish in the one program. */
+Test(coprocess_threads, more_threads_than_places_wait_and_say_so)
+{
+    static char parked[4][WHARF_ID_MAX + 1];
+    static const char *const said[] = {
+        "coprocess: more calls at once than inflight = 2",
+        "\"plugin\":\"narrow\"", NULL};
+    char path[128], go[140], ok[64];
+    lines_wait w = {.path = path, .prefix = "in ", .want = 2};
+    ending e;
+    FILE *f;
+
+    threaded_path(path, sizeof path, "narrow");
+    enqueue_many("pynarrow", "narrow", "wait", 4, parked);
+    cr_assert(test_wait_until(enough_lines, &w, TEST_EVENT_MS),
+              "%d of 2 in flight; see %s", lines_with(path, "in "), host.log);
+    cr_assert(test_host_wait_log(&host, TEST_EVENT_MS, said), "see %s",
+              host.log);
+    /* Two places: the others are not in the program yet. */
+    cr_assert_eq(lines_with(path, "in "), 2);
+    snprintf(ok, sizeof ok, "ok %ld", held_pid(path, 2));
+    snprintf(go, sizeof go, "%s.go", path);
+    f = fopen(go, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fclose(f), 0);
+    for (int i = 0; i < 4; i++) {
+        wait_end("pynarrow", parked[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", parked[i],
+                     e.info.error);
+        cr_assert_str_eq(e.result, ok, "%s", parked[i]);
+        free(e.result);
+    }
+    cr_assert_eq(lines_with(path, "in "), 4);
+    cr_assert_eq(test_host_log_count(&host, said), 1, "see %s", host.log);
+}
+
+/* 48 payloads of 256 KiB through one program with 16 in flight: frames
+ * far larger than a pipe holds, written by many calls while others read
+ * the answers; each comes back whole. */
+Test(coprocess_threads, big_frames_with_many_in_flight)
+{
+    enum { N = 48, LEN = 256 * 1024 };
+    static char ids[N][WHARF_ID_MAX + 1];
+    unsigned char *payload = malloc(LEN);
+    ending e;
+
+    cr_assert_not_null(payload);
+    for (int i = 0; i < N; i++) {
+        wharf_enqueue_opts t = {
+            .type = "pychaos_async", .payload = payload, .payload_len = LEN};
+        wharf_enqueue_reply reply;
+
+        memcpy(payload, "echo:", 5);
+        for (size_t k = 5; k < LEN; k++)
+            payload[k] = (unsigned char)(k * 7 + (size_t)i);
+        snprintf(ids[i], sizeof ids[i], "big-%d", i);
+        t.id = ids[i];
+        cr_assert_eq(wharf_enqueue(client, &t, &reply), WHARF_CLIENT_OK, "%s",
+                     wharf_client_errstr(client));
+    }
+    for (int i = 0; i < N; i++) {
+        wait_end("pychaos_async", ids[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", ids[i],
+                     e.info.error);
+        cr_assert_eq(e.result_len, (size_t)LEN, "%s", ids[i]);
+        for (size_t k = 5; k < LEN; k++)
+            if ((unsigned char)e.result[k] !=
+                (unsigned char)(k * 7 + (size_t)i))
+                cr_assert_fail("%s: byte %zu differs", ids[i], k);
+        free(e.result);
+    }
+    free(payload);
+    cr_assert_eq(starts_of("echo"), 1, "see %s", host.log);
 }

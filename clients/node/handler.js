@@ -55,11 +55,32 @@ function handler(type, fn) {
 }
 
 function frame(kind, request, body) {
-  const head = Buffer.alloc(9);
-  head.writeUInt32BE(5 + body.length, 0);
-  head.write(kind, 4, 'latin1');
-  head.writeUInt32BE(request, 5);
-  return Buffer.concat([head, body]);
+  const out = Buffer.allocUnsafe(9 + body.length);
+  out.writeUInt32BE(5 + body.length, 0);
+  out[4] = kind.charCodeAt(0);
+  out.writeUInt32BE(request, 5);
+  body.copy(out, 9);
+  return out;
+}
+
+// An ok frame: the commonest, built in one buffer.
+function okFrame(request, data) {
+  const out = Buffer.allocUnsafe(13 + data.length);
+  out.writeUInt32BE(9 + data.length, 0);
+  out[4] = 0x4f; // 'O'
+  out.writeUInt32BE(request, 5);
+  out.writeUInt32BE(data.length, 9);
+  data.copy(out, 13);
+  return out;
+}
+
+// The u64 and i64 fields as Numbers (exact up to 2^53), without BigInt.
+function u64(buf, at) {
+  return buf.readUInt32BE(at) * 4294967296 + buf.readUInt32BE(at + 4);
+}
+
+function i64(buf, at) {
+  return buf.readInt32BE(at) * 4294967296 + buf.readUInt32BE(at + 4);
 }
 
 function blob(data) {
@@ -80,16 +101,29 @@ class Context {
   constructor(runner, request, deadline) {
     // Date.now() at the task's deadline, or null for none.
     this.deadline = deadline;
-    this.controller = new AbortController();
+    // Made on first use: an AbortController costs more than a no-op task.
+    this.controller = null;
+    this.aborted = false;
     this.runner = runner;
     this.request = request;
   }
 
   // Aborted once the host cancels the task (its deadline passed, or an
   // operator cancelled it): pass it to fetch() and the like.
-  get signal() { return this.controller.signal; }
+  get signal() {
+    if (this.controller === null) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(new Error('cancelled by the host'));
+    }
+    return this.controller.signal;
+  }
 
-  get cancelled() { return this.controller.signal.aborted; }
+  get cancelled() { return this.aborted; }
+
+  abort() {
+    this.aborted = true;
+    if (this.controller !== null) this.controller.abort(new Error('cancelled by the host'));
+  }
 
   // ms to the deadline (0 once passed), null for none.
   timeLeft() { return this.deadline === null ? null : Math.max(0, this.deadline - Date.now()); }
@@ -102,13 +136,36 @@ class Context {
 }
 
 class Runner {
-  constructor(table, write) {
+  // writeOut(buf) writes frames to the host. Frames are queued and written
+  // together: at the end of each chunk read from stdin (the answers of the
+  // tasks it held that answered at once) and once per turn of the event
+  // loop (those that answered later), so many tasks in flight cost a few
+  // writes, not one each.
+  constructor(table, writeOut) {
     this.handlers = table;
-    this.write = write;
+    this.writeOut = writeOut;
+    this.queued = [];
+    this.flushing = null;
     this.chunks = [];
     this.buffered = 0;
     this.running = new Map();
     this.closing = false;
+  }
+
+  write(buf) {
+    this.queued.push(buf);
+    if (this.flushing === null) this.flushing = setImmediate(() => this.flush());
+  }
+
+  flush() {
+    if (this.flushing !== null) {
+      clearImmediate(this.flushing);
+      this.flushing = null;
+    }
+    if (this.queued.length === 0) return;
+    const out = this.queued.length === 1 ? this.queued[0] : Buffer.concat(this.queued);
+    this.queued = [];
+    this.writeOut(out);
   }
 
   data(chunk) {
@@ -132,9 +189,11 @@ class Runner {
     buf = buf.subarray(at);
     this.chunks = buf.length ? [buf] : [];
     this.buffered = buf.length;
+    this.flush();
   }
 
   broken(why) {
+    this.flush();
     process.stderr.write(`wharf handler: ${why}\n`);
     process.exit(70);
   }
@@ -150,15 +209,14 @@ class Runner {
   task(request, body) {
     const attempt = body.readUInt32BE(0);
     const maxAttempts = body.readUInt32BE(4);
-    const fence = Number(body.readBigUInt64BE(8));
-    const enqueuedAt = Number(body.readBigInt64BE(16));
-    const deadlineIn = Number(body.readBigInt64BE(24));
+    const fence = u64(body, 8);
+    const enqueuedAt = i64(body, 16);
+    const deadlineIn = i64(body, 24);
     const fields = [];
     let at = 32;
     for (let i = 0; i < 4; i++) {
       const n = body.readUInt32BE(at);
-      // A copy: the frame's buffer is reused for the next frames.
-      fields.push(Buffer.from(body.subarray(at + 4, at + 4 + n)));
+      fields.push(body.subarray(at + 4, at + 4 + n));
       at += 4 + n;
     }
     const task = {
@@ -169,7 +227,8 @@ class Runner {
       fence,
       trace: fields[2].toString('latin1'),
       enqueuedAt,
-      payload: fields[3],
+      // A copy: the frame's buffer is reused for the next frames.
+      payload: Buffer.from(fields[3]),
     };
     const ctx = new Context(this, request, deadlineIn >= 0 ? Date.now() + deadlineIn : null);
     const fn = this.handlers.get(task.type);
@@ -177,21 +236,22 @@ class Runner {
       this.write(frame('F', request, blob(Buffer.from(`no handler for type '${task.type}' in this program`))));
       return;
     }
-    this.running.set(request, ctx);
     let result;
     try {
       result = fn(task, ctx);
     } catch (e) {
       this.failed(request, ctx, e);
-      this.done(request);
+      this.checkFinished();
       return;
     }
     if (result === null || typeof result !== 'object' || typeof result.then !== 'function') {
-      // A plain value: answered now, without a turn of the promise queue.
+      // A plain value: answered now, without a turn of the promise queue
+      // (and never in `running`: nothing can cancel it any more).
       this.ok(request, result);
-      this.done(request);
+      this.checkFinished();
       return;
     }
+    this.running.set(request, ctx);
     Promise.resolve(result).then((value) => this.ok(request, value), (e) => this.failed(request, ctx, e))
       .finally(() => this.done(request));
   }
@@ -209,7 +269,7 @@ class Runner {
       this.write(frame('F', request, blob(Buffer.from(e.message))));
       return;
     }
-    this.write(frame('O', request, blob(data)));
+    this.write(okFrame(request, data));
   }
 
   failed(request, ctx, e) {
@@ -235,7 +295,7 @@ class Runner {
 
   cancel(request) {
     const ctx = this.running.get(request);
-    if (ctx) ctx.controller.abort(new Error('cancelled by the host'));
+    if (ctx) ctx.abort();
   }
 
   // stdin closed: the host stops this program; tasks in hand end first.
@@ -245,7 +305,10 @@ class Runner {
   }
 
   checkFinished() {
-    if (this.closing && this.running.size === 0) process.exit(0);
+    if (this.closing && this.running.size === 0) {
+      this.flush();
+      process.exit(0);
+    }
   }
 }
 
