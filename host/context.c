@@ -101,12 +101,18 @@ static void context_log(wharf_ctx *ctx, int level, const char *fmt, va_list ap)
 }
 
 /* The plugin's own manifest key, or NULL (always NULL when autoloaded: an
- * autoloaded plugin has no section). */
+ * autoloaded plugin has no section); "threads" always (plugin.h). */
 static const char *context_config(wharf_ctx *ctx, const char *key)
 {
     context *c = context_of(ctx);
 
-    if (key == NULL || c->plugin == NULL || c->plugin->section == NULL)
+    if (key == NULL || c->plugin == NULL)
+        return NULL;
+    /* The host's key of the section, as the loader resolved it: how many
+     * calls of this plugin a worker makes at once. */
+    if (strcmp(key, "threads") == 0)
+        return c->plugin->threads_text;
+    if (c->plugin->section == NULL)
         return NULL;
     return config_plugin_value(c->plugin->section, key);
 }

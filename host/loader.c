@@ -380,6 +380,7 @@ static int loader_open_one(loader *ld, const char *path, const char *real,
     plugin->initialized = false;
     plugin->thread_safe = thread_safe;
     plugin->threads = threads;
+    snprintf(plugin->threads_text, sizeof(plugin->threads_text), "%u", threads);
     ld->n_plugins++;
     handle = NULL; /* the slot owns it now */
     for (i = 0; types[i] != NULL; i++)

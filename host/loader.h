@@ -23,6 +23,8 @@ typedef struct loaded_plugin {
     unsigned threads;              /* tasks of it at once in one worker: its
                                       section's threads, else [host] threads
                                       if thread_safe, else 1 */
+    char threads_text[12];         /* the same as text: wharf_config's
+                                      answer for "threads" */
 } loaded_plugin;
 
 typedef struct route {

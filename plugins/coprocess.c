@@ -674,6 +674,27 @@ static coprocess *coprocess_new(void)
     return cp;
 }
 
+/* A worker's threads each hold one call, and inflight is what the
+ * program is told it may hold: unequal, one of them is wasted, so the
+ * check (wharfd --check, and the one of each start and reload) says so,
+ * once rather than once a worker. */
+static void warn_threads(wharf_ctx *ctx, uint32_t inflight)
+{
+    const char *v = wharf_config(ctx, "threads");
+    unsigned long threads = v ? strtoul(v, NULL, 10) : 0;
+
+    if (threads == 0 || threads == inflight ||
+        wharf_phase(ctx) != WHARF_PHASE_CHECK)
+        return;
+    wharf_log(ctx, WHARF_LOG_WARN,
+              "coprocess: threads = %lu but inflight = %u: %s; give the "
+              "section as many threads as inflight",
+              threads, inflight,
+              threads > inflight
+                  ? "calls beyond inflight wait for a free place"
+                  : "the program is never sent more than threads at once");
+}
+
 /* Reads and checks the section's keys; in a worker and in `wharf run`,
  * starts the program and waits for its ready frame, so a program that
  * cannot start fails init with its reason (and its stderr logged). In a
@@ -719,6 +740,7 @@ static int coprocess_init(wharf_ctx *ctx, void **state)
         goto fail;
     }
     cp->configured = true;
+    warn_threads(ctx, cp->inflight);
     if (wharf_phase(ctx) != WHARF_PHASE_CHECK) {
         pthread_mutex_lock(&cp->lock);
         if (start(cp, ctx, err, sizeof err) == 0)

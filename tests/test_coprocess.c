@@ -502,6 +502,41 @@ Test(coprocess_run, check_refuses_bad_keys)
     cr_assert(strstr(out, "never coprocess 1.0.0 "), "%s", out);
 }
 
+/* --check says when a section's threads and inflight differ (the
+ * worker's calls at once against what the program is told it may hold),
+ * either way, and says nothing when they agree. */
+Test(coprocess_run, check_says_when_threads_and_inflight_differ)
+{
+    static const struct {
+        const char *keys, *said;
+    } cases[] = {
+        {"inflight = 32\n", "coprocess: threads = 1 but inflight = 32: the "
+                            "program is never sent more than threads at once"},
+        {"threads = 8\ninflight = 4\n",
+         "coprocess: threads = 8 but inflight = 4: calls beyond inflight "
+         "wait for a free place"},
+        {"threads = 16\ninflight = 16\n", NULL},
+    };
+    char text[512];
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(text, sizeof text,
+                 "[plugin.mismatch]\npath = coprocess.so\ntypes = mismatch\n"
+                 "command = /bin/false\n%s",
+                 cases[i].keys);
+        manifest(text);
+        cr_assert_eq(run_argv(NULL, (const char *const[]){WHARFD, "--config",
+                                                          manifest_path(),
+                                                          "--check", NULL}),
+                     0, "%s\n%s", text, err);
+        if (cases[i].said)
+            cr_assert(strstr(err, cases[i].said), "%s\n%s", text, err);
+        else
+            cr_assert(!strstr(err, "\"plugin\":\"mismatch\""), "%s\n%s", text,
+                      err);
+    }
+}
+
 /* --- one real host ----------------------------------------------------- */
 
 static test_redis redis;

@@ -136,7 +136,10 @@ static inline WHARF_PRINTF(3, 4) void wharf_log(wharf_ctx *ctx, int level,
 }
 
 /* The value of one of the plugin's own keys in its [plugin.NAME] manifest
- * section, or NULL if absent. Owned by the host. */
+ * section, or NULL if absent. Owned by the host. "threads" is the host's
+ * and always answered: how many calls of the plugin a worker makes at
+ * once (its section's threads, else [host] threads for a thread-safe
+ * plugin, else 1). */
 static inline const char *wharf_config(wharf_ctx *ctx, const char *key)
 {
     return ctx->services->config(ctx, key);
