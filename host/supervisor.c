@@ -18,6 +18,7 @@
 
 #include "backoff.h"
 #include "clock_ms.h"
+#include "history_write.h"
 #include "log.h"
 #include "notify.h"
 #include "node_scripts.h"
@@ -62,6 +63,20 @@ static void stall_if_asked(void)
     }
     if (path && access(path, F_OK) == 0)
         usleep(5000 * 1000);
+}
+
+/* Writes the fleet's history when a minute has ended (or, final, at a
+ * stop: the minute under way), on the supervisor's connection. */
+static void write_history(supervisor *s, bool final)
+{
+    int64_t wall = clock_wall_ms();
+
+    if (!s->history || (!final && !history_writer_due(s->history, wall)) ||
+        ensure_connected(s, final ? INT64_MAX : clock_ms()) != 0)
+        return;
+    if (history_writer_write(s->history, s->m, &s->b.pipe, s->cfg->prefix,
+                             s->cfg->metrics_history_ms, wall, final) != 0)
+        lost_connection(s, "writing the history");
 }
 
 static int run_loop(supervisor *s)
@@ -143,6 +158,7 @@ static int run_loop(supervisor *s)
         publish_presence(s, now);
         console_tick(s->console, now);
         maintain(s, now);
+        write_history(s, false);
         stall_if_asked();
         if (lease_keeper_instance_lost(s->keeper) && !s->instance_lost) {
             s->instance_lost = true;
@@ -253,6 +269,7 @@ int supervisor_run(const char *config_path, config *cfg)
         goto out;
     }
     start_schedules(&s);
+    s.history = history_writer_create(s.name, s.instance_value);
     s.started_wall_ms = clock_wall_ms();
     /* The console answers on the metrics listener only: without it there
      * is no console (the host's presence is the supervisor's own). */
@@ -288,6 +305,9 @@ int supervisor_run(const char *config_path, config *cfg)
     /* Every worker is gone: nothing is left to renew. */
     lease_keeper_stop(s.keeper);
     s.keeper = NULL;
+    /* Every worker is gone and its counts are in: the minute under way
+     * goes into the history now, so a clean stop loses none of it. */
+    write_history(&s, true);
     /* A last try for what a worker that died while Redis was away left:
      * otherwise its tasks stay pending and run again at the next start. */
     for (size_t i = 0; i < s.n_procs; i++)
@@ -302,6 +322,7 @@ out:
     lease_keeper_stop(s.keeper);
     http_stop(s.http);
     console_destroy(s.console);
+    history_writer_destroy(s.history);
     broker_destroy(&s.b);
     metrics_destroy(s.m);
     free(s.figures);
