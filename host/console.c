@@ -16,6 +16,7 @@
 #include "clock_ms.h"
 #include "config.h"
 #include "console_actions.h"
+#include "console_history.h"
 #include "console_overview.h"
 #include "console_schedules.h"
 #include "console_redis.h"
@@ -240,6 +241,8 @@ void console_http(console *c, const char *method, const char *path,
         console_task_detail(c, reply);
     else if (strcmp(path, "/api/schedules") == 0)
         console_schedules(c, reply);
+    else if (strcmp(path, "/api/history") == 0)
+        console_history(c, reply);
     else
         console_reply_error(reply, 404, "no such API: see docs/console.md");
 }

@@ -199,7 +199,8 @@ static int run_history(cli *ctx, const cli_args *args, const redisReply *types)
 /* --type and --last are --history's. */
 static int check_history(cli *ctx, const cli_args *args)
 {
-    if (!args->flag[OPT_HISTORY] && (args->flag[OPT_TYPE] || args->flag[OPT_LAST]))
+    if (!args->flag[OPT_HISTORY] &&
+        (args->flag[OPT_TYPE] || args->flag[OPT_LAST]))
         return cli_usage(ctx, "--type and --last go with --history");
     if (args->flag[OPT_TYPE])
         return cli_check_type(ctx, args->flag[OPT_TYPE]);

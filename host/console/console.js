@@ -261,6 +261,8 @@ function renderOverview(o) {
   const names = o.types.map(t => t.type);
   syncTypeSelect($('find-type'), names, true);
   syncTypeSelect($('dead-type'), names, false);
+  syncTypeSelect($('history-type'), names, true);
+  if (Date.now() - history.readAt > HISTORY_POLL_MS) loadHistory();
   if (!state.deadType && names.length) {
     const withDead = o.types.find(t => t.dead > 0);
     state.deadType = withDead ? withDead.type : names[0];
@@ -423,6 +425,133 @@ function renderSchedules(o) {
   }
 }
 
+/* ---- the fleet's history (api/history) ---- */
+
+const HISTORY_POLL_MS = 15000;
+const HISTORY_BARS = 240; /* at most: 6 h and 24 h group minutes */
+const history = { minutes: 60, type: '', host: '', readAt: 0, busy: false };
+
+/* The history chart: per bar (a minute, or several for 6 h and 24 h) ok
+ * under retry under dead under cancelled, scaled to the busiest bar, and
+ * the run time's p95 as a line on a scale of its own. */
+function historyChart(h) {
+  const ns = 'http://www.w3.org/2000/svg';
+  const kinds = ['ok', 'retry', 'dead', 'cancelled'];
+  const steps = h.minutes;
+  const per = Math.ceil(steps / HISTORY_BARS);
+  const n = Math.ceil(steps / per);
+  const W = 720, H = 120, top = 14, bottom = 16;
+  const bw = W / n;
+  const bars = [];
+  for (let i = 0; i < n; i++) {
+    const b = { p95: null };
+    for (const k of kinds) b[k] = 0;
+    for (let j = i * per; j < Math.min(steps, (i + 1) * per); j++) {
+      for (const k of kinds) b[k] += h.series[k][j] || 0;
+      const p = h.series.run_p95_ms[j];
+      if (p !== null && p !== undefined)
+        b.p95 = Math.max(b.p95 === null ? 0 : b.p95, p < 0 ? 10000 : p);
+    }
+    bars.push(b);
+  }
+  const peak = Math.max(0, ...bars.map(b => kinds.reduce((a, k) => a + b[k], 0)));
+  const slowest = Math.max(0, ...bars.map(b => b.p95 || 0));
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('class', 'history');
+  svg.setAttribute('width', W);
+  svg.setAttribute('height', H);
+  svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+  const add = (tag, attrs, text) => {
+    const e = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    svg.appendChild(e);
+    return e;
+  };
+  const plot = H - top - bottom;
+  add('line', { class: 'base', x1: 0, x2: W, y1: H - bottom + 0.5, y2: H - bottom + 0.5 });
+  const points = [];
+  bars.forEach((b, i) => {
+    let y = H - bottom;
+    for (const k of kinds) {
+      if (!b[k] || !peak) continue;
+      const bh = Math.max(1, b[k] * plot / peak);
+      y -= bh;
+      add('rect', { class: k, x: (i * bw).toFixed(2), y: y.toFixed(2),
+                    width: Math.max(0.5, bw - (bw > 2 ? 1 : 0)).toFixed(2),
+                    height: bh.toFixed(2), 'data-bar': i });
+    }
+    if (b.p95 !== null && slowest > 0)
+      points.push(((i + 0.5) * bw).toFixed(1) + ',' +
+                  (H - bottom - b.p95 * plot / slowest).toFixed(1));
+  });
+  if (points.length > 1) add('polyline', { class: 'p95', points: points.join(' ') });
+  const from = new Date(h.from_ms).toISOString().slice(11, 16);
+  add('text', { x: 2, y: H - 3 }, from + ' UTC');
+  add('text', { x: W - 2, y: H - 3, 'text-anchor': 'end' }, 'now');
+  add('text', { x: 2, y: 11 }, peak ? 'peak ' + peak + ' per ' + (per === 1 ? 'minute' : per + ' minutes') : 'nothing ran');
+  if (slowest)
+    add('text', { x: W - 2, y: 11, 'text-anchor': 'end' }, 'run p95 up to ' + ms(slowest) + ' (line)');
+  add('title', {}, 'ok green, retry amber, dead red, cancelled purple; run p95 blue');
+  return svg;
+}
+
+function historyTotal(h) {
+  const t = h.total;
+  const q = v => (v === null ? '-' : v < 0 ? '> 10 s' : ms(v));
+  return 'last ' + (h.minutes >= 60 ? h.minutes / 60 + ' h' : h.minutes + ' min') +
+    (h.host ? ' on ' + h.host : ' on all hosts') + ': ok ' + t.ok + ', retry ' + t.retry +
+    ', dead ' + t.dead + ', cancelled ' + t.cancelled + '; wait p50 ' + q(t.wait_p50_ms) +
+    ', p95 ' + q(t.wait_p95_ms) + '; run p50 ' + q(t.run_p50_ms) + ', p95 ' + q(t.run_p95_ms);
+}
+
+async function loadHistory() {
+  if (history.busy) return;
+  history.busy = true;
+  history.readAt = Date.now();
+  const q = new URLSearchParams({ minutes: history.minutes });
+  if (history.type) q.set('type', history.type);
+  if (history.host) q.set('host', history.host);
+  try {
+    const r = await api('api/history?' + q);
+    const box = $('history-chart');
+    if (r.status !== 200) {
+      $('history-total').textContent = r.body.error || ('error ' + r.status);
+      return;
+    }
+    clear(box);
+    box.appendChild(historyChart(r.body));
+    $('history-total').textContent = historyTotal(r.body);
+    /* the hosts that wrote any of it, keeping the one chosen */
+    const hosts = r.body.hosts.slice().sort();
+    if (history.host && !hosts.includes(history.host)) hosts.push(history.host);
+    syncTypeSelect($('history-host'), hosts, true);
+    $('history-host').value = history.host;
+  } catch (e) {
+    $('history-total').textContent = 'the console did not answer';
+  } finally {
+    history.busy = false;
+  }
+}
+
+function startHistory() {
+  $('history-type').addEventListener('change', () => {
+    history.type = $('history-type').value;
+    loadHistory();
+  });
+  $('history-host').addEventListener('change', () => {
+    history.host = $('history-host').value;
+    loadHistory();
+  });
+  for (const b of document.querySelectorAll('#history-range button'))
+    b.addEventListener('click', () => {
+      history.minutes = Number(b.getAttribute('data-minutes'));
+      for (const o of document.querySelectorAll('#history-range button'))
+        o.className = o === b ? 'on' : '';
+      loadHistory();
+    });
+}
+
 async function poll() {
   try {
     const r = await api('api/overview');
@@ -459,6 +588,7 @@ function start() {
   });
   for (const b of document.querySelectorAll('#actions button'))
     b.addEventListener('click', () => act(b.getAttribute('data-action')));
+  startHistory();
   /* #type=T&id=ID opens that task (links from logs or chat). */
   const h = new URLSearchParams(location.hash.slice(1));
   if (h.get('id')) {

@@ -1,0 +1,15 @@
+/* GET /api/history (console_history.c): the fleet's history (history.h)
+ * of one type or of every type this host serves, summed over all hosts
+ * or taken from one, per minute over the last 1 to 1440 minutes. */
+#ifndef WHARF_CONSOLE_HISTORY_H
+#define WHARF_CONSOLE_HISTORY_H
+
+#include "console_state.h"
+#include "http.h"
+
+/* The most minutes one request reads: 24 h. */
+#define CONSOLE_HISTORY_MINUTES_MAX 1440
+
+void console_history(console *c, http_reply *reply);
+
+#endif /* WHARF_CONSOLE_HISTORY_H */
