@@ -40,6 +40,31 @@ static void bounds(const dead_search_filter *f, const dead_search_walk *w,
         snprintf(hi, 32, "+inf");
 }
 
+/* Runs what p holds through io: 0, or DEAD_SEARCH_UNAVAILABLE (p
+ * reset). */
+static int run(const dead_search_io *io)
+{
+    if (io->run(io->arg, io->p) == 0)
+        return 0;
+    pipeline_reset(io->p);
+    return DEAD_SEARCH_UNAVAILABLE;
+}
+
+/* One command for key, run: its reply (caller frees), or NULL. */
+static redisReply *one_command(const dead_search_io *io, const char *key,
+                               const char *fmt, const char *a, const char *b,
+                               const char *c)
+{
+    redisReply *r;
+
+    pipeline_reset(io->p);
+    if (pipeline_addf(io->p, key, fmt, a, b, c) != 0 || run(io) != 0)
+        return NULL;
+    r = pipeline_take(io->p, 0);
+    pipeline_reset(io->p);
+    return r;
+}
+
 /* An integer reply's value into *n: 0, or DEAD_SEARCH_BAD_REPLY. */
 static int integer_of(redisReply *r, const char *what, long long *n, char *why,
                       size_t why_len)
@@ -58,12 +83,13 @@ static int integer_of(redisReply *r, const char *what, long long *n, char *why,
     return rc;
 }
 
-int dead_search_begin(pipeline *p, const char *prefix, const char *type,
-                      const dead_search_filter *f, dead_search_walk *w,
-                      char *why, size_t why_len)
+int dead_search_begin(const dead_search_io *io, const char *prefix,
+                      const char *type, const dead_search_filter *f,
+                      dead_search_walk *w, char *why, size_t why_len)
 {
     char dead[KEY_MAX], lo[32], hi[32], outside[40];
     redisReply *r;
+    pipeline *p;
     int rc = 0;
 
     if (key_of_type(dead, sizeof(dead), prefix, type, "dead") < 0) {
@@ -71,7 +97,7 @@ int dead_search_begin(pipeline *p, const char *prefix, const char *type,
         return DEAD_SEARCH_BAD_REPLY;
     }
     /* Redis's clock: the dead set's scores are on it. */
-    r = pipeline_command(p, dead, "TIME");
+    r = one_command(io, dead, "TIME", NULL, NULL, NULL);
     if (!r)
         return DEAD_SEARCH_UNAVAILABLE;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
@@ -89,7 +115,7 @@ int dead_search_begin(pipeline *p, const char *prefix, const char *type,
     /* Pages go by rank (O(log n) each), not by LIMIT's offset (O(offset),
      * which took 13 ms at 20,000): base is the rank of the range's first
      * record from the end the walk starts at. */
-    pipeline_reset(p);
+    pipeline_reset(p = io->p);
     if (w->oldest_first && f->since_ago_ms)
         snprintf(outside, sizeof(outside), "(%s", lo);
     else if (!w->oldest_first && strcmp(hi, "+inf") != 0)
@@ -101,7 +127,7 @@ int dead_search_begin(pipeline *p, const char *prefix, const char *type,
                        w->oldest_first ? "-inf" : outside,
                        w->oldest_first ? outside : "+inf") != 0) ||
         pipeline_addf(p, dead, "ZCOUNT %s %s %s", dead, lo, hi) != 0 ||
-        pipeline_run(p) != 0) {
+        run(io) != 0) {
         pipeline_reset(p);
         return DEAD_SEARCH_UNAVAILABLE;
     }
@@ -121,14 +147,14 @@ bool dead_search_finished(const dead_search_walk *w)
 
 /* dead_find.lua over the ids of page (strings): its reply, checked, or
  * NULL with *rc set. */
-static redisReply *find_in_page(pipeline *p, const char *prefix,
+static redisReply *find_in_page(const dead_search_io *io, const char *prefix,
                                 const char *type, const dead_search_filter *f,
                                 const redisReply *ids, int *rc, char *why,
                                 size_t why_len)
 {
     char key[KEY_MAX], attempts[16];
-    command *cmd = &p->cmd;
-    redisReply *r;
+    command *cmd = &io->p->cmd;
+    redisReply *r = NULL;
 
     snprintf(attempts, sizeof(attempts), "%u", f->attempts);
     command_reset(cmd);
@@ -143,7 +169,11 @@ static redisReply *find_in_page(pipeline *p, const char *prefix,
     script_dead_find_args(cmd, f->grep, attempts, f->id_prefix);
     for (size_t i = 0; i < ids->elements; i++)
         command_push(cmd, ids->element[i]->str, ids->element[i]->len);
-    r = pipeline_call(p, &script_dead_find, cmd);
+    pipeline_reset(io->p);
+    if (pipeline_add_command(io->p, -1, cmd, &script_dead_find) == 0 &&
+        run(io) == 0)
+        r = pipeline_take(io->p, 0);
+    pipeline_reset(io->p);
     if (!r) {
         *rc = DEAD_SEARCH_UNAVAILABLE;
         return NULL;
@@ -166,11 +196,12 @@ static redisReply *find_in_page(pipeline *p, const char *prefix,
     return r;
 }
 
-int dead_search_next(pipeline *p, const char *prefix, const char *type,
-                     const dead_search_filter *f, dead_search_walk *w,
-                     dead_search_page *page, char *why, size_t why_len)
+int dead_search_next(const dead_search_io *io, const char *prefix,
+                     const char *type, const dead_search_filter *f,
+                     dead_search_walk *w, dead_search_page *page, char *why,
+                     size_t why_len)
 {
-    char dead[KEY_MAX];
+    char dead[KEY_MAX], from[24], to[24];
     long long first = w->base + w->offset, last;
     redisReply *ids;
     int rc = 0;
@@ -183,9 +214,11 @@ int dead_search_next(pipeline *p, const char *prefix, const char *type,
     if (last >= first + (w->total - w->visited))
         last = first + (w->total - w->visited) - 1;
     key_of_type(dead, sizeof(dead), prefix, type, "dead");
-    ids = pipeline_command(p, dead, "%s %s %lld %lld",
-                           w->oldest_first ? "ZRANGE" : "ZREVRANGE", dead,
-                           first, last);
+    snprintf(from, sizeof(from), "%lld", first);
+    snprintf(to, sizeof(to), "%lld", last);
+    ids = one_command(
+        io, dead, w->oldest_first ? "ZRANGE %s %s %s" : "ZREVRANGE %s %s %s",
+        dead, from, to);
     if (!ids)
         return DEAD_SEARCH_UNAVAILABLE;
     page->len = ids->type == REDIS_REPLY_ARRAY ? ids->elements : 0;
@@ -198,7 +231,7 @@ int dead_search_next(pipeline *p, const char *prefix, const char *type,
         w->visited = w->total;
         return 0;
     }
-    page->found = find_in_page(p, prefix, type, f, ids, &rc, why, why_len);
+    page->found = find_in_page(io, prefix, type, f, ids, &rc, why, why_len);
     freeReplyObject(ids);
     if (!page->found)
         return rc;

@@ -69,6 +69,15 @@ typedef struct dead_search_page {
     size_t len;                        /* ids the page held */
 } dead_search_page;
 
+/* How a walk reaches Redis: its pipeline, and what runs it (the
+ * console's runs it within its pass's budget, console_redis.h). run
+ * returns 0, or -1 when any command has no reply. */
+typedef struct dead_search_io {
+    pipeline *p;
+    int (*run)(void *arg, pipeline *p);
+    void *arg;
+} dead_search_io;
+
 /* What went wrong: the pipeline failed (Redis away: p->errstr says why),
  * or a reply was not what the protocol says (why says). */
 #define DEAD_SEARCH_UNAVAILABLE (-1)
@@ -80,10 +89,10 @@ const char *dead_search_filter_check(const dead_search_filter *f);
 
 /* Begins a walk of type's dead set (w's oldest_first and removes set):
  * reads Redis's clock and counts the range, in two round trips through
- * p. 0 or a DEAD_SEARCH_ error. */
-int dead_search_begin(pipeline *p, const char *prefix, const char *type,
-                      const dead_search_filter *f, dead_search_walk *w,
-                      char *why, size_t why_len);
+ * io. 0 or a DEAD_SEARCH_ error. */
+int dead_search_begin(const dead_search_io *io, const char *prefix,
+                      const char *type, const dead_search_filter *f,
+                      dead_search_walk *w, char *why, size_t why_len);
 
 /* Whether the walk has read every record of its range. */
 bool dead_search_finished(const dead_search_walk *w);
@@ -91,9 +100,10 @@ bool dead_search_finished(const dead_search_walk *w);
 /* Reads the walk's next page and its matches into *page, in two round
  * trips: 1 with a page (its matches may be none), 0 when the walk is
  * done (nothing read), or a DEAD_SEARCH_ error. */
-int dead_search_next(pipeline *p, const char *prefix, const char *type,
-                     const dead_search_filter *f, dead_search_walk *w,
-                     dead_search_page *page, char *why, size_t why_len);
+int dead_search_next(const dead_search_io *io, const char *prefix,
+                     const char *type, const dead_search_filter *f,
+                     dead_search_walk *w, dead_search_page *page, char *why,
+                     size_t why_len);
 
 /* Steps the walk past page (whose matches a removing walk has taken out
  * of the set) and frees its reply. */

@@ -68,6 +68,13 @@ static int walk_failed(cli *ctx, const char *what, int rc, const char *why)
     return cli_fail(ctx, EX_SOFTWARE, "%s: %s", what, why);
 }
 
+/* The CLI runs its pipeline as it is, without a budget. */
+static int run_pipe(void *arg, pipeline *p)
+{
+    (void)arg;
+    return pipeline_run(p);
+}
+
 int dead_each_match(cli *ctx, const char *what, const char *type,
                     const dead_filter *f, dead_walk *w)
 {
@@ -76,20 +83,22 @@ int dead_each_match(cli *ctx, const char *what, const char *type,
     dead_search_walk walk = {.oldest_first = w->oldest_first,
                              .removes = w->removed != NULL};
     dead_search_page page;
+    dead_search_io io = {NULL, run_pipe, NULL};
     char err[512];
     redisContext *redis;
     int code = 0, rc;
 
     if (!(redis = cli_redis(ctx, &code)))
         return code;
+    io.p = &ctx->conn->pipe;
     if (w->s && script_load(redis, w->s, err, sizeof(err)) != 0)
         return cli_fail(ctx, EX_UNAVAILABLE, "%s", err);
-    rc = dead_search_begin(&ctx->conn->pipe, ctx->prefix, type, &sf, &walk,
+    rc = dead_search_begin(&io, ctx->prefix, type, &sf, &walk,
                            err, sizeof(err));
     if (rc != 0)
         return walk_failed(ctx, what, rc, err);
     while (code == 0 &&
-           (rc = dead_search_next(&ctx->conn->pipe, ctx->prefix, type, &sf,
+           (rc = dead_search_next(&io, ctx->prefix, type, &sf,
                                   &walk, &page, err, sizeof(err))) == 1) {
         w->matched += (long)page.n;
         if (page.n > 0 && (w->shown || w->removed)) {

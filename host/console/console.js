@@ -268,6 +268,11 @@ function renderOverview(o) {
     state.deadType = withDead ? withDead.type : names[0];
   }
   $('dead-type').value = state.deadType;
+  if (state.searchOnLoad && state.deadType) {
+    state.searchOnLoad = false;
+    searchStart();
+  }
+  $('bulk').hidden = !search.on || !o.actions;
   const t = o.types.find(x => x.type === state.deadType);
   if (t && (t.dead !== state.deadSeen || Date.now() - state.deadReadAt > DEAD_POLL_MS)) {
     state.deadSeen = t.dead;
@@ -277,6 +282,7 @@ function renderOverview(o) {
 
 async function loadDead() {
   if (!state.deadType) return;
+  if (search.on) return; /* the search's matches stay until cleared */
   state.deadReadAt = Date.now();
   const q = new URLSearchParams({ type: state.deadType, offset: state.deadOffset, limit: DEAD_PAGE });
   const r = await api('api/dead?' + q);
@@ -301,6 +307,167 @@ async function loadDead() {
     : (r.body.offset + 1) + '–' + (r.body.offset + n) + ' of ' + r.body.total + ', newest first';
   $('dead-prev').disabled = r.body.offset === 0;
   $('dead-next').disabled = r.body.offset + n >= r.body.total;
+}
+
+/* ---- dead set search and bulk actions (api/dead/search, api/dead/replay
+ * and api/dead/purge): the CLI's filters, walked by the console a few
+ * pages of 200 ids a request, the page asking again with the cursor ---- */
+
+/* current: the cursor of the page shown (null: the newest); prev: those
+ * of the pages before it; next: the one after it. */
+const search = { on: false, q: null, gen: 0, current: null, next: null, prev: [], count: null };
+
+/* The filter of the form, or null when it has none. */
+function searchQuery() {
+  const q = new URLSearchParams({ type: state.deadType });
+  const fields = { grep: 'search-grep', since: 'search-since', before: 'search-before',
+                   attempts: 'search-attempts', id_prefix: 'search-prefix' };
+  let any = false;
+  for (const [k, id] of Object.entries(fields)) {
+    const v = $(id).value.trim();
+    if (v) { q.set(k, v); any = true; }
+  }
+  return any ? q : null;
+}
+
+function searchText() {
+  const parts = [];
+  for (const [k, v] of search.q.entries()) if (k !== 'type') parts.push(k + ' ' + v);
+  return parts.join(', ');
+}
+
+/* One page of matches from cursor (null: the newest). */
+async function searchPage(cursor) {
+  const gen = search.gen;
+  const q = new URLSearchParams(search.q);
+  q.set('list', DEAD_PAGE);
+  if (cursor) q.set('cursor', cursor);
+  const r = await api('api/dead/search?' + q);
+  if (gen !== search.gen) return;
+  if (r.status !== 200) {
+    $('dead-range').textContent = r.body.error || ('error ' + r.status);
+    return;
+  }
+  const body = $('dead').tBodies[0];
+  clear(body);
+  for (const it of r.body.matches) {
+    const open = el('button', it.id, { class: 'link', type: 'button' });
+    open.addEventListener('click', () => showTask(r.body.type, it.id));
+    body.appendChild(el('tr', null, { 'data-id': it.id }, [
+      el('td', null, {}, [open]),
+      el('td', when(it.died_at)),
+      el('td', it.attempt),
+      el('td', it.error, { class: 'error' }),
+    ]));
+  }
+  search.next = r.body.cursor;
+  $('dead-range').textContent = r.body.matches.length + ' matches shown, newest first' +
+    (r.body.cursor ? ' (more older)' : '');
+  $('dead-prev').disabled = search.prev.length === 0;
+  $('dead-next').disabled = !r.body.cursor;
+}
+
+/* Counts every match, a few pages a request; resolves to the count, or
+ * null when a newer search replaced this one or the console failed. */
+async function searchCount() {
+  const gen = search.gen;
+  let cursor = null, n = 0;
+  for (;;) {
+    const q = new URLSearchParams(search.q);
+    q.set('list', 0);
+    if (cursor) q.set('cursor', cursor);
+    let r;
+    try { r = await api('api/dead/search?' + q); } catch (e) { r = { status: 0, body: {} }; }
+    if (gen !== search.gen) return null;
+    if (r.status === 503) {
+      await new Promise(ok => setTimeout(ok, 1000 * Math.max(1, r.retryAfter)));
+      continue;
+    }
+    if (r.status !== 200) {
+      $('search-count').textContent = r.body.error || 'the count failed';
+      return null;
+    }
+    n += r.body.matched;
+    cursor = r.body.cursor;
+    $('search-count').textContent = n + ' matching' +
+      (cursor ? ' so far (' + r.body.scanned + ' of ' + r.body.total + ' read)…' : '');
+    if (!cursor) return n;
+  }
+}
+
+function searchStart() {
+  search.gen++;
+  search.q = searchQuery();
+  search.on = !!search.q;
+  search.prev = [];
+  search.current = null;
+  search.next = null;
+  $('bulk-progress').textContent = '';
+  $('search-count').textContent = '';
+  $('bulk').hidden = !search.on || !(state.overview && state.overview.actions);
+  if (!search.on) {
+    state.deadSeen = -1;
+    loadDead();
+    return;
+  }
+  searchPage(null);
+  search.count = searchCount();
+}
+
+/* Replays or purges every match, a page a request, after a confirmation
+ * that names how many. */
+async function bulk(action) {
+  if (!search.on) return;
+  const gen = search.gen;
+  const n = await search.count;
+  if (n === null || gen !== search.gen) return;
+  if (n === 0) { $('bulk-progress').textContent = 'nothing matches'; return; }
+  let token = $('token').value || sessionStorage.getItem('wharf-console-token') || '';
+  if (!token) token = prompt('[console] token') || '';
+  if (!token) return;
+  if (!confirm(action + ' ' + n + ' dead tasks of ' + state.deadType + ' matching ' +
+               searchText() + '?')) return;
+  sessionStorage.setItem('wharf-console-token', token);
+  let cursor = null, acted = 0;
+  for (;;) {
+    const q = new URLSearchParams(search.q);
+    if (cursor) q.set('cursor', cursor);
+    let r;
+    try {
+      r = await api('api/dead/' + action + '?' + q,
+                    { method: 'POST', headers: { Authorization: 'Bearer ' + token } });
+    } catch (e) { r = { status: 0, body: {} }; }
+    if (r.status === 503) {
+      await new Promise(ok => setTimeout(ok, 1000 * Math.max(1, r.retryAfter)));
+      continue; /* the same cursor: a page is safe to ask for again */
+    }
+    if (r.status !== 200) {
+      $('bulk-progress').textContent = action + ': ' + (r.body.error || 'error ' + r.status) +
+        ' after ' + acted;
+      $('bulk-progress').className = 'error';
+      return;
+    }
+    acted += r.body.acted;
+    cursor = r.body.cursor;
+    $('bulk-progress').className = '';
+    $('bulk-progress').textContent = action + ': ' + acted + ' of ' + n +
+      (cursor ? ' (' + r.body.scanned + ' of ' + r.body.total + ' read)…' : ', done');
+    if (!cursor) break;
+  }
+  search.gen++;
+  search.count = searchCount();
+  searchPage(null);
+}
+
+function startSearch() {
+  $('dead-search').addEventListener('submit', ev => { ev.preventDefault(); searchStart(); });
+  $('search-clear').addEventListener('click', () => {
+    for (const id of ['search-grep', 'search-since', 'search-before', 'search-attempts', 'search-prefix'])
+      $(id).value = '';
+    searchStart();
+  });
+  for (const b of document.querySelectorAll('#bulk button'))
+    b.addEventListener('click', () => bulk(b.getAttribute('data-bulk')));
 }
 
 function say(text, error) {
@@ -576,21 +743,41 @@ function start() {
     state.deadType = $('dead-type').value;
     state.deadOffset = 0;
     state.deadSeen = -1;
-    loadDead();
+    if (search.on) searchStart();
+    else loadDead();
   });
   $('dead-prev').addEventListener('click', () => {
+    if (search.on) {
+      search.current = search.prev.pop() || null;
+      searchPage(search.current);
+      return;
+    }
     state.deadOffset = Math.max(0, state.deadOffset - DEAD_PAGE);
     loadDead();
   });
   $('dead-next').addEventListener('click', () => {
+    if (search.on) {
+      search.prev.push(search.current || null);
+      search.current = search.next;
+      searchPage(search.next);
+      return;
+    }
     state.deadOffset += DEAD_PAGE;
     loadDead();
   });
+  startSearch();
   for (const b of document.querySelectorAll('#actions button'))
     b.addEventListener('click', () => act(b.getAttribute('data-action')));
   startHistory();
-  /* #type=T&id=ID opens that task (links from logs or chat). */
+  /* #type=T&id=ID opens that task (links from logs or chat);
+   * #type=T&grep=..&since=.. (any of the search's fields) opens that
+   * search of T's dead set. */
   const h = new URLSearchParams(location.hash.slice(1));
+  const fields = { grep: 'search-grep', since: 'search-since', before: 'search-before',
+                   attempts: 'search-attempts', id_prefix: 'search-prefix' };
+  for (const [k, id] of Object.entries(fields))
+    if (h.get(k)) { $(id).value = h.get(k); state.searchOnLoad = true; }
+  if (state.searchOnLoad && h.get('type')) state.deadType = h.get('type');
   if (h.get('id')) {
     $('find-id').value = h.get('id');
     showTask(h.get('type') || '', h.get('id'));
