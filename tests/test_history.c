@@ -18,6 +18,7 @@
 #include "host_process.h"
 #include "http_get.h"
 #include "redis_server.h"
+#include "spawn.h"
 #include "wharf_cli.h"
 
 static test_redis redis;
@@ -339,4 +340,43 @@ Test(history, history_0_writes_nothing)
     cr_expect_eq(keys->elements, 0, "history = 0 wrote %zu keys",
                  keys->elements);
     freeReplyObject(keys);
+}
+
+/* wharfd --check of [metrics] history: the file's line and why, exit 78. */
+static int check_history(const char *value, char *err, size_t len)
+{
+    char listen[64], out[400], err_path[400];
+    test_host h;
+    FILE *f;
+    size_t n;
+    int status;
+
+    snprintf(listen, sizeof(listen), "off\nhistory = %s", value);
+    test_host_opts o = {.metrics_listen = listen};
+    test_host_manifest_opts(&h, &redis, &o);
+    snprintf(out, sizeof(out), "%s/check.out", h.dir);
+    snprintf(err_path, sizeof(err_path), "%s/check.err", h.dir);
+    status = test_spawn((const char *const[]){WHARFD_PATH, "--config",
+                                              h.manifest, "--check", NULL},
+                        NULL, out, err_path, NULL, NULL);
+    f = fopen(err_path, "r");
+    cr_assert_not_null(f);
+    n = fread(err, 1, len - 1, f);
+    err[n] = '\0';
+    fclose(f);
+    return status;
+}
+
+Test(history, check_names_a_bad_history_at_its_line)
+{
+    char err[1024];
+
+    cr_expect_eq(check_history("2h", err, sizeof(err)), 0, "%s", err);
+    cr_expect_eq(check_history("0", err, sizeof(err)), 0, "%s", err);
+    cr_expect_eq(check_history("8d", err, sizeof(err)), 78);
+    cr_expect(strstr(err, "wharf.ini:") &&
+                  strstr(err, ": history = 8d is out of range 0s..7d"),
+              "%s", err);
+    cr_expect_eq(check_history("soon", err, sizeof(err)), 78);
+    cr_expect(strstr(err, "bad value 'soon' for history"), "%s", err);
 }
