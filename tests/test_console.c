@@ -1046,6 +1046,38 @@ Test(console, dead_search_in_chromium)
     cr_expect_gt(st.st_size, 20000, "screenshot %s is too small", shot);
 }
 
+/* "replay all matching" pressed in the page: the confirmation names the
+ * count, and exactly the matches go back to the queue. */
+Test(console, bulk_replay_button_in_chromium)
+{
+    char cmd[1024], log[300], *text;
+
+    test_need_tools((const char *const[]){"chromium", "node", NULL});
+    start_host("[console]\nactions = yes\ntoken = " TOKEN "\n");
+    seed_search();
+    snprintf(log, sizeof(log), "%s/bulk.log", host.dir);
+    snprintf(cmd, sizeof(cmd),
+             "node %s/tests/console/bulk-replay.mjs "
+             "'http://127.0.0.1:%d/#type=chaos&grep=refused' '%s' >%s 2>&1",
+             WHARF_SOURCE_DIR, port, TOKEN, log);
+    if (system(cmd) != 0) {
+        text = read_file(log);
+        cr_assert_fail("the page's bulk replay failed: %s", text);
+    }
+    text = read_file(log);
+    cr_expect(strstr(text, "count: 350 matching\n"), "%s", text);
+    cr_expect(strstr(text, "asked: replay 350 dead tasks of chaos matching "
+                           "grep refused?\n"),
+              "%s", text);
+    cr_expect(strstr(text, "progress: replay: 350 of 350, done"), "%s", text);
+    free(text);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), SEARCH_EACH);
+    cr_expect_eq(test_wait_int(rc, 1, TEST_EVENT_MS,
+                               "EXISTS wharf:{chaos}:result:r-200"),
+                 1, "a replayed task never ran");
+    cr_expect_eq(test_host_runs(&host, "t-200", 0), 0, "not a match");
+}
+
 /* A link to a task opened while Redis does not answer: the page's first
  * ask gets the console's 503, and the page must ask again by itself once
  * Redis answers (it once asked only at load, so the task never showed).
