@@ -75,8 +75,10 @@ static void write_history(supervisor *s, bool final)
         ensure_connected(s, final ? INT64_MAX : clock_ms()) != 0)
         return;
     if (history_writer_write(s->history, s->m, &s->b.pipe, s->cfg->prefix,
-                             s->cfg->metrics_history_ms, wall, final) != 0)
+                             s->cfg->metrics_history_ms, wall, final) != 0) {
+        broker_failed(&s->b, "writing the history", NULL);
         lost_connection(s, "writing the history");
+    }
 }
 
 static int run_loop(supervisor *s)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -272,6 +273,23 @@ Test(history, two_hosts_sum_to_their_metrics)
     cr_expect(strstr(run->out, want) != NULL, "want %s in %s", want, run->out);
     cr_expect(strstr(run->out, ":a\"") && strstr(run->out, ":b\""),
               "both hosts named: %s", run->out);
+    /* one host alone: what its /metrics counted */
+    {
+        char name[300], hostname[256];
+        cr_assert_eq(gethostname(hostname, sizeof(hostname)), 0);
+        snprintf(name, sizeof(name), "%s:b", hostname);
+        run = test_cli(redis.url, host_a.dir,
+                       (const char *[]){"stats", "--history", "--type", "chaos",
+                                        "--host", name, "--json", NULL});
+        cr_assert_eq(run->status, 0, "stats --history --host: %s", run->err);
+        snprintf(want, sizeof(want),
+                 "\"total\": {\"ok\": %lu, \"retry\": %lu, \"dead\": %lu, "
+                 "\"cancelled\": %lu,",
+                 (unsigned long)mb.ok, (unsigned long)mb.retry,
+                 (unsigned long)mb.dead, (unsigned long)mb.cancelled);
+        cr_expect(strstr(run->out, want) != NULL, "want %s in %s", want,
+                  run->out);
+    }
     run = test_cli(redis.url, host_a.dir,
                    (const char *[]){"stats", "--history", NULL});
     cr_assert_eq(run->status, 0, "stats --history: %s", run->err);

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "conn.h"
 #include "known_types.h"
+#include "history_read.h"
 #include "stats_history.h"
 
 /* Commands sent per type: the figures' (as /metrics reads them for the
@@ -155,7 +156,7 @@ static int collect(cli *ctx, const redisReply *types, type_stats *stats)
     return code;
 }
 
-enum { OPT_JSON, OPT_HISTORY, OPT_TYPE, OPT_LAST };
+enum { OPT_JSON, OPT_HISTORY, OPT_TYPE, OPT_LAST, OPT_HOST };
 
 /* ---- --history (stats_history.c) ---- */
 
@@ -191,17 +192,24 @@ static int run_history(cli *ctx, const cli_args *args, const redisReply *types)
         names[i] = one ? one : types->element[i]->str;
     if (n > 0)
         qsort(names, n, sizeof(*names), by_string);
-    code = stats_history(ctx, names, n, last_ms, args->flag[OPT_JSON] != NULL);
+    code = stats_history(ctx, names, n, last_ms, args->flag[OPT_HOST],
+                         args->flag[OPT_JSON] != NULL);
     free(names);
     return code;
 }
 
-/* --type and --last are --history's. */
+/* --type, --last and --host are --history's. */
 static int check_history(cli *ctx, const cli_args *args)
 {
+    const char *host = args->flag[OPT_HOST];
+
     if (!args->flag[OPT_HISTORY] &&
-        (args->flag[OPT_TYPE] || args->flag[OPT_LAST]))
-        return cli_usage(ctx, "--type and --last go with --history");
+        (args->flag[OPT_TYPE] || args->flag[OPT_LAST] || host))
+        return cli_usage(ctx, "--type, --last and --host go with --history");
+    if (host && (!host[0] || strlen(host) >= HISTORY_HOST_MAX ||
+                 !cli_printable(host, strlen(host))))
+        return cli_usage(ctx, "--host needs a host's name, "
+                              "<hostname>:<instance>, as --json lists them");
     if (args->flag[OPT_TYPE])
         return cli_check_type(ctx, args->flag[OPT_TYPE]);
     return 0;
@@ -256,7 +264,7 @@ out:
 
 const cli_command cmd_stats_entry = {
     .name = "stats",
-    .usage = "[--json] [--history [--type T] [--last DUR]]",
+    .usage = "[--json] [--history [--type T] [--last DUR] [--host H]]",
     .help =
         "Per type: ready, running, delayed and dead tasks, pressure, whether\n"
         "it is paused (wharf pause; \"yes, 42s\": that long more), whether\n"
@@ -270,11 +278,13 @@ const cli_command cmd_stats_entry = {
         "                times' p50 and p95 (bucket bounds), then the total\n"
         "  --type T      only type T's history\n"
         "  --last DUR    the minutes of the last DUR (default 1h, at most 7d)\n"
+        "  --host H      only what host H (<hostname>:<instance>) counted\n"
         "Exit: 0; 69 Redis unavailable.\n",
     .flags = {[OPT_JSON] = {"json", false},
               [OPT_HISTORY] = {"history", false},
               [OPT_TYPE] = {"type", true},
-              [OPT_LAST] = {"last", true}},
+              [OPT_LAST] = {"last", true},
+              [OPT_HOST] = {"host", true}},
     .check = check_history,
     .run = run,
 };

@@ -124,7 +124,7 @@ static void print_type_table(const char *type, int width, int64_t from,
 }
 
 int stats_history(cli *ctx, const char *const *types, size_t n, int64_t last_ms,
-                  bool json)
+                  const char *host, bool json)
 {
     size_t per = history_minutes_in(last_ms);
     int64_t from = history_minute_of(clock_wall_ms()) - (int64_t)per + 1;
@@ -163,7 +163,7 @@ int stats_history(cli *ctx, const char *const *types, size_t n, int64_t last_ms,
                "MINUTE (UTC)", "OK", "RETRY", "DEAD", "CANCELLED", "WAIT_P50",
                "WAIT_P95", "RUN_P50", "RUN_P95");
     for (size_t t = 0; t < n; t++) {
-        if (history_read_take(p, t * per, per, NULL, minutes, hosts, why,
+        if (history_read_take(p, t * per, per, host, minutes, hosts, why,
                               sizeof(why)) != 0) {
             if (json)
                 printf("}}\n");

@@ -10,8 +10,9 @@
 #include "cli.h"
 
 /* Reads and prints the history of the n types over the last last_ms
- * (whole minutes, the one under way last). 0 or an exit code. */
+ * (whole minutes, the one under way last), summed over every host, or of
+ * host alone when not NULL. 0 or an exit code. */
 int stats_history(cli *ctx, const char *const *types, size_t n, int64_t last_ms,
-                  bool json);
+                  const char *host, bool json);
 
 #endif /* WHARF_CLI_STATS_HISTORY_H */
