@@ -262,7 +262,7 @@ function renderOverview(o) {
   syncTypeSelect($('find-type'), names, true);
   syncTypeSelect($('dead-type'), names, false);
   syncTypeSelect($('history-type'), names, true);
-  if (Date.now() - history.readAt > HISTORY_POLL_MS) loadHistory();
+  if (Date.now() - fleet.readAt > HISTORY_POLL_MS) loadHistory();
   if (!state.deadType && names.length) {
     const withDead = o.types.find(t => t.dead > 0);
     state.deadType = withDead ? withDead.type : names[0];
@@ -596,7 +596,7 @@ function renderSchedules(o) {
 
 const HISTORY_POLL_MS = 15000;
 const HISTORY_BARS = 240; /* at most: 6 h and 24 h group minutes */
-const history = { minutes: 60, type: '', host: '', readAt: 0, busy: false };
+const fleet = { minutes: 60, type: '', host: '', readAt: 0, busy: false };
 
 /* The history chart: per bar (a minute, or several for 6 h and 24 h) ok
  * under retry under dead under cancelled, scaled to the busiest bar, and
@@ -673,12 +673,12 @@ function historyTotal(h) {
 }
 
 async function loadHistory() {
-  if (history.busy) return;
-  history.busy = true;
-  history.readAt = Date.now();
-  const q = new URLSearchParams({ minutes: history.minutes });
-  if (history.type) q.set('type', history.type);
-  if (history.host) q.set('host', history.host);
+  if (fleet.busy) return;
+  fleet.busy = true;
+  fleet.readAt = Date.now();
+  const q = new URLSearchParams({ minutes: fleet.minutes });
+  if (fleet.type) q.set('type', fleet.type);
+  if (fleet.host) q.set('host', fleet.host);
   try {
     const r = await api('api/history?' + q);
     const box = $('history-chart');
@@ -691,28 +691,28 @@ async function loadHistory() {
     $('history-total').textContent = historyTotal(r.body);
     /* the hosts that wrote any of it, keeping the one chosen */
     const hosts = r.body.hosts.slice().sort();
-    if (history.host && !hosts.includes(history.host)) hosts.push(history.host);
+    if (fleet.host && !hosts.includes(fleet.host)) hosts.push(fleet.host);
     syncTypeSelect($('history-host'), hosts, true);
-    $('history-host').value = history.host;
+    $('history-host').value = fleet.host;
   } catch (e) {
     $('history-total').textContent = 'the console did not answer';
   } finally {
-    history.busy = false;
+    fleet.busy = false;
   }
 }
 
 function startHistory() {
   $('history-type').addEventListener('change', () => {
-    history.type = $('history-type').value;
+    fleet.type = $('history-type').value;
     loadHistory();
   });
   $('history-host').addEventListener('change', () => {
-    history.host = $('history-host').value;
+    fleet.host = $('history-host').value;
     loadHistory();
   });
   for (const b of document.querySelectorAll('#history-range button'))
     b.addEventListener('click', () => {
-      history.minutes = Number(b.getAttribute('data-minutes'));
+      fleet.minutes = Number(b.getAttribute('data-minutes'));
       for (const o of document.querySelectorAll('#history-range button'))
         o.className = o === b ? 'on' : '';
       loadHistory();
