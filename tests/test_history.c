@@ -18,6 +18,7 @@
 #include "history.h"
 #include "host_process.h"
 #include "http_get.h"
+#include "redis_cluster.h"
 #include "redis_server.h"
 #include "spawn.h"
 #include "wharf_cli.h"
@@ -397,4 +398,104 @@ Test(history, check_names_a_bad_history_at_its_line)
               "%s", err);
     cr_expect_eq(check_history("soon", err, sizeof(err)), 78);
     cr_expect(strstr(err, "bad value 'soon' for history"), "%s", err);
+}
+
+/* The total of type in `stats --history --json` output: its text from
+ * "total" on, or NULL. */
+static const char *total_of(const char *out, const char *type)
+{
+    char name[64];
+    const char *at;
+
+    snprintf(name, sizeof(name), "\"%s\": {\"minutes\"", type);
+    at = strstr(out, name);
+    return at ? strstr(at, "\"total\": ") : NULL;
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+typedef struct outcomes_wait {
+    int port;
+    const char *name; /* a sample of /metrics */
+    double want;
+} outcomes_wait;
+
+static bool sample_is(void *arg)
+{
+    outcomes_wait *w = arg;
+
+    return test_http_get(w->port, "/metrics", body, sizeof(body)) == 200 &&
+           sample(body, w->name) == w->want;
+}
+
+/* On a Cluster each type's minutes live on the node that serves the type
+ * (its hash slot), and the CLI reads them there. */
+Test(history, on_a_cluster_each_type_on_its_node)
+{
+    test_cluster cl;
+    int chaos_at, echo_at, port;
+    redisContext *chaos_rc, *echo_rc;
+    const test_cli_run *run;
+    const char *total;
+    redisReply *keys;
+    char id[32];
+
+    test_cluster_start(&cl, 3, 0);
+    chaos_at = test_cluster_owner(
+        &cl, test_cluster_slot(&cl, "wharf:{chaos}:history:1"));
+    echo_at = test_cluster_owner(
+        &cl, test_cluster_slot(&cl, "wharf:{echo}:history:1"));
+    cr_assert(chaos_at >= 0 && echo_at >= 0);
+    chaos_rc = test_cluster_connect(&cl, chaos_at);
+    echo_rc = test_cluster_connect(&cl, echo_at);
+    {
+        char listen[64];
+        port = test_free_port();
+        snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+        test_host_opts o = {.redis_url = cl.url,
+                            .metrics_listen = listen,
+                            .host_keys = "instance = a\n"};
+        test_host_up(&host_a, &redis, &o, chaos_rc);
+    }
+    for (int i = 0; i < 5; i++) {
+        snprintf(id, sizeof(id), "c%d", i);
+        test_add_entry(chaos_rc, "chaos", id, i < 2 ? "fatal" : "ok");
+        snprintf(id, sizeof(id), "e%d", i);
+        test_add_entry(echo_rc, "echo", id, "hello");
+    }
+    outcomes_wait waits[] = {
+        {port, "wharf_tasks_total{type=\"chaos\",outcome=\"ok\"}", 3},
+        {port, "wharf_tasks_total{type=\"chaos\",outcome=\"dead\"}", 2},
+        {port, "wharf_tasks_total{type=\"echo\",outcome=\"ok\"}", 5}};
+    for (size_t i = 0; i < 3; i++)
+        cr_assert(test_wait_until(sample_is, &waits[i], TEST_EVENT_MS),
+                  "%s never %g; see %s", waits[i].name, waits[i].want,
+                  host_a.log);
+    cr_assert_eq(test_host_stop(&host_a), 0);
+
+    keys = test_redis_command(chaos_rc, "KEYS wharf:{chaos}:history:*");
+    cr_expect_geq(keys->elements, 1, "chaos's minutes not on its node");
+    freeReplyObject(keys);
+    keys = test_redis_command(echo_rc, "KEYS wharf:{echo}:history:*");
+    cr_expect_geq(keys->elements, 1, "echo's minutes not on its node");
+    freeReplyObject(keys);
+    run = test_cli(cl.url, host_a.dir,
+                   (const char *[]){"stats", "--history", "--json", NULL});
+    cr_assert_eq(run->status, 0, "stats --history: %s", run->err);
+    total = total_of(run->out, "chaos");
+    cr_expect(total &&
+                  starts_with(total, "\"total\": {\"ok\": 3, \"retry\": 0, "
+                                     "\"dead\": 2, \"cancelled\": 0,"),
+              "%s", run->out);
+    total = total_of(run->out, "echo");
+    cr_expect(total &&
+                  starts_with(total, "\"total\": {\"ok\": 5, \"retry\": 0, "
+                                     "\"dead\": 0, \"cancelled\": 0,"),
+              "%s", run->out);
+    redisFree(chaos_rc);
+    redisFree(echo_rc);
+    test_cluster_stop(&cl);
 }
