@@ -307,14 +307,15 @@ int supervisor_run(const char *config_path, config *cfg)
     /* Every worker is gone: nothing is left to renew. */
     lease_keeper_stop(s.keeper);
     s.keeper = NULL;
-    /* Every worker is gone and its counts are in: the minute under way
-     * goes into the history now, so a clean stop loses none of it. */
-    write_history(&s, true);
     /* A last try for what a worker that died while Redis was away left:
      * otherwise its tasks stay pending and run again at the next start. */
     for (size_t i = 0; i < s.n_procs; i++)
         if (s.procs[i].recovering && ensure_connected(&s, INT64_MAX) == 0)
             retry_recovery(&s, i);
+    /* Every worker is gone and every count is in (the recovery's too):
+     * the minute under way goes into the history now, so a clean stop
+     * loses none of it. */
+    write_history(&s, true);
     if (ensure_connected(&s, INT64_MAX) == 0)
         release_instance(&s);
     log_fields(WHARF_LOG_INFO, "wharfd stopped",
