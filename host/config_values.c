@@ -94,11 +94,6 @@ int config_parse_duration_why(const char *text, int64_t *out_ms,
     uint64_t ignored;
     int rc;
 
-    /* Zero is zero in any unit: "history = 0" reads as it means. */
-    if (strcmp(text, "0") == 0) {
-        *out_ms = 0;
-        return PARSE_OK;
-    }
     rc = parse_with_unit(text, duration_units, INT64_MAX, &ms);
     if (rc == PARSE_BAD) {
         if (read_digits(&p, &ignored) != PARSE_BAD && *p == '\0')
