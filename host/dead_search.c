@@ -235,13 +235,19 @@ int dead_search_next(const dead_search_io *io, const char *prefix,
     freeReplyObject(ids);
     if (!page->found)
         return rc;
-    page->n = page->found->elements / 4;
-    for (size_t i = 0; i < page->n; i++) {
+    for (size_t i = 0; i < page->found->elements / 4; i++) {
         redisReply *const *e = page->found->element + 4 * i;
-        page->m[i] =
-            (dead_search_match){e[0]->str, (int64_t)strtod(e[1]->str, NULL),
-                                e[2]->str, e[3]->str, e[3]->len};
-        page->ids[i] = e[0]->str;
+        int64_t died = (int64_t)strtod(e[1]->str, NULL);
+        /* Pages go by rank, and ranks move when records come and go
+         * beside the walk (a bulk action resumed from an older cursor, a
+         * trim): a record outside the range is not the walk's. */
+        if ((f->since_ago_ms && died < w->now_ms - f->since_ago_ms) ||
+            ((f->before_ago_ms || w->removes) &&
+             died > w->now_ms - f->before_ago_ms))
+            continue;
+        page->m[page->n] = (dead_search_match){e[0]->str, died, e[2]->str,
+                                               e[3]->str, e[3]->len};
+        page->ids[page->n++] = e[0]->str;
     }
     return 1;
 }
