@@ -276,6 +276,7 @@ const cli_command cmd_stats_entry = {
         "                summed): per minute with anything in it, tasks ok,\n"
         "                retried, dead and cancelled, and the wait and run\n"
         "                times' p50 and p95 (bucket bounds), then the total\n"
+        "                (a type with nothing in it is left out)\n"
         "  --type T      only type T's history\n"
         "  --last DUR    the minutes of the last DUR (default 1h, at most 7d)\n"
         "  --host H      only what host H (<hostname>:<instance>) counted\n"

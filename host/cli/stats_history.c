@@ -106,12 +106,19 @@ static void print_row(const char *type, int width, const char *at,
            quantile_text(f, 0, 0.95, r95, sizeof(r95)));
 }
 
-static void print_type_table(const char *type, int width, int64_t from,
+/* The rows of a type with anything in its minutes; false (nothing
+ * printed) for one without. */
+static bool print_type_table(const char *type, int width, int64_t from,
                              const history_figures *minutes, size_t n)
 {
     history_figures total = {{0}};
     char at[CLI_TIME_MAX];
+    bool any = false;
 
+    for (size_t i = 0; i < n && !any; i++)
+        any = !history_empty(&minutes[i]);
+    if (!any)
+        return false;
     for (size_t i = 0; i < n; i++) {
         if (history_empty(&minutes[i]))
             continue;
@@ -121,6 +128,7 @@ static void print_type_table(const char *type, int width, int64_t from,
         print_row(type, width, at, &minutes[i]);
     }
     print_row(type, width, "total", &total);
+    return true;
 }
 
 int stats_history(cli *ctx, const char *const *types, size_t n, int64_t last_ms,
@@ -132,7 +140,7 @@ int stats_history(cli *ctx, const char *const *types, size_t n, int64_t last_ms,
     history_hosts *hosts = NULL;
     char why[256];
     pipeline *p;
-    int code = 0, width = 4;
+    int code = 0, width = 4, shown = 0;
 
     if (!cli_redis(ctx, &code))
         return code;
@@ -174,8 +182,12 @@ int stats_history(cli *ctx, const char *const *types, size_t n, int64_t last_ms,
         if (json)
             print_type_json(types[t], from, minutes, per, t == 0);
         else
-            print_type_table(types[t], width, from, minutes, per);
+            shown += print_type_table(types[t], width, from, minutes, per);
     }
+    if (!json && shown == 0)
+        printf("(nothing in the last %zu minutes: hosts write each minute "
+               "when it ends, and at a stop)\n",
+               per);
     if (json) {
         printf("}, \"hosts\": [");
         for (size_t h = 0; h < hosts->n; h++) {
