@@ -1,7 +1,8 @@
 /* GET /api/history?minutes=N[&type=T][&host=H]: every minute's figures
  * of the fleet's history (history_read.h), read in one pipelined round
  * trip within the pass's budget (console_redis.c): one HGETALL per type
- * and minute. The reply is series the page draws (docs/console.md):
+ * and minute, after an SMEMBERS of the fleet's types when no type is
+ * named. The reply is series the page draws (docs/console.md):
  * counts per minute, the wait and run p95 per minute (the bound of the
  * bucket it falls in: -1 past the last, null when nothing ran), the
  * totals, and the hosts that wrote any of it, so the page can offer
@@ -18,6 +19,7 @@
 #include "console_reply.h"
 #include "history_read.h"
 #include "json_out.h"
+#include "keys.h"
 #include "xmalloc.h"
 
 static const char *const count_names[] = {"ok", "retry", "dead", "cancelled"};
@@ -74,14 +76,52 @@ static void put_total(json_out *b, const history_figures *total)
     json_out_puts(b, "}");
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Every type of the fleet: the members of <prefix>:types (every type a
+ * host served or a producer enqueued), sorted, pointing into the reply
+ * returned (caller frees it and *types); NULL after answering. */
+static redisReply *fleet_types(console *c, pipeline *redis, http_reply *reply,
+                               const char ***types, size_t *n)
+{
+    char key[KEY_MAX];
+    redisReply *set;
+
+    key_global(key, sizeof(key), console_prefix(c), "types");
+    if (pipeline_addf(redis, key, "SMEMBERS %s", key) != 0)
+        xmalloc_oom();
+    if (console_read_replies(c, &set, 1) != 0) {
+        console_unavailable(reply, "2", "redis: the types could not be read");
+        return NULL;
+    }
+    if (set->type != REDIS_REPLY_ARRAY) {
+        console_reply_error(reply, 502, "redis: %s is not a set", key);
+        freeReplyObject(set);
+        return NULL;
+    }
+    *types = xcalloc(set->elements + 1, sizeof(**types));
+    *n = 0;
+    for (size_t i = 0; i < set->elements && *n < CONSOLE_HISTORY_TYPES_MAX; i++)
+        if (set->element[i]->type == REDIS_REPLY_STRING &&
+            config_valid_type_name(set->element[i]->str))
+            (*types)[(*n)++] = set->element[i]->str;
+    if (*n > 0)
+        qsort(*types, *n, sizeof(**types), by_name);
+    return set;
+}
+
 void console_history(console *c, http_reply *reply)
 {
     const char *type = console_query_type(reply, false);
     const char *host = http_query("host");
     long minutes =
         console_query_number("minutes", 60, 1, CONSOLE_HISTORY_MINUTES_MAX);
-    const char *const *types = c->v.types;
-    size_t n_types = c->v.n_types, n;
+    const char **types = NULL;
+    size_t n_types = 0, n;
+    redisReply *set = NULL;
     history_figures *sum = NULL, *one = NULL, total = {{0}};
     history_hosts *hosts = NULL;
     int64_t from;
@@ -100,10 +140,6 @@ void console_history(console *c, http_reply *reply)
         console_reply_error(reply, 400, "host: a host's name, as listed");
         return;
     }
-    if (type) {
-        types = &type;
-        n_types = 1;
-    }
     if (c->v.cfg->metrics_history_ms == 0) {
         console_reply_error(reply, 404,
                             "this host writes no history ([metrics] "
@@ -112,6 +148,12 @@ void console_history(console *c, http_reply *reply)
     }
     if (!(redis = console_redis_for(c, reply)))
         return;
+    if (type) {
+        types = xcalloc(1, sizeof(*types));
+        types[n_types++] = type;
+    } else if (!(set = fleet_types(c, redis, reply, &types, &n_types))) {
+        return;
+    }
     n = (size_t)minutes;
     from = history_minute_of(clock_wall_ms()) - (int64_t)n + 1;
     for (size_t t = 0; t < n_types; t++)
@@ -119,7 +161,7 @@ void console_history(console *c, http_reply *reply)
             xmalloc_oom(); /* a type name always fits a key */
     if (console_run_pipe(c) != 0) {
         console_unavailable(reply, "2", "redis: the history could not be read");
-        return;
+        goto out;
     }
     sum = xcalloc(n, sizeof(*sum));
     one = xcalloc(n, sizeof(*one));
@@ -155,12 +197,23 @@ void console_history(console *c, http_reply *reply)
         json_out_str(&b, hosts->name[h]);
     }
     json_out_puts(&b, "]");
+    if (!type) {
+        json_out_puts(&b, ",\"types\":[");
+        for (size_t t = 0; t < n_types; t++) {
+            if (t)
+                json_out_puts(&b, ",");
+            json_out_str(&b, types[t]);
+        }
+        json_out_puts(&b, "]");
+    }
     put_series(&b, sum, n);
     put_total(&b, &total);
     json_out_puts(&b, "}");
     console_reply_json(reply, 200, &b);
 out:
     pipeline_reset(redis);
+    freeReplyObject(set);
+    free(types);
     free(sum);
     free(one);
     free(hosts);

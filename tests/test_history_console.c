@@ -138,6 +138,13 @@ Test(history_console, api_sums_the_fleet_and_takes_one_host)
                  200, "%s", body);
     cr_expect(strstr(body, "\"total\":{\"ok\":0,\"retry\":0,\"dead\":0,"), "%s",
               body);
+    /* no type named: every type of the fleet, summed */
+    cr_assert_eq(
+        test_http_get(port, "/api/history?minutes=60", body, sizeof(body)), 200,
+        "%s", body);
+    cr_expect(strstr(body, "\"total\":{\"ok\":8,\"retry\":2,\"dead\":3,"), "%s",
+              body);
+    cr_expect(strstr(body, "\"types\":[\"chaos\","), "%s", body);
     cr_expect_eq(
         test_http_get(port, "/api/history?minutes=2000", body, sizeof(body)),
         400, "%s", body);

@@ -261,7 +261,6 @@ function renderOverview(o) {
   const names = o.types.map(t => t.type);
   syncTypeSelect($('find-type'), names, true);
   syncTypeSelect($('dead-type'), names, false);
-  syncTypeSelect($('history-type'), names, true);
   if (Date.now() - fleet.readAt > HISTORY_POLL_MS) loadHistory();
   if (!state.deadType && names.length) {
     const withDead = o.types.find(t => t.dead > 0);
@@ -694,6 +693,11 @@ async function loadHistory() {
     if (fleet.host && !hosts.includes(fleet.host)) hosts.push(fleet.host);
     syncTypeSelect($('history-host'), hosts, true);
     $('history-host').value = fleet.host;
+    /* every type of the fleet, from a read of all of them */
+    if (r.body.types) {
+      syncTypeSelect($('history-type'), r.body.types, true);
+      $('history-type').value = fleet.type;
+    }
   } catch (e) {
     $('history-total').textContent = 'the console did not answer';
   } finally {
