@@ -155,6 +155,14 @@ void console_history(console *c, http_reply *reply)
         return;
     }
     n = (size_t)minutes;
+    if (n_types * n > CONSOLE_HISTORY_READS_MAX) {
+        console_reply_error(reply, 413,
+                            "%zu types over %zu minutes is more than the "
+                            "console reads at once (%d minute keys): choose "
+                            "a type or a shorter range",
+                            n_types, n, CONSOLE_HISTORY_READS_MAX);
+        goto out;
+    }
     from = history_minute_of(clock_wall_ms()) - (int64_t)n + 1;
     for (size_t t = 0; t < n_types; t++)
         if (history_read_add(redis, console_prefix(c), types[t], from, n) != 0)

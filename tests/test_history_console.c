@@ -148,6 +148,20 @@ Test(history_console, api_sums_the_fleet_and_takes_one_host)
     cr_expect_eq(
         test_http_get(port, "/api/history?minutes=2000", body, sizeof(body)),
         400, "%s", body);
+    /* a fleet of many types: 24 h of all of them is too much at once */
+    for (int i = 0; i < 40; i++)
+        freeReplyObject(test_redis_command(rc, "SADD wharf:types t%02d", i));
+    cr_expect_eq(
+        test_http_get(port, "/api/history?minutes=1440", body, sizeof(body)),
+        413, "%s", body);
+    cr_expect(strstr(body, "choose a type or a shorter range"), "%s", body);
+    cr_expect_eq(
+        test_http_get(port, "/api/history?minutes=60", body, sizeof(body)), 200,
+        "%s", body);
+    cr_expect_eq(test_http_get(port, "/api/history?minutes=1440&type=chaos",
+                               body, sizeof(body)),
+                 200, "%s", body);
+    freeReplyObject(test_redis_command(rc, "DEL wharf:types"));
     cr_expect_eq(
         test_http_get(port, "/api/history?minutes=1440", body, sizeof(body)),
         200, "%s", body);
