@@ -99,6 +99,9 @@ static const key_spec config_keys[] = {
          redis_sentinel_password_file, 0, 0, NULL),
 
     HOST("listen", SECTION_METRICS, VALUE_LISTEN, metrics_listen, 0, 0, NULL),
+    /* A week at most: a type's history grows with it (docs/console.md). */
+    HOST("history", SECTION_METRICS, VALUE_DURATION, metrics_history_ms, 0,
+         7 * MS_DAY, NULL),
 
     HOST("actions", SECTION_CONSOLE, VALUE_BOOL, console_actions, 0, 1, NULL),
     HOST("token", SECTION_CONSOLE, VALUE_TOKEN, console_token, 0, 0, NULL),
@@ -260,6 +263,7 @@ config *config_new(const char *path)
     cfg->min_replicas_ack = 0;
     cfg->min_replicas_timeout_ms = 1000;
     cfg->metrics_listen = xstrdup("127.0.0.1:9464");
+    cfg->metrics_history_ms = MS_DAY;
     cfg->log_level = WHARF_LOG_INFO;
     cfg->log_format = LOG_FORMAT_JSON;
     cfg->defaults = default_policy;

@@ -169,6 +169,8 @@ typedef struct config {
 
     /* [metrics] */
     char *metrics_listen; /* "host:port", or NULL when "off" */
+    int64_t metrics_history_ms; /* how long the fleet's history is kept
+                                   (history.h); 0: not written */
 
     /* [console] (docs/console.md) */
     bool console_actions; /* replay / purge / cancel allowed */

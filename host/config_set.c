@@ -115,6 +115,10 @@ static int set_number(const key_spec *spec, char *field, const char *value,
 
     switch (spec->kind) {
     case VALUE_DURATION:
+        /* Where 0 is allowed ([metrics] history = 0: off), a bare 0 needs
+         * no unit: zero is zero in any. */
+        if (spec->min == 0 && strcmp(value, "0") == 0)
+            break;
         rc = config_parse_duration_why(value, &ms, &bad);
         number = (uint64_t)ms;
         break;

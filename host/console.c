@@ -16,6 +16,8 @@
 #include "clock_ms.h"
 #include "config.h"
 #include "console_actions.h"
+#include "console_dead_search.h"
+#include "console_history.h"
 #include "console_overview.h"
 #include "console_schedules.h"
 #include "console_redis.h"
@@ -215,6 +217,14 @@ void console_http(console *c, const char *method, const char *path,
                             http_header("Host") ? http_header("Host") : "");
         return;
     }
+    if (strcmp(path, "/api/dead/replay") == 0 ||
+        strcmp(path, "/api/dead/purge") == 0) {
+        if (!post)
+            console_reply_error(reply, 405, "%s takes POST", path);
+        else
+            console_dead_bulk(c, path + 10, reply);
+        return;
+    }
     if (strcmp(path, "/api/replay") == 0 || strcmp(path, "/api/purge") == 0 ||
         strcmp(path, "/api/cancel") == 0 || strcmp(path, "/api/pause") == 0 ||
         strcmp(path, "/api/resume") == 0) {
@@ -236,10 +246,14 @@ void console_http(console *c, const char *method, const char *path,
         console_overview(c, reply);
     else if (strcmp(path, "/api/dead") == 0)
         console_dead_page(c, reply);
+    else if (strcmp(path, "/api/dead/search") == 0)
+        console_dead_search(c, reply);
     else if (strcmp(path, "/api/task") == 0)
         console_task_detail(c, reply);
     else if (strcmp(path, "/api/schedules") == 0)
         console_schedules(c, reply);
+    else if (strcmp(path, "/api/history") == 0)
+        console_history(c, reply);
     else
         console_reply_error(reply, 404, "no such API: see docs/console.md");
 }

@@ -185,9 +185,7 @@ static bool same_secret(const char *a, const char *b)
     return diff == 0;
 }
 
-/* Whether an action may run: actions on, same origin, the token. Answers
- * 403 with why when not. */
-static bool action_allowed(console *c, http_reply *reply)
+bool console_action_allowed(console *c, http_reply *reply)
 {
     const char *host = http_header("Host");
     const char *origin = http_header("Origin");
@@ -232,9 +230,8 @@ static bool action_allowed(console *c, http_reply *reply)
     return true;
 }
 
-/* An action's argument: from the query, else from the form (a plain
- * HTML form posts its fields). */
-static const char *action_arg(const char *name, char *buf, size_t len)
+/* A plain HTML form posts its fields: they count as the query's. */
+const char *console_action_arg(const char *name, char *buf, size_t len)
 {
     const char *v = http_query(name);
 
@@ -251,7 +248,7 @@ static void pause_action(console *c, action_kind kind, const char *type,
                          http_reply *reply)
 {
     char for_buf[64];
-    const char *for_text = action_arg("for", for_buf, sizeof(for_buf));
+    const char *for_text = console_action_arg("for", for_buf, sizeof(for_buf));
     int64_t for_ms = 0;
     redisReply *r;
     json_out b = {0};
@@ -306,7 +303,7 @@ void console_action(console *c, const char *what, http_reply *reply)
 {
     char type_buf[128], id_buf[256];
     const char *type;
-    const char *id = action_arg("id", id_buf, sizeof(id_buf));
+    const char *id = console_action_arg("id", id_buf, sizeof(id_buf));
     const char *word;
     action_kind kind = strcmp(what, "replay") == 0   ? ACTION_REPLAY
                        : strcmp(what, "purge") == 0  ? ACTION_PURGE
@@ -316,10 +313,10 @@ void console_action(console *c, const char *what, http_reply *reply)
     redisReply *r;
     json_out b = {0};
 
-    if (!action_allowed(c, reply))
+    if (!console_action_allowed(c, reply))
         return;
     type = console_type_arg(
-        reply, action_arg("type", type_buf, sizeof(type_buf)), true);
+        reply, console_action_arg("type", type_buf, sizeof(type_buf)), true);
     if (!*type)
         return;
     if (kind == ACTION_PAUSE || kind == ACTION_RESUME) {

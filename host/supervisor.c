@@ -18,6 +18,7 @@
 
 #include "backoff.h"
 #include "clock_ms.h"
+#include "history_write.h"
 #include "log.h"
 #include "notify.h"
 #include "node_scripts.h"
@@ -62,6 +63,22 @@ static void stall_if_asked(void)
     }
     if (path && access(path, F_OK) == 0)
         usleep(5000 * 1000);
+}
+
+/* Writes the fleet's history when a minute has ended (or, final, at a
+ * stop: the minute under way), on the supervisor's connection. */
+static void write_history(supervisor *s, bool final)
+{
+    int64_t wall = clock_wall_ms();
+
+    if (!s->history || (!final && !history_writer_due(s->history, wall)) ||
+        ensure_connected(s, final ? INT64_MAX : clock_ms()) != 0)
+        return;
+    if (history_writer_write(s->history, s->m, &s->b.pipe, s->cfg->prefix,
+                             s->cfg->metrics_history_ms, wall, final) != 0) {
+        broker_failed(&s->b, "writing the history", NULL);
+        lost_connection(s, "writing the history");
+    }
 }
 
 static int run_loop(supervisor *s)
@@ -143,6 +160,7 @@ static int run_loop(supervisor *s)
         publish_presence(s, now);
         console_tick(s->console, now);
         maintain(s, now);
+        write_history(s, false);
         stall_if_asked();
         if (lease_keeper_instance_lost(s->keeper) && !s->instance_lost) {
             s->instance_lost = true;
@@ -253,6 +271,7 @@ int supervisor_run(const char *config_path, config *cfg)
         goto out;
     }
     start_schedules(&s);
+    s.history = history_writer_create(s.name, s.instance_value);
     s.started_wall_ms = clock_wall_ms();
     /* The console answers on the metrics listener only: without it there
      * is no console (the host's presence is the supervisor's own). */
@@ -293,6 +312,10 @@ int supervisor_run(const char *config_path, config *cfg)
     for (size_t i = 0; i < s.n_procs; i++)
         if (s.procs[i].recovering && ensure_connected(&s, INT64_MAX) == 0)
             retry_recovery(&s, i);
+    /* Every worker is gone and every count is in (the recovery's too):
+     * the minute under way goes into the history now, so a clean stop
+     * loses none of it. */
+    write_history(&s, true);
     if (ensure_connected(&s, INT64_MAX) == 0)
         release_instance(&s);
     log_fields(WHARF_LOG_INFO, "wharfd stopped",
@@ -302,6 +325,7 @@ out:
     lease_keeper_stop(s.keeper);
     http_stop(s.http);
     console_destroy(s.console);
+    history_writer_destroy(s.history);
     broker_destroy(&s.b);
     metrics_destroy(s.m);
     free(s.figures);

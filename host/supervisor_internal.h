@@ -113,6 +113,7 @@ typedef struct supervisor {
     int64_t figures_ms;
     uint64_t counted_round_trips, counted_errors;
     console *console; /* the page and /api/ (console.h) */
+    struct history_writer *history; /* the fleet's history (history_write.h) */
 } supervisor;
 
 /* supervisor_signals.c: the self-pipe and the flags of SIGTERM / SIGINT

@@ -827,6 +827,257 @@ Test(console, page_replay_button_in_chromium)
     cr_expect(test_host_log_has(&host, "console action", "click-me", NULL));
 }
 
+/* ---- dead set search and bulk actions (api/dead/search, api/dead/...) ---- */
+
+#define SEARCH_EACH 350 /* records of each error below */
+
+/* Seeds 2 x SEARCH_EACH dead records, pipelined: r-N (payload ok, error
+ * "connect: connection refused", 1 attempt) and t-N (payload fatal,
+ * "read: timeout", 3 attempts), their times interleaved. */
+static void seed_search(void)
+{
+    redisReply *r;
+
+    for (int i = 0; i < SEARCH_EACH; i++) {
+        redisAppendCommand(rc,
+                           "HSET wharf:{chaos}:task:r-%d id r-%d type chaos "
+                           "payload ok attempt 1 enqueued_at 1700000000000 "
+                           "trace 00-4bf92f3577b34da6a3ce929d0e0e4736-"
+                           "00f067aa0ba902b7-01 error %s",
+                           i, i, "connect: connection refused");
+        redisAppendCommand(rc, "ZADD wharf:{chaos}:dead %lld r-%d",
+                           1700000001000LL + 2 * i, i);
+        redisAppendCommand(rc,
+                           "HSET wharf:{chaos}:task:t-%d id t-%d type chaos "
+                           "payload fatal attempt 3 enqueued_at "
+                           "1700000000000 error %s",
+                           i, i, "read: timeout");
+        redisAppendCommand(rc, "ZADD wharf:{chaos}:dead %lld t-%d",
+                           1700000001001LL + 2 * i, i);
+    }
+    for (int i = 0; i < 4 * SEARCH_EACH; i++) {
+        cr_assert_eq(redisGetReply(rc, (void **)&r), REDIS_OK);
+        cr_assert_neq(r->type, REDIS_REPLY_ERROR, "%s", r->str);
+        freeReplyObject(r);
+    }
+}
+
+/* A number field of the last answer, or -1. */
+static long long body_number(const char *name)
+{
+    char want[64];
+    const char *at;
+
+    snprintf(want, sizeof(want), "\"%s\":", name);
+    at = strstr(body, want);
+    return at ? strtoll(at + strlen(want), NULL, 10) : -1;
+}
+
+/* The cursor of the last answer into buf ("" when null). */
+static void body_cursor(char *buf, size_t len)
+{
+    const char *at = strstr(body, "\"cursor\":\"");
+
+    buf[0] = '\0';
+    if (at)
+        snprintf(buf, len, "%.*s", (int)strcspn(at + 10, "\""), at + 10);
+}
+
+/* Walks a search (query: its arguments) or a bulk action (method POST)
+ * to its end, summing field over the answers; the number of requests
+ * into *requests. */
+static long long walk_all(const char *method, const char *path,
+                          const char *query, const char *headers,
+                          const char *field, int *requests)
+{
+    char url[1024], cursor[128] = "";
+    long long sum = 0;
+
+    *requests = 0;
+    do {
+        snprintf(url, sizeof(url), "%s?%s%s%s", path, query,
+                 cursor[0] ? "&cursor=" : "", cursor);
+        cr_assert_eq(request(method, url, headers), 200, "%s: %s", url, body);
+        sum += body_number(field);
+        body_cursor(cursor, sizeof(cursor));
+        ++*requests;
+        cr_assert_lt(*requests, 100, "the walk never ended: %s", body);
+    } while (cursor[0]);
+    return sum;
+}
+
+Test(console, dead_search_counts_pages_and_acts_in_bounded_steps)
+{
+    char same[128];
+    int requests;
+
+    start_host("[console]\nactions = yes\ntoken = " TOKEN "\n");
+    seed_search();
+    snprintf(same, sizeof(same),
+             "Authorization: Bearer " TOKEN "\r\nOrigin: http://127.0.0.1:%d"
+             "\r\n",
+             port);
+
+    /* a first page of matches, newest first, and a cursor to go on */
+    cr_assert_eq(request("GET",
+                         "/api/dead/search?type=chaos&grep=refused&list=50",
+                         NULL),
+                 200, "%s", body);
+    cr_expect(strstr(body, "\"matches\":[{\"id\":\"r-349\",\"died_at\":"
+                           "1700000001698,\"attempt\":1,\"error\":\"connect: "
+                           "connection refused\"}"),
+              "%s", body);
+    cr_expect_eq(body_number("total"), 2 * SEARCH_EACH, "%s", body);
+    cr_expect(strstr(body, "\"cursor\":\""), "%s", body);
+    cr_expect(!strstr(body, "timeout"), "%s", body);
+    /* the counts, a few pages a request */
+    cr_expect_eq(walk_all("GET", "/api/dead/search",
+                          "type=chaos&grep=refused&list=0", NULL, "matched",
+                          &requests),
+                 SEARCH_EACH);
+    cr_expect_geq(requests, 1);
+    cr_expect_eq(walk_all("GET", "/api/dead/search",
+                          "type=chaos&attempts=3&list=0", NULL, "matched",
+                          &requests),
+                 SEARCH_EACH);
+    /* r-1, r-10..r-19, r-100..r-199 */
+    cr_expect_eq(walk_all("GET", "/api/dead/search",
+                          "type=chaos&id_prefix=r-1&list=0", NULL, "matched",
+                          &requests),
+                 111);
+    cr_expect_eq(walk_all("GET", "/api/dead/search",
+                          "type=chaos&since=1h&list=0", NULL, "matched",
+                          &requests),
+                 0, "the records died in 2023");
+    cr_expect_eq(walk_all("GET", "/api/dead/search",
+                          "type=chaos&before=1h&grep=timeout&list=0", NULL,
+                          "matched", &requests),
+                 SEARCH_EACH);
+    /* bad arguments */
+    cr_expect_eq(request("GET", "/api/dead/search?type=chaos&since=soon",
+                         NULL),
+                 400);
+    cr_expect_eq(request("GET", "/api/dead/search?type=chaos&cursor=x.y",
+                         NULL),
+                 400);
+    cr_expect_eq(request("GET",
+                         "/api/dead/search?type=chaos&since=1h&before=2h",
+                         NULL),
+                 400);
+    cr_expect(strstr(body, "before is not after since"), "%s", body);
+
+    /* bulk actions: POST, the token, the same origin */
+    cr_expect_eq(request("POST", "/api/dead/replay?type=chaos&grep=refused",
+                         NULL),
+                 403);
+    cr_expect_eq(request("GET", "/api/dead/replay?type=chaos&grep=refused",
+                         same),
+                 405);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"),
+                 2 * SEARCH_EACH);
+    /* replay the refused ones, a page a request: exactly those, once */
+    cr_expect_eq(walk_all("POST", "/api/dead/replay", "type=chaos&grep=refused",
+                          same, "acted", &requests),
+                 SEARCH_EACH);
+    cr_expect_geq(requests, 2 * SEARCH_EACH / 200, "a page a request");
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), SEARCH_EACH);
+    cr_expect_eq(walk_all("GET", "/api/dead/search",
+                          "type=chaos&grep=timeout&list=0", NULL, "matched",
+                          &requests),
+                 SEARCH_EACH, "only the refused ones left the dead set");
+    cr_expect_eq(test_wait_int(rc, 1, TEST_EVENT_MS,
+                               "EXISTS wharf:{chaos}:result:r-0"),
+                 1);
+    cr_expect_eq(test_wait_int(rc, 1, TEST_EVENT_MS,
+                               "EXISTS wharf:{chaos}:result:r-349"),
+                 1);
+    cr_expect_eq(test_host_runs(&host, "r-17", 1), 1, "replayed once");
+    cr_expect_eq(test_host_runs(&host, "t-17", 0), 0, "not replayed");
+    cr_expect(test_host_log_has(&host, "console action", "\"replay\"",
+                                "matching", NULL));
+    /* purge the rest */
+    cr_expect_eq(walk_all("POST", "/api/dead/purge", "type=chaos&grep=timeout",
+                          same, "acted", &requests),
+                 SEARCH_EACH);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), 0);
+    cr_expect_eq(test_redis_int(rc, "EXISTS wharf:{chaos}:task:t-5"), 0);
+}
+
+Test(console, dead_search_in_chromium)
+{
+    char url[256], dom_path[300], shot[300];
+    struct stat st;
+    char *dom;
+
+    test_need_tools((const char *const[]){"chromium", NULL});
+    start_host("[console]\nactions = yes\ntoken = " TOKEN "\n");
+    seed_search();
+    mkdir(ARTEFACTS, 0755);
+    snprintf(dom_path, sizeof(dom_path), "%s/search-dom.html", ARTEFACTS);
+    snprintf(shot, sizeof(shot), "%s/search.png", ARTEFACTS);
+    snprintf(url, sizeof(url),
+             "http://127.0.0.1:%d/#type=chaos&grep=refused&id_prefix=r-3",
+             port);
+    cr_assert_eq(chromium("--dump-dom", url, dom_path), 0,
+                 "chromium failed; see %s.log", dom_path);
+    dom = read_file(dom_path);
+    /* r-3, r-30..r-39, r-300..r-349: 61 match */
+    cr_expect(strstr(dom, "<span id=\"search-count\" class=\"muted\">61 "
+                          "matching</span>"),
+              "no count in %s", dom_path);
+    /* the first page: the newest 200 records hold r-300..r-349; the
+     * older matches (r-3, r-30..r-39) are on the next */
+    cr_expect(strstr(dom, "type=\"button\">r-349</button>"), "%s", dom_path);
+    cr_expect(strstr(dom, "type=\"button\">r-300</button>"), "%s", dom_path);
+    cr_expect(!strstr(dom, "type=\"button\">r-39</button>"), "%s", dom_path);
+    cr_expect_eq(count(dom, "<td class=\"error\">connect: connection "
+                            "refused</td>"),
+                 50, "%s", dom_path);
+    cr_expect(strstr(dom, "50 matches shown, newest first (more older)"),
+              "%s", dom_path);
+    cr_expect_eq(count(dom, "read: timeout"), 0, "%s", dom_path);
+    cr_expect(strstr(dom, "<span id=\"bulk\">"), "bulk buttons hidden in %s",
+              dom_path);
+    free(dom);
+    unlink(shot);
+    cr_assert_eq(chromium("--screenshot=", url, shot), 0,
+                 "chromium screenshot failed; see %s.log", shot);
+    cr_assert_eq(stat(shot, &st), 0, "no screenshot at %s", shot);
+    cr_expect_gt(st.st_size, 20000, "screenshot %s is too small", shot);
+}
+
+/* "replay all matching" pressed in the page: the confirmation names the
+ * count, and exactly the matches go back to the queue. */
+Test(console, bulk_replay_button_in_chromium)
+{
+    char cmd[1024], log[300], *text;
+
+    test_need_tools((const char *const[]){"chromium", "node", NULL});
+    start_host("[console]\nactions = yes\ntoken = " TOKEN "\n");
+    seed_search();
+    snprintf(log, sizeof(log), "%s/bulk.log", host.dir);
+    snprintf(cmd, sizeof(cmd),
+             "node %s/tests/console/bulk-replay.mjs "
+             "'http://127.0.0.1:%d/#type=chaos&grep=refused' '%s' >%s 2>&1",
+             WHARF_SOURCE_DIR, port, TOKEN, log);
+    if (system(cmd) != 0) {
+        text = read_file(log);
+        cr_assert_fail("the page's bulk replay failed: %s", text);
+    }
+    text = read_file(log);
+    cr_expect(strstr(text, "count: 350 matching\n"), "%s", text);
+    cr_expect(strstr(text, "asked: replay 350 dead tasks of chaos matching "
+                           "grep refused?\n"),
+              "%s", text);
+    cr_expect(strstr(text, "progress: replay: 350 of 350, done"), "%s", text);
+    free(text);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:dead"), SEARCH_EACH);
+    cr_expect_eq(test_wait_int(rc, 1, TEST_EVENT_MS,
+                               "EXISTS wharf:{chaos}:result:r-200"),
+                 1, "a replayed task never ran");
+    cr_expect_eq(test_host_runs(&host, "t-200", 0), 0, "not a match");
+}
+
 /* A link to a task opened while Redis does not answer: the page's first
  * ask gets the console's 503, and the page must ask again by itself once
  * Redis answers (it once asked only at load, so the task never showed).

@@ -12,6 +12,8 @@
 #include "cli.h"
 #include "conn.h"
 #include "known_types.h"
+#include "history_read.h"
+#include "stats_history.h"
 
 /* Commands sent per type: the figures' (as /metrics reads them for the
  * types its host does not serve), then whether a host serves it. */
@@ -154,7 +156,66 @@ static int collect(cli *ctx, const redisReply *types, type_stats *stats)
     return code;
 }
 
-enum { OPT_JSON };
+enum { OPT_JSON, OPT_HISTORY, OPT_TYPE, OPT_LAST, OPT_HOST };
+
+/* ---- --history (stats_history.c) ---- */
+
+/* How far back --history reads without --last, and at most. */
+#define HISTORY_LAST_DEFAULT_MS (3600LL * 1000)
+#define HISTORY_LAST_MAX_MS (7LL * 24 * 3600 * 1000)
+
+static int by_string(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* wharf stats --history [--type T] [--last DUR]: the types are T, or
+ * every type of the set (types, sorted). 0 or an exit code. */
+static int run_history(cli *ctx, const cli_args *args, const redisReply *types)
+{
+    const char *one = args->flag[OPT_TYPE];
+    int64_t last_ms = HISTORY_LAST_DEFAULT_MS;
+    const char **names;
+    size_t n = one ? 1 : types->elements;
+    int code;
+
+    if (args->flag[OPT_LAST] &&
+        (code = cli_duration(ctx, "--last", args->flag[OPT_LAST], &last_ms)) !=
+            0)
+        return code;
+    if (last_ms <= 0 || last_ms > HISTORY_LAST_MAX_MS)
+        return cli_usage(ctx, "--last must be more than 0 and at most 7d");
+    names = calloc(n + 1, sizeof(*names));
+    if (!names)
+        return cli_fail(ctx, EX_OSERR, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        names[i] = one ? one : types->element[i]->str;
+    if (n > 0)
+        qsort(names, n, sizeof(*names), by_string);
+    code = stats_history(ctx, names, n, last_ms, args->flag[OPT_HOST],
+                         args->flag[OPT_JSON] != NULL);
+    free(names);
+    return code;
+}
+
+/* --type, --last and --host are --history's. */
+static int check_history(cli *ctx, const cli_args *args)
+{
+    const char *host = args->flag[OPT_HOST];
+
+    if (!args->flag[OPT_HISTORY] &&
+        (args->flag[OPT_TYPE] || args->flag[OPT_LAST] || host))
+        return cli_usage(ctx, "--type, --last and --host go with --history");
+    if (host && (!host[0] || strlen(host) >= HISTORY_HOST_MAX ||
+                 !cli_printable(host, strlen(host))))
+        return cli_usage(ctx, "--host needs a host's name, "
+                              "<hostname>:<instance>, as --json lists them");
+    if (args->flag[OPT_TYPE])
+        return cli_check_type(ctx, args->flag[OPT_TYPE]);
+    return 0;
+}
+
+/* ---- end of --history ---- */
 
 static int run(cli *ctx, const cli_args *args)
 {
@@ -178,6 +239,10 @@ static int run(cli *ctx, const cli_args *args)
             goto out;
         }
     }
+    if (args->flag[OPT_HISTORY]) {
+        code = run_history(ctx, args, types);
+        goto out;
+    }
     stats = calloc(types->elements + 1, sizeof(*stats));
     if (!stats) {
         code = cli_fail(ctx, EX_OSERR, "out of memory");
@@ -199,7 +264,7 @@ out:
 
 const cli_command cmd_stats_entry = {
     .name = "stats",
-    .usage = "[--json]",
+    .usage = "[--json] [--history [--type T] [--last DUR] [--host H]]",
     .help =
         "Per type: ready, running, delayed and dead tasks, pressure, whether\n"
         "it is paused (wharf pause; \"yes, 42s\": that long more), whether\n"
@@ -207,7 +272,20 @@ const cli_command cmd_stats_entry = {
         "and the Redis node that serves it (on a cluster, the primary owning\n"
         "its slot).\n"
         "  --json        one JSON object: {\"types\": {\"T\": {...}}}\n"
+        "  --history     the fleet's history instead (every host's figures,\n"
+        "                summed): per minute with anything in it, tasks ok,\n"
+        "                retried, dead and cancelled, and the wait and run\n"
+        "                times' p50 and p95 (bucket bounds), then the total\n"
+        "                (a type with nothing in it is left out)\n"
+        "  --type T      only type T's history\n"
+        "  --last DUR    the minutes of the last DUR (default 1h, at most 7d)\n"
+        "  --host H      only what host H (<hostname>:<instance>) counted\n"
         "Exit: 0; 69 Redis unavailable.\n",
-    .flags = {[OPT_JSON] = {"json", false}},
+    .flags = {[OPT_JSON] = {"json", false},
+              [OPT_HISTORY] = {"history", false},
+              [OPT_TYPE] = {"type", true},
+              [OPT_LAST] = {"last", true},
+              [OPT_HOST] = {"host", true}},
+    .check = check_history,
     .run = run,
 };

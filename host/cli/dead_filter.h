@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "dead_pages.h"
+#include "dead_search.h"
 #include "script.h"
 
 /* The filter flags, as a command declares them in its flags table from
@@ -38,13 +39,7 @@ int dead_filter_parse(cli *ctx, const cli_args *args, int first,
                       dead_filter *f);
 
 /* One match: strings of the reply, valid during the call. */
-typedef struct dead_match {
-    const char *id;
-    int64_t died_at_ms;
-    const char *attempt;
-    const char *error;
-    size_t error_len;
-} dead_match;
+typedef dead_search_match dead_match;
 
 /* Handles the matches of one page (n of them); 0 or an exit code. */
 typedef int (*dead_match_fn)(cli *ctx, redisContext *redis, const char *type,
@@ -71,8 +66,7 @@ typedef struct dead_walk {
 int dead_each_match(cli *ctx, const char *what, const char *type,
                     const dead_filter *f, dead_walk *w);
 
-/* Ids per page: small enough that one dead_find call stays well under a
- * millisecond or two of Redis time. */
-#define DEAD_FILTER_PAGE 200
+/* Ids per page (dead_search.h). */
+#define DEAD_FILTER_PAGE DEAD_SEARCH_PAGE
 
 #endif /* WHARF_CLI_DEAD_FILTER_H */

@@ -261,11 +261,17 @@ function renderOverview(o) {
   const names = o.types.map(t => t.type);
   syncTypeSelect($('find-type'), names, true);
   syncTypeSelect($('dead-type'), names, false);
+  if (Date.now() - fleet.readAt > HISTORY_POLL_MS) loadHistory();
   if (!state.deadType && names.length) {
     const withDead = o.types.find(t => t.dead > 0);
     state.deadType = withDead ? withDead.type : names[0];
   }
   $('dead-type').value = state.deadType;
+  if (state.searchOnLoad && state.deadType) {
+    state.searchOnLoad = false;
+    searchStart();
+  }
+  $('bulk').hidden = !search.on || !o.actions;
   const t = o.types.find(x => x.type === state.deadType);
   if (t && (t.dead !== state.deadSeen || Date.now() - state.deadReadAt > DEAD_POLL_MS)) {
     state.deadSeen = t.dead;
@@ -275,6 +281,7 @@ function renderOverview(o) {
 
 async function loadDead() {
   if (!state.deadType) return;
+  if (search.on) return; /* the search's matches stay until cleared */
   state.deadReadAt = Date.now();
   const q = new URLSearchParams({ type: state.deadType, offset: state.deadOffset, limit: DEAD_PAGE });
   const r = await api('api/dead?' + q);
@@ -299,6 +306,167 @@ async function loadDead() {
     : (r.body.offset + 1) + '–' + (r.body.offset + n) + ' of ' + r.body.total + ', newest first';
   $('dead-prev').disabled = r.body.offset === 0;
   $('dead-next').disabled = r.body.offset + n >= r.body.total;
+}
+
+/* ---- dead set search and bulk actions (api/dead/search, api/dead/replay
+ * and api/dead/purge): the CLI's filters, walked by the console a few
+ * pages of 200 ids a request, the page asking again with the cursor ---- */
+
+/* current: the cursor of the page shown (null: the newest); prev: those
+ * of the pages before it; next: the one after it. */
+const search = { on: false, q: null, gen: 0, current: null, next: null, prev: [], count: null };
+
+/* The filter of the form, or null when it has none. */
+function searchQuery() {
+  const q = new URLSearchParams({ type: state.deadType });
+  const fields = { grep: 'search-grep', since: 'search-since', before: 'search-before',
+                   attempts: 'search-attempts', id_prefix: 'search-prefix' };
+  let any = false;
+  for (const [k, id] of Object.entries(fields)) {
+    const v = $(id).value.trim();
+    if (v) { q.set(k, v); any = true; }
+  }
+  return any ? q : null;
+}
+
+function searchText() {
+  const parts = [];
+  for (const [k, v] of search.q.entries()) if (k !== 'type') parts.push(k + ' ' + v);
+  return parts.join(', ');
+}
+
+/* One page of matches from cursor (null: the newest). */
+async function searchPage(cursor) {
+  const gen = search.gen;
+  const q = new URLSearchParams(search.q);
+  q.set('list', DEAD_PAGE);
+  if (cursor) q.set('cursor', cursor);
+  const r = await api('api/dead/search?' + q);
+  if (gen !== search.gen) return;
+  if (r.status !== 200) {
+    $('dead-range').textContent = r.body.error || ('error ' + r.status);
+    return;
+  }
+  const body = $('dead').tBodies[0];
+  clear(body);
+  for (const it of r.body.matches) {
+    const open = el('button', it.id, { class: 'link', type: 'button' });
+    open.addEventListener('click', () => showTask(r.body.type, it.id));
+    body.appendChild(el('tr', null, { 'data-id': it.id }, [
+      el('td', null, {}, [open]),
+      el('td', when(it.died_at)),
+      el('td', it.attempt),
+      el('td', it.error, { class: 'error' }),
+    ]));
+  }
+  search.next = r.body.cursor;
+  $('dead-range').textContent = r.body.matches.length + ' matches shown, newest first' +
+    (r.body.cursor ? ' (more older)' : '');
+  $('dead-prev').disabled = search.prev.length === 0;
+  $('dead-next').disabled = !r.body.cursor;
+}
+
+/* Counts every match, a few pages a request; resolves to the count, or
+ * null when a newer search replaced this one or the console failed. */
+async function searchCount() {
+  const gen = search.gen;
+  let cursor = null, n = 0;
+  for (;;) {
+    const q = new URLSearchParams(search.q);
+    q.set('list', 0);
+    if (cursor) q.set('cursor', cursor);
+    let r;
+    try { r = await api('api/dead/search?' + q); } catch (e) { r = { status: 0, body: {} }; }
+    if (gen !== search.gen) return null;
+    if (r.status === 503) {
+      await new Promise(ok => setTimeout(ok, 1000 * Math.max(1, r.retryAfter)));
+      continue;
+    }
+    if (r.status !== 200) {
+      $('search-count').textContent = r.body.error || 'the count failed';
+      return null;
+    }
+    n += r.body.matched;
+    cursor = r.body.cursor;
+    $('search-count').textContent = n + ' matching' +
+      (cursor ? ' so far (' + r.body.scanned + ' of ' + r.body.total + ' read)…' : '');
+    if (!cursor) return n;
+  }
+}
+
+function searchStart() {
+  search.gen++;
+  search.q = searchQuery();
+  search.on = !!search.q;
+  search.prev = [];
+  search.current = null;
+  search.next = null;
+  $('bulk-progress').textContent = '';
+  $('search-count').textContent = '';
+  $('bulk').hidden = !search.on || !(state.overview && state.overview.actions);
+  if (!search.on) {
+    state.deadSeen = -1;
+    loadDead();
+    return;
+  }
+  searchPage(null);
+  search.count = searchCount();
+}
+
+/* Replays or purges every match, a page a request, after a confirmation
+ * that names how many. */
+async function bulk(action) {
+  if (!search.on) return;
+  const gen = search.gen;
+  const n = await search.count;
+  if (n === null || gen !== search.gen) return;
+  if (n === 0) { $('bulk-progress').textContent = 'nothing matches'; return; }
+  let token = $('token').value || sessionStorage.getItem('wharf-console-token') || '';
+  if (!token) token = prompt('[console] token') || '';
+  if (!token) return;
+  if (!confirm(action + ' ' + n + ' dead tasks of ' + state.deadType + ' matching ' +
+               searchText() + '?')) return;
+  sessionStorage.setItem('wharf-console-token', token);
+  let cursor = null, acted = 0;
+  for (;;) {
+    const q = new URLSearchParams(search.q);
+    if (cursor) q.set('cursor', cursor);
+    let r;
+    try {
+      r = await api('api/dead/' + action + '?' + q,
+                    { method: 'POST', headers: { Authorization: 'Bearer ' + token } });
+    } catch (e) { r = { status: 0, body: {} }; }
+    if (r.status === 503) {
+      await new Promise(ok => setTimeout(ok, 1000 * Math.max(1, r.retryAfter)));
+      continue; /* the same cursor: a page is safe to ask for again */
+    }
+    if (r.status !== 200) {
+      $('bulk-progress').textContent = action + ': ' + (r.body.error || 'error ' + r.status) +
+        ' after ' + acted;
+      $('bulk-progress').className = 'error';
+      return;
+    }
+    acted += r.body.acted;
+    cursor = r.body.cursor;
+    $('bulk-progress').className = '';
+    $('bulk-progress').textContent = action + ': ' + acted + ' of ' + n +
+      (cursor ? ' (' + r.body.scanned + ' of ' + r.body.total + ' read)…' : ', done');
+    if (!cursor) break;
+  }
+  search.gen++;
+  search.count = searchCount();
+  searchPage(null);
+}
+
+function startSearch() {
+  $('dead-search').addEventListener('submit', ev => { ev.preventDefault(); searchStart(); });
+  $('search-clear').addEventListener('click', () => {
+    for (const id of ['search-grep', 'search-since', 'search-before', 'search-attempts', 'search-prefix'])
+      $(id).value = '';
+    searchStart();
+  });
+  for (const b of document.querySelectorAll('#bulk button'))
+    b.addEventListener('click', () => bulk(b.getAttribute('data-bulk')));
 }
 
 function say(text, error) {
@@ -423,6 +591,138 @@ function renderSchedules(o) {
   }
 }
 
+/* ---- the fleet's history (api/history) ---- */
+
+const HISTORY_POLL_MS = 15000;
+const HISTORY_BARS = 240; /* at most: 6 h and 24 h group minutes */
+const fleet = { minutes: 60, type: '', host: '', readAt: 0, busy: false };
+
+/* The history chart: per bar (a minute, or several for 6 h and 24 h) ok
+ * under retry under dead under cancelled, scaled to the busiest bar, and
+ * the run time's p95 as a line on a scale of its own. */
+function historyChart(h) {
+  const ns = 'http://www.w3.org/2000/svg';
+  const kinds = ['ok', 'retry', 'dead', 'cancelled'];
+  const steps = h.minutes;
+  const per = Math.ceil(steps / HISTORY_BARS);
+  const n = Math.ceil(steps / per);
+  const W = 720, H = 120, top = 14, bottom = 16;
+  const bw = W / n;
+  const bars = [];
+  for (let i = 0; i < n; i++) {
+    const b = { p95: null };
+    for (const k of kinds) b[k] = 0;
+    for (let j = i * per; j < Math.min(steps, (i + 1) * per); j++) {
+      for (const k of kinds) b[k] += h.series[k][j] || 0;
+      const p = h.series.run_p95_ms[j];
+      if (p !== null && p !== undefined)
+        b.p95 = Math.max(b.p95 === null ? 0 : b.p95, p < 0 ? 10000 : p);
+    }
+    bars.push(b);
+  }
+  const peak = Math.max(0, ...bars.map(b => kinds.reduce((a, k) => a + b[k], 0)));
+  const slowest = Math.max(0, ...bars.map(b => b.p95 || 0));
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('class', 'history');
+  svg.setAttribute('width', W);
+  svg.setAttribute('height', H);
+  svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+  const add = (tag, attrs, text) => {
+    const e = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    svg.appendChild(e);
+    return e;
+  };
+  const plot = H - top - bottom;
+  add('line', { class: 'base', x1: 0, x2: W, y1: H - bottom + 0.5, y2: H - bottom + 0.5 });
+  const points = [];
+  bars.forEach((b, i) => {
+    let y = H - bottom;
+    for (const k of kinds) {
+      if (!b[k] || !peak) continue;
+      const bh = Math.max(1, b[k] * plot / peak);
+      y -= bh;
+      add('rect', { class: k, x: (i * bw).toFixed(2), y: y.toFixed(2),
+                    width: Math.max(0.5, bw - (bw > 2 ? 1 : 0)).toFixed(2),
+                    height: bh.toFixed(2), 'data-bar': i });
+    }
+    if (b.p95 !== null && slowest > 0)
+      points.push(((i + 0.5) * bw).toFixed(1) + ',' +
+                  (H - bottom - b.p95 * plot / slowest).toFixed(1));
+  });
+  if (points.length > 1) add('polyline', { class: 'p95', points: points.join(' ') });
+  const from = new Date(h.from_ms).toISOString().slice(11, 16);
+  add('text', { x: 2, y: H - 3 }, from + ' UTC');
+  add('text', { x: W - 2, y: H - 3, 'text-anchor': 'end' }, 'now');
+  add('text', { x: 2, y: 11 }, peak ? 'peak ' + peak + ' per ' + (per === 1 ? 'minute' : per + ' minutes') : 'nothing ran');
+  if (slowest)
+    add('text', { x: W - 2, y: 11, 'text-anchor': 'end' }, 'run p95 up to ' + ms(slowest) + ' (line)');
+  add('title', {}, 'ok green, retry amber, dead red, cancelled purple; run p95 blue');
+  return svg;
+}
+
+function historyTotal(h) {
+  const t = h.total;
+  const q = v => (v === null ? '-' : v < 0 ? '> 10 s' : ms(v));
+  return 'last ' + (h.minutes >= 60 ? h.minutes / 60 + ' h' : h.minutes + ' min') +
+    (h.host ? ' on ' + h.host : ' on all hosts') + ': ok ' + t.ok + ', retry ' + t.retry +
+    ', dead ' + t.dead + ', cancelled ' + t.cancelled + '; wait p50 ' + q(t.wait_p50_ms) +
+    ', p95 ' + q(t.wait_p95_ms) + '; run p50 ' + q(t.run_p50_ms) + ', p95 ' + q(t.run_p95_ms);
+}
+
+async function loadHistory() {
+  if (fleet.busy) return;
+  fleet.busy = true;
+  fleet.readAt = Date.now();
+  const q = new URLSearchParams({ minutes: fleet.minutes });
+  if (fleet.type) q.set('type', fleet.type);
+  if (fleet.host) q.set('host', fleet.host);
+  try {
+    const r = await api('api/history?' + q);
+    const box = $('history-chart');
+    if (r.status !== 200) {
+      $('history-total').textContent = r.body.error || ('error ' + r.status);
+      return;
+    }
+    clear(box);
+    box.appendChild(historyChart(r.body));
+    $('history-total').textContent = historyTotal(r.body);
+    /* the hosts that wrote any of it, keeping the one chosen */
+    const hosts = r.body.hosts.slice().sort();
+    if (fleet.host && !hosts.includes(fleet.host)) hosts.push(fleet.host);
+    syncTypeSelect($('history-host'), hosts, true);
+    $('history-host').value = fleet.host;
+    /* every type of the fleet, from a read of all of them */
+    if (r.body.types) {
+      syncTypeSelect($('history-type'), r.body.types, true);
+      $('history-type').value = fleet.type;
+    }
+  } catch (e) {
+    $('history-total').textContent = 'the console did not answer';
+  } finally {
+    fleet.busy = false;
+  }
+}
+
+function startHistory() {
+  $('history-type').addEventListener('change', () => {
+    fleet.type = $('history-type').value;
+    loadHistory();
+  });
+  $('history-host').addEventListener('change', () => {
+    fleet.host = $('history-host').value;
+    loadHistory();
+  });
+  for (const b of document.querySelectorAll('#history-range button'))
+    b.addEventListener('click', () => {
+      fleet.minutes = Number(b.getAttribute('data-minutes'));
+      for (const o of document.querySelectorAll('#history-range button'))
+        o.className = o === b ? 'on' : '';
+      loadHistory();
+    });
+}
+
 async function poll() {
   try {
     const r = await api('api/overview');
@@ -447,20 +747,41 @@ function start() {
     state.deadType = $('dead-type').value;
     state.deadOffset = 0;
     state.deadSeen = -1;
-    loadDead();
+    if (search.on) searchStart();
+    else loadDead();
   });
   $('dead-prev').addEventListener('click', () => {
+    if (search.on) {
+      search.current = search.prev.pop() || null;
+      searchPage(search.current);
+      return;
+    }
     state.deadOffset = Math.max(0, state.deadOffset - DEAD_PAGE);
     loadDead();
   });
   $('dead-next').addEventListener('click', () => {
+    if (search.on) {
+      search.prev.push(search.current || null);
+      search.current = search.next;
+      searchPage(search.next);
+      return;
+    }
     state.deadOffset += DEAD_PAGE;
     loadDead();
   });
+  startSearch();
   for (const b of document.querySelectorAll('#actions button'))
     b.addEventListener('click', () => act(b.getAttribute('data-action')));
-  /* #type=T&id=ID opens that task (links from logs or chat). */
+  startHistory();
+  /* #type=T&id=ID opens that task (links from logs or chat);
+   * #type=T&grep=..&since=.. (any of the search's fields) opens that
+   * search of T's dead set. */
   const h = new URLSearchParams(location.hash.slice(1));
+  const fields = { grep: 'search-grep', since: 'search-since', before: 'search-before',
+                   attempts: 'search-attempts', id_prefix: 'search-prefix' };
+  for (const [k, id] of Object.entries(fields))
+    if (h.get(k)) { $(id).value = h.get(k); state.searchOnLoad = true; }
+  if (state.searchOnLoad && h.get('type')) state.deadType = h.get('type');
   if (h.get('id')) {
     $('find-id').value = h.get('id');
     showTask(h.get('type') || '', h.get('id'));

@@ -1,78 +1,18 @@
 // Drives the console page in headless Chromium over the DevTools protocol
-// the way a person would: open a dead task, press replay with a wrong
-// token (refused), then with the right one (done). Prints what the page
-// said and exits 0 when both went as expected. The protocol runs over
-// --remote-debugging-pipe (fds 3 and 4, messages ended by NUL), so any
-// Node from Debian 12 on does.
+// (cdp.mjs) the way a person would: open a dead task, press replay with a
+// wrong token (refused), then with the right one (done). Prints what the
+// page said and exits 0 when both went as expected.
 //
 //   node click-replay.mjs URL TOKEN [busy-first]
 // URL is the console's page with #type=T&id=ID of a dead task. With
 // busy-first, the page is opened while Redis does not answer: the script
 // waits until the page says so, prints "busy" (the caller then lets Redis
 // answer again), and goes on: the page must bring the task up by itself.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { open } from './cdp.mjs';
 
 const [url, token, mode] = process.argv.slice(2);
-const profile = mkdtempSync(join(tmpdir(), 'wharf-console-'));
-const chrome = spawn('chromium', [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
-  '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync',
-  `--user-data-dir=${profile}`, '--remote-debugging-pipe', 'about:blank',
-], { stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'] });
-
-function finish(code, message) {
-  console.log(message);
-  chrome.kill('SIGKILL');
-  try { rmSync(profile, { recursive: true, force: true }); } catch (e) { /* gone */ }
-  process.exit(code);
-}
-// Generous: a loaded machine starts Chromium and answers slowly; each
-// step below waits for what the page shows, not for a time.
-setTimeout(() => finish(1, 'timed out'), 150000);
-chrome.on('error', (e) => finish(1, `chromium: ${e.message}`));
-
-const toChrome = chrome.stdio[3], fromChrome = chrome.stdio[4];
-let next = 0, pending = '';
-const waiting = new Map();
-fromChrome.on('data', (d) => {
-  pending += d.toString();
-  let end;
-  while ((end = pending.indexOf('\0')) >= 0) {
-    const msg = JSON.parse(pending.slice(0, end));
-    pending = pending.slice(end + 1);
-    if (msg.id && waiting.has(msg.id)) {
-      waiting.get(msg.id)(msg);
-      waiting.delete(msg.id);
-    }
-  }
-});
-let session;
-function send(method, params, toBrowser) {
-  const id = ++next;
-  const msg = { id, method, params: params || {} };
-  if (!toBrowser) msg.sessionId = session;
-  toChrome.write(JSON.stringify(msg) + '\0');
-  return new Promise((resolve) => waiting.set(id, resolve));
-}
-const created = await send('Target.createTarget', { url: 'about:blank' }, true);
-const attached = await send('Target.attachToTarget',
-  { targetId: created.result.targetId, flatten: true }, true);
-session = attached.result.sessionId;
-async function evaluate(expression) {
-  const r = await send('Runtime.evaluate', { expression, awaitPromise: true, returnByValue: true });
-  return r.result && r.result.result ? r.result.result.value : undefined;
-}
-async function until(expression, what) {
-  for (const end = Date.now() + 60000; Date.now() < end;) {
-    if (await evaluate(expression)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  finish(1, `never: ${what}; message: ${await evaluate("document.getElementById('message').textContent")}`);
-}
+const { send, evaluate, until, finish } =
+  await open("'message: ' + document.getElementById('message').textContent");
 
 await send('Page.navigate', { url });
 if (mode === 'busy-first') {
