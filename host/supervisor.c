@@ -66,13 +66,17 @@ static void stall_if_asked(void)
 }
 
 /* Writes the fleet's history when a minute has ended (or, final, at a
- * stop: the minute under way), on the supervisor's connection. */
+ * stop: the minute under way), on the supervisor's connection. Within the
+ * loop only while connected: a reconnect here would be one more wait on a
+ * silent Redis between two turns of the loop, which answers /healthz and
+ * enforces timeouts; the writer keeps the minutes until Redis is back. */
 static void write_history(supervisor *s, bool final)
 {
     int64_t wall = clock_wall_ms();
 
-    if (!s->history || (!final && !history_writer_due(s->history, wall)) ||
-        ensure_connected(s, final ? INT64_MAX : clock_ms()) != 0)
+    if (!s->history || (!final && !history_writer_due(s->history, wall)))
+        return;
+    if (final ? ensure_connected(s, INT64_MAX) != 0 : !broker_connected(&s->b))
         return;
     if (history_writer_write(s->history, s->m, &s->b.pipe, s->cfg->prefix,
                              s->cfg->metrics_history_ms, wall, final) != 0) {
