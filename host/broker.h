@@ -76,6 +76,8 @@ typedef struct broker_job {
                        lock is ours, or ""; e.task.fence is the
                        number */
     finish_kind finish;
+    int64_t rate_wait_ms; /* BEGIN_NO_SLOT of a rate_limit: its reserved
+                             turn is this far away (0: a slot's wait) */
     int64_t delay_ms;            /* FINISH_RETRY / FINISH_RESCHEDULE;
                                     BROKER_WAIT_FOR_SLOT: until a
                                     concurrency slot is free */

@@ -22,24 +22,47 @@ static void push_keys_of(broker *b, broker_job *jobs, const batch_call *c,
             call_push_key(b, &jobs[i], what);
 }
 
+/* Pushes the rate bucket of every job of c that begins (rates: the
+ * type's "<prefix>:{<type>}:rate"; a limit_key's comes in a later
+ * step). */
+static void push_rate_keys_of(broker *b, broker_job *jobs,
+                              const batch_call *c)
+{
+    const broker_queue *q = jobs[c->first].queue;
+    char key[KEY_MAX];
+    int len = snprintf(key, sizeof(key), "%srate", q->task_prefix);
+
+    for (size_t i = c->first; i < c->end; i++)
+        if (job_begins(&jobs[i]))
+            command_push_key_copy(&b->scratch->cmd, key, (size_t)len);
+}
+
 /* KEYS and ARGV as sdk/lua/begin.lua states them: its numbered keys,
  * then each "then" key of every job that begins (result:<id>...,
- * cancel:<id>..., lock:<id>...); its numbered arguments, then the entry
- * ids. */
+ * cancel:<id>..., lock:<id>..., and rate:<key>... only with a
+ * rate_limit); its numbered arguments, then the entry ids. */
 static void begin_build(broker *b, broker_job *jobs, const batch_call *c)
 {
     const broker_queue *q = jobs[c->first].queue;
     const script_spec *spec = &script_begin_spec;
     command *cmd = &b->scratch->cmd;
+    const policy_rate *rate = &q->pol->rate_limit;
 
     script_begin_keys(cmd, b->cfg->prefix, q->type);
-    for (size_t k = 0; k < spec->n_then_keys; k++)
-        push_keys_of(b, jobs, c, spec->then_keys[k].what);
+    for (size_t k = 0; k < spec->n_then_keys; k++) {
+        if (strcmp(spec->then_keys[k].what, "rate") != 0)
+            push_keys_of(b, jobs, c, spec->then_keys[k].what);
+        else if (rate->count > 0)
+            push_rate_keys_of(b, jobs, c);
+    }
     /* id_offset: the length of "<prefix>:{<type>}:result:". */
     script_begin_args(
         cmd, call_number(q->pol->lock_ttl_ms).s, jobs[c->first].owner,
         call_number((long long)(q->task_prefix_len + strlen("result:"))).s,
-        call_number((long long)q->pol->concurrency_limit).s);
+        call_number((long long)q->pol->concurrency_limit).s,
+        call_number((long long)rate->count).s,
+        call_number((long long)rate->period_ms).s,
+        call_number((long long)q->pol->rate_burst).s);
     for (size_t i = c->first; i < c->end; i++)
         if (job_begins(&jobs[i]))
             call_push_str(b, jobs[i].e.entry_id);
@@ -81,7 +104,8 @@ static bool lock_value_fence(const char *text, size_t len, const char *owner,
 }
 
 /* One element per task: 0 (cached), -1 (locked), -2 (cancelled), -3
- * (paused), -4 (no concurrency slot) or the lock value. */
+ * (paused), -4 (no concurrency slot), {wait_ms} (its rate turn is
+ * wait_ms away: j->rate_wait_ms) or the lock value. */
 static void begin_apply(broker *b, broker_job *jobs, const batch_call *c,
                         const redisReply *r)
 {
@@ -98,7 +122,15 @@ static void begin_apply(broker *b, broker_job *jobs, const batch_call *c,
             continue;
         }
         v = r->element[k++];
-        if (v->type == REDIS_REPLY_INTEGER) {
+        j->rate_wait_ms = 0;
+        if (v->type == REDIS_REPLY_ARRAY && v->elements == 1 &&
+            v->element[0]->type == REDIS_REPLY_INTEGER &&
+            v->element[0]->integer > 0) {
+            /* rates: a turn reserved; it waits like a task without a
+             * slot, but for that long (worker_batch.c). */
+            j->begin = BEGIN_NO_SLOT;
+            j->rate_wait_ms = v->element[0]->integer;
+        } else if (v->type == REDIS_REPLY_INTEGER) {
             j->begin = v->integer == 0    ? BEGIN_CACHED
                        : v->integer == -2 ? BEGIN_CANCELLED
                        : v->integer == -3 ? BEGIN_PAUSED

@@ -301,6 +301,12 @@ bool worker_begun_fate(worker *w, broker_job *j)
         j->next_attempt = j->e.task.attempt;
         j->delay_ms = BROKER_WAIT_FOR_SLOT;
         j->reason = "waiting for a free slot (concurrency_limit)";
+        if (j->rate_wait_ms > 0) {
+            /* rates: its turn of the rate_limit is reserved; it waits
+             * in the delayed set until then, uncharged. */
+            j->delay_ms = j->rate_wait_ms;
+            j->reason = "waiting for its rate turn (rate_limit)";
+        }
         break;
     case BEGIN_LOCKED:
         if (w->opts->metrics)

@@ -9,7 +9,13 @@
 --                      ends unless its run renews it (renew.lua)
 --   then result:<id>   of each task,
 --   then cancel:<id>   of each task,
---   then lock:<id>     of each task (same order).
+--   then lock:<id>     of each task (same order),
+--   then rate:<key>    of each task, only with a rate_limit: the GCRA
+--                      bucket of its type ("<prefix>:{<type>}:rate") or,
+--                      with a limit_key, of its key's value
+--                      ("...:rate:<value>"), a hash: tat (the
+--                      theoretical arrival time, ms) and "<id>" ->
+--                      the turn (ms) reserved for a task that waits.
 -- ARGV:
 --   1 lock_ttl_ms
 --   2 owner            16 hex digits the caller drew at random for this
@@ -17,6 +23,9 @@
 --   3 id_offset        the length of "<prefix>:{<type>}:result:" (an id is
 --                      the rest of its result key)
 --   4 limit            the type's concurrency_limit, 0 for none
+--   5 rate             the type's rate_limit count, 0 for none
+--   6 rate_period_ms   its period
+--   7 rate_burst       how many may start at once after an idle spell
 --   then entry         the stream entry id of each task.
 -- Reply: one element per task, in order: -3 for every task while the type
 --       is paused (nothing is taken); 0 when its result is cached; -2
@@ -25,7 +34,9 @@
 --       with SET NX PX: the lock's value "<token>-<owner>" (a string), or
 --       -1 when another run holds the lock, or -4 when the type has a
 --       concurrency_limit and no slot is free (nothing taken, no token
---       drawn). A lock this same owner holds
+--       drawn), or {wait_ms} when the type has a rate_limit and the
+--       task's turn is wait_ms away (nothing taken, no token drawn; its
+--       turn is reserved for it). A lock this same owner holds
 --       already (a begin sent again, after its reply was lost, to a
 --       master that had it) is this run's: its value is the reply, its
 --       TTL renewed, and the token drawn for it goes unused.
@@ -33,6 +44,18 @@
 -- finish: its host was killed) are dropped first; each lock taken takes
 -- a slot "<id> <token>" that lives lock_ttl unless renewed (one ZADD per
 -- call), and finish gives it back.
+-- With a rate: the fresh tasks that have a slot are checked against
+-- their bucket by GCRA (one HMGET, HSET and PEXPIRE per bucket and
+-- call, by Redis TIME so hosts with skewed clocks agree): emission
+-- interval step = period / rate, tolerance burst * step. A task that
+-- holds a reservation (a field of its id) starts, and its field goes;
+-- one that conforms starts and advances tat by step; one that does not
+-- is given the next turn (tat advances by step, as for a queued
+-- request: so it is never denied again, and the turns go in the order
+-- the tasks came) and is told how far away it is; the worker parks it
+-- in the delayed set until then. A bucket lives as long as its tat is
+-- ahead of now plus an idle minute, so a key's bucket goes once the key
+-- falls idle.
 -- A task whose lock it takes is marked begun in entries: id -> "<entry
 -- id> <now ms>" (one HSET per call), which status reads as "running
 -- since".
@@ -49,7 +72,9 @@
 local call, format, keys, argv = redis.call, string.format, KEYS, ARGV
 local ttl, owner, skip = argv[1], argv[2], tonumber(argv[3]) + 1
 local limit = tonumber(argv[4])
-local n = (#keys - 4) / 3
+local rate = tonumber(argv[5])
+local n = (#keys - 4) / (rate > 0 and 4 or 3)
+local A = 7 -- the entry of task i is argv[A + i]
 local early, fresh = nil, n
 if call('EXISTS', keys[3], unpack(keys, 5, 4 + 2 * n)) > 0 then
   if call('EXISTS', keys[3]) == 1 then
@@ -61,7 +86,7 @@ if call('EXISTS', keys[3], unpack(keys, 5, 4 + 2 * n)) > 0 then
   for i = 1, n do
     if call('EXISTS', keys[4 + i]) == 1 then
       early[i] = 0
-    elseif call('GET', keys[4 + n + i]) == argv[4 + i] then
+    elseif call('GET', keys[4 + n + i]) == argv[A + i] then
       early[i] = -2
     else
       fresh = fresh + 1
@@ -82,6 +107,55 @@ if limit > 0 and fresh > 0 then
   slots = limit - call('ZCARD', keys[4])
   if slots < 0 then slots = 0 end
   if slots < fresh then fresh = slots end
+end
+-- The rate of the first `fresh` tasks not answered early: those that
+-- must wait are answered early too, and fresh counts those that start.
+local IDLE_MS = 60000
+if rate > 0 and fresh > 0 then
+  local step = tonumber(argv[6]) / rate
+  local tau = tonumber(argv[7]) * step
+  local buckets, order, seen, starting = {}, {}, 0, 0
+  early = early or {}
+  for i = 1, n do
+    if not early[i] and seen < fresh then
+      local key = keys[4 + 3 * n + i]
+      seen = seen + 1
+      if not buckets[key] then
+        buckets[key] = {}
+        order[#order + 1] = key
+      end
+      buckets[key][#buckets[key] + 1] = i
+    end
+  end
+  local now = time_ms()
+  for _, key in ipairs(order) do
+    local tasks, fields = buckets[key], {'tat'}
+    for j, i in ipairs(tasks) do fields[j + 1] = string.sub(keys[4 + i], skip) end
+    local v = call('HMGET', key, unpack(fields))
+    local tat = tonumber(v[1]) or now
+    local held, reserved = {}, {}
+    for j, i in ipairs(tasks) do
+      if v[j + 1] then
+        held[#held + 1] = fields[j + 1]
+        starting = starting + 1
+      else
+        local at = math.max(tat, now) + step
+        tat = at
+        if at - now <= tau then
+          starting = starting + 1
+        else
+          local turn = math.ceil(at - tau)
+          early[i] = {math.max(turn - now, 1)}
+          reserved[#reserved + 1] = fields[j + 1]
+          reserved[#reserved + 1] = format('%d', turn)
+        end
+      end
+    end
+    if #held > 0 then call('HDEL', key, unpack(held)) end
+    call('HSET', key, 'tat', format('%.3f', tat), unpack(reserved))
+    call('PEXPIRE', key, math.ceil(math.max(tat - now, 0)) + IDLE_MS)
+  end
+  fresh = starting
 end
 local token, out, begun, taken = 0, {}, {}, {}
 if fresh > 0 then
@@ -122,7 +196,7 @@ if #begun > 0 then
   local fields = {}
   for _, i in ipairs(begun) do
     fields[#fields + 1] = string.sub(keys[4 + i], skip)
-    fields[#fields + 1] = argv[4 + i] .. ' ' .. at
+    fields[#fields + 1] = argv[A + i] .. ' ' .. at
   end
   call('HSET', keys[2], unpack(fields))
 end
