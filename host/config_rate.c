@@ -1,6 +1,6 @@
 /* The rate keys of [defaults] and [type.NAME]: rate_limit = COUNT/s,
- * /min or /h, rate_burst = N (which needs a rate_limit) and limit_key =
- * id or a JSON pointer (RFC 6901) into the payload. */
+ * /min or /h (or off), rate_burst = N (which needs a rate_limit) and limit_key
+ * = id or a JSON pointer (RFC 6901) into the payload. */
 
 #include "config_internal.h"
 
@@ -29,8 +29,13 @@ static const char *parse_rate(const char *value, policy_rate *rate)
     uint64_t n = 0;
     const char *why = NULL;
 
+    if (strcmp(value, "off") == 0) { /* a type without [defaults]' rate */
+        rate->count = 0;
+        rate->period_ms = 0;
+        return NULL;
+    }
     if (!slash || (size_t)(slash - value) >= sizeof(count))
-        return "expected COUNT/s, COUNT/min or COUNT/h (e.g. 100/s)";
+        return "expected COUNT/s, COUNT/min or COUNT/h (e.g. 100/s), or off";
     memcpy(count, value, (size_t)(slash - value));
     count[slash - value] = '\0';
     if (config_parse_count(count, &n, &why) != PARSE_OK || n == 0 ||
@@ -88,26 +93,29 @@ int config_set_rate_value(const key_spec *spec, char *field, const char *value,
 void config_check_rates(parser *p)
 {
     const config *cfg = p->cfg;
-    size_t limit = config_policy_index("rate_limit");
     size_t burst = config_policy_index("rate_burst");
-    bool typed = false;
+    int inherited = p->defaults_lines[burst];
+    /* [defaults]'s burst is wrong when some type takes it without a rate
+     * (or there is no type to give it one). */
+    bool unrated = inherited != 0 && cfg->defaults.rate_limit.count == 0 &&
+                   cfg->n_types == 0;
 
     for (size_t i = 0; i < cfg->n_types; i++) {
         const type_section *t = &cfg->types[i];
         int line = p->type_lines[i][burst];
 
-        typed = typed || p->type_lines[i][limit] != 0;
-        if (line == 0)
-            line = p->defaults_lines[burst];
-        if (line != 0 && t->policy.rate_limit.count == 0)
+        if (t->policy.rate_limit.count != 0)
+            continue;
+        if (line != 0)
             config_fail(p, line,
                         "rate_burst without a rate_limit in [type.%s]: a "
                         "burst is of a rate (set rate_limit = COUNT/s)",
                         t->name);
+        else
+            unrated = unrated || inherited != 0;
     }
-    if (p->defaults_lines[burst] != 0 && cfg->defaults.rate_limit.count == 0 &&
-        !typed)
-        config_fail(p, p->defaults_lines[burst],
+    if (unrated)
+        config_fail(p, inherited,
                     "rate_burst without a rate_limit in [defaults]: a burst "
                     "is of a rate (set rate_limit = COUNT/s)");
 }

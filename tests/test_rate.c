@@ -1,0 +1,187 @@
+/* rate_limit with real hosts on one Redis: the starts of a type keep to
+ * the schedule its GCRA bucket allows across every host (held against
+ * Redis's own clock, never against a window the machine may miss), every
+ * task runs once and none is charged an attempt for its wait; a task
+ * waiting for its turn says so and when in wharf status. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "host_process.h"
+#include "redis_server.h"
+#include "wharf_cli.h"
+
+#define TASKS 150
+#define RATE 50 /* per second: a start every 20 ms */
+#define BURST 5
+#define STEP_MS (1000.0 / RATE)
+
+static test_redis redis;
+static test_host hosts[3];
+static redisContext *rc;
+
+static void start_redis(void)
+{
+    test_suite_up(&redis, 0, &rc);
+}
+
+static void stop_all(void)
+{
+    test_suite_down(
+        &redis, &rc,
+        (test_host *const[]){&hosts[0], &hosts[1], &hosts[2], NULL});
+}
+
+TestSuite(rate, .init = start_redis, .fini = stop_all, .timeout = 240);
+
+/* Starts host i (instance "h<i>") of `workers` workers serving stamp with
+ * the rate keys type_keys. */
+static void start_host(int i, int workers, const char *type_keys)
+{
+    char host_keys[64], extra[1024];
+
+    snprintf(host_keys, sizeof(host_keys), "workers = %d\ninstance = h%d\n",
+             workers, i);
+    snprintf(extra, sizeof(extra),
+             "[plugin.stamp]\npath = %s/stamp.so\n[type.stamp]\n%s",
+             WHARF_FIXTURE_DIR, type_keys);
+    test_host_up(&hosts[i], &redis,
+                 &(test_host_opts){.host_keys = host_keys,
+                                   .log_level = "info",
+                                   .extra = extra},
+                 rc);
+}
+
+/* Redis's clock, in ms. */
+static long long redis_now_ms(void)
+{
+    redisReply *r = test_redis_command(rc, "TIME");
+    long long ms;
+
+    cr_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    freeReplyObject(r);
+    return ms;
+}
+
+static bool all_done(void *want)
+{
+    return test_redis_keys(rc, "wharf:{stamp}:result:*") >= *(long long *)want;
+}
+
+/* The start (ms) in the stamp result of task id. */
+static long long start_of(const char *id)
+{
+    redisReply *r = test_redis_command(rc, "GET wharf:{stamp}:result:%s", id);
+    long long start;
+
+    cr_assert(r && r->type == REDIS_REPLY_STRING, "no result for %s", id);
+    start = atoll(r->str);
+    freeReplyObject(r);
+    return start;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    long long x = *(const long long *)a, y = *(const long long *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Three hosts of two workers each, 50/s with a burst of 5, the backlog
+ * enqueued at once: the bucket starts no earlier than t0 (Redis's clock
+ * before the first enqueue), each start charges one step, and a start is
+ * allowed once its charge is within burst steps of now. So the k-th
+ * start (k from 1, in time order) is at t0 + (k - burst) steps or later,
+ * however late the machine runs any of them: that is asserted for every
+ * k (1 ms for the clocks' rounding), and it holds over the whole run
+ * only if no more than burst + rate * t ever started in t. Every task
+ * runs once (one fence per run: a task that waits for its turn draws
+ * none), none dies, nothing is left waiting, and the bucket keeps no
+ * reservation. The achieved rate is logged, not asserted. */
+Test(rate, starts_keep_to_the_gcra_schedule_across_three_hosts)
+{
+    long long want = TASKS, t0, starts[TASKS];
+    char keys[64];
+
+    snprintf(keys, sizeof(keys), "rate_limit = %d/s\nrate_burst = %d\n", RATE,
+             BURST);
+    for (int i = 0; i < 3; i++)
+        start_host(i, 2, keys);
+    t0 = redis_now_ms();
+    for (int i = 0; i < TASKS; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "t%d", i);
+        test_add_entry(rc, "stamp", id, "0");
+    }
+    cr_assert(test_wait_until(all_done, &want, TEST_EVENT_MS * 2),
+              "%lld of %d tasks done; see %s",
+              test_redis_keys(rc, "wharf:{stamp}:result:*"), TASKS,
+              hosts[0].log);
+    for (int i = 0; i < TASKS; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "t%d", i);
+        starts[i] = start_of(id);
+    }
+    qsort(starts, TASKS, sizeof(starts[0]), by_value);
+    for (int k = 1; k <= TASKS; k++) {
+        long long earliest = t0 + (long long)((k - BURST) * STEP_MS) - 1;
+        cr_assert_geq(starts[k - 1], earliest,
+                      "start %d at t0%+lld ms, before its turn at t0%+lld", k,
+                      starts[k - 1] - t0, earliest - t0);
+    }
+    cr_log_info("rate: %d starts over %lld ms, %.1f/s (limit %d/s)", TASKS,
+                starts[TASKS - 1] - starts[0],
+                (TASKS - 1) * 1000.0 /
+                    (double)(starts[TASKS - 1] - starts[0] + 1),
+                RATE);
+    cr_expect_eq(test_redis_int(rc, "GET wharf:{stamp}:fence"), TASKS,
+                 "a task began more than once");
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{stamp}:dead"), 0);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{stamp}:delayed"), 0,
+                 "tasks still waiting for their turn");
+    cr_expect_eq(test_redis_int(rc, "HLEN wharf:{stamp}:rate"), 1,
+                 "reservations left in the bucket");
+    cr_expect_gt(test_redis_int(rc, "PTTL wharf:{stamp}:rate"), 0,
+                 "the bucket never expires");
+}
+
+/* One start a minute: the second task waits for its turn, which is
+ * reserved for it in the bucket a minute on; wharf status says it is
+ * delayed, why and until when; its wait spends no attempt and draws no
+ * fence. */
+Test(rate, a_task_waiting_for_its_turn_says_so_and_when)
+{
+    const test_cli_run *run;
+    long long now, turn;
+    redisReply *r;
+
+    start_host(0, 1, "rate_limit = 1/min\n");
+    test_add_entry(rc, "stamp", "first", "0");
+    test_add_entry(rc, "stamp", "second", "0");
+    cr_assert_eq(
+        test_wait_int(rc, 1, TEST_EVENT_MS, "ZCARD wharf:{stamp}:delayed"), 1,
+        "the second task never waited; see %s", hosts[0].log);
+    cr_assert_eq(test_wait_int(rc, 1, TEST_EVENT_MS,
+                               "EXISTS wharf:{stamp}:result:first"),
+                 1);
+    now = redis_now_ms();
+    r = test_redis_command(rc, "HGET wharf:{stamp}:rate second");
+    cr_assert(r && r->type == REDIS_REPLY_STRING, "no turn reserved");
+    turn = atoll(r->str);
+    freeReplyObject(r);
+    cr_expect(turn > now && turn <= now + 60000, "turn at now%+lld ms",
+              turn - now);
+    run = test_cli(redis.url, redis.dir,
+                   (const char *const[]){"status", "stamp", "second", NULL});
+    cr_assert_eq(run->status, 0, "%s", run->err);
+    cr_expect(strstr(run->out, "state: delayed") != NULL, "%s", run->out);
+    cr_expect(strstr(run->out, "due_at: ") != NULL, "%s", run->out);
+    cr_expect(strstr(run->out, "attempt: 1\n") != NULL, "%s", run->out);
+    cr_expect(strstr(run->out,
+                     "error: waiting for its rate turn (rate_limit)") != NULL,
+              "%s", run->out);
+    cr_expect_eq(test_redis_int(rc, "GET wharf:{stamp}:fence"), 1);
+}
