@@ -301,11 +301,14 @@ bool worker_begun_fate(worker *w, broker_job *j)
         j->next_attempt = j->e.task.attempt;
         j->delay_ms = BROKER_WAIT_FOR_SLOT;
         j->reason = "waiting for a free slot (concurrency_limit)";
-        if (j->rate_wait_ms > 0) {
+        if (j->wait_ms > 0) {
             /* rates: its turn of the rate_limit is reserved; it waits
              * in the delayed set until then, uncharged. */
-            j->delay_ms = j->rate_wait_ms;
+            j->delay_ms = j->wait_ms;
             j->reason = "waiting for its rate turn (rate_limit)";
+        } else if (j->wait_ms == BROKER_WAIT_FOR_KEY_SLOT) {
+            j->delay_ms = j->wait_ms;
+            j->reason = "waiting for a free slot of its limit_key";
         }
         break;
     case BEGIN_LOCKED:

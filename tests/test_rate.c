@@ -185,3 +185,119 @@ Test(rate, a_task_waiting_for_its_turn_says_so_and_when)
               "%s", run->out);
     cr_expect_eq(test_redis_int(rc, "GET wharf:{stamp}:fence"), 1);
 }
+
+/* The start and end (ms) in the stamp result of task id. */
+static void run_of(const char *id, long long *start, long long *end)
+{
+    redisReply *r = test_redis_command(rc, "GET wharf:{stamp}:result:%s", id);
+
+    cr_assert(r && r->type == REDIS_REPLY_STRING, "no result for %s", id);
+    cr_assert_eq(sscanf(r->str, "%lld %lld", start, end), 2);
+    freeReplyObject(r);
+}
+
+#define PER_CUSTOMER 12
+
+/* One run at a time per customer (concurrency_limit = 1 with limit_key =
+ * /customer), three hosts of two workers: two customers' tasks run side
+ * by side at some point, never two of one customer (each run of a
+ * customer starts no earlier than the one before it ended, by the
+ * fixture's clock); every task runs once, none dies, none is left
+ * waiting; the per-customer slots keys expire. */
+Test(rate, a_limit_key_caps_each_customer_and_not_the_type)
+{
+    long long want = 2 * PER_CUSTOMER, start[2][PER_CUSTOMER],
+              end[2][PER_CUSTOMER];
+    const char *who[2] = {"a", "b"};
+    bool side_by_side = false;
+
+    for (int i = 0; i < 3; i++)
+        start_host(i, 2, "concurrency_limit = 1\nlimit_key = /customer\n");
+    for (int k = 0; k < PER_CUSTOMER; k++)
+        for (int c = 0; c < 2; c++) {
+            char id[32], payload[64];
+            snprintf(id, sizeof(id), "%s%d", who[c], k);
+            snprintf(payload, sizeof(payload),
+                     "{\"customer\": \"%s\", \"ms\": 100}", who[c]);
+            test_add_entry(rc, "stamp", id, payload);
+        }
+    cr_assert(test_wait_until(all_done, &want, TEST_EVENT_MS * 2),
+              "%lld of %lld tasks done; see %s",
+              test_redis_keys(rc, "wharf:{stamp}:result:*"), want,
+              hosts[0].log);
+    for (int c = 0; c < 2; c++)
+        for (int k = 0; k < PER_CUSTOMER; k++) {
+            char id[32];
+            snprintf(id, sizeof(id), "%s%d", who[c], k);
+            run_of(id, &start[c][k], &end[c][k]);
+        }
+    for (int c = 0; c < 2; c++)
+        for (int k = 0; k < PER_CUSTOMER; k++)
+            for (int m = 0; m < PER_CUSTOMER; m++) {
+                if (m != k)
+                    cr_assert(start[c][m] >= end[c][k] ||
+                                  start[c][k] >= end[c][m],
+                              "%s%d [%lld, %lld] and %s%d [%lld, %lld] ran "
+                              "at once",
+                              who[c], k, start[c][k], end[c][k], who[c], m,
+                              start[c][m], end[c][m]);
+                side_by_side = side_by_side || (start[0][k] < end[1][m] &&
+                                                start[1][m] < end[0][k]);
+            }
+    cr_expect(side_by_side, "the two customers never ran at once");
+    cr_expect_eq(test_redis_int(rc, "GET wharf:{stamp}:fence"), want,
+                 "a task began more than once");
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{stamp}:dead"), 0);
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{stamp}:delayed"), 0,
+                 "tasks still waiting for a slot");
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{stamp}:running"), 0);
+    cr_expect_gt(test_redis_int(rc, "PTTL wharf:{stamp}:slots:a"), 0);
+    cr_expect_gt(test_redis_int(rc, "PTTL wharf:{stamp}:slots:b"), 0);
+}
+
+/* The dead record's error of task id. */
+static void expect_dead(const char *id, const char *error)
+{
+    redisReply *r =
+        test_redis_command(rc, "HGET wharf:{stamp}:dead:%s error", id);
+
+    cr_assert(r && r->type == REDIS_REPLY_STRING, "%s is not dead", id);
+    cr_expect_str_eq(r->str, error);
+    freeReplyObject(r);
+}
+
+/* A rate per customer (one a minute each): a's first and b's first run
+ * at once, a's second waits for its turn in a's own bucket; a payload
+ * that is not JSON, or has no such member, or whose member is not a
+ * string or an integer, is dead at once with the reason, never run. */
+Test(rate, a_limit_key_gives_each_value_its_own_rate_and_refuses_no_value)
+{
+    start_host(0, 2, "rate_limit = 1/min\nlimit_key = /customer\n");
+    test_add_entry(rc, "stamp", "a1", "{\"customer\": \"a\"}");
+    test_add_entry(rc, "stamp", "b1", "{\"customer\": \"b\"}");
+    test_add_entry(rc, "stamp", "a2", "{\"customer\": \"a\"}");
+    test_add_entry(rc, "stamp", "n1", "{\"customer\": 7}");
+    test_add_entry(rc, "stamp", "text", "not json");
+    test_add_entry(rc, "stamp", "none", "{\"client\": \"a\"}");
+    test_add_entry(rc, "stamp", "list", "{\"customer\": [1]}");
+    cr_assert_eq(test_wait_int(rc, 3, TEST_EVENT_MS,
+                               "EXISTS wharf:{stamp}:result:a1 "
+                               "wharf:{stamp}:result:b1 "
+                               "wharf:{stamp}:result:n1"),
+                 3, "see %s", hosts[0].log);
+    cr_assert_eq(
+        test_wait_int(rc, 3, TEST_EVENT_MS, "ZCARD wharf:{stamp}:dead"), 3,
+        "see %s", hosts[0].log);
+    cr_assert_eq(
+        test_wait_int(rc, 1, TEST_EVENT_MS, "ZCARD wharf:{stamp}:delayed"), 1);
+    cr_expect_eq(test_redis_int(rc, "HEXISTS wharf:{stamp}:rate:a a2"), 1,
+                 "a2's turn is not reserved in a's bucket");
+    cr_expect_gt(test_redis_int(rc, "PTTL wharf:{stamp}:rate:b"), 0);
+    cr_expect_gt(test_redis_int(rc, "PTTL wharf:{stamp}:rate:7"), 0);
+    expect_dead("text", "limit_key /customer: the payload is not JSON");
+    expect_dead("none", "limit_key /customer: payload has no such member");
+    expect_dead("list", "limit_key /customer: the member is not a string or an "
+                        "integer");
+    cr_expect_eq(test_redis_int(rc, "GET wharf:{stamp}:fence"), 3,
+                 "a task without a value began");
+}

@@ -15,7 +15,11 @@
 --                      with a limit_key, of its key's value
 --                      ("...:rate:<value>"), a hash: tat (the
 --                      theoretical arrival time, ms) and "<id>" ->
---                      the turn (ms) reserved for a task that waits.
+--                      the turn (ms) reserved for a task that waits,
+--   then slots:<key>   of each task, only with a limit_key and a
+--                      concurrency_limit: the slots of its key's value
+--                      ("<prefix>:{<type>}:slots:<value>"), a hash: id ->
+--                      the entry id of each run that holds one.
 -- ARGV:
 --   1 lock_ttl_ms
 --   2 owner            16 hex digits the caller drew at random for this
@@ -26,6 +30,9 @@
 --   5 rate             the type's rate_limit count, 0 for none
 --   6 rate_period_ms   its period
 --   7 rate_burst       how many may start at once after an idle spell
+--   8 key_slot_ttl_ms  with a limit_key and a concurrency_limit, how
+--                      long a key's slots outlive its last begin (the
+--                      longest a run of it can hold one); else 0
 --   then entry         the stream entry id of each task.
 -- Reply: one element per task, in order: -3 for every task while the type
 --       is paused (nothing is taken); 0 when its result is cached; -2
@@ -56,6 +63,14 @@
 -- in the delayed set until then. A bucket lives as long as its tat is
 -- ahead of now plus an idle minute, so a key's bucket goes once the key
 -- falls idle.
+-- With a limit_key the concurrency_limit is per value: a run holds a
+-- slot of its value from its begin until its task leaves entries or is
+-- indexed under another entry (a finish, by this run or by the host that
+-- took it over, see finish.lua), so the slots need no renewal and no
+-- give-back of their own: each begin counts the live holders of the
+-- values it meets (one HGETALL and one HMGET of entries per value and
+-- call) and drops the rest. A run that holds one already (its task taken
+-- over) keeps it. The type's running zset is not used.
 -- A task whose lock it takes is marked begun in entries: id -> "<entry
 -- id> <now ms>" (one HSET per call), which status reads as "running
 -- since".
@@ -73,8 +88,10 @@ local call, format, keys, argv = redis.call, string.format, KEYS, ARGV
 local ttl, owner, skip = argv[1], argv[2], tonumber(argv[3]) + 1
 local limit = tonumber(argv[4])
 local rate = tonumber(argv[5])
-local n = (#keys - 4) / (rate > 0 and 4 or 3)
-local A = 7 -- the entry of task i is argv[A + i]
+local key_ttl = tonumber(argv[8])
+local R = rate > 0 and 1 or 0 -- the rate keys, before the slots keys
+local n = (#keys - 4) / (3 + R + (key_ttl > 0 and 1 or 0))
+local A = 8 -- the entry of task i is argv[A + i]
 local early, fresh = nil, n
 if call('EXISTS', keys[3], unpack(keys, 5, 4 + 2 * n)) > 0 then
   if call('EXISTS', keys[3]) == 1 then
@@ -102,7 +119,50 @@ local function time_ms()
   return now
 end
 local slots = fresh
-if limit > 0 and fresh > 0 then
+-- With a limit_key: slots key -> {id, entry, ...} taken, in key order.
+local holders, holder_keys = {}, {}
+if limit > 0 and fresh > 0 and key_ttl > 0 then
+  local by_key, order, starting = {}, {}, 0
+  early = early or {}
+  for i = 1, n do
+    if not early[i] then
+      local key = keys[4 + (3 + R) * n + i]
+      if not by_key[key] then
+        by_key[key] = {}
+        order[#order + 1] = key
+      end
+      by_key[key][#by_key[key] + 1] = i
+    end
+  end
+  for _, key in ipairs(order) do
+    local h = call('HGETALL', key)
+    local live, dead, count = {}, {}, 0
+    if #h > 0 then
+      local ids = {}
+      for j = 1, #h, 2 do ids[#ids + 1] = h[j] end
+      local v = call('HMGET', keys[2], unpack(ids))
+      for j, id in ipairs(ids) do
+        local entry = h[2 * j]
+        if v[j] and string.sub(v[j], 1, #entry + 1) == entry .. ' ' then
+          live[id], count = true, count + 1
+        else
+          dead[#dead + 1] = id
+        end
+      end
+      if #dead > 0 then call('HDEL', key, unpack(dead)) end
+    end
+    for _, i in ipairs(by_key[key]) do
+      if live[string.sub(keys[4 + i], skip)] then
+        starting = starting + 1
+      elseif count < limit then
+        count, starting = count + 1, starting + 1
+      else
+        early[i] = -4
+      end
+    end
+  end
+  fresh = starting
+elseif limit > 0 and fresh > 0 then
   call('ZREMRANGEBYSCORE', keys[4], '-inf', time_ms())
   slots = limit - call('ZCARD', keys[4])
   if slots < 0 then slots = 0 end
@@ -174,7 +234,16 @@ for i = 1, n do
     if call('SET', lock, t, 'NX', 'PX', ttl) then
       out[i] = t
       begun[#begun + 1] = i
-      if limit > 0 then
+      if limit > 0 and key_ttl > 0 then
+        local key = keys[4 + (3 + R) * n + i]
+        if not holders[key] then
+          holders[key] = {}
+          holder_keys[#holder_keys + 1] = key
+        end
+        local held = holders[key]
+        held[#held + 1] = string.sub(keys[4 + i], skip)
+        held[#held + 1] = argv[A + i]
+      elseif limit > 0 then
         taken[#taken + 1] = time_ms() + tonumber(ttl)
         taken[#taken + 1] = string.sub(keys[4 + i], skip) .. ' ' .. t
       end
@@ -191,6 +260,10 @@ for i = 1, n do
   end
 end
 if #taken > 0 then call('ZADD', keys[4], unpack(taken)) end
+for _, key in ipairs(holder_keys) do
+  call('HSET', key, unpack(holders[key]))
+  call('PEXPIRE', key, key_ttl)
+end
 if #begun > 0 then
   local at = format('%d', time_ms())
   local fields = {}

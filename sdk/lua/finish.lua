@@ -238,9 +238,11 @@ for i = 1, n do
                       'enqueued_at', argv[at + 3], 'trace', argv[at + 4],
                       'error', argv[at + 5], 'worker', consumer,
                       'failed_at', now)
-      if kind == 'r' and not failed(r) and argv[at + 6] == '-1' then
+      if kind == 'r' and not failed(r) and tonumber(argv[at + 6]) < 0 then
+        -- -2: it waits for a slot of its limit_key's value (begin.lua),
+        -- which the free slots seen here are not: its park wakes none.
         r = redis.pcall('ZADD', keys[2], PARK_AT + now, argv[at])
-        parked = parked + 1
+        if argv[at + 6] == '-1' then parked = parked + 1 end
       elseif kind == 'r' and not failed(r) then
         r = redis.pcall('ZADD', keys[2], now + tonumber(argv[at + 6]),
                         argv[at])
