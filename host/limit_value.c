@@ -71,8 +71,8 @@ static json_t *resolve(json_t *root, const char *pointer)
     return v;
 }
 
-int limit_value(const char *key, const wharf_task *task, char *out,
-                char *why, size_t why_len)
+int limit_value(const char *key, const wharf_task *task, char *out, char *why,
+                size_t why_len)
 {
     json_t *root = NULL, *v;
     int len = -1;

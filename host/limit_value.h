@@ -17,7 +17,7 @@
  * its text, an integer in decimal) and returns its length; -1 with the
  * one-line reason in why when the payload is not JSON, has no such
  * member, or its member is not a string or an integer, or is too long. */
-int limit_value(const char *key, const wharf_task *task, char *out,
-                char *why, size_t why_len);
+int limit_value(const char *key, const wharf_task *task, char *out, char *why,
+                size_t why_len);
 
 #endif /* WHARF_LIMIT_VALUE_H */

@@ -169,6 +169,9 @@ void worker_report_some(worker *w, const broker_job *jobs, size_t n)
             continue;
         w->counts.outcomes[j->outcome]++;
         metrics_outcome(w->opts->metrics, metric_of(w, j), j->outcome);
+        /* rates: a wait for a rate turn, counted apart from a slot's. */
+        if (j->outcome == OUTCOME_LIMITED && j->wait_ms > 0)
+            metrics_rate_wait(w->opts->metrics, metric_of(w, j));
         log_job(w, j, j->duration_ms);
     }
 }

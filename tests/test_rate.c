@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 
 #include "host_process.h"
+#include "http_get.h"
 #include "redis_server.h"
 #include "wharf_cli.h"
 
@@ -37,21 +38,40 @@ static void stop_all(void)
 TestSuite(rate, .init = start_redis, .fini = stop_all, .timeout = 240);
 
 /* Starts host i (instance "h<i>") of `workers` workers serving stamp with
- * the rate keys type_keys. */
-static void start_host(int i, int workers, const char *type_keys)
+ * the rate keys type_keys, its /metrics on 127.0.0.1:port (0: none). */
+static void start_host_on(int i, int workers, const char *type_keys, int port)
 {
-    char host_keys[64], extra[1024];
+    char host_keys[64], extra[1024], listen[32];
 
     snprintf(host_keys, sizeof(host_keys), "workers = %d\ninstance = h%d\n",
              workers, i);
     snprintf(extra, sizeof(extra),
              "[plugin.stamp]\npath = %s/stamp.so\n[type.stamp]\n%s",
              WHARF_FIXTURE_DIR, type_keys);
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
     test_host_up(&hosts[i], &redis,
                  &(test_host_opts){.host_keys = host_keys,
                                    .log_level = "info",
-                                   .extra = extra},
+                                   .extra = extra,
+                                   .metrics_listen = port ? listen : NULL},
                  rc);
+}
+
+static void start_host(int i, int workers, const char *type_keys)
+{
+    start_host_on(i, workers, type_keys, 0);
+}
+
+static int metrics_port;
+
+/* True once /metrics counts one rate wait of stamp. */
+static bool one_rate_wait(void *unused)
+{
+    static char body[65536];
+
+    (void)unused;
+    return test_http_get(metrics_port, "/metrics", body, sizeof(body)) == 200 &&
+           strstr(body, "wharf_rate_waits_total{type=\"stamp\"} 1\n");
 }
 
 /* Redis's clock, in ms. */
@@ -151,14 +171,15 @@ Test(rate, starts_keep_to_the_gcra_schedule_across_three_hosts)
 /* One start a minute: the second task waits for its turn, which is
  * reserved for it in the bucket a minute on; wharf status says it is
  * delayed, why and until when; its wait spends no attempt and draws no
- * fence. */
+ * fence; /metrics counts it in wharf_rate_waits_total. */
 Test(rate, a_task_waiting_for_its_turn_says_so_and_when)
 {
     const test_cli_run *run;
     long long now, turn;
     redisReply *r;
 
-    start_host(0, 1, "rate_limit = 1/min\n");
+    metrics_port = test_free_port();
+    start_host_on(0, 1, "rate_limit = 1/min\n", metrics_port);
     test_add_entry(rc, "stamp", "first", "0");
     test_add_entry(rc, "stamp", "second", "0");
     cr_assert_eq(
@@ -184,6 +205,8 @@ Test(rate, a_task_waiting_for_its_turn_says_so_and_when)
                      "error: waiting for its rate turn (rate_limit)") != NULL,
               "%s", run->out);
     cr_expect_eq(test_redis_int(rc, "GET wharf:{stamp}:fence"), 1);
+    cr_expect(test_wait_until(one_rate_wait, NULL, TEST_EVENT_MS),
+              "/metrics never counted the rate wait");
 }
 
 /* The start and end (ms) in the stamp result of task id. */
