@@ -37,6 +37,10 @@ typedef struct policy_rate {
 /* The longest limit_key, with its NUL. */
 #define LIMIT_KEY_MAX 128
 
+/* rates: rate as the manifest writes it ("100/s", "30/min", "5/h"), or
+ * "off" when it has none (config_rate.c). */
+void config_format_rate(const policy_rate *rate, char *buf, size_t len);
+
 /* The per-type policy: [defaults], overridden per type by [type.NAME].
  * Durations are in milliseconds, sizes in bytes, ratios in percent. */
 typedef struct policy {

@@ -4,6 +4,7 @@
 
 #include "config_internal.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -118,4 +119,16 @@ void config_check_rates(parser *p)
         config_fail(p, inherited,
                     "rate_burst without a rate_limit in [defaults]: a burst "
                     "is of a rate (set rate_limit = COUNT/s)");
+}
+
+void config_format_rate(const policy_rate *rate, char *buf, size_t len)
+{
+    const char *per = rate->period_ms == MS_HOUR     ? "h"
+                      : rate->period_ms == MS_MINUTE ? "min"
+                                                     : "s";
+
+    if (rate->count == 0)
+        snprintf(buf, len, "off");
+    else
+        snprintf(buf, len, "%" PRIu64 "/%s", rate->count, per);
 }

@@ -171,7 +171,8 @@ Test(rate, starts_keep_to_the_gcra_schedule_across_three_hosts)
 /* One start a minute: the second task waits for its turn, which is
  * reserved for it in the bucket a minute on; wharf status says it is
  * delayed, why and until when; its wait spends no attempt and draws no
- * fence; /metrics counts it in wharf_rate_waits_total. */
+ * fence; wharf stats shows the rate and the one waiting; /metrics
+ * counts it in wharf_rate_waits_total. */
 Test(rate, a_task_waiting_for_its_turn_says_so_and_when)
 {
     const test_cli_run *run;
@@ -205,6 +206,18 @@ Test(rate, a_task_waiting_for_its_turn_says_so_and_when)
                      "error: waiting for its rate turn (rate_limit)") != NULL,
               "%s", run->out);
     cr_expect_eq(test_redis_int(rc, "GET wharf:{stamp}:fence"), 1);
+    run = test_cli(redis.url, redis.dir, (const char *const[]){"stats", NULL});
+    cr_assert_eq(run->status, 0, "%s", run->err);
+    cr_expect(strstr(run->out, "\nstamp: rate_limit 1/min, burst 1, 1 "
+                               "waiting for their turn\n") != NULL,
+              "%s", run->out);
+    run = test_cli(redis.url, redis.dir,
+                   (const char *const[]){"stats", "--json", NULL});
+    cr_assert_eq(run->status, 0, "%s", run->err);
+    cr_expect(strstr(run->out,
+                     "\"rate_limit\": \"1/min\", \"rate_burst\": 1, "
+                     "\"limit_key\": null, \"rate_waiting\": 1, ") != NULL,
+              "%s", run->out);
     cr_expect(test_wait_until(one_rate_wait, NULL, TEST_EVENT_MS),
               "/metrics never counted the rate wait");
 }
