@@ -64,6 +64,18 @@ static void start_host(int i, int workers, const char *type_keys)
 
 static int metrics_port;
 
+/* True once the console's type row has the rate and the one wait. */
+static bool console_shows_rate(void *unused)
+{
+    static char body[65536];
+
+    (void)unused;
+    return test_http_get(metrics_port, "/api/overview", body, sizeof(body)) ==
+               200 &&
+           strstr(body, "\"rate_limit\":\"1/min\",\"rate_burst\":1,"
+                        "\"limit_key\":null,\"rate_waits\":1");
+}
+
 /* True once /metrics counts one rate wait of stamp. */
 static bool one_rate_wait(void *unused)
 {
@@ -172,7 +184,8 @@ Test(rate, starts_keep_to_the_gcra_schedule_across_three_hosts)
  * reserved for it in the bucket a minute on; wharf status says it is
  * delayed, why and until when; its wait spends no attempt and draws no
  * fence; wharf stats shows the rate and the one waiting; /metrics
- * counts it in wharf_rate_waits_total. */
+ * counts it in wharf_rate_waits_total, and the console's type row shows
+ * both. */
 Test(rate, a_task_waiting_for_its_turn_says_so_and_when)
 {
     const test_cli_run *run;
@@ -220,6 +233,8 @@ Test(rate, a_task_waiting_for_its_turn_says_so_and_when)
               "%s", run->out);
     cr_expect(test_wait_until(one_rate_wait, NULL, TEST_EVENT_MS),
               "/metrics never counted the rate wait");
+    cr_expect(test_wait_until(console_shows_rate, NULL, TEST_EVENT_MS),
+              "/api/overview never showed the rate");
 }
 
 /* The start and end (ms) in the stamp result of task id. */
