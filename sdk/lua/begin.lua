@@ -187,25 +187,29 @@ if rate > 0 and fresh > 0 then
       buckets[key][#buckets[key] + 1] = i
     end
   end
-  local now = time_ms()
+  -- The clock to the microsecond: at 100,000/s a step is 10 us, and a
+  -- whole-ms now would let no more than a burst start per ms.
+  local t = call('TIME')
+  local clock = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  now = now or math.floor(clock) -- time_ms()'s, from the same TIME
   for _, key in ipairs(order) do
     local tasks, fields = buckets[key], {'tat'}
     for j, i in ipairs(tasks) do fields[j + 1] = string.sub(keys[4 + i], skip) end
     local v = call('HMGET', key, unpack(fields))
-    local tat = tonumber(v[1]) or now
+    local tat = tonumber(v[1]) or clock
     local held, reserved = {}, {}
     for j, i in ipairs(tasks) do
       if v[j + 1] then
         held[#held + 1] = fields[j + 1]
         starting = starting + 1
       else
-        local at = math.max(tat, now) + step
+        local at = math.max(tat, clock) + step
         tat = at
-        if at - now <= tau then
+        if at - clock <= tau then
           starting = starting + 1
         else
           local turn = math.ceil(at - tau)
-          early[i] = {math.max(turn - now, 1)}
+          early[i] = {math.max(math.ceil(turn - clock), 1)}
           reserved[#reserved + 1] = fields[j + 1]
           reserved[#reserved + 1] = format('%d', turn)
         end
@@ -213,7 +217,7 @@ if rate > 0 and fresh > 0 then
     end
     if #held > 0 then call('HDEL', key, unpack(held)) end
     call('HSET', key, 'tat', format('%.3f', tat), unpack(reserved))
-    call('PEXPIRE', key, math.ceil(math.max(tat - now, 0)) + IDLE_MS)
+    call('PEXPIRE', key, math.ceil(math.max(tat - clock, 0)) + IDLE_MS)
   end
   fresh = starting
 end
