@@ -240,9 +240,13 @@ for i = 1, n do
                       'failed_at', now)
       if kind == 'r' and not failed(r) and tonumber(argv[at + 6]) < 0 then
         -- -2: it waits for a slot of its limit_key's value (begin.lua),
-        -- which the free slots seen here are not: its park wakes none.
-        r = redis.pcall('ZADD', keys[2], PARK_AT + now, argv[at])
-        if argv[at + 6] == '-1' then parked = parked + 1 end
+        -- which the free slots seen here are not: its park wakes none,
+        -- and it waits 2^51 further on, where limit_wake tells it apart.
+        local keyed = argv[at + 6] == '-2'
+        r = redis.pcall('ZADD', keys[2],
+                        (keyed and PARK_AT + 2251799813685248 or PARK_AT) + now,
+                        argv[at])
+        if not keyed then parked = parked + 1 end
       elseif kind == 'r' and not failed(r) then
         r = redis.pcall('ZADD', keys[2], now + tonumber(argv[at + 6]),
                         argv[at])
