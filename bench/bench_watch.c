@@ -5,9 +5,9 @@
  * the first poll that finds the stream empty (the finish script stores
  * the result and deletes the entry in one atomic step) with the type's
  * delayed set empty too (a task waiting for its rate turn is there).
- * Each is seen at most one poll late. It then prints the elapsed time, the Redis CPU
- * time spent meanwhile (INFO cpu) and every command's calls from INFO
- * commandstats, less its own polls. */
+ * Each is seen at most one poll late. It then prints the elapsed time,
+ * the Redis CPU time spent meanwhile (INFO cpu) and every command's
+ * calls from INFO commandstats, less its own polls. */
 #include "bench.h"
 
 #include <errno.h>

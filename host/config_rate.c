@@ -1,6 +1,6 @@
 /* The rate keys of [defaults] and [type.NAME]: rate_limit = COUNT/s,
- * /min or /h (or off), rate_burst = N (which needs a rate_limit) and limit_key
- * = id or a JSON pointer (RFC 6901) into the payload. */
+ * /min or /h (or off), rate_burst = N (which needs a rate_limit) and
+ * limit_key = id or a JSON pointer (RFC 6901) into the payload. */
 
 #include "config_internal.h"
 

@@ -194,7 +194,9 @@ if rate > 0 and fresh > 0 then
   now = now or math.floor(clock) -- time_ms()'s, from the same TIME
   for _, key in ipairs(order) do
     local tasks, fields = buckets[key], {'tat'}
-    for j, i in ipairs(tasks) do fields[j + 1] = string.sub(keys[4 + i], skip) end
+    for j, i in ipairs(tasks) do
+      fields[j + 1] = string.sub(keys[4 + i], skip)
+    end
     local v = call('HMGET', key, unpack(fields))
     local tat = tonumber(v[1]) or clock
     local held, reserved = {}, {}
