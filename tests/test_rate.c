@@ -3,9 +3,11 @@
  * Redis's own clock, never against a window the machine may miss), every
  * task runs once and none is charged an attempt for its wait; a task
  * waiting for its turn says so and when in wharf status. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <criterion/criterion.h>
 
@@ -351,4 +353,44 @@ Test(rate, a_limit_key_gives_each_value_its_own_rate_and_refuses_no_value)
                         "integer");
     cr_expect_eq(test_redis_int(rc, "GET wharf:{stamp}:fence"), 3,
                  "a task without a value began");
+}
+
+/* A host killed with -9 while its run holds customer a's one slot: the
+ * slot is held until another host takes the task over (its entry idle
+ * past visibility_timeout), which ends the dead run as a retry and frees
+ * the slot; then a1's retry and a2 run one after the other, never at
+ * once, b1 runs too, none dies and none is left waiting. */
+Test(rate, a_killed_host_holds_its_key_slot_until_its_task_is_taken_over)
+{
+    static const char *lease = "concurrency_limit = 1\nlimit_key = /customer\n"
+                               "lock_ttl = 2s\nvisibility_timeout = 2s\n"
+                               "prefetch = 1\n";
+    long long a1[2], a2[2];
+
+    start_host(0, 2, lease);
+    test_add_entry(rc, "stamp", "a1", "{\"customer\": \"a\", \"ms\": 3000}");
+    cr_assert_eq(
+        test_wait_int(rc, 1, TEST_EVENT_MS, "HLEN wharf:{stamp}:slots:a"), 1,
+        "a1 never took a's slot; see %s", hosts[0].log);
+    cr_assert_eq(kill(hosts[0].pid, SIGKILL), 0);
+    waitpid(hosts[0].pid, NULL, 0);
+    hosts[0].pid = 0;
+    test_add_entry(rc, "stamp", "a2", "{\"customer\": \"a\", \"ms\": 50}");
+    test_add_entry(rc, "stamp", "b1", "{\"customer\": \"b\", \"ms\": 50}");
+    start_host(1, 2, lease);
+    cr_assert_eq(test_wait_int(rc, 3, TEST_EVENT_MS * 2,
+                               "EXISTS wharf:{stamp}:result:a1 "
+                               "wharf:{stamp}:result:a2 "
+                               "wharf:{stamp}:result:b1"),
+                 3, "see %s", hosts[1].log);
+    run_of("a1", &a1[0], &a1[1]);
+    run_of("a2", &a2[0], &a2[1]);
+    cr_expect(a2[0] >= a1[1] || a1[0] >= a2[1],
+              "a1 [%lld, %lld] and a2 [%lld, %lld] ran at once", a1[0], a1[1],
+              a2[0], a2[1]);
+    cr_expect_eq(test_redis_int(rc, "GET wharf:{stamp}:fence"), 4,
+                 "a1 twice, a2 and b1 once each");
+    cr_expect_eq(test_redis_int(rc, "ZCARD wharf:{stamp}:dead"), 0);
+    cr_expect_eq(
+        test_wait_int(rc, 0, TEST_EVENT_MS, "ZCARD wharf:{stamp}:delayed"), 0);
 }

@@ -65,12 +65,12 @@
 -- falls idle.
 -- With a limit_key the concurrency_limit is per value: a run holds a
 -- slot of its value from its begin until its task leaves entries or is
--- indexed under another entry (a finish, by this run or by the host that
--- took it over, see finish.lua), so the slots need no renewal and no
--- give-back of their own: each begin counts the live holders of the
--- values it meets (one HGETALL and one HMGET of entries per value and
--- call) and drops the rest. A run that holds one already (its task taken
--- over) keeps it. The type's running zset is not used.
+-- indexed under another entry (a finish, by this run or, for a run whose
+-- host died, by the host that took its task over), so the slots need no
+-- renewal and no give-back of their own: each begin counts the live
+-- holders of the values it meets (one HGETALL and one HMGET of entries
+-- per value and call) and drops the rest. A task that holds one already
+-- keeps it. The type's running zset is not used.
 -- A task whose lock it takes is marked begun in entries: id -> "<entry
 -- id> <now ms>" (one HSET per call), which status reads as "running
 -- since".
