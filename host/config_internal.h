@@ -255,9 +255,10 @@ void config_free_schedules(config *cfg);
 int config_set_rate_value(const key_spec *spec, char *field,
                           const char *value, char *why, size_t len);
 
-/* rate_burst needs a rate_limit: in [defaults] (unless a [type.NAME]
- * sets one) and in each [type.NAME] as laid over [defaults]; refused at
- * rate_burst's line. */
+/* rate_burst needs a rate_limit, limit_key a rate_limit or a
+ * concurrency_limit: in [defaults] (unless each [type.NAME] gives it one)
+ * and in each [type.NAME] as laid over [defaults]; refused at the key's
+ * line. */
 void config_check_rates(parser *p);
 
 /* ---- after the last line (config_check.c) ---- */

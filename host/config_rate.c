@@ -91,34 +91,53 @@ int config_set_rate_value(const key_spec *spec, char *field, const char *value,
     return 0;
 }
 
-void config_check_rates(parser *p)
+/* True if pol has what `what` (rate_burst: a rate; limit_key: a rate
+ * or a concurrency_limit) needs. */
+static bool rates_served(const policy *pol, bool key)
+{
+    return pol->rate_limit.count != 0 || (key && pol->concurrency_limit);
+}
+
+/* One of the checks of config_check_rates: the key `name` (rate_burst
+ * or limit_key) is refused where what it needs is missing. */
+static void check_needs(parser *p, const char *name, const char *why)
 {
     const config *cfg = p->cfg;
-    size_t burst = config_policy_index("rate_burst");
-    int inherited = p->defaults_lines[burst];
-    /* [defaults]'s burst is wrong when some type takes it without a rate
-     * (or there is no type to give it one). */
-    bool unrated = inherited != 0 && cfg->defaults.rate_limit.count == 0 &&
-                   cfg->n_types == 0;
+    size_t k = config_policy_index(name);
+    bool key = strcmp(name, "limit_key") == 0;
+    int inherited = p->defaults_lines[k];
+    /* [defaults]'s is wrong when some type takes it without what it
+     * needs (or there is no type to give it that). */
+    bool unserved = inherited != 0 && !rates_served(&cfg->defaults, key) &&
+                    cfg->n_types == 0;
 
     for (size_t i = 0; i < cfg->n_types; i++) {
         const type_section *t = &cfg->types[i];
-        int line = p->type_lines[i][burst];
+        int line = p->type_lines[i][k];
 
-        if (t->policy.rate_limit.count != 0)
+        if (rates_served(&t->policy, key))
             continue;
         if (line != 0)
-            config_fail(p, line,
-                        "rate_burst without a rate_limit in [type.%s]: a "
-                        "burst is of a rate (set rate_limit = COUNT/s)",
-                        t->name);
+            config_fail(p, line, "%s without %s in [type.%s]: %s", name,
+                        key ? "a rate_limit or a concurrency_limit"
+                            : "a rate_limit",
+                        t->name, why);
         else
-            unrated = unrated || inherited != 0;
+            unserved = unserved || inherited != 0;
     }
-    if (unrated)
-        config_fail(p, inherited,
-                    "rate_burst without a rate_limit in [defaults]: a burst "
-                    "is of a rate (set rate_limit = COUNT/s)");
+    if (unserved)
+        config_fail(
+            p, inherited, "%s without %s in [defaults]: %s", name,
+            key ? "a rate_limit or a concurrency_limit" : "a rate_limit", why);
+}
+
+void config_check_rates(parser *p)
+{
+    check_needs(p, "rate_burst",
+                "a burst is of a rate (set rate_limit = COUNT/s)");
+    check_needs(p, "limit_key",
+                "it limits nothing by itself (set rate_limit or "
+                "concurrency_limit)");
 }
 
 void config_format_rate(const policy_rate *rate, char *buf, size_t len)

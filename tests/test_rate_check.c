@@ -109,6 +109,20 @@ Test(rate_check, a_burst_without_a_rate_is_refused)
     expect_error(8, "rate_burst = 0 is out of range");
 }
 
+Test(rate_check, a_limit_key_without_a_limit_is_refused)
+{
+    cr_assert_eq(check("", "limit_key = /customer\n"), 78);
+    expect_error(7, "limit_key without a rate_limit or a concurrency_limit "
+                    "in [type.api]: it limits nothing by itself");
+    cr_assert_eq(check("limit_key = id\n", ""), 78);
+    expect_error(6, "limit_key without a rate_limit or a concurrency_limit "
+                    "in [defaults]");
+    cr_expect_eq(check("", "concurrency_limit = 1\nlimit_key = /c\n"), 0, "%s",
+                 err);
+    cr_expect_eq(check("limit_key = /c\n", "concurrency_limit = 1\n"), 0, "%s",
+                 err);
+}
+
 Test(rate_check, a_limit_key_that_is_not_a_pointer_is_refused)
 {
     cr_assert_eq(check("", "rate_limit = 5/s\nlimit_key = customer_id\n"), 78);
