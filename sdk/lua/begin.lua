@@ -170,7 +170,7 @@ elseif limit > 0 and fresh > 0 then
 end
 -- The rate of the first `fresh` tasks not answered early: those that
 -- must wait are answered early too, and fresh counts those that start.
-local IDLE_MS = 60000
+local IDLE_MS, TAT = 60000, 'tat' -- the bucket's field of its tat
 if rate > 0 and fresh > 0 then
   local step = tonumber(argv[6]) / rate
   local tau = tonumber(argv[7]) * step
@@ -193,7 +193,7 @@ if rate > 0 and fresh > 0 then
   local clock = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
   now = now or math.floor(clock) -- time_ms()'s, from the same TIME
   for _, key in ipairs(order) do
-    local tasks, fields = buckets[key], {'tat'}
+    local tasks, fields = buckets[key], {TAT}
     for j, i in ipairs(tasks) do
       fields[j + 1] = string.sub(keys[4 + i], skip)
     end
@@ -218,7 +218,7 @@ if rate > 0 and fresh > 0 then
       end
     end
     if #held > 0 then call('HDEL', key, unpack(held)) end
-    call('HSET', key, 'tat', format('%.3f', tat), unpack(reserved))
+    call('HSET', key, TAT, format('%.3f', tat), unpack(reserved))
     call('PEXPIRE', key, math.ceil(math.max(tat - clock, 0)) + IDLE_MS)
   end
   fresh = starting
