@@ -17,10 +17,7 @@
 static const struct {
     const char *name;
     int64_t ms;
-} rate_periods[] = {
-    {"s", MS_SECOND}, {"sec", MS_SECOND}, {"min", MS_MINUTE},
-    {"m", MS_MINUTE}, {"h", MS_HOUR},     {"hour", MS_HOUR},
-};
+} rate_periods[] = {{"s", MS_SECOND}, {"min", MS_MINUTE}, {"h", MS_HOUR}};
 
 /* "COUNT/PERIOD" into *rate; NULL, or why not (a static string). */
 static const char *parse_rate(const char *value, policy_rate *rate)

@@ -93,6 +93,8 @@ Test(rate_check, a_rate_of_an_unknown_period_is_refused)
                     "s, min or h");
     cr_assert_eq(check("", "rate_limit = 100\n"), 78);
     expect_error(7, "expected COUNT/s, COUNT/min or COUNT/h");
+    cr_assert_eq(check("", "rate_limit = 100/m\n"), 78);
+    expect_error(7, "the period is s, min or h");
     cr_assert_eq(check("", "rate_limit = 0/s\n"), 78);
     expect_error(7, "COUNT must be a whole number from 1 to 100000");
     cr_assert_eq(check("", "rate_limit = many/s\n"), 78);
