@@ -3,10 +3,11 @@
  * then polls every millisecond. The first claim is the first poll that
  * finds the group's last-delivered-id moved from 0-0; the last result is
  * the first poll that finds the stream empty (the finish script stores
- * the result and deletes the entry in one atomic step). Each is seen at
- * most one poll late. It then prints the elapsed time, the Redis CPU
- * time spent meanwhile (INFO cpu) and every command's calls from INFO
- * commandstats, less its own polls. */
+ * the result and deletes the entry in one atomic step) with the type's
+ * delayed set empty too (a task waiting for its rate turn is there).
+ * Each is seen at most one poll late. It then prints the elapsed time,
+ * the Redis CPU time spent meanwhile (INFO cpu) and every command's
+ * calls from INFO commandstats, less its own polls. */
 #include "bench.h"
 
 #include <errno.h>
@@ -47,6 +48,7 @@ int bench_free_port(int argc, char **argv)
 /* The commands this watcher sent, to take out of the counts. */
 typedef struct own_counts {
     long long xlen, xinfo, info, config;
+    long long zcard; /* rates: the delayed set's, once the stream is empty */
 } own_counts;
 
 static redisReply *command(redisContext *c, const char *fmt, const char *arg)
@@ -108,6 +110,30 @@ static long long stream_length(redisContext *c, const char *stream,
     return n;
 }
 
+/* rates: the tasks in the delayed set beside stream ("...:stream" ->
+ * "...:delayed"): tasks waiting for their rate turn are there, not in
+ * the stream, so a run is over only once both are empty. -1 on an
+ * error. */
+static long long delayed_length(redisContext *c, const char *stream,
+                                own_counts *own)
+{
+    char key[512];
+    size_t len = strlen(stream);
+    redisReply *r;
+    long long n = -1;
+
+    if (len < 7 || len - 7 + 9 >= sizeof(key) ||
+        strcmp(stream + len - 7, ":stream") != 0)
+        return 0;
+    snprintf(key, sizeof(key), "%.*s:delayed", (int)(len - 7), stream);
+    r = redisCommand(c, "ZCARD %s", key);
+    own->zcard++;
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        n = r->integer;
+    freeReplyObject(r);
+    return n;
+}
+
 static void sleep_us(long us)
 {
     struct timespec ts = {0, us * 1000};
@@ -136,6 +162,8 @@ static int print_commandstats(redisContext *c, const own_counts *own)
             calls -= own->xlen;
         if (strcmp(name, "xinfo|groups") == 0)
             calls -= own->xinfo;
+        if (strcmp(name, "zcard") == 0)
+            calls -= own->zcard;
         if (calls > 0)
             printf("cmd %s %lld %lld\n", name, calls, usec);
     }
@@ -145,7 +173,7 @@ static int print_commandstats(redisContext *c, const own_counts *own)
 
 int bench_watch(int argc, char **argv)
 {
-    own_counts own = {0, 0, 0, 0};
+    own_counts own = {0, 0, 0, 0, 0};
     redisContext *c = NULL;
     redisReply *r;
     long long n, timeout_s;
@@ -182,6 +210,8 @@ int bench_watch(int argc, char **argv)
     }
     for (;;) {
         long long left = stream_length(c, argv[2], &own);
+        if (left == 0) /* rates: and none waiting for its turn */
+            left = delayed_length(c, argv[2], &own);
         got = left == 0;
         if (left <= 0 || bench_mono_us() - start >= timeout_s * 1000000)
             break;

@@ -57,6 +57,12 @@
 #      the issue sets) and beside the same run without priorities. The
 #      backlog outlasts the run (it is not drained), so the row costs two
 #      runs of BENCH_STEADY_SECONDS and two bulk enqueues.
+#  15. rates: BENCH_RATE_TASKS (20,000) no-op tasks of a type with
+#      rate_limit = BENCH_RATE_LIMIT/s (5,000) and rate_burst = the
+#      prefetch, BENCH_WORKERS workers: the rate achieved as a share of
+#      the limit (it may not pass 1 by more than the burst allows), and
+#      the Redis commands and CPU per task of a type whose tasks wait for
+#      their turn.
 # Only processes it started are stopped, and always. Needs bash, awk and
 # the redis-server/redis-cli/redis-benchmark of scripts/bootstrap.
 set -euo pipefail
@@ -69,7 +75,10 @@ PREFETCH=${BENCH_PREFETCH:-16}
 SINGLE=${BENCH_SINGLE:-20000}
 RATE=${BENCH_RATE:-1000}
 STEADY_SECONDS=${BENCH_STEADY_SECONDS:-5}
-PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,tls,crash,io,handlers,dead,latency,priority,cluster}
+PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,tls,crash,io,handlers,dead,latency,priority,rate,cluster}
+# rates (step 15)
+RATE_LIMIT=${BENCH_RATE_LIMIT:-5000}
+RATE_TASKS=${BENCH_RATE_TASKS:-20000}
 # Dead records searched in the dead-set row.
 DEAD_RECORDS=${BENCH_DEAD_RECORDS:-100000}
 # Tasks in a thousand that crash their worker in the poison row.
@@ -483,6 +492,12 @@ env = PYTHONPATH=$PWD/clients/python IO_MS=$IO_MS" \
         process handler_io "$WHARFD" "threads = $IO_WORKERS
 inflight = $IO_WORKERS" "$IO_TASKS" 1
 fi
+# rates: a type held to RATE_LIMIT/s, its burst one claim's worth.
+if has_phase rate; then
+    process rate "$WHARFD" "[type.noop]
+rate_limit = $RATE_LIMIT/s
+rate_burst = $PREFETCH" "$RATE_TASKS"
+fi
 # The dead set search: DEAD_RECORDS dead records as finish writes them,
 # half of them dead of "connection refused", searched by error text with
 # wharf dead list --count; how long it takes, and the longest command
@@ -772,6 +787,23 @@ if has_phase priority; then
         "$(ms "$flat_p50") / $(ms "$flat_p99")" "" ""
 fi
 
+# rates
+rl_rate=0 rl_of_limit=0 rl_cmds=0 rl_redis_us=0
+if has_phase rate; then
+    rl_rate=$(value_of "$WORK/rate.watch" rate)
+    rl_of_limit=$(ratio "$rl_rate" "$RATE_LIMIT")
+    rl_cmds=$(awk -v n="$RATE_TASKS" '$1 == "cmd" { s += $3 }
+        END { printf "%.2f", s / n }' "$WORK/rate.watch")
+    rl_redis_us=$(awk -v n="$RATE_TASKS" \
+        -v c="$(num "$(value_of "$WORK/rate.watch" redis_cpu_s)")" \
+        'BEGIN { printf "%.2f", c * 1000000 / n }')
+    row "rate_limit = $RATE_LIMIT/s, burst $PREFETCH (tasks/s)" "$rl_rate" "" ""
+    row "  of the limit" "$rl_of_limit" "<= 1.01" \
+        "$(verdict "$rl_of_limit" "<=" 1.01)"
+    row "  redis commands per task" "$rl_cmds" "" ""
+    row "  redis CPU per task (us)" "$rl_redis_us" "" ""
+fi
+
 mkdir -p "$(dirname "$OUT")"
 cat >"$OUT" <<EOF
 {
@@ -848,6 +880,11 @@ cat >"$OUT" <<EOF
                   "bound": $(awk -v b="$prio_bound" 'BEGIN { print b * 1000 }'),
                   "none_p50": $(num "$flat_p50"),
                   "none_p99": $(num "$flat_p99")},
+  "rate_limit": {"tasks": $RATE_TASKS, "limit_per_s": $RATE_LIMIT,
+                 "burst": $PREFETCH, "tasks_per_s": $(num "$rl_rate"),
+                 "of_limit": $(num "$rl_of_limit"),
+                 "redis_commands": $(num "$rl_cmds"),
+                 "redis_cpu_us": $(num "$rl_redis_us")},
   "memory_kib": {"supervisor_hwm": $(num "$sup_hwm"),
                  "worker_hwm": [$worker_hwms]}
 }

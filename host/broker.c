@@ -160,6 +160,19 @@ static int check_eviction(broker *b)
     return rc;
 }
 
+/* rates: adds the HSET of q's rate keys to its policy hash, for wharf
+ * stats and the console: "rate_limit 50/s rate_burst 1 limit_key off". */
+static void add_rate_policy(pipeline *p, const broker_queue *q)
+{
+    char rate[32];
+
+    config_format_rate(&q->pol->rate_limit, rate, sizeof(rate));
+    pipeline_addf(p, q->policy_key,
+                  "HSET %s rate_limit %s rate_burst %" PRIu64 " limit_key %s",
+                  q->policy_key, rate, q->pol->rate_burst,
+                  q->pol->limit_key[0] ? q->pol->limit_key : "off");
+}
+
 /* Creates each queue's group (BUSYGROUP is fine), publishes its policy for
  * the enqueue script and adds it to the types set, in one pipeline. */
 static int setup_queues(broker *b)
@@ -190,6 +203,7 @@ static int setup_queues(broker *b)
                       q->pol->idempotency == IDEMPOTENCY_NONE ? "none"
                                                               : "payload",
                       ttl, visibility, WHARF_PROTOCOL);
+        add_rate_policy(p, q);
         /* Its own command: the set is in no type's hash slot. */
         pipeline_addf(p, types_key, "SADD %s %s", types_key, q->type);
     }

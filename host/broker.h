@@ -17,6 +17,7 @@
 #include "context.h"
 #include "entry.h"
 #include "keys.h"
+#include "limit_value.h"
 #include "nodes.h"
 #include "outcome.h"
 #include "pipeline.h"
@@ -76,6 +77,11 @@ typedef struct broker_job {
                        lock is ours, or ""; e.task.fence is the
                        number */
     finish_kind finish;
+    int64_t wait_ms; /* rates: BEGIN_NO_SLOT's delay_ms: its rate turn
+                        this far away (> 0), BROKER_WAIT_FOR_KEY_SLOT or
+                        BROKER_WAIT_FOR_SLOT */
+    char limit_value[LIMIT_VALUE_MAX]; /* rates: limit_key's value */
+    int limit_value_len;
     int64_t delay_ms;            /* FINISH_RETRY / FINISH_RESCHEDULE;
                                     BROKER_WAIT_FOR_SLOT: until a
                                     concurrency slot is free */
@@ -92,6 +98,10 @@ typedef struct broker_job {
 /* A reschedule's delay_ms that means: wait, uncharged and unpolled,
  * until a slot of the type's concurrency_limit is free (finish.lua). */
 #define BROKER_WAIT_FOR_SLOT (-1)
+/* rates: the same for a slot of a limit_key's value: it waits unpolled
+ * as well, but its park wakes no other waiting task (finish.lua), since
+ * the slots a finish sees free are not its key's. */
+#define BROKER_WAIT_FOR_KEY_SLOT (-2)
 
 /* Argument arrays of batched script calls, made once (broker.c). */
 typedef struct broker_scratch broker_scratch;

@@ -22,24 +22,75 @@ static void push_keys_of(broker *b, broker_job *jobs, const batch_call *c,
             call_push_key(b, &jobs[i], what);
 }
 
+/* rates: true if the type's concurrency_limit is per limit_key value. */
+static bool keyed_slots(const policy *pol)
+{
+    return pol->limit_key[0] != '\0' && pol->concurrency_limit > 0;
+}
+
+/* rates: pushes "<prefix>:{<type>}:<what>" (no limit_key) or
+ * "...:<what>:<value>" of every job of c that begins. */
+static void push_limit_keys_of(broker *b, broker_job *jobs,
+                               const batch_call *c, const char *what)
+{
+    const broker_queue *q = jobs[c->first].queue;
+    char key[KEY_MAX];
+
+    for (size_t i = c->first; i < c->end; i++) {
+        const broker_job *j = &jobs[i];
+        int len;
+        if (!job_begins(j))
+            continue;
+        if (q->pol->limit_key[0])
+            len = snprintf(key, sizeof(key), "%s%s:%.*s", q->task_prefix,
+                           what, j->limit_value_len, j->limit_value);
+        else
+            len = snprintf(key, sizeof(key), "%s%s", q->task_prefix, what);
+        command_push_key_copy(&b->scratch->cmd, key, (size_t)len);
+    }
+}
+
 /* KEYS and ARGV as sdk/lua/begin.lua states them: its numbered keys,
  * then each "then" key of every job that begins (result:<id>...,
- * cancel:<id>..., lock:<id>...); its numbered arguments, then the entry
- * ids. */
+ * cancel:<id>..., lock:<id>..., and rate:<key>... only with a
+ * rate_limit); its numbered arguments, then the entry ids. */
 static void begin_build(broker *b, broker_job *jobs, const batch_call *c)
 {
     const broker_queue *q = jobs[c->first].queue;
     const script_spec *spec = &script_begin_spec;
     command *cmd = &b->scratch->cmd;
+    const policy_rate *rate = &q->pol->rate_limit;
 
     script_begin_keys(cmd, b->cfg->prefix, q->type);
-    for (size_t k = 0; k < spec->n_then_keys; k++)
-        push_keys_of(b, jobs, c, spec->then_keys[k].what);
+    for (size_t k = 0; k < spec->n_then_keys; k++) {
+        const char *what = spec->then_keys[k].what;
+        if (strcmp(what, "rate") == 0) {
+            if (rate->count > 0)
+                push_limit_keys_of(b, jobs, c, what);
+        } else if (strcmp(what, "slots") == 0) {
+            if (keyed_slots(q->pol))
+                push_limit_keys_of(b, jobs, c, what);
+        } else {
+            push_keys_of(b, jobs, c, what);
+        }
+    }
     /* id_offset: the length of "<prefix>:{<type>}:result:". */
     script_begin_args(
         cmd, call_number(q->pol->lock_ttl_ms).s, jobs[c->first].owner,
         call_number((long long)(q->task_prefix_len + strlen("result:"))).s,
-        call_number((long long)q->pol->concurrency_limit).s);
+        call_number((long long)q->pol->concurrency_limit).s,
+        call_number((long long)rate->count).s,
+        call_number((long long)rate->period_ms).s,
+        call_number((long long)q->pol->rate_burst).s,
+        /* key_slot_ttl_ms: a run holds its key's slot until its task is
+         * finished, by it or, past visibility_timeout, by a takeover;
+         * its timeout bounds it, and a lease's length more. */
+        call_number(keyed_slots(q->pol)
+                        ? (long long)(q->pol->timeout_ms +
+                                      q->pol->visibility_timeout_ms +
+                                      q->pol->lock_ttl_ms)
+                        : 0)
+            .s);
     for (size_t i = c->first; i < c->end; i++)
         if (job_begins(&jobs[i]))
             call_push_str(b, jobs[i].e.entry_id);
@@ -81,7 +132,8 @@ static bool lock_value_fence(const char *text, size_t len, const char *owner,
 }
 
 /* One element per task: 0 (cached), -1 (locked), -2 (cancelled), -3
- * (paused), -4 (no concurrency slot) or the lock value. */
+ * (paused), -4 (no concurrency slot), {wait_ms} (its rate turn is
+ * wait_ms away: j->rate_wait_ms) or the lock value. */
 static void begin_apply(broker *b, broker_job *jobs, const batch_call *c,
                         const redisReply *r)
 {
@@ -98,7 +150,16 @@ static void begin_apply(broker *b, broker_job *jobs, const batch_call *c,
             continue;
         }
         v = r->element[k++];
-        if (v->type == REDIS_REPLY_INTEGER) {
+        j->wait_ms = keyed_slots(j->queue->pol) ? BROKER_WAIT_FOR_KEY_SLOT
+                                                 : BROKER_WAIT_FOR_SLOT;
+        if (v->type == REDIS_REPLY_ARRAY && v->elements == 1 &&
+            v->element[0]->type == REDIS_REPLY_INTEGER &&
+            v->element[0]->integer > 0) {
+            /* rates: a turn reserved; it waits like a task without a
+             * slot, but for that long (worker_batch.c). */
+            j->begin = BEGIN_NO_SLOT;
+            j->wait_ms = v->element[0]->integer;
+        } else if (v->type == REDIS_REPLY_INTEGER) {
             j->begin = v->integer == 0    ? BEGIN_CACHED
                        : v->integer == -2 ? BEGIN_CANCELLED
                        : v->integer == -3 ? BEGIN_PAUSED
@@ -151,6 +212,22 @@ int broker_begin(broker *b, broker_job *jobs, size_t n)
     }
     for (size_t i = 0; i < sizeof(random); i++)
         snprintf(owner + 2 * i, 3, "%02x", random[i]);
+    /* rates: a task whose limit_key has no value is dead at once, as a
+     * bad entry is (worker_unrunnable_fate): no attempt could give it
+     * one. */
+    for (size_t i = 0; i < n; i++) {
+        broker_job *j = &jobs[i];
+        if (!job_begins(j) || !j->queue->pol->limit_key[0])
+            continue;
+        j->limit_value_len =
+            limit_value(j->queue->pol->limit_key, &j->e.task, j->limit_value,
+                        j->e.bad, sizeof(j->e.bad));
+        if (j->limit_value_len < 0) {
+            j->finish = FINISH_DEAD;
+            j->next_attempt = j->e.task.attempt;
+            j->reason = j->e.bad;
+        }
+    }
     /* Stored before anything is sent: if the replies are lost, the
      * release knows whose locks to look for. */
     for (size_t i = 0; i < n; i++)

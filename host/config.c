@@ -162,6 +162,10 @@ const key_spec config_policy_keys[] = {
     /* A weight as well as a rank: 1000 to 1 is as lopsided a share as a
      * claim of prefetch entries can still show. */
     POLICY("priority", VALUE_NUMBER, priority, 1, PRIORITY_MAX, NULL),
+    /* rates (config_rate.c) */
+    POLICY("rate_limit", VALUE_RATE, rate_limit, 0, 0, NULL),
+    POLICY("rate_burst", VALUE_NUMBER, rate_burst, 1, 1000000, NULL),
+    POLICY("limit_key", VALUE_POINTER, limit_key, 0, 0, NULL),
     KEYS_END,
 };
 _Static_assert(sizeof config_policy_keys / sizeof config_policy_keys[0] ==
@@ -238,6 +242,7 @@ static const policy default_policy = {
     .dead_max = 10000,
     .dead_ttl_ms = 90 * MS_DAY,
     .priority = 1,
+    .rate_burst = 1, /* rates: strict spacing unless asked */
 };
 
 config *config_new(const char *path)

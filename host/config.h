@@ -28,6 +28,19 @@ typedef enum claim_order {
     ORDER_STRICT        /* the highest priority with entries first */
 } claim_order;
 
+/* rate_limit = COUNT/s|/min|/h (config_rate.c): COUNT starts per
+ * period_ms across every host; count 0: no rate limit. */
+typedef struct policy_rate {
+    uint64_t count;
+    int64_t period_ms;
+} policy_rate;
+/* The longest limit_key, with its NUL. */
+#define LIMIT_KEY_MAX 128
+
+/* rates: rate as the manifest writes it ("100/s", "30/min", "5/h"), or
+ * "off" when it has none (config_rate.c). */
+void config_format_rate(const policy_rate *rate, char *buf, size_t len);
+
 /* The per-type policy: [defaults], overridden per type by [type.NAME].
  * Durations are in milliseconds, sizes in bytes, ratios in percent. */
 typedef struct policy {
@@ -58,6 +71,11 @@ typedef struct policy {
     unsigned priority;          /* 1..1000, default 1: a rank ([host]
                                    order = strict) or a weight (weighted)
                                    among a worker's types; manifest.md */
+    /* rates: rate_limit, rate_burst and limit_key (config_rate.c) */
+    policy_rate rate_limit; /* starts per period across every host */
+    uint64_t rate_burst;    /* starts at once after an idle spell, 1.. */
+    char limit_key[LIMIT_KEY_MAX]; /* "", "id" or a JSON pointer: the
+                                      rate applies per value of it */
 } policy;
 
 /* One key of a [plugin.NAME] section that the host does not know; the

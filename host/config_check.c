@@ -316,6 +316,7 @@ void config_finish(parser *p)
         }
     }
     config_check_schedules(p);
+    config_check_rates(p);
     if (cfg->redis_password_file) {
         redis_url parsed;
         char why[256];

@@ -45,7 +45,10 @@ typedef enum value_kind {
     VALUE_PATH,
     VALUE_URL,
     VALUE_LISTEN,
-    VALUE_TOKEN /* a secret: 16..200 printable bytes, no spaces */
+    VALUE_TOKEN, /* a secret: 16..200 printable bytes, no spaces */
+    /* rates (config_rate.c) */
+    VALUE_RATE,   /* COUNT/s, /min or /h into a policy_rate */
+    VALUE_POINTER /* "id" or a JSON pointer into a char[size] */
 } value_kind;
 
 typedef enum section_kind {
@@ -77,7 +80,7 @@ typedef struct key_spec {
 
 /* The keys of [defaults] and [type.NAME], fields of policy, in a fixed
  * order: a key's index in config_policy_keys numbers it. */
-enum { POLICY_KEYS = 23 };
+enum { POLICY_KEYS = 26 };
 extern const key_spec config_policy_keys[POLICY_KEYS + 1];
 
 /* The most threads of one worker, [host] and [plugin.NAME] threads: far
@@ -244,6 +247,19 @@ void config_begin_schedule(parser *p, const char *name);
 void config_check_schedules(parser *p);
 
 void config_free_schedules(config *cfg);
+
+/* ---- rates (config_rate.c) ---- */
+
+/* Checks and stores a VALUE_RATE or VALUE_POINTER value into field; 0,
+ * or -1 with the one-line reason in why. */
+int config_set_rate_value(const key_spec *spec, char *field,
+                          const char *value, char *why, size_t len);
+
+/* rate_burst needs a rate_limit, limit_key a rate_limit or a
+ * concurrency_limit: in [defaults] (unless each [type.NAME] gives it one)
+ * and in each [type.NAME] as laid over [defaults]; refused at the key's
+ * line. */
+void config_check_rates(parser *p);
 
 /* ---- after the last line (config_check.c) ---- */
 

@@ -196,6 +196,9 @@ int config_set_value(const key_spec *spec, void *base, const char *value,
     case VALUE_SIZE:
     case VALUE_RATIO:
         break;
+    case VALUE_RATE: /* rates (config_rate.c) */
+    case VALUE_POINTER:
+        return config_set_rate_value(spec, field, value, why, len);
     }
     return set_number(spec, field, value, why, len);
 }

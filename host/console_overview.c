@@ -46,6 +46,34 @@ static void jb_histogram(json_out *b, const console *c, const char *name,
     json_out_puts(b, "}");
 }
 
+/* rates: a type with a rate_limit or a limit_key (by the manifest in
+ * effect) gets ,"rate_limit":"50/s","rate_burst":5,"limit_key":"/c"
+ * (null for one not set) and "rate_waits": the tasks this host's workers
+ * made wait for their rate turn; any other type nothing. */
+static void jb_rate(json_out *b, const console *c, const char *type, int ti)
+{
+    const policy *pol = config_policy(c->v.cfg, type);
+    char rate[32];
+
+    if (pol->rate_limit.count == 0 && !pol->limit_key[0])
+        return;
+    json_out_puts(b, ",\"rate_limit\":");
+    if (pol->rate_limit.count) {
+        config_format_rate(&pol->rate_limit, rate, sizeof(rate));
+        json_out_str(b, rate);
+        json_out_printf(b, ",\"rate_burst\":%" PRIu64, pol->rate_burst);
+    } else {
+        json_out_puts(b, "null,\"rate_burst\":null");
+    }
+    json_out_puts(b, ",\"limit_key\":");
+    if (pol->limit_key[0])
+        json_out_str(b, pol->limit_key);
+    else
+        json_out_puts(b, "null");
+    json_out_printf(b, ",\"rate_waits\":%" PRIu64,
+                    ti < 0 ? 0 : atomic_load(&c->m->types[ti].rate_waits));
+}
+
 static void jb_type(json_out *b, const console *c, const queue_figures *f)
 {
     int ti = metrics_type_find(c->m, f->type);
@@ -63,6 +91,7 @@ static void jb_type(json_out *b, const console *c, const queue_figures *f)
     if (f->paused && f->paused_left_ms >= 0)
         json_out_printf(b, ",\"paused_left_ms\":%lld", f->paused_left_ms);
     json_out_printf(b, ",\"slots\":%lld", f->slots);
+    jb_rate(b, c, f->type, ti);
     if (ti < 0 || !c->rings[ti] || c->samples == 0) {
         json_out_puts(b, "}");
         return;

@@ -111,6 +111,14 @@ void metrics_outcome(metrics *m, int ti, task_outcome outcome)
                               memory_order_relaxed);
 }
 
+/* rates */
+void metrics_rate_wait(metrics *m, int ti)
+{
+    if (m && ti >= 0)
+        atomic_fetch_add_explicit(&m->types[ti].rate_waits, 1,
+                                  memory_order_relaxed);
+}
+
 static void observe(histogram *h, int64_t us)
 {
     size_t b = 0;
@@ -277,6 +285,13 @@ char *metrics_render(const metrics *m, const queue_figures *queues,
                     "\n",
                 m->types[i].type, task_outcome_name((task_outcome)o),
                 load(&m->types[i].outcomes[o]));
+    /* rates */
+    put(&t, "# HELP wharf_rate_waits_total Tasks a rate_limit made wait "
+            "for their turn (uncharged), by type.\n"
+            "# TYPE wharf_rate_waits_total counter\n");
+    for (uint32_t i = 0; i < n; i++)
+        put(&t, "wharf_rate_waits_total{type=\"%s\"} %" PRIu64 "\n",
+            m->types[i].type, load(&m->types[i].rate_waits));
     render_histogram(&t, "wharf_task_duration_seconds",
                      "How long process_business ran.", m, n, 0);
     render_histogram(&t, "wharf_task_wait_seconds",

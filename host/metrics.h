@@ -56,6 +56,8 @@ typedef struct type_metrics {
     /* Written by the supervisor from the queue figures (every second):
      * 1 while the type is paused. Workers leave it out of their claims. */
     _Atomic int paused;
+    /* rates: tasks a rate_limit made wait for their turn (workers). */
+    _Atomic uint64_t rate_waits;
 } type_metrics;
 
 /* A schedule of this host (docs/manifest.md, [schedule.NAME]), written by
@@ -127,6 +129,9 @@ int metrics_schedule_add(metrics *m, const char *name, const char *type,
 /* Adds one finished task of type index ti (ignored when ti < 0 or m is
  * NULL, as are the other adders). */
 void metrics_outcome(metrics *m, int ti, task_outcome outcome);
+
+/* rates: adds one task that waits for its rate_limit turn. */
+void metrics_rate_wait(metrics *m, int ti);
 
 /* Records a plugin run: how long it took and how long it waited. */
 void metrics_run(metrics *m, int ti, int64_t duration_us, int64_t wait_us);

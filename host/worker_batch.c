@@ -169,6 +169,9 @@ void worker_report_some(worker *w, const broker_job *jobs, size_t n)
             continue;
         w->counts.outcomes[j->outcome]++;
         metrics_outcome(w->opts->metrics, metric_of(w, j), j->outcome);
+        /* rates: a wait for a rate turn, counted apart from a slot's. */
+        if (j->outcome == OUTCOME_LIMITED && j->wait_ms > 0)
+            metrics_rate_wait(w->opts->metrics, metric_of(w, j));
         log_job(w, j, j->duration_ms);
     }
 }
@@ -301,6 +304,15 @@ bool worker_begun_fate(worker *w, broker_job *j)
         j->next_attempt = j->e.task.attempt;
         j->delay_ms = BROKER_WAIT_FOR_SLOT;
         j->reason = "waiting for a free slot (concurrency_limit)";
+        if (j->wait_ms > 0) {
+            /* rates: its turn of the rate_limit is reserved; it waits
+             * in the delayed set until then, uncharged. */
+            j->delay_ms = j->wait_ms;
+            j->reason = "waiting for its rate turn (rate_limit)";
+        } else if (j->wait_ms == BROKER_WAIT_FOR_KEY_SLOT) {
+            j->delay_ms = j->wait_ms;
+            j->reason = "waiting for a free slot of its limit_key";
+        }
         break;
     case BEGIN_LOCKED:
         if (w->opts->metrics)

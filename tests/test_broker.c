@@ -472,7 +472,7 @@ Test(broker, enqueue_of_a_dead_id_leaves_its_record)
 Test(broker, locks_of_a_begin_whose_reply_was_lost_are_released)
 {
     redisReply *reply = NULL, *r;
-    const char *argv[18];
+    const char *argv[20];
     char keys[10][KEY_MAX];
     size_t n;
 
@@ -503,10 +503,14 @@ Test(broker, locks_of_a_begin_whose_reply_was_lost_are_released)
     argv[11] = jobs[0].owner;
     argv[12] = "22"; /* strlen("wharf:{alpha}:result:") */
     argv[13] = "0";  /* no concurrency_limit */
-    argv[14] = jobs[0].e.entry_id;
-    argv[15] = jobs[1].e.entry_id;
+    argv[14] = "0";  /* no rate_limit: its period and burst unused */
+    argv[15] = "0";
+    argv[16] = "1";
+    argv[17] = "0"; /* no limit_key */
+    argv[18] = jobs[0].e.entry_id;
+    argv[19] = jobs[1].e.entry_id;
     /* The call runs in Redis; its reply is dropped unread. */
-    r = script_run(rc, &script_begin, 10, 16, argv, NULL);
+    r = script_run(rc, &script_begin, 10, 20, argv, NULL);
     cr_assert(r && r->type == REDIS_REPLY_ARRAY);
     freeReplyObject(r);
     cr_assert_eq(jobs[0].begin, BEGIN_NONE);

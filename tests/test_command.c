@@ -92,6 +92,10 @@ Test(command, a_script_call_of_three_hundred_tasks)
     command_push_str(&cmd, "0123456789abcdef");
     command_push_int(&cmd, (long long)strlen("w:{t}:result:"));
     command_push_int(&cmd, 0); /* no concurrency_limit */
+    command_push_int(&cmd, 0); /* no rate_limit: period, burst unused */
+    command_push_int(&cmd, 0);
+    command_push_int(&cmd, 1);
+    command_push_int(&cmd, 0); /* no limit_key */
     for (int i = 0; i < 300; i++) {
         int n = snprintf(key, sizeof(key), "1-%d", i);
         command_push_copy(&cmd, key, (size_t)n);

@@ -170,7 +170,7 @@ Test(scripts, begin_answers_cached_locked_or_a_fresh_token)
             "w:{t}:running", "w:{t}:result:a", "w:{t}:result:b",
             "w:{t}:result:c", "w:{t}:cancel:a", "w:{t}:cancel:b",
             "w:{t}:cancel:c", "w:{t}:lock:a", "w:{t}:lock:b", "w:{t}:lock:c",
-            "60000", "00112233aabbccdd", "13", "0", "1-1", "1-2", "1-3", NULL);
+            "60000", "00112233aabbccdd", "13", "0", "0", "0", "1", "0", "1-1", "1-2", "1-3", NULL);
     cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
     cr_assert_eq(r->elements, 3);
     cr_assert_eq(r->element[0]->type, REDIS_REPLY_INTEGER);
@@ -204,7 +204,7 @@ Test(scripts, begin_skips_a_cancelled_entry_only)
     r = run(&script_begin, 10, "w:{t}:fence", "w:{t}:entries", "w:{t}:paused",
             "w:{t}:running", "w:{t}:result:a", "w:{t}:result:b",
             "w:{t}:cancel:a", "w:{t}:cancel:b", "w:{t}:lock:a", "w:{t}:lock:b",
-            "60000", "00112233aabbccdd", "13", "0", "1-1", "1-2", NULL);
+            "60000", "00112233aabbccdd", "13", "0", "0", "0", "1", "0", "1-1", "1-2", NULL);
     cr_assert_eq(r->elements, 2);
     cr_assert_eq(r->element[0]->type, REDIS_REPLY_INTEGER);
     cr_assert_eq(r->element[0]->integer, -2);
@@ -228,7 +228,7 @@ Test(scripts, begin_takes_nothing_while_the_type_is_paused)
                 "w:{t}:paused", "w:{t}:running", "w:{t}:result:a",
                 "w:{t}:result:b", "w:{t}:cancel:a", "w:{t}:cancel:b",
                 "w:{t}:lock:a", "w:{t}:lock:b", "60000", "00112233aabbccdd",
-                "13", "0", "1-1", "1-2", NULL);
+                "13", "0", "0", "0", "1", "0", "1-1", "1-2", NULL);
         cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
         cr_assert_eq(r->elements, 2);
         for (size_t i = 0; i < 2; i++) {
@@ -377,7 +377,7 @@ Test(scripts, begin_takes_a_slot_per_run_up_to_the_limit)
             "w:{t}:running", "w:{t}:result:a", "w:{t}:result:b",
             "w:{t}:result:c", "w:{t}:cancel:a", "w:{t}:cancel:b",
             "w:{t}:cancel:c", "w:{t}:lock:a", "w:{t}:lock:b", "w:{t}:lock:c",
-            "60000", "00112233aabbccdd", "13", "2", "1-1", "1-2", "1-3", NULL);
+            "60000", "00112233aabbccdd", "13", "2", "0", "0", "1", "0", "1-1", "1-2", "1-3", NULL);
     cr_assert_eq(r->elements, 3);
     cr_assert_eq(r->element[0]->type, REDIS_REPLY_STRING);
     cr_assert_str_eq(r->element[0]->str, "11-00112233aabbccdd");

@@ -44,3 +44,29 @@ Test(top, every_task_a_worker_runs_has_a_line)
     free(f.s);
     json_decref(o);
 }
+
+/* rates: a type with a rate_limit or a limit_key has a line under its
+ * row with them; one with neither has none. */
+Test(top, a_rate_limited_type_shows_its_rate)
+{
+    static const char rated[] =
+        "{\"types\":[{\"type\":\"api\",\"rate_limit\":\"50/s\","
+        "\"rate_burst\":5,\"limit_key\":\"/customer\",\"rate_waits\":7},"
+        "{\"type\":\"plain\"}],\"hosts\":[],\"slots\":[]}";
+    json_error_t error;
+    json_t *o = json_loads(rated, 0, &error);
+    top_frame f = {0};
+    const char *api, *line, *plain;
+
+    cr_assert_not_null(o, "%s", error.text);
+    top_render(&f, "http://127.0.0.1:9464", o);
+    api = strstr(f.s, "\napi ");
+    line = strstr(f.s, "  rate 50/s, burst 5, per /customer, 7 waited for "
+                       "their turn here\n");
+    plain = strstr(f.s, "\nplain ");
+    cr_assert(api && line && plain, "%s", f.s);
+    cr_expect(api < line && line < plain, "%s", f.s);
+    cr_expect_null(strstr(plain, "  rate "), "%s", f.s);
+    free(f.s);
+    json_decref(o);
+}

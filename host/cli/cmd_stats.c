@@ -17,17 +17,70 @@
 
 /* Commands sent per type: the figures' (as /metrics reads them for the
  * types its host does not serve), then whether a host serves it. */
-enum { Q_SERVED = KNOWN_COMMANDS, Q_COUNT };
+enum { Q_SERVED = KNOWN_COMMANDS, Q_RATE, Q_RATE_HELD, Q_COUNT };
+
+/* rates: a type's rate keys as its hosts published them (policy), and
+ * the turns reserved in its bucket: tasks waiting for their turn (of a
+ * type without a limit_key; one with keeps a bucket per value). */
+typedef struct rate_stats {
+    char limit[32]; /* "50/s", or "" when none is published */
+    long long burst;
+    char key[128];     /* limit_key, or "" */
+    long long waiting; /* -1: not known (a limit_key's) */
+} rate_stats;
 
 typedef struct type_stats {
     queue_figures f; /* f.type points into the SMEMBERS reply */
     int served;      /* a live host serves it */
+    rate_stats rate;
 } type_stats;
 
 static int by_name(const void *a, const void *b)
 {
     return strcmp(((const type_stats *)a)->f.type,
                   ((const type_stats *)b)->f.type);
+}
+
+/* rates: adds Q_RATE and Q_RATE_HELD of type. 0, or -1. */
+static int append_rate_queries(cli *ctx, pipeline *p, const char *type)
+{
+    char policy_key[KEY_MAX], bucket[KEY_MAX];
+
+    cli_key(ctx, policy_key, type, "policy");
+    cli_key(ctx, bucket, type, "rate");
+    if (pipeline_addf(p, policy_key, "HMGET %s rate_limit rate_burst limit_key",
+                      policy_key) != 0 ||
+        pipeline_addf(p, bucket, "HLEN %s", bucket) != 0)
+        return -1;
+    return 0;
+}
+
+/* rates: stores the reply of Q_RATE or Q_RATE_HELD into s; -1 for a reply
+ * of another shape. */
+static int take_rate(int q, const redisReply *r, type_stats *s)
+{
+    rate_stats *rs = &s->rate;
+
+    if (q == Q_RATE_HELD && r->type == REDIS_REPLY_INTEGER) {
+        /* Its fields but tat are the turns reserved. */
+        rs->waiting = r->integer > 0 ? r->integer - 1 : 0;
+        return 0;
+    }
+    if (q != Q_RATE || r->type != REDIS_REPLY_ARRAY || r->elements != 3)
+        return -1;
+    for (size_t i = 0; i < 3; i++)
+        if (r->element[i]->type != REDIS_REPLY_STRING &&
+            r->element[i]->type != REDIS_REPLY_NIL)
+            return -1;
+    if (r->element[0]->type == REDIS_REPLY_STRING &&
+        strcmp(r->element[0]->str, "off") != 0)
+        snprintf(rs->limit, sizeof(rs->limit), "%s", r->element[0]->str);
+    if (r->element[1]->type == REDIS_REPLY_STRING)
+        rs->burst = atoll(r->element[1]->str);
+    if (r->element[2]->type == REDIS_REPLY_STRING &&
+        strcmp(r->element[2]->str, "off") != 0)
+        snprintf(rs->key, sizeof(rs->key), "%s", r->element[2]->str);
+    return 0;
 }
 
 /* Adds the Q_COUNT queries of type, each to the node of its key. 0, or
@@ -40,7 +93,7 @@ static int append_queries(cli *ctx, pipeline *p, const char *type)
     if (known_types_add_queries(p, ctx->prefix, type) != 0 ||
         pipeline_addf(p, hosts, "EXISTS %s", hosts) != 0)
         return -1;
-    return 0;
+    return append_rate_queries(ctx, p, type);
 }
 
 /* Stores reply number q of a type into s. 0 or an exit code: unlike
@@ -62,7 +115,9 @@ static int take(cli *ctx, int q, const redisReply *r, type_stats *s)
         s->served = r->integer != 0;
         return 0;
     }
-    if (q != Q_SERVED && known_types_take(q, r, &s->f) == 0)
+    if ((q == Q_RATE || q == Q_RATE_HELD) && take_rate(q, r, s) == 0)
+        return 0;
+    if (q < KNOWN_COMMANDS && known_types_take(q, r, &s->f) == 0)
         return 0;
     if (q == KNOWN_PENDING)
         return cli_fail(ctx, EX_SOFTWARE,
@@ -71,6 +126,52 @@ static int take(cli *ctx, int q, const redisReply *r, type_stats *s)
                         s->f.type);
     return cli_fail(ctx, EX_SOFTWARE, "stats: unexpected reply for '%s'",
                     s->f.type);
+}
+
+/* rates: "rate_limit": "50/s", "rate_burst": 5, "limit_key": null,
+ * "rate_waiting": 3, (nulls when none; rate_waiting null with a
+ * limit_key), then a space; nothing for a type with neither, whose
+ * object stays as it was. */
+static void print_rate_json(const rate_stats *r)
+{
+    if (!r->limit[0] && !r->key[0])
+        return;
+    if (!r->limit[0]) {
+        printf("\"rate_limit\": null, \"rate_burst\": null, ");
+    } else {
+        printf("\"rate_limit\": ");
+        cli_print_json_string(stdout, r->limit);
+        printf(", \"rate_burst\": %lld, ", r->burst);
+    }
+    printf("\"limit_key\": ");
+    if (r->key[0])
+        cli_print_json_string(stdout, r->key);
+    else
+        printf("null");
+    if (r->limit[0] && !r->key[0])
+        printf(", \"rate_waiting\": %lld, ", r->waiting);
+    else
+        printf(", \"rate_waiting\": null, ");
+}
+
+/* rates: one line per type with a rate_limit or a limit_key, after the
+ * table: its rate, burst, key and the tasks waiting for their turn. */
+static void print_rate_lines(const type_stats *stats, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const rate_stats *r = &stats[i].rate;
+        if (!r->limit[0] && !r->key[0])
+            continue;
+        printf("%s: rate_limit %s", stats[i].f.type,
+               r->limit[0] ? r->limit : "off");
+        if (r->limit[0])
+            printf(", burst %lld", r->burst);
+        if (r->key[0])
+            printf(", per limit_key %s", r->key);
+        else if (r->limit[0])
+            printf(", %lld waiting for their turn", r->waiting);
+        putchar('\n');
+    }
 }
 
 static void print_json(const type_stats *stats, size_t n)
@@ -87,6 +188,7 @@ static void print_json(const type_stats *stats, size_t n)
         if (f->paused && f->paused_left_ms >= 0)
             printf("\"paused_left_ms\": %lld, ", f->paused_left_ms);
         printf("\"slots\": %lld, ", f->slots);
+        print_rate_json(&stats[i].rate);
         printf("\"served\": %s, \"node\": ",
                stats[i].served ? "true" : "false");
         cli_print_json_string(stdout, f->node);
@@ -256,6 +358,8 @@ static int run(cli *ctx, const cli_args *args)
         print_json(stats, types->elements);
     else
         print_table(stats, types->elements);
+    if (!json) /* rates */
+        print_rate_lines(stats, types->elements);
 out:
     free(stats);
     freeReplyObject(types);
@@ -270,7 +374,8 @@ const cli_command cmd_stats_entry = {
         "it is paused (wharf pause; \"yes, 42s\": that long more), whether\n"
         "a live host serves it (SERVED \"NO\": its tasks wait for nobody),\n"
         "and the Redis node that serves it (on a cluster, the primary owning\n"
-        "its slot).\n"
+        "its slot). Then a line per type with a rate_limit or limit_key:\n"
+        "its rate, burst and tasks waiting for their turn.\n"
         "  --json        one JSON object: {\"types\": {\"T\": {...}}}\n"
         "  --history     the fleet's history instead (every host's figures,\n"
         "                summed): per minute with anything in it, tasks ok,\n"

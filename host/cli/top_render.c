@@ -130,6 +130,25 @@ static int column_width(const json_t *list, const char *key, int lo, int hi)
     return width < hi ? width : hi;
 }
 
+/* rates: under a type with a rate_limit or a limit_key, a line with
+ * them and the tasks this host sent back to wait for their rate turn. */
+static void render_rate(top_frame *f, const json_t *t)
+{
+    const json_t *rate = json_object_get(t, "rate_limit");
+    const json_t *key = json_object_get(t, "limit_key");
+    char burst[TOP_CELL_MAX] = "";
+
+    if (!json_is_string(rate) && !json_is_string(key))
+        return;
+    if (json_is_string(rate))
+        snprintf(burst, sizeof(burst), ", burst %.0f", num(t, "rate_burst", 1));
+    line(f, "  rate %s%s%s%s, %.0f waited for their turn here",
+         json_is_string(rate) ? json_string_value(rate) : "off", burst,
+         json_is_string(key) ? ", per " : "",
+         json_is_string(key) ? json_string_value(key) : "",
+         num(t, "rate_waits", 0));
+}
+
 static void render_types(top_frame *f, const json_t *types)
 {
     int tw = column_width(types, "type", 4, 40);
@@ -164,6 +183,7 @@ static void render_types(top_frame *f, const json_t *types)
             flag(t, "paused") ? "YES" : "no", num(m, "ok", 0),
             num(m, "retry", 0), num(m, "dead", 0), wait, run,
             served[0] ? served : "-");
+        render_rate(f, t);
     }
     if (json_array_size(types) == 0)
         line(f, "(no types served)");

@@ -140,6 +140,16 @@ function renderTypes(o) {
       cell('wait', pct(t.wait_ms)),
       cell('run', pct(t.run_ms)),
     ]);
+    // rates: a type with a rate_limit or a limit_key shows it after its
+    // name, and how many waited for their rate turn here in the title.
+    if (t.rate_limit || t.limit_key) {
+      const parts = [t.rate_limit ? t.rate_limit + ', burst ' + t.rate_burst : 'no rate'];
+      if (t.limit_key) parts.push('per ' + t.limit_key);
+      row.firstChild.appendChild(el('span', ' (' + parts.join(', ') + ')', {
+        class: 'rate', 'data-field': 'rate',
+        title: t.rate_waits + ' waited for their rate turn on this host',
+      }));
+    }
     body.appendChild(row);
   }
 }

@@ -238,9 +238,15 @@ for i = 1, n do
                       'enqueued_at', argv[at + 3], 'trace', argv[at + 4],
                       'error', argv[at + 5], 'worker', consumer,
                       'failed_at', now)
-      if kind == 'r' and not failed(r) and argv[at + 6] == '-1' then
-        r = redis.pcall('ZADD', keys[2], PARK_AT + now, argv[at])
-        parked = parked + 1
+      if kind == 'r' and not failed(r) and tonumber(argv[at + 6]) < 0 then
+        -- -2: it waits for a slot of its limit_key's value (begin.lua),
+        -- which the free slots seen here are not: its park wakes none,
+        -- and it waits 2^51 further on, where limit_wake tells it apart.
+        local keyed = argv[at + 6] == '-2'
+        r = redis.pcall('ZADD', keys[2],
+                        (keyed and PARK_AT + 2251799813685248 or PARK_AT) + now,
+                        argv[at])
+        if not keyed then parked = parked + 1 end
       elseif kind == 'r' and not failed(r) then
         r = redis.pcall('ZADD', keys[2], now + tonumber(argv[at + 6]),
                         argv[at])
