@@ -163,6 +163,9 @@ Test(acl, a_host_and_a_producer_run_under_their_users)
     cli = test_cli(producer_url, dir, (const char *const[]){"stats", NULL});
     cr_assert_eq(cli->status, 0, "%s", cli->err);
     cr_assert(strstr(cli->out, "chaos") != NULL, "%s", cli->out);
+    cli = test_cli(producer_url, dir,
+                   (const char *const[]){"stats", "--history", NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
     /* The host's schedule timer fires under the host's user; the
      * producer lists the schedules and fires one. */
     cr_assert(test_wait_until(schedule_fired, NULL, TEST_EVENT_MS), "see %s",
