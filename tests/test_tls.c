@@ -506,6 +506,41 @@ Test(tls, the_python_and_node_clients_enqueue_over_mutual_tls)
         cr_assert_eq(code, 0, "%s: %d: %s", programs[i], code, err);
         cr_assert(test_wait_until(task_done, id, TEST_EVENT_MS),
                   "%s's task did not run (see %s)", programs[i], host.log);
+
+        /* tls_sni: the name sent and checked, whatever the address. */
+        snprintf(id, sizeof(id), "sni-%zu", i);
+        snprintf(query, sizeof(query),
+                 "tls_ca=%s&tls_cert=%s&tls_key=%s&tls_sni=localhost", ca_crt,
+                 in_dir("client.crt"), in_dir("client.key"));
+        code = run_driver(programs[i], tls_url("127.0.0.1", tls_port, query),
+                          id, err, sizeof(err));
+        cr_assert_eq(code, 0, "%s: %d: %s", programs[i], code, err);
+        cr_assert(test_wait_until(task_done, id, TEST_EVENT_MS),
+                  "%s's task did not run (see %s)", programs[i], host.log);
+        snprintf(query, sizeof(query),
+                 "tls_ca=%s&tls_cert=%s&tls_key=%s&tls_sni=wrong.example",
+                 ca_crt, in_dir("client.crt"), in_dir("client.key"));
+        code = run_driver(programs[i], tls_url("127.0.0.1", tls_port, query),
+                          "never", err, sizeof(err));
+        cr_assert_eq(code, 78, "%s: %d: %s", programs[i], code, err);
+        cr_assert(strstr(err, "TLS: ") != NULL, "%s: %s", programs[i], err);
+
+        /* TLS on one side only: 78, saying which, as the C client. */
+        {
+            char plain[128];
+
+            snprintf(plain, sizeof(plain), "redis://127.0.0.1:%d/0", tls_port);
+            code = run_driver(programs[i], plain, "never", err, sizeof(err));
+            cr_assert_eq(code, 78, "%s: %d: %s", programs[i], code, err);
+            cr_assert(strstr(err, "(is this a TLS port? use rediss://)"),
+                      "%s: %s", programs[i], err);
+        }
+        code = run_driver(programs[i],
+                          tls_url("127.0.0.1", redis.port, ca_query()), "never",
+                          err, sizeof(err));
+        cr_assert_eq(code, 78, "%s: %d: %s", programs[i], code, err);
+        cr_assert(strstr(err, "(is this port plain Redis? use redis://)"),
+                  "%s: %s", programs[i], err);
     }
     cr_assert_eq(test_host_done(&host, "never"), 0);
 }
@@ -848,8 +883,8 @@ Test(tls, a_cluster_over_tls_serves_tasks)
     cr_assert(test_wait_until(schedule_fired, NULL, TEST_EVENT_MS),
               "no tick fired (see %s)", host.log);
     cli = test_cli(cli_url, dir,
-                   (const char *const[]){"--config", host.manifest,
-                                         "schedules", "--json", NULL});
+                   (const char *const[]){"--config", host.manifest, "schedules",
+                                         "--json", NULL});
     cr_assert_eq(cli->status, 0, "%s", cli->err);
     cr_assert(strstr(cli->out, "\"last_tick\": 0,") == NULL,
               "no last tick read from the cluster: %s", cli->out);

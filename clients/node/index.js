@@ -105,9 +105,23 @@ function hashId(type, payload) {
 // The wharf error for an ioredis error. lost: the connection's last error
 // (ioredis reports a failed connect to the call only as "max retries per
 // request"), said instead when there is one.
-function errorOf(e, where, what, lost) {
+// link: {tls, ready} of the connection (ready: it answered once): TLS on
+// one side only shows on a connection that never answered, as for the C
+// client.
+function errorOf(e, where, what, lost, link) {
   const text = String(e && e.message);
   if (e instanceof errors.WharfError) return e;
+  if (link && !link.ready && !link.tls && lost && lost.code === 'ECONNRESET') {
+    // A TLS port drops a plain client's first bytes at once, where a
+    // plain Redis always answers, even an error.
+    return new errors.ConfigError(`${what}: ${where}: ${lost.message} (is this a TLS port? use rediss://)`);
+  }
+  if (link && !link.ready && link.tls && !isTlsError(lost) &&
+      (text === 'Command timed out' || (lost && lost.code === 'ETIMEDOUT'))) {
+    // A plain Redis reads the ClientHello as the start of a command and
+    // waits for its end.
+    return new errors.ConfigError(`${what}: ${where}: TLS: no handshake answer within the timeout (is this port plain Redis? use redis://)`);
+  }
   if (e && e.name === 'ReplyError') {
     if (text.startsWith('OOM')) return new errors.RedisFull(`${where}: Redis is out of memory (maxmemory reached)`);
     if (/^(NOAUTH|WRONGPASS)/.test(text)) return new errors.ConfigError(`${what}: ${where}: ${text}`);
@@ -376,8 +390,9 @@ class Client {
     }
     // Every call reports its own failure; this one is kept to say why.
     this._lost = null;
+    this._link = { tls: Boolean(tls), ready: false };
     r.on('error', (e) => { this._lost = e; });
-    r.on('ready', () => { this._lost = null; });
+    r.on('ready', () => { this._lost = null; this._link.ready = true; });
     this._redis = r;
     this._loaded = false;
     return r;
@@ -421,7 +436,7 @@ class Client {
         return await r.evalBuffer(s.source, keys.length, ...keys, ...args);
       }
     } catch (e) {
-      throw errorOf(e, this._where, name, this._lost);
+      throw errorOf(e, this._where, name, this._lost, this._link);
     }
   }
 
@@ -542,7 +557,7 @@ class Client {
       for (const type of fresh) p.sadd(`${this.prefix}:types`, type);
       for (const [err] of await p.exec()) if (err) throw err;
     } catch (e) {
-      throw errorOf(e, this._where, 'enqueue: adding the type', this._lost);
+      throw errorOf(e, this._where, 'enqueue: adding the type', this._lost, this._link);
     }
     for (const type of fresh) this._typesAdded.add(type);
   }
@@ -623,7 +638,7 @@ class Client {
         }
       }
     } catch (e) {
-      throw errorOf(e, this._where, 'enqueue', this._lost);
+      throw errorOf(e, this._where, 'enqueue', this._lost, this._link);
     }
     await this._after(tasks, results);
     return results;

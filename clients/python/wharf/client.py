@@ -10,6 +10,7 @@ import re
 import urllib.parse
 import os
 import secrets
+import socket
 import ssl
 import time
 import warnings
@@ -185,10 +186,18 @@ def _tls_cause(e: BaseException) -> Optional[ssl.SSLError]:
     return None
 
 
+class _TLSMismatch(redis.exceptions.ConnectionError):
+    """TLS on one side only: a TLS client at a plain port, or a plain
+    client at a TLS port. Configuration, as for the C client."""
+
+
 def _error_of(e: Exception, where: str, what: str) -> errors.WharfError:
     """The wharf error for a redis-py exception. A failed TLS handshake (a
     certificate not trusted, expired or for another name, a client
-    certificate refused) is configuration, as for the C client."""
+    certificate refused) and TLS on one side only are configuration, as
+    for the C client."""
+    if isinstance(e, _TLSMismatch):
+        return errors.ConfigError(f"{what}: {where}: {e}")
     tls = _tls_cause(e)
     if isinstance(tls, ssl.SSLCertVerificationError):
         return errors.ConfigError(f"{what}: {where}: TLS: certificate verify "
@@ -308,12 +317,10 @@ def _tls_options(url: str):
         raise errors.ConfigError(
             f"bad Redis URL '{redact(url)}': tls_verify: expected yes or no")
     verify = verify in ("yes", "true", "1")
-    if "tls_sni" in opts:
-        # redis-py 4.3 (Debian 12) sends the host as the server name and
-        # takes no other.
+    if "tls_sni" in opts and not re.match(r"^[A-Za-z0-9.:_-]{1,253}$",
+                                          opts["tls_sni"]):
         raise errors.ConfigError(
-            f"bad Redis URL '{redact(url)}': tls_sni is not supported by "
-            f"this redis-py: name the host as its certificate does")
+            f"bad Redis URL '{redact(url)}': tls_sni: expected a host name")
     for name in ("tls_ca", "tls_cert", "tls_key"):
         if name in opts and not os.access(opts[name], os.R_OK):
             raise errors.ConfigError(
@@ -330,22 +337,102 @@ def _tls_options(url: str):
     elif "tls_key" in opts:
         raise errors.ConfigError(
             f"bad Redis URL '{redact(url)}': tls_key needs tls_cert")
+    if "tls_sni" in opts:
+        kw["tls_sni"] = opts["tls_sni"]
     return scheme[:5] + scheme[6:] + "://" + base.partition("://")[2], kw
 
 
-def _tls_connection_class(tls):
-    """An SSLConnection with tls's settings bound: for a Redis Cluster,
-    whose client in redis-py 4.3 drops ssl_check_hostname and ssl_ca_path
-    from the keywords it passes to its nodes (so the name would go
-    unchecked), but passes connection_class."""
-    settings = {k: v for k, v in tls.items() if k != "ssl"}
+#: What OpenSSL says when the other side does not speak TLS at all.
+_NOT_TLS = ("WRONG_VERSION_NUMBER", "PACKET_LENGTH_TOO_LONG",
+            "RECORD_LAYER_FAILURE")
 
-    class TLSConnection(redis.connection.SSLConnection):
+
+class _PlainConnection(redis.connection.Connection):
+    """redis-py's TCP connection, telling a TLS port by the way it drops a
+    plain client's first bytes at once, where a plain Redis always
+    answers, even with an error."""
+
+    def on_connect(self):
+        try:
+            super().on_connect()
+            self.send_command("PING")
+            self.read_response()
+        except redis.exceptions.ResponseError:
+            pass  # an answer: a Redis that speaks plain (NOAUTH, ...)
+        except redis.exceptions.ConnectionError as e:
+            if isinstance(e, (redis.exceptions.AuthenticationError,
+                              _TLSMismatch)):
+                raise
+            self.disconnect()
+            raise _TLSMismatch(f"{e} (is this a TLS port? use rediss://)") \
+                from None
+
+
+class _TLSConnection(redis.connection.SSLConnection):
+    """redis-py's TLS connection with the server name (SNI, and the name
+    checked) of tls_sni when given, else the host, and a handshake that a
+    plain Redis does not answer told as such (redis-py 4.3 takes no
+    server name but the host)."""
+
+    tls_sni = None
+
+    def _connect(self):
+        sock = redis.connection.Connection._connect(self)
+        context = ssl.create_default_context()
+        context.check_hostname = self.check_hostname
+        context.verify_mode = self.cert_reqs
+        if self.certfile or self.keyfile:
+            context.load_cert_chain(certfile=self.certfile,
+                                    keyfile=self.keyfile)
+        if self.ca_certs is not None or self.ca_path is not None:
+            context.load_verify_locations(cafile=self.ca_certs,
+                                          capath=self.ca_path)
+        try:
+            return context.wrap_socket(
+                sock, server_hostname=self.tls_sni or self.host)
+        except socket.timeout:
+            sock.close()
+            # A plain Redis reads the ClientHello as the start of a
+            # command and waits for its end.
+            raise _TLSMismatch(
+                "TLS: no handshake answer within the timeout (is this port "
+                "plain Redis? use redis://)") from None
+        except ssl.SSLError as e:
+            sock.close()
+            if getattr(e, "reason", None) in _NOT_TLS:
+                raise _TLSMismatch(
+                    f"TLS: handshake failed: {e.reason.lower()} (is this "
+                    f"port plain Redis? use redis://)") from None
+            raise
+
+
+def _bound(base, settings):
+    """base with settings (keywords) given to every connection it makes:
+    how the TLS settings reach a Redis Cluster's nodes (redis-py 4.3 drops
+    ssl_check_hostname and ssl_ca_path from what it passes them) and a
+    Sentinel's master, whose pools take a connection class but not every
+    ssl_ keyword."""
+    settings = dict(settings)
+    sni = settings.pop("tls_sni", None)
+
+    class Bound(base):
+        tls_sni = sni
+
         def __init__(self, **kw):
             kw.update(settings)
             super().__init__(**kw)
 
-    return TLSConnection
+    return Bound
+
+
+def _tls_connection_class(tls):
+    """The TLS connection class with tls's settings bound."""
+    return _bound(_TLSConnection, {k: v for k, v in tls.items() if k != "ssl"})
+
+
+class _SentinelTLSConnection(redis.sentinel.SentinelManagedConnection,
+                             _TLSConnection):
+    """A Sentinel's master over TLS, as _TLSConnection."""
 
 
 def _open(url: str, password: Optional[str], timeout: float):
@@ -378,15 +465,13 @@ def _open(url: str, password: Optional[str], timeout: float):
         hosts, _, path = rest.partition("/")
         seeds = _seeds(hosts, default_port, url)
         common = dict(username=user, password=pw, socket_timeout=timeout,
-                      socket_connect_timeout=timeout, **tls)
+                      socket_connect_timeout=timeout)
         if scheme == "redis+cluster://":
             if path not in ("", "0"):
                 raise errors.ConfigError(
                     f"bad Redis URL '{redact(url)}': a Redis Cluster has "
                     f"database 0 only")
             if tls:
-                common = {k: v for k, v in common.items()
-                          if not k.startswith("ssl")}
                 common["connection_class"] = _tls_connection_class(tls)
             try:
                 return redis.cluster.RedisCluster(
@@ -408,17 +493,26 @@ def _open(url: str, password: Optional[str], timeout: float):
             raise errors.ConfigError(
                 f"bad Redis URL '{redact(url)}': expected redis+sentinel://"
                 f"host:port[,host:port...]/MASTER[/db]")
+        if tls:
+            # The master's pool takes the class; the sentinels' own
+            # connections are redis-py's, named by their hosts.
+            common["connection_class"] = _bound(
+                _SentinelTLSConnection,
+                {k: v for k, v in tls.items() if k != "ssl"})
         return redis.sentinel.Sentinel(
             seeds, socket_timeout=timeout,
-            sentinel_kwargs=dict(socket_timeout=timeout, **tls,
+            sentinel_kwargs=dict(socket_timeout=timeout,
+                                 **{k: v for k, v in tls.items()
+                                    if k != "tls_sni"},
                                  **sentinel_auth)).master_for(
                 name, db=int(db or 0), **common)
     common = dict(password=password, socket_timeout=timeout)
     if tls:
-        # from_url takes rediss:// for a TLS connection, and the rest as
-        # keywords.
+        # from_url's scheme picks redis-py's class unless one is given.
         url = "rediss" + url[len("redis"):]
-        common.update({k: v for k, v in tls.items() if k != "ssl"})
+        common["connection_class"] = _tls_connection_class(tls)
+    elif url.startswith("redis://"):
+        common["connection_class"] = _PlainConnection
     # A unix socket's connection class takes socket_connect_timeout only
     # from redis-py 4.5 (4.3, Debian's, refuses it when it first connects;
     # there socket_timeout bounds the connect too).
