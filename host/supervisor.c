@@ -24,6 +24,7 @@
 #include "redis_url.h"
 #include "schedule_timer.h"
 #include "supervisor_internal.h"
+#include "workflow.h"
 #include "xmalloc.h"
 
 static void begin_stop(supervisor *s, int code)
@@ -143,6 +144,7 @@ static int run_loop(supervisor *s)
         publish_presence(s, now);
         console_tick(s->console, now);
         maintain(s, now);
+        workflow_sweep_tick(&s->b, now);
         stall_if_asked();
         if (lease_keeper_instance_lost(s->keeper) && !s->instance_lost) {
             s->instance_lost = true;

@@ -354,7 +354,7 @@ Test(protocol, every_header_states_what_its_body_reads_and_answers)
 {
     char why[2048];
 
-    cr_assert_eq(SCRIPT_SPEC_COUNT, 20, "a script was added or removed: "
+    cr_assert_eq(SCRIPT_SPEC_COUNT, 25, "a script was added or removed: "
                                         "it is checked here like the rest");
     for (size_t i = 0; i < SCRIPT_SPEC_COUNT; i++) {
         check_spec(script_specs[i], why, sizeof(why));
@@ -566,7 +566,8 @@ static void run(const char *program, char *out, size_t len)
     "finish "                                                                 \
     "heartbeat limit_wake lock_release pause promote queue_drop release "    \
     "renew status "                                                           \
-    "task_detail trim_dead"
+    "task_detail trim_dead "                                                  \
+    "wf_enqueue wf_group_count wf_group_create wf_notify wf_register"
 
 Test(protocol, python_and_node_read_the_headers_as_the_build_does)
 {
