@@ -580,3 +580,36 @@ out:
     freeReplyObject(m);
     return st;
 }
+
+wharf_client_status wharf_group_members(
+    wharf_client *client, const char *group,
+    void (*each)(const char *member, const char *state, void *arg), void *arg)
+{
+    char members[KEY_MAX], done[KEY_MAX];
+    redisReply *m = NULL, *d = NULL;
+    wharf_client_status st;
+
+    if ((st = wharf_group_get(client, group, NULL)) != WHARF_CLIENT_OK)
+        return st;
+    key_of_type(members, sizeof(members), client->prefix, group,
+                "group_members");
+    key_of_type(done, sizeof(done), client->prefix, group, "group_done");
+    m = pipeline_command(&client->pipe, members, "SMEMBERS %s", members);
+    if ((st = client_reply_status(client, m, "group")) != WHARF_CLIENT_OK)
+        goto out;
+    d = pipeline_command(&client->pipe, done, "HGETALL %s", done);
+    if ((st = client_reply_status(client, d, "group")) != WHARF_CLIENT_OK)
+        goto out;
+    for (size_t i = 0; m->type == REDIS_REPLY_ARRAY && i < m->elements; i++) {
+        const char *state = hash_field(d, m->element[i]->str);
+        each(m->element[i]->str,
+             !state                    ? "pending"
+             : strcmp(state, "o") == 0 ? "ok"
+                                       : "dead",
+             arg);
+    }
+out:
+    freeReplyObject(m);
+    freeReplyObject(d);
+    return st;
+}

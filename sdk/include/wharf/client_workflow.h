@@ -81,6 +81,13 @@ WHARF_CLIENT_API wharf_client_status wharf_group_get(wharf_client *client,
                                                      const char *group,
                                                      wharf_group_info *out);
 
+/* Calls each(member "<type>:<id>", state, arg) for every member of the
+ * group, state "ok" or "dead" once it has ended, else "pending" (queued,
+ * running or retrying). NOT_FOUND when there is no such group. */
+WHARF_CLIENT_API wharf_client_status wharf_group_members(
+    wharf_client *client, const char *group,
+    void (*each)(const char *member, const char *state, void *arg), void *arg);
+
 /* Cancels a group: marks it cancelled (its callback never comes) and
  * cancels each member still waiting or running (wharf_cancel); *cancelled
  * (may be NULL) gets how many were. NOT_FOUND when there is no such

@@ -1,0 +1,359 @@
+/* Workflows with real hosts on one Redis (docs/protocol.md,
+ * "Workflows"): a chain of 100 tasks of two types runs in order, each
+ * once; a group's callback comes once with its counts and member ids,
+ * also when a host is killed -9 between a member's finish and the group's
+ * count, or between the count and the callback's enqueue; a dead parent
+ * makes its child dead (and that one's child) or lets it run; a held
+ * task's status names what it waits for; a group is cancelled; the CLI
+ * refuses what would never end. No step waits for a time: each waits on
+ * its event (a runs file line, a key), with the suite's timeout. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "host_process.h"
+#include "redis_server.h"
+#include "wharf_cli.h"
+
+#define wharf(...)                                                             \
+    test_cli(redis.url, redis.dir, (const char *const[]){__VA_ARGS__, NULL})
+
+/* chaos serves two types, so a chain alternates between two slots. */
+#define TWO_TYPES "types = chaos, chaos_b\n"
+#define CHAIN 100
+/* The tasks a host killed -9 held go to the next host once their lease
+ * is out: soon, so the kill tests end soon. */
+#define SHORT_LEASE "[defaults]\nvisibility_timeout = 4s\n"
+
+static test_redis redis;
+static test_host host_a, host_b;
+static redisContext *rc;
+
+static void start_redis(void)
+{
+    test_suite_up(&redis, 0, &rc);
+}
+
+static void stop_all(void)
+{
+    test_suite_down(&redis, &rc, (test_host *const[]){&host_a, &host_b, NULL});
+}
+
+TestSuite(workflow, .init = start_redis, .fini = stop_all, .timeout = 240);
+
+static void start_host(test_host *h, const char *instance)
+{
+    char keys[64];
+
+    snprintf(keys, sizeof(keys), "workers = 2\ninstance = %s\n", instance);
+    test_host_up(h, &redis,
+                 &(test_host_opts){.host_keys = keys,
+                                   .log_level = "info",
+                                   .chaos_keys = TWO_TYPES,
+                                   .extra = SHORT_LEASE},
+                 rc);
+}
+
+/* Runs of id (any attempt) on both hosts. */
+static int runs_of(const char *id)
+{
+    return test_host_runs(&host_a, id, 0) +
+           (host_b.pid || host_b.runs[0] ? test_host_runs(&host_b, id, 0) : 0);
+}
+
+typedef struct run_wait {
+    const char *id;
+    int want;
+} run_wait;
+
+static bool ran(void *arg)
+{
+    const run_wait *w = arg;
+    return runs_of(w->id) >= w->want;
+}
+
+static void wait_runs(const char *id, int want)
+{
+    run_wait w = {id, want};
+    cr_assert(test_wait_until(ran, &w, TEST_EVENT_MS),
+              "%s ran %d times, not %d; see %s", id, runs_of(id), want,
+              host_a.log);
+}
+
+/* The field of a hash, as a string the caller frees ("" when missing). */
+static char *hget(const char *key, const char *field)
+{
+    redisReply *r = test_redis_command(rc, "HGET %s %s", key, field);
+    char *s = strdup(r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    return s;
+}
+
+static bool file_exists(void *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static bool key_exists(void *key)
+{
+    return test_redis_int(rc, "EXISTS %s", (const char *)key) == 1;
+}
+
+/* Writes lines (NULL-terminated) to path, one a line. */
+static void write_lines(const char *path, const char *const *lines)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f != NULL);
+    for (size_t i = 0; lines[i]; i++)
+        fprintf(f, "%s\n", lines[i]);
+    cr_assert_eq(fclose(f), 0);
+}
+
+Test(workflow, a_chain_of_100_alternating_types_runs_in_order_once)
+{
+    char id[16], after[32], line[64];
+    FILE *f;
+    int n = 0;
+
+    start_host(&host_a, "a");
+    cr_assert_eq(wharf("enqueue", "chaos", "ok", "--id", "c1")->status, 0);
+    for (int i = 2; i <= CHAIN; i++) {
+        const test_cli_run *r;
+        snprintf(id, sizeof(id), "c%d", i);
+        snprintf(after, sizeof(after), "%s:c%d",
+                 (i - 1) % 2 ? "chaos" : "chaos_b", i - 1);
+        r = wharf("enqueue", i % 2 ? "chaos" : "chaos_b", "ok", "--id", id,
+                  "--after", after);
+        cr_assert_eq(r->status, 0, "%s: %s", id, r->err);
+    }
+    snprintf(id, sizeof(id), "c%d", CHAIN);
+    wait_runs(id, 1);
+    /* The runs file has each task once, in the chain's order: a child is
+     * released only by its parent's finish. */
+    f = fopen(host_a.runs, "r");
+    cr_assert(f != NULL);
+    while (fgets(line, sizeof(line), f)) {
+        char want[32];
+        snprintf(want, sizeof(want), "c%d 1\n", ++n);
+        cr_assert_str_eq(line, want, "line %d", n);
+    }
+    fclose(f);
+    cr_assert_eq(n, CHAIN);
+    /* Nothing is left held, nor in an outbox. */
+    cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:held") +
+                     test_redis_int(rc, "ZCARD wharf:{chaos_b}:held"),
+                 0);
+    cr_assert_eq(test_redis_int(rc, "XLEN wharf:{chaos}:outbox") +
+                     test_redis_int(rc, "XLEN wharf:{chaos_b}:outbox"),
+                 0);
+}
+
+/* The callback group:<g>'s payload, from its dead record (chaos refuses
+ * a JSON payload: it dies at once, after its one run). */
+static char *callback_payload(const char *group)
+{
+    char key[128];
+
+    snprintf(key, sizeof(key), "wharf:{chaos_b}:dead:group:%s", group);
+    cr_assert(test_wait_until(key_exists, key, TEST_EVENT_MS),
+              "no callback of %s; see %s and %s", group, host_a.log,
+              host_b.log);
+    return hget(key, "payload");
+}
+
+/* A group of five, two of them dead, with its callback of another type. */
+static void enqueue_group(const char *group, const char *file)
+{
+    const test_cli_run *r;
+
+    write_lines(
+        file, (const char *const[]){"ok", "fatal", "ok", "fatal", "ok", NULL});
+    r = wharf("enqueue", "chaos", "--file", file, "--group", group, "--then",
+              "chaos_b", "after all");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+}
+
+static void assert_callback(const char *group)
+{
+    char *payload = callback_payload(group), want[64], cb[64];
+
+    snprintf(cb, sizeof(cb), "group:%s", group);
+    cr_assert(strstr(payload, "\"ok\":3"), "%s", payload);
+    cr_assert(strstr(payload, "\"dead\":2"), "%s", payload);
+    cr_assert(strstr(payload, "\"payload\":\"after all\""), "%s", payload);
+    for (int i = 1; i <= 5; i++) {
+        snprintf(want, sizeof(want), "\"chaos:%s:%d\":\"%s\"", group, i,
+                 i % 2 ? "ok" : "dead");
+        cr_assert(strstr(payload, want), "%s not in %s", want, payload);
+    }
+    free(payload);
+    cr_assert_eq(runs_of(cb), 1, "the callback ran %d times", runs_of(cb));
+    {
+        char key[128];
+        snprintf(key, sizeof(key), "wharf:{%s}:group_done", group);
+        cr_assert_eq(test_redis_int(rc, "HLEN %s", key), 5);
+        snprintf(key, sizeof(key), "wharf:{%s}:group", group);
+        char *enq = hget(key, "enqueued");
+        cr_assert_str_eq(enq, "1");
+        free(enq);
+    }
+}
+
+Test(workflow, a_group_calls_back_once_with_its_counts_and_member_ids)
+{
+    char file[300];
+    const test_cli_run *r;
+
+    start_host(&host_a, "a");
+    snprintf(file, sizeof(file), "%s/members", host_a.dir);
+    enqueue_group("g1", file);
+    assert_callback("g1");
+    r = wharf("group", "show", "g1");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(strstr(r->out, "ok: 3\ndead: 2\npending: 0\n"), "%s", r->out);
+    cr_assert(strstr(r->out, "(enqueued)"), "%s", r->out);
+    cr_assert(strstr(r->out, "chaos:g1:2 dead"), "%s", r->out);
+    /* Made again (a producer's retry after a crash): nothing new runs. */
+    r = wharf("enqueue", "chaos", "--file", file, "--group", "g1", "--then",
+              "chaos_b", "after all");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(strstr(r->err, "5 already enqueued"), "%s", r->err);
+}
+
+/* Kills the first host at the fault point env, starts a second one and
+ * checks that the callback still comes once, every member counted once. */
+static void kill_at(const char *env, const char *group)
+{
+    char file[300], mark[300];
+
+    snprintf(mark, sizeof(mark), "%s/fault-%s", redis.dir, group);
+    cr_assert_eq(setenv(env, mark, 1), 0);
+    start_host(&host_a, "a");
+    cr_assert_eq(unsetenv(env), 0);
+    snprintf(file, sizeof(file), "%s/members", host_a.dir);
+    enqueue_group(group, file);
+    cr_assert(test_wait_until(file_exists, mark, TEST_EVENT_MS),
+              "the fault point %s was never reached; see %s", env, host_a.log);
+    /* The process at the fault point died there; now the whole host. */
+    kill(host_a.pid, SIGKILL);
+    cr_assert_neq(test_host_wait_exit(&host_a, TEST_EVENT_MS), -1);
+    host_a.pid = 0;
+    start_host(&host_b, "b");
+    assert_callback(group);
+}
+
+Test(workflow, killed_between_a_finish_and_the_count_calls_back_once)
+{
+    kill_at("WHARF_TEST_DIE_BEFORE_COUNT", "g2");
+}
+
+Test(workflow, killed_between_the_count_and_the_callback_calls_back_once)
+{
+    kill_at("WHARF_TEST_DIE_BEFORE_CALLBACK", "g3");
+}
+
+Test(workflow, a_dead_parent_kills_its_children_or_lets_them_run)
+{
+    char gate[300], wait_cmd[320];
+    const test_cli_run *r;
+    char *error;
+
+    start_host(&host_a, "a");
+    snprintf(gate, sizeof(gate), "%s/gate", host_a.dir);
+    snprintf(wait_cmd, sizeof(wait_cmd), "wait:%s", gate);
+    /* p1 waits at the gate, then its child p2 (fatal) dies. */
+    cr_assert_eq(wharf("enqueue", "chaos", wait_cmd, "--id", "p1")->status, 0);
+    r = wharf("enqueue", "chaos", "fatal", "--id", "p2", "--after", "chaos:p1");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    r = wharf("enqueue", "chaos_b", "ok", "--id", "k1", "--after", "chaos:p2");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    r = wharf("enqueue", "chaos_b", "ok", "--id", "k2", "--after",
+              "chaos:p2,chaos:p1", "--on-parent-dead", "run");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    r = wharf("enqueue", "chaos", "ok", "--id", "k3", "--after", "chaos_b:k1");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    /* Held, and saying for what. */
+    r = wharf("status", "chaos_b", "k2");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(strstr(r->out, "state: held\n"), "%s", r->out);
+    cr_assert(strstr(r->out, "waits_for: chaos:p2,chaos:p1\n"), "%s", r->out);
+    write_lines(gate, (const char *const[]){NULL});
+    wait_runs("k2", 1);
+    /* k1's parent died: k1 is dead without a run, and so is its child. */
+    cr_assert(
+        test_wait_until(key_exists, "wharf:{chaos}:dead:k3", TEST_EVENT_MS),
+        "k3 is not dead; see %s", host_a.log);
+    error = hget("wharf:{chaos_b}:dead:k1", "error");
+    cr_assert_str_eq(error, "parent chaos:p2 is dead");
+    free(error);
+    error = hget("wharf:{chaos}:dead:k3", "error");
+    cr_assert_str_eq(error, "parent chaos_b:k1 is dead");
+    free(error);
+    cr_assert_eq(runs_of("k1") + runs_of("k3"), 0);
+    /* A parent already dead when its child comes: the same. */
+    r = wharf("enqueue", "chaos_b", "ok", "--id", "k4", "--after", "chaos:p2");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(
+        test_wait_until(key_exists, "wharf:{chaos_b}:dead:k4", TEST_EVENT_MS));
+}
+
+Test(workflow, a_cancelled_group_cancels_its_members_and_callback)
+{
+    char file[300];
+    const test_cli_run *r;
+
+    /* No host: the members wait in their stream. */
+    snprintf(file, sizeof(file), "%s/members", redis.dir);
+    write_lines(file, (const char *const[]){"ok", "ok", "ok", NULL});
+    r = wharf("enqueue", "chaos", "--file", file, "--group", "g4", "--then",
+              "chaos_b");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    r = wharf("group", "cancel", "g4");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(strstr(r->out, "3 members"), "%s", r->out);
+    for (int i = 1; i <= 3; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "g4:%d", i);
+        r = wharf("status", "chaos", id);
+        cr_assert(strstr(r->out, "state: cancelled"), "%s: %s", id, r->out);
+    }
+    r = wharf("group", "show", "g4");
+    cr_assert(strstr(r->out, "(cancelled)"), "%s", r->out);
+}
+
+Test(workflow, the_cli_refuses_what_would_never_end)
+{
+    char file[300];
+    const test_cli_run *r;
+
+    r = wharf("enqueue", "chaos", "ok", "--after", "chaos:nobody");
+    cr_assert_eq(r->status, 65);
+    cr_assert(strstr(r->err, "parent chaos:nobody is unknown"), "%s", r->err);
+    r = wharf("enqueue", "chaos", "ok", "--id", "self", "--after",
+              "chaos:self");
+    cr_assert_eq(r->status, 65);
+    cr_assert(strstr(r->err, "its own parent"), "%s", r->err);
+    r = wharf("enqueue", "chaos", "ok", "--after", "nocolon");
+    cr_assert_eq(r->status, 65, "%s", r->err);
+    r = wharf("enqueue", "chaos", "ok", "--after", "chaos:x",
+              "--on-parent-dead", "maybe");
+    cr_assert_eq(r->status, 64, "%s", r->err);
+    snprintf(file, sizeof(file), "%s/empty", redis.dir);
+    write_lines(file, (const char *const[]){NULL});
+    r = wharf("enqueue", "chaos", "--file", file, "--group", "g5", "--then",
+              "chaos_b");
+    cr_assert_eq(r->status, 65);
+    cr_assert(strstr(r->err, "no members"), "%s", r->err);
+    r = wharf("enqueue", "chaos", "--file", file, "--group", "g5");
+    cr_assert_eq(r->status, 64, "%s", r->err);
+    r = wharf("group", "show", "nosuch");
+    cr_assert_eq(r->status, 1, "%s", r->err);
+    /* Nothing was written by the refusals. */
+    cr_assert_eq(test_redis_keys(rc, "wharf:{chaos}:*"), 0);
+}
