@@ -295,6 +295,21 @@ int workflow_drain(broker *b, const char *type, const char *max_id)
     return rc;
 }
 
+redisReply *workflow_parent_results(broker *b, const char *type, const char *id)
+{
+    char key[KEY_MAX];
+    redisReply *r;
+
+    if (key_of_task(key, sizeof(key), b->cfg->prefix, type, "parents", id) < 0)
+        return NULL;
+    r = pipeline_command(&b->pipe, key, "HGETALL %s", key);
+    if (r && r->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(r);
+        r = NULL;
+    }
+    return r;
+}
+
 void workflow_sweep_tick(broker *b, int64_t now_ms)
 {
     static int64_t last_ms = -WORKFLOW_SWEEP_EVERY_MS;

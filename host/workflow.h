@@ -23,6 +23,12 @@
  * b->errstr set (Redis failed: what is left waits for the sweep). */
 int workflow_drain(broker *b, const char *type, const char *max_id);
 
+/* What the parents of the released child id of type ended with: the
+ * HGETALL reply of its parents:<id> (caller frees), or NULL (Redis
+ * failed: the plugin then sees no parent results). */
+struct redisReply *workflow_parent_results(broker *b, const char *type,
+                                           const char *id);
+
 /* The sweep, when WORKFLOW_SWEEP_EVERY_MS have passed since the last:
  * drains the old entries of each served type's outbox and enqueues the
  * callback of every group that fired without a confirmed callback

@@ -303,6 +303,35 @@ Test(workflow, a_dead_parent_kills_its_children_or_lets_them_run)
         test_wait_until(key_exists, "wharf:{chaos_b}:dead:k4", TEST_EVENT_MS));
 }
 
+/* A child's plugin reads its parents' results (tests/plugins/parents.c):
+ * copies in the child's slot, not the parents' cached results. */
+Test(workflow, a_child_reads_its_parents_results)
+{
+    const test_cli_run *r;
+
+    test_host_up(
+        &host_a, &redis,
+        &(test_host_opts){.host_keys = "workers = 1\ninstance = a\n",
+                          .log_level = "info",
+                          .chaos_keys = TWO_TYPES,
+                          .extra = "[type.chaos]\nresult_ttl = 1s\n"
+                                   "[plugin.parents]\npath = " WHARF_FIXTURE_DIR
+                                   "/parents.so\n"},
+        rc);
+    cr_assert_eq(wharf("enqueue", "chaos", "ok", "--id", "r1")->status, 0);
+    cr_assert_eq(wharf("enqueue", "chaos", "fatal", "--id", "r2")->status, 0);
+    r = wharf("enqueue", "parents", "", "--id", "kid", "--after",
+              "chaos:r1,chaos:r2", "--on-parent-dead", "run");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    r = wharf("result", "parents", "kid", "--wait", "60s");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_str_eq(r->out, "chaos:r1=ok:ok attempt=1;chaos:r2=dead;");
+    /* A task without parents has none. */
+    cr_assert_eq(wharf("enqueue", "parents", "", "--id", "lone")->status, 0);
+    r = wharf("result", "parents", "lone", "--wait", "60s");
+    cr_assert_str_eq(r->out, "none");
+}
+
 Test(workflow, a_cancelled_group_cancels_its_members_and_callback)
 {
     char file[300];
