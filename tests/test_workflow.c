@@ -17,6 +17,7 @@
 #include <criterion/criterion.h>
 
 #include "host_process.h"
+#include "http_get.h"
 #include "redis_server.h"
 #include "wharf_cli.h"
 
@@ -46,7 +47,11 @@ static void stop_all(void)
 
 TestSuite(workflow, .init = start_redis, .fini = stop_all, .timeout = 240);
 
-static void start_host(test_host *h, const char *instance)
+/* The port of host_a's /metrics, when start_host_metrics made one. */
+static int metrics_port;
+
+static void start_host_on(test_host *h, const char *instance,
+                          const char *listen)
 {
     char keys[64];
 
@@ -55,8 +60,22 @@ static void start_host(test_host *h, const char *instance)
                  &(test_host_opts){.host_keys = keys,
                                    .log_level = "info",
                                    .chaos_keys = TWO_TYPES,
-                                   .extra = SHORT_LEASE},
+                                   .extra = SHORT_LEASE,
+                                   .metrics_listen = listen},
                  rc);
+}
+
+static void start_host(test_host *h, const char *instance)
+{
+    start_host_on(h, instance, NULL);
+}
+
+/* True once /metrics shows the sample named arg ("name{labels} value"). */
+static bool metrics_show(void *arg)
+{
+    static char body[1 << 17];
+    return test_http_get(metrics_port, "/metrics", body, sizeof(body)) == 200 &&
+           strstr(body, arg) != NULL;
 }
 
 /* Runs of id (any attempt) on both hosts. */
@@ -264,7 +283,11 @@ Test(workflow, a_dead_parent_kills_its_children_or_lets_them_run)
     const test_cli_run *r;
     char *error;
 
-    start_host(&host_a, "a");
+    char listen[64];
+
+    metrics_port = test_free_port();
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", metrics_port);
+    start_host_on(&host_a, "a", listen);
     snprintf(gate, sizeof(gate), "%s/gate", host_a.dir);
     snprintf(wait_cmd, sizeof(wait_cmd), "wait:%s", gate);
     /* p1 waits at the gate, then its child p2 (fatal) dies. */
@@ -283,6 +306,12 @@ Test(workflow, a_dead_parent_kills_its_children_or_lets_them_run)
     cr_assert_eq(r->status, 0, "%s", r->err);
     cr_assert(strstr(r->out, "state: held\n"), "%s", r->out);
     cr_assert(strstr(r->out, "waits_for: chaos:p2,chaos:p1\n"), "%s", r->out);
+    /* k1 and k2 held (chaos_b), p2 and k3 (chaos): the gauge says so. */
+    cr_assert(test_wait_until(metrics_show,
+                              "\nwharf_queue_held{type=\"chaos_b\"} 2\n",
+                              TEST_EVENT_MS),
+              "no held gauge; see %s", host_a.log);
+    cr_assert(metrics_show("\nwharf_queue_held{type=\"chaos\"} 2\n"));
     write_lines(gate, (const char *const[]){NULL});
     wait_runs("k2", 1);
     /* k1's parent died: k1 is dead without a run, and so is its child. */
