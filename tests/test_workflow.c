@@ -19,6 +19,7 @@
 #include "host_process.h"
 #include "http_get.h"
 #include "redis_server.h"
+#include "spawn.h"
 #include "wharf_cli.h"
 
 #define wharf(...)                                                             \
@@ -383,6 +384,52 @@ Test(workflow, a_cancelled_group_cancels_its_members_and_callback)
     }
     r = wharf("group", "show", "g4");
     cr_assert(strstr(r->out, "(cancelled)"), "%s", r->out);
+}
+
+/* The Python client's workflows against a real host: a group and its
+ * callback, a child held after a member and released by it. */
+Test(workflow, the_python_client_makes_groups_and_children)
+{
+    char script[300], out[300], err[300], program[2048];
+    FILE *f;
+    int code;
+    char *payload;
+
+    start_host(&host_a, "a");
+    snprintf(script, sizeof(script), "%s/client.py", host_a.dir);
+    snprintf(out, sizeof(out), "%s/client.out", host_a.dir);
+    snprintf(err, sizeof(err), "%s/client.err", host_a.dir);
+    snprintf(program, sizeof(program),
+             "from wharf.client import Client\n"
+             "c = Client('%s')\n"
+             "ids = c.enqueue_group('py', 'chaos', [b'ok', b'fatal'],\n"
+             "                      then='chaos_b', then_payload='p')\n"
+             "assert ids == ['py:1', 'py:2'], ids\n"
+             "r = c.enqueue_after('chaos', 'ok', after=['chaos:py:1'],\n"
+             "                    id='pykid')\n"
+             "assert r.id == 'pykid' and not r.duplicate, r\n"
+             "try:\n"
+             "    c.enqueue_after('chaos', 'ok', after=['chaos:none'])\n"
+             "    raise SystemExit('an unknown parent was taken')\n"
+             "except Exception as e:\n"
+             "    assert 'is unknown' in str(e), e\n"
+             "print(c.group('py')['n'])\n",
+             redis.url);
+    f = fopen(script, "w");
+    cr_assert(f != NULL);
+    fputs(program, f);
+    cr_assert_eq(fclose(f), 0);
+    cr_assert_eq(setenv("WHARF_LUA_DIR", WHARF_SOURCE_DIR "/sdk/lua", 1), 0);
+    code = test_spawn((const char *const[]){"/usr/bin/python3", script, NULL},
+                      NULL, out, err, "PYTHONPATH",
+                      WHARF_SOURCE_DIR "/clients/python");
+    cr_assert_eq(code, 0, "python failed; see %s", err);
+    wait_runs("pykid", 1);
+    payload = callback_payload("py");
+    cr_assert(strstr(payload, "\"ok\":1") && strstr(payload, "\"dead\":1"),
+              "%s", payload);
+    cr_assert(strstr(payload, "\"chaos:py:2\":\"dead\""), "%s", payload);
+    free(payload);
 }
 
 Test(workflow, the_cli_refuses_what_would_never_end)
