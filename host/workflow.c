@@ -135,67 +135,6 @@ out:
 static int workflow_drain_at(broker *b, const char *type, const char *max_id,
                              int depth);
 
-/* Tells the held child "<type> <id>" (in target) that `from` ended. */
-static int workflow_tell_child(broker *b, const char *target, const char *from,
-                               const char *state, const char *result,
-                               size_t result_len, int depth)
-{
-    char type[128], id[256], ttl[24];
-    const broker_queue *q;
-    command cmd;
-    redisReply *r;
-    const char *word;
-    int rc = -1;
-
-    if (sscanf(target, "%127s %255s", type, id) != 2)
-        return 0; /* not ours to read: dropped with its entry */
-    q = broker_queue_of(b, type);
-    snprintf(ttl, sizeof(ttl), "%lld",
-             q ? (long long)q->pol->dead_ttl_ms : DEFAULT_DEAD_TTL_MS);
-    command_init(&cmd);
-    script_wf_notify_keys(&cmd, b->cfg->prefix, type, id);
-    script_wf_notify_args(&cmd, id, from, state, ttl);
-    command_push(&cmd, result, result_len);
-    r = pipeline_call(&b->pipe, &script_wf_notify, &cmd);
-    word = workflow_word(r);
-    if (script_spec_word(&script_wf_notify_spec, word) < 0) {
-        workflow_failed(b, "notice to a held child", r);
-    } else {
-        rc = 0;
-        if (strcmp(word, "CASCADE") == 0 && depth < DRAIN_DEPTH)
-            (void)workflow_drain_at(b, type, NULL, depth + 1);
-    }
-    freeReplyObject(r);
-    command_free(&cmd);
-    return rc;
-}
-
-/* Counts `from` in group (target "<G>"), enqueueing the callback once
- * the group is complete. */
-static int workflow_tell_group(broker *b, const char *group, const char *from,
-                               const char *state)
-{
-    command cmd;
-    redisReply *r;
-    const char *word;
-    int rc = -1;
-
-    workflow_die_if_asked("WHARF_TEST_DIE_BEFORE_COUNT");
-    command_init(&cmd);
-    script_wf_group_count_call(&cmd, b->cfg->prefix, group, from, state);
-    r = pipeline_call(&b->pipe, &script_wf_group_count, &cmd);
-    word = workflow_word(r);
-    if (strcmp(word, "FIRE") == 0 && r->elements == 4)
-        rc = workflow_fire(b, group, r);
-    else if (word[0] != '\0' && strcmp(word, "FIRE") != 0)
-        rc = 0; /* COUNTED, AGAIN, CONFIRMED, CANCELLED, STRAY, UNKNOWN */
-    else
-        workflow_failed(b, "count of a group member", r);
-    freeReplyObject(r);
-    command_free(&cmd);
-    return rc;
-}
-
 /* The value of field name in an entry's [name, value, ...], or NULL. */
 static const redisReply *workflow_field(const redisReply *fields,
                                         const char *name)
@@ -207,32 +146,183 @@ static const redisReply *workflow_field(const redisReply *fields,
     return NULL;
 }
 
-/* Delivers one outbox entry to each dependent its `to` names, one a
- * line: "child <type> <id>" or "group <G>". 0 when every one has it. */
-static int workflow_deliver(broker *b, const redisReply *fields, int depth)
-{
-    const redisReply *from = workflow_field(fields, "from");
-    const redisReply *state = workflow_field(fields, "state");
-    const redisReply *result = workflow_field(fields, "result");
-    const redisReply *to = workflow_field(fields, "to");
-    char *list, *line, *save = NULL;
-    int rc = 0;
+/* One delivery of a drain: which entry, and to what. */
+typedef struct delivery {
+    size_t entry;     /* index in the XRANGE reply */
+    bool group;       /* a group count (else a notice to a child) */
+    char target[128]; /* the group, or the child's type */
+    const redisReply *from, *state;
+} delivery;
 
-    if (!from || !state || !to)
-        return 0; /* a malformed entry: nobody can deliver it */
-    list = strndup(to->str, to->len);
-    if (!list)
-        return -1;
-    for (line = strtok_r(list, "\n", &save); line && rc == 0;
-         line = strtok_r(NULL, "\n", &save)) {
-        if (strncmp(line, "child ", 6) == 0)
-            rc = workflow_tell_child(b, line + 6, from->str, state->str,
-                                     result ? result->str : "",
-                                     result ? result->len : 0, depth);
-        else if (strncmp(line, "group ", 6) == 0)
-            rc = workflow_tell_group(b, line + 6, from->str, state->str);
+/* Adds the delivery of one dependent line of an entry to the pipeline:
+ * "child <type> <id>" (wf_notify.lua) or "group <G>" (wf_group_count).
+ * 0, 1 for a line that is not ours to read (dropped with its entry), or
+ * -1 when the call cannot be built. */
+static int workflow_add(broker *b, command *cmd, const char *line,
+                        const redisReply *fields, delivery *d)
+{
+    const redisReply *result = workflow_field(fields, "result");
+    char id[256], ttl[24];
+    const broker_queue *q;
+
+    if (strncmp(line, "group ", 6) == 0) {
+        d->group = true;
+        snprintf(d->target, sizeof(d->target), "%s", line + 6);
+        if (script_wf_group_count_call(cmd, b->cfg->prefix, d->target,
+                                       d->from->str, d->state->str) != 0)
+            return -1;
+        return pipeline_add_command(&b->pipe, -1, cmd,
+                                    &script_wf_group_count) == 0
+                   ? 0
+                   : -1;
     }
-    free(list);
+    if (strncmp(line, "child ", 6) != 0 ||
+        sscanf(line + 6, "%127s %255s", d->target, id) != 2)
+        return 1;
+    d->group = false;
+    q = broker_queue_of(b, d->target);
+    snprintf(ttl, sizeof(ttl), "%lld",
+             q ? (long long)q->pol->dead_ttl_ms : DEFAULT_DEAD_TTL_MS);
+    if (script_wf_notify_keys(cmd, b->cfg->prefix, d->target, id) != 0 ||
+        script_wf_notify_args(cmd, id, d->from->str, d->state->str, ttl) != 0 ||
+        command_push(cmd, result ? result->str : "",
+                     result ? result->len : 0) != 0)
+        return -1;
+    return pipeline_add_command(&b->pipe, -1, cmd, &script_wf_notify) == 0 ? 0
+                                                                           : -1;
+}
+
+/* Reads the answer of delivery d: 0 when the dependent has it. A group
+ * whose count completed it (FIRE) gets its callback here; a child that
+ * died of its parent and has dependents (CASCADE) gets its own type's
+ * outbox drained. */
+static int workflow_answer(broker *b, const delivery *d, redisReply *r,
+                           int depth)
+{
+    const char *word = workflow_word(r);
+
+    if (d->group) {
+        if (strcmp(word, "FIRE") == 0 && r->elements == 4)
+            return workflow_fire(b, d->target, r);
+        if (word[0] == '\0' || strcmp(word, "FIRE") == 0)
+            return workflow_failed(b, "count of a group member", r);
+        return 0; /* COUNTED, AGAIN, CONFIRMED, CANCELLED, STRAY, UNKNOWN */
+    }
+    if (script_spec_word(&script_wf_notify_spec, word) < 0)
+        return workflow_failed(b, "notice to a held child", r);
+    if (strcmp(word, "CASCADE") == 0 && depth < DRAIN_DEPTH)
+        (void)workflow_drain_at(b, d->target, NULL, depth + 1);
+    return 0;
+}
+
+/* Delivers the entries of one XRANGE reply: every delivery in one
+ * pipelined round trip, then one XDEL of the entries whose dependents all
+ * have it. The number deleted, or -1. */
+static int workflow_deliver_page(broker *b, const char *outbox,
+                                 const redisReply *page, int depth)
+{
+    delivery *ds = NULL;
+    bool *failed = NULL;
+    redisReply **answers = NULL, *del = NULL;
+    size_t nd = 0, cap = 0, deleted = 0;
+    command cmd, xdel;
+    int rc = -1;
+
+    command_init(&cmd);
+    command_init(&xdel);
+    failed = calloc(page->elements, sizeof(*failed));
+    if (!failed)
+        goto out;
+    pipeline_reset(&b->pipe);
+    for (size_t i = 0; i < page->elements; i++) {
+        const redisReply *e = page->element[i], *fields, *to;
+        char *list, *line, *save = NULL;
+        if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+            e->element[1]->type != REDIS_REPLY_ARRAY)
+            continue;
+        fields = e->element[1];
+        to = workflow_field(fields, "to");
+        if (!to || !workflow_field(fields, "from") ||
+            !workflow_field(fields, "state"))
+            continue; /* malformed: nobody can deliver it; deleted */
+        if (!(list = strndup(to->str, to->len)))
+            goto out;
+        for (line = strtok_r(list, "\n", &save); line;
+             line = strtok_r(NULL, "\n", &save)) {
+            delivery *grown;
+            int added;
+            if (nd == cap) {
+                cap = cap ? cap * 2 : 64;
+                grown = realloc(ds, cap * sizeof(*ds));
+                if (!grown) {
+                    free(list);
+                    goto out;
+                }
+                ds = grown;
+            }
+            ds[nd].entry = i;
+            ds[nd].from = workflow_field(fields, "from");
+            ds[nd].state = workflow_field(fields, "state");
+            command_reset(&cmd);
+            added = workflow_add(b, &cmd, line, fields, &ds[nd]);
+            if (added < 0) {
+                free(list);
+                goto out;
+            }
+            if (added == 0)
+                nd++;
+        }
+        free(list);
+    }
+    if (nd > 0) {
+        bool counts = false;
+        for (size_t k = 0; k < nd; k++)
+            counts = counts || ds[k].group;
+        if (counts)
+            workflow_die_if_asked("WHARF_TEST_DIE_BEFORE_COUNT");
+        if (pipeline_run(&b->pipe) != 0) {
+            snprintf(b->errstr, sizeof(b->errstr), "%s", b->pipe.errstr);
+            goto out;
+        }
+        if (!(answers = calloc(nd, sizeof(*answers))))
+            goto out;
+        /* Taken before any FIRE makes calls of its own on the pipe. */
+        for (size_t k = 0; k < nd; k++)
+            answers[k] = pipeline_take(&b->pipe, k);
+        for (size_t k = 0; k < nd; k++)
+            if (workflow_answer(b, &ds[k], answers[k], depth) != 0)
+                failed[ds[k].entry] = true;
+    }
+    command_push_str(&xdel, "XDEL");
+    command_push_key(&xdel, outbox, strlen(outbox));
+    for (size_t i = 0; i < page->elements; i++) {
+        if (failed[i] || page->element[i]->type != REDIS_REPLY_ARRAY ||
+            page->element[i]->elements < 1)
+            continue;
+        command_push_str(&xdel, page->element[i]->element[0]->str);
+        deleted++;
+    }
+    if (deleted > 0) {
+        del = pipeline_call(&b->pipe, NULL, &xdel);
+        if (!del || del->type != REDIS_REPLY_INTEGER) {
+            workflow_failed(b, "deleting outbox entries", del);
+            goto out;
+        }
+    }
+    rc = (int)deleted;
+    for (size_t i = 0; i < page->elements; i++)
+        if (failed[i])
+            rc = -1; /* left for the next drain or the sweep */
+out:
+    if (answers)
+        for (size_t k = 0; k < nd; k++)
+            freeReplyObject(answers[k]);
+    free(answers);
+    freeReplyObject(del);
+    free(failed);
+    free(ds);
+    command_free(&cmd);
+    command_free(&xdel);
     return rc;
 }
 
@@ -249,34 +339,18 @@ static int workflow_drain_at(broker *b, const char *type, const char *max_id,
             pipeline_command(&b->pipe, outbox, "XRANGE %s - %s COUNT %d",
                              outbox, max_id ? max_id : "+", DRAIN_COUNT);
         size_t n;
+        int got;
         if (!r || r->type != REDIS_REPLY_ARRAY) {
             workflow_failed(b, "reading an outbox", r);
             freeReplyObject(r);
             return -1;
         }
         n = r->elements;
-        for (size_t i = 0; i < n; i++) {
-            const redisReply *e = r->element[i];
-            redisReply *d;
-            if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
-                e->element[1]->type != REDIS_REPLY_ARRAY)
-                continue;
-            if (workflow_deliver(b, e->element[1], depth) != 0) {
-                freeReplyObject(r);
-                return -1;
-            }
-            d = pipeline_command(&b->pipe, outbox, "XDEL %s %s", outbox,
-                                 e->element[0]->str);
-            if (!d || d->type != REDIS_REPLY_INTEGER) {
-                workflow_failed(b, "deleting an outbox entry", d);
-                freeReplyObject(d);
-                freeReplyObject(r);
-                return -1;
-            }
-            freeReplyObject(d);
-            drained++;
-        }
+        got = n > 0 ? workflow_deliver_page(b, outbox, r, depth) : 0;
         freeReplyObject(r);
+        if (got < 0)
+            return -1;
+        drained += got;
         if (n < DRAIN_COUNT)
             break;
     }
