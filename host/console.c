@@ -17,6 +17,7 @@
 #include "config.h"
 #include "console_actions.h"
 #include "console_overview.h"
+#include "console_groups.h"
 #include "console_schedules.h"
 #include "console_redis.h"
 #include "console_reply.h"
@@ -240,6 +241,8 @@ void console_http(console *c, const char *method, const char *path,
         console_task_detail(c, reply);
     else if (strcmp(path, "/api/schedules") == 0)
         console_schedules(c, reply);
+    else if (strcmp(path, "/api/group") == 0)
+        console_group(c, reply);
     else
         console_reply_error(reply, 404, "no such API: see docs/console.md");
 }

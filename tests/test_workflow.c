@@ -230,10 +230,27 @@ Test(workflow, a_group_calls_back_once_with_its_counts_and_member_ids)
     char file[300];
     const test_cli_run *r;
 
-    start_host(&host_a, "a");
+    char listen[64], body[4096];
+
+    metrics_port = test_free_port();
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", metrics_port);
+    start_host_on(&host_a, "a", listen);
     snprintf(file, sizeof(file), "%s/members", host_a.dir);
     enqueue_group("g1", file);
     assert_callback("g1");
+    /* The console's group page and its API. */
+    cr_assert_eq(
+        test_http_get(metrics_port, "/api/group?group=g1", body, sizeof(body)),
+        200, "%s", body);
+    cr_assert(strstr(body, "\"n\":5,\"ok\":3,\"dead\":2,\"pending\":0"), "%s",
+              body);
+    cr_assert(strstr(body, "\"callback\":\"enqueued\""), "%s", body);
+    cr_assert_eq(test_http_get(metrics_port, "/api/group?group=nosuch", body,
+                               sizeof(body)),
+                 404, "%s", body);
+    cr_assert_eq(
+        test_http_get(metrics_port, "/console/groups.js", body, sizeof(body)),
+        200);
     r = wharf("group", "show", "g1");
     cr_assert_eq(r->status, 0, "%s", r->err);
     cr_assert(strstr(r->out, "ok: 3\ndead: 2\npending: 0\n"), "%s", r->out);
