@@ -401,6 +401,20 @@ Test(workflow, a_cancelled_group_cancels_its_members_and_callback)
     }
     r = wharf("group", "show", "g4");
     cr_assert(strstr(r->out, "(cancelled)"), "%s", r->out);
+    /* wharf cancel --group says the same; a held task is removed too. */
+    r = wharf("cancel", "--group", "g4");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_eq(wharf("enqueue", "chaos", "ok", "--id", "hp")->status, 0);
+    r = wharf("enqueue", "chaos", "ok", "--id", "hk", "--after", "chaos:hp");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    r = wharf("cancel", "chaos", "hk");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(strstr(r->out, "was held"), "%s", r->out);
+    r = wharf("status", "chaos", "hk");
+    cr_assert(strstr(r->out, "state: cancelled"), "%s", r->out);
+    cr_assert_eq(test_redis_int(rc, "ZCARD wharf:{chaos}:held"), 0);
+    r = wharf("cancel", "--group", "g4", "chaos", "x");
+    cr_assert_eq(r->status, 64, "%s", r->err);
 }
 
 /* The Python client's workflows against a real host: a group and its

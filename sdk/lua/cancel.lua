@@ -9,13 +9,17 @@
 --   7 cancel:<id>
 --   8 result:<id>
 --   9 dead
+--   10 held            workflows: tasks held for their parents
+--   11 wait:<id>       a held task's envelope
+--   12 parents:<id>    its parents' notices
 -- ARGV:
 --   1 id
 --   2 group
 --   3 protocols        the protocol versions the client speaks
 --                      (comma-separated)
 -- Reply: {word, detail}:
---   REMOVED queued|delayed  it was waiting: it is gone and never runs
+--   REMOVED queued|delayed|held  it was waiting (held: for its
+--                           parents): it is gone and never runs
 --   CANCELLING <consumer>   it is claimed by that worker: the run is
 --                           asked to end (its host sees cancel:<id>)
 --                           and its finish writes nothing
@@ -55,6 +59,11 @@ if redis.call('ZREM', KEYS[4], id) == 1 then
   redis.call('DEL', KEYS[5], KEYS[6])
   redis.call('SET', KEYS[7], 'delayed', 'PX', CANCEL_TTL_MS)
   return {'REMOVED', 'delayed'}
+end
+if redis.call('ZREM', KEYS[10], id) == 1 then
+  redis.call('DEL', KEYS[11], KEYS[12], KEYS[6])
+  redis.call('SET', KEYS[7], 'held', 'PX', CANCEL_TTL_MS)
+  return {'REMOVED', 'held'}
 end
 if redis.call('EXISTS', KEYS[8]) == 1 then return {'FINISHED', 'done'} end
 if redis.call('ZSCORE', KEYS[9], id) then return {'FINISHED', 'dead'} end

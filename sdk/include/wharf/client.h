@@ -208,7 +208,8 @@ WHARF_CLIENT_API wharf_client_status wharf_task_status(wharf_client *client,
 
 /* What wharf_cancel did. */
 typedef enum wharf_cancel_outcome {
-    WHARF_CANCEL_REMOVED = 0, /* it was waiting (queued or delayed): gone,
+    WHARF_CANCEL_REMOVED = 0, /* it was waiting (queued, delayed or held
+                                 for its parents): gone,
                                  it never runs */
     WHARF_CANCEL_REQUESTED,   /* a worker holds it: its run is asked to end
                                  (its plugin sees wharf_cancelled) and ends
