@@ -374,7 +374,8 @@ redisReply *workflow_parent_results(broker *b, const char *type, const char *id)
     char key[KEY_MAX];
     redisReply *r;
 
-    if (key_of_task(key, sizeof(key), b->cfg->prefix, type, "parents", id) < 0)
+    if (key_of_task(key, sizeof(key), b->cfg->prefix, type, "parent_results",
+                    id) < 0)
         return NULL;
     r = pipeline_command(&b->pipe, key, "HGETALL %s", key);
     if (r && r->type != REDIS_REPLY_ARRAY) {

@@ -24,7 +24,7 @@
 int workflow_drain(broker *b, const char *type, const char *max_id);
 
 /* What the parents of the released child id of type ended with: the
- * HGETALL reply of its parents:<id> (caller frees), or NULL (Redis
+ * HGETALL reply of its parent_results:<id> (caller frees), or NULL (Redis
  * failed: the plugin then sees no parent results). */
 struct redisReply *workflow_parent_results(broker *b, const char *type,
                                            const char *id);

@@ -29,8 +29,11 @@
 #define TWO_TYPES "types = chaos, chaos_b\n"
 #define CHAIN 100
 /* The tasks a host killed -9 held go to the next host once their lease
- * is out: soon, so the kill tests end soon. */
-#define SHORT_LEASE "[defaults]\nvisibility_timeout = 4s\n"
+ * is out, and run once their lock has expired: soon, so the kill tests
+ * end soon (3 s locks renewed every second, as test_supervisor's). */
+#define SHORT_LEASE                                                            \
+    "[defaults]\nvisibility_timeout = 4s\nlock_ttl = 3s\n"                     \
+    "backoff_base = 10ms\n"
 
 static test_redis redis;
 static test_host host_a, host_b;

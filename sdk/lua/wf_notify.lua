@@ -10,6 +10,8 @@
 --   7 dead:<id>
 --   8 children:<id>    the child's own dependents
 --   9 outbox           the child type's outbox
+--   10 parent_results:<id>  at release, parents:<id> renamed: what the
+--                      child's run reads (wharf_parent_result)
 -- ARGV:
 --   1 id               the child's id
 --   2 sender           "<type>:<id>" of the parent ("" with check)
@@ -29,10 +31,12 @@
 --   CASCADE            DEAD, and the outbox has an entry to drain
 -- A notice is a field of parents:<id> set with HSETNX: a notice delivered
 -- twice (a drain that crashed after delivering and before deleting its
--- outbox entry) counts once. The released entry carries the field
--- parents ("T:id,..."), by which the host finds parents:<id> for the
--- child's plugin (wharf_parent_result); that hash keeps the parents'
--- results a week from the release, whatever their result_ttl says.
+-- outbox entry) counts once. At release parents:<id> becomes
+-- parent_results:<id>, so a later task of the same id starts with no
+-- notice; the released entry carries the field parents ("T:id,..."), by
+-- which the host finds parent_results:<id> for the child's plugin
+-- (wharf_parent_result). It keeps the parents' results a week from the
+-- release, whatever their result_ttl says.
 local KEEP_MS = 604800000
 local id, state = ARGV[1], ARGV[3]
 if state ~= 'check' then
@@ -85,7 +89,8 @@ if dead_parent and w[8] ~= 'run' then
   redis.call('DEL', KEYS[8])
   return {'CASCADE'}
 end
-redis.call('PEXPIRE', KEYS[2], KEEP_MS)
+redis.call('RENAME', KEYS[2], KEYS[10])
+redis.call('PEXPIRE', KEYS[10], KEEP_MS)
 local entry = redis.call('XADD', KEYS[4], '*', 'id', id, 'type', w[2],
                          'payload', w[3], 'attempt', w[4],
                          'enqueued_at', w[5], 'trace', w[6],
