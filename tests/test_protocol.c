@@ -453,10 +453,11 @@ Test(protocol, a_typed_call_is_the_header_in_order)
     /* The order every client has sent since protocol 1, and the keys of
      * held tasks (workflows) after them. */
     static const char *const want[] = {
-        "EVALSHA",    NULL,           "12",          "w:{t}:policy",
+        "EVALSHA",    NULL,           "14",          "w:{t}:policy",
         "w:{t}:entries", "w:{t}:stream", "w:{t}:delayed", "w:{t}:task:a",
         "w:{t}:seen:a",  "w:{t}:cancel:a", "w:{t}:result:a", "w:{t}:dead",
         "w:{t}:held",  "w:{t}:wait:a", "w:{t}:parents:a",
+        "w:{t}:children:a", "w:{t}:outbox",
         "a",          "wharf",        "1"};
     cr_assert_eq(w.n, sizeof(want) / sizeof(want[0]));
     cr_assert_str_eq(w.v[1], script_cancel.sha);

@@ -466,6 +466,29 @@ Test(workflow, the_python_client_makes_groups_and_children)
     free(payload);
 }
 
+/* A parent cancelled before it ran counts as dead for its child: the
+ * notice waits in the outbox for a host's sweep. */
+Test(workflow, a_cancelled_parent_is_dead_for_its_child)
+{
+    const test_cli_run *r;
+    char *error;
+
+    cr_assert_eq(wharf("enqueue", "chaos", "ok", "--id", "cp")->status, 0);
+    r = wharf("enqueue", "chaos_b", "ok", "--id", "cc", "--after", "chaos:cp");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    r = wharf("cancel", "chaos", "cp");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_eq(test_redis_int(rc, "XLEN wharf:{chaos}:outbox"), 1);
+    start_host(&host_a, "a");
+    cr_assert(test_wait_until(key_exists, "wharf:{chaos_b}:dead:cc",
+                              TEST_EVENT_MS),
+              "cc is not dead; see %s", host_a.log);
+    error = hget("wharf:{chaos_b}:dead:cc", "error");
+    cr_assert_str_eq(error, "parent chaos:cp is dead");
+    free(error);
+    cr_assert_eq(runs_of("cp") + runs_of("cc"), 0);
+}
+
 Test(workflow, the_cli_refuses_what_would_never_end)
 {
     char file[300];

@@ -281,8 +281,11 @@ for i = 1, n do
       codes[i], out[#out + 1] = 'e', r.err
     else
       codes[i], acks[#acks + 1] = cancel and 'c' or 'k', argv[9 + i]
-      if not cancel and
-         tell_dependents(i, kind, kind == 'o' and argv[at] or nil) then
+      -- A cancelled run counts as dead for its dependents; its notice
+      -- waits for the sweep (its code stays c).
+      if cancel then
+        tell_dependents(i, 'd', nil)
+      elseif tell_dependents(i, kind, kind == 'o' and argv[at] or nil) then
         codes[i] = 'w'
       end
       done[#done + 1] = i
