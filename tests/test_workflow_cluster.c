@@ -11,6 +11,7 @@
 #include "host_process.h"
 #include "redis_cluster.h"
 #include "spawn.h"
+#include "wharf_cli.h"
 
 #define MEMBERS 10000
 
@@ -118,6 +119,33 @@ Test(workflow_cluster, a_group_calls_back_once_across_three_shards)
     snprintf(want, sizeof(want), "group:%s", group);
     cr_assert_eq(test_host_runs(&h, want, 0), 1, "the callback ran %d times",
                  test_host_runs(&h, want, 0));
+    /* A child on the third shard held for a parent on the first: the
+     * parent's finish reaches it through the outbox across shards. */
+    {
+        char gate[300], cmd[320], after[64];
+        const test_cli_run *r;
+        snprintf(gate, sizeof(gate), "%s/gate", h.dir);
+        snprintf(cmd, sizeof(cmd), "wait:%s", gate);
+        r = test_cli(
+            c.url, h.dir,
+            (const char *const[]){"enqueue", member, cmd, "--id", "xp", NULL});
+        cr_assert_eq(r->status, 0, "%s", r->err);
+        snprintf(after, sizeof(after), "%s:xp", member);
+        r = test_cli(c.url, h.dir,
+                     (const char *const[]){"enqueue", callback, "ok", "--id",
+                                           "xc", "--after", after, NULL});
+        cr_assert_eq(r->status, 0, "%s", r->err);
+        r = test_cli(c.url, h.dir,
+                     (const char *const[]){"status", callback, "xc", NULL});
+        cr_assert(strstr(r->out, "state: held"), "%s", r->out);
+        f = fopen(gate, "w");
+        cr_assert(f != NULL);
+        cr_assert_eq(fclose(f), 0);
+        snprintf(key, sizeof(key), "wharf:{%s}:result:xc", callback);
+        cr_assert(test_wait_until(key_there, &(key_wait){cb_node, key},
+                                  TEST_EVENT_MS),
+                  "xc never ran; see %s", h.log);
+    }
     redisFree(cb_node);
     redisFree(group_node);
     cr_assert_eq(test_host_stop(&h), 0);
