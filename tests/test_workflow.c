@@ -466,6 +466,49 @@ Test(workflow, the_python_client_makes_groups_and_children)
     free(payload);
 }
 
+/* The Node client's workflows against a real host, as the Python one's. */
+Test(workflow, the_node_client_makes_groups_and_children)
+{
+    char script[300], out[300], err[300], program[2048];
+    FILE *f;
+    int code;
+    char *payload;
+
+    start_host(&host_a, "a");
+    snprintf(script, sizeof(script), "%s/client.js", host_a.dir);
+    snprintf(out, sizeof(out), "%s/client.out", host_a.dir);
+    snprintf(err, sizeof(err), "%s/client.err", host_a.dir);
+    snprintf(program, sizeof(program),
+             "const { Client } = require('%s/clients/node/index.js');\n"
+             "const assert = require('assert');\n"
+             "(async () => {\n"
+             "  const c = new Client('%s');\n"
+             "  const ids = await c.enqueueGroup('nd', 'chaos', ['ok', "
+             "'fatal'], { then: 'chaos_b', thenPayload: 'p' });\n"
+             "  assert.deepStrictEqual(ids, ['nd:1', 'nd:2']);\n"
+             "  const r = await c.enqueueAfter('chaos', 'ok', { after: "
+             "['chaos:nd:1'], id: 'ndkid' });\n"
+             "  assert.strictEqual(r.id, 'ndkid');\n"
+             "  await assert.rejects(c.enqueueAfter('chaos', 'ok', { after: "
+             "['chaos:none'] }), /is unknown/);\n"
+             "  await c.close();\n"
+             "})().catch((e) => { console.error(e); process.exit(1); });\n",
+             WHARF_SOURCE_DIR, redis.url);
+    f = fopen(script, "w");
+    cr_assert(f != NULL);
+    fputs(program, f);
+    cr_assert_eq(fclose(f), 0);
+    code =
+        test_spawn((const char *const[]){"/usr/bin/node", script, NULL}, NULL,
+                   out, err, "WHARF_LUA_DIR", WHARF_SOURCE_DIR "/sdk/lua");
+    cr_assert_eq(code, 0, "node failed; see %s", err);
+    wait_runs("ndkid", 1);
+    payload = callback_payload("nd");
+    cr_assert(strstr(payload, "\"ok\":1") && strstr(payload, "\"dead\":1"),
+              "%s", payload);
+    free(payload);
+}
+
 /* A parent cancelled before it ran counts as dead for its child: the
  * notice waits in the outbox for a host's sweep. */
 Test(workflow, a_cancelled_parent_is_dead_for_its_child)
@@ -480,9 +523,9 @@ Test(workflow, a_cancelled_parent_is_dead_for_its_child)
     cr_assert_eq(r->status, 0, "%s", r->err);
     cr_assert_eq(test_redis_int(rc, "XLEN wharf:{chaos}:outbox"), 1);
     start_host(&host_a, "a");
-    cr_assert(test_wait_until(key_exists, "wharf:{chaos_b}:dead:cc",
-                              TEST_EVENT_MS),
-              "cc is not dead; see %s", host_a.log);
+    cr_assert(
+        test_wait_until(key_exists, "wharf:{chaos_b}:dead:cc", TEST_EVENT_MS),
+        "cc is not dead; see %s", host_a.log);
     error = hget("wharf:{chaos_b}:dead:cc", "error");
     cr_assert_str_eq(error, "parent chaos:cp is dead");
     free(error);
