@@ -75,7 +75,7 @@ PREFETCH=${BENCH_PREFETCH:-16}
 SINGLE=${BENCH_SINGLE:-20000}
 RATE=${BENCH_RATE:-1000}
 STEADY_SECONDS=${BENCH_STEADY_SECONDS:-5}
-PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,tls,crash,io,handlers,dead,latency,priority,rate,cluster}
+PHASES=${BENCH_PHASES:-ceiling,enqueue,clients,process,tls,crash,io,handlers,dead,latency,priority,rate,workflows,cluster}
 # rates (step 15)
 RATE_LIMIT=${BENCH_RATE_LIMIT:-5000}
 RATE_TASKS=${BENCH_RATE_TASKS:-20000}
@@ -538,6 +538,58 @@ has_phase dead && dead_search
 has_phase latency && latency
 has_phase priority && priority
 
+# ---- workflows: a group of WORKFLOW_MEMBERS beside as many plain tasks ----
+# The same no-op tasks twice, each run timed by the watcher (stream
+# empty): plain, then as one group with a callback (wharf enqueue --group,
+# enqueued before wharfd starts). What the group adds per member is the
+# outbox entry, its drain and the count, all in Redis.
+WORKFLOW_MEMBERS=${BENCH_WORKFLOW_MEMBERS:-10000}
+workflow_run() { # workflow_run NAME: wharfd over what is enqueued now
+    local name=$1 ini=$WORK/$1.ini
+    manifest "$ini" "$WORKERS" off
+    rm -f "$WORK/ready"
+    "$TOOL" watch "$port" "$STREAM" "$WORKFLOW_MEMBERS" "$WORK/ready" 120 \
+        >"$WORK/$name.watch" &
+    watch_pid=$!
+    while [ ! -e "$WORK/ready" ]; do
+        kill -0 "$watch_pid" 2>/dev/null || fail "the watcher did not start"
+        sleep 0.01
+    done
+    "$WHARFD" --config "$ini" 2>"$WORK/$name.log" &
+    wharfd_pid=$!
+    wait "$watch_pid" || { watch_pid=""; fail "$name: the run did not finish"; }
+    watch_pid=""
+    {
+        for c in $(proc_children "$wharfd_pid"); do
+            echo "worker $(cpu_ticks "$c")"
+        done
+        echo "supervisor $(cpu_ticks "$wharfd_pid")"
+    } >"$WORK/$name.procs"
+    stop_pid "$wharfd_pid"
+    wharfd_pid=""
+}
+workflows() {
+    echo "bench: workflows: $WORKFLOW_MEMBERS plain tasks, then a group" >&2
+    rcli FLUSHALL >/dev/null
+    "$TOOL" enqueue "$port" noop "$WORKFLOW_MEMBERS" bulk \
+        >"$WORK/wf_plain.bulk" || fail "bulk enqueue failed"
+    workflow_run wf_plain
+    rcli FLUSHALL >/dev/null
+    seq 1 "$WORKFLOW_MEMBERS" >"$WORK/members"
+    "$BUILD/wharf" --redis "redis://127.0.0.1:$port/0" enqueue noop \
+        --file "$WORK/members" --group night --then noop done \
+        >/dev/null 2>"$WORK/wf_group.enqueue" ||
+        fail "group enqueue failed; see $WORK/wf_group.enqueue"
+    workflow_run wf_group
+    for _ in $(seq 1 500); do
+        [ "$(rcli HGET 'wharf:{night}:group' enqueued)" = 1 ] && break
+        sleep 0.01
+    done
+    wf_counted=$(rcli HLEN 'wharf:{night}:group_done')
+    rcli FLUSHALL >/dev/null
+}
+has_phase workflows && workflows
+
 # ---- report ----
 num() { [ -n "${1:-}" ] && echo "$1" || echo 0; }
 ratio() { awk -v a="$(num "$1")" -v b="$(num "$2")" -v d="${3:-2}" \
@@ -802,6 +854,24 @@ if has_phase rate; then
         "$(verdict "$rl_of_limit" "<=" 1.01)"
     row "  redis commands per task" "$rl_cmds" "" ""
     row "  redis CPU per task (us)" "$rl_redis_us" "" ""
+fi
+if has_phase workflows; then
+    wf_cmds() { awk -v n="$WORKFLOW_MEMBERS" '$1 == "cmd" { s += $3 }
+        END { printf "%.2f", s / n }' "$WORK/$1.watch"; }
+    wf_redis_us() { awk -v c="$(num "$(value_of "$WORK/$1.watch" redis_cpu_s)")" \
+        -v n="$WORKFLOW_MEMBERS" 'BEGIN { printf "%.2f", c * 1000000 / n }'; }
+    wf_cpu_us() { awk -v n="$WORKFLOW_MEMBERS" -v t="$CLK_TCK" \
+        '{ s += $2 } END { printf "%.2f", s * 1000000 / t / n }' \
+        "$WORK/$1.procs"; }
+    row "group of $WORKFLOW_MEMBERS, members counted" "$wf_counted" \
+        "$WORKFLOW_MEMBERS" "$(verdict "$wf_counted" ">=" "$WORKFLOW_MEMBERS")"
+    row "  redis commands per task, plain / member" \
+        "$(wf_cmds wf_plain) / $(wf_cmds wf_group)" "" ""
+    row "  redis CPU per task (us), plain / member" \
+        "$(wf_redis_us wf_plain) / $(wf_redis_us wf_group)" "" ""
+    row "  host CPU per task (us), plain / member" \
+        "$(wf_cpu_us wf_plain) / $(wf_cpu_us wf_group)" "" ""
+    row "  tasks/s, plain / member" "$(value_of "$WORK/wf_plain.watch" rate) / $(value_of "$WORK/wf_group.watch" rate)" "" ""
 fi
 
 mkdir -p "$(dirname "$OUT")"

@@ -63,6 +63,8 @@ typedef struct broker_queue {
     char history_from[48]; /* the last of them read so far ("0" at start) */
     unsigned priority;     /* the type's (policy.priority): how claims
                               rank or weigh it against the others (claim.h) */
+    bool outbox_due; /* workflows: a finish wrote to the type's outbox
+                        (broker_finish drains it) */
 } broker_queue;
 
 /* One claimed entry on its way through a batch. The worker fills

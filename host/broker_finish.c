@@ -4,8 +4,10 @@
 #include <string.h>
 
 #include "broker_internal.h"
+#include "keys.h"
 #include "log.h"
 #include "lua_scripts.h"
+#include "workflow.h"
 
 static bool job_finishes(const broker_job *j)
 {
@@ -93,6 +95,16 @@ static void finish_build(broker *b, broker_job *jobs, const batch_call *c)
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]))
             call_push_key(b, &jobs[i], "cancel");
+    /* Workflows: children:<id> of every task, then the type's outbox. */
+    for (size_t i = c->first; i < c->end; i++)
+        if (job_finishes(&jobs[i]))
+            call_push_key(b, &jobs[i], "children");
+    {
+        char outbox[KEY_MAX];
+        int len = key_of_type(outbox, sizeof(outbox), b->cfg->prefix, q->type,
+                              "outbox");
+        command_push_key_copy(cmd, outbox, len > 0 ? (size_t)len : 0);
+    }
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]))
             sc->kinds[t++] = finish_letter(jobs[i].finish);
@@ -181,6 +193,10 @@ static void finish_apply(broker *b, broker_job *jobs, const batch_call *c,
         code = codes ? codes->str[k++] : '?';
         if (code == 'k') {
             j->outcome = outcome_done(j);
+        } else if (code == 'w') {
+            /* Done, and its dependents' notice waits in the outbox. */
+            j->outcome = outcome_done(j);
+            j->queue->outbox_due = true;
         } else if (code == 'c') {
             j->outcome = OUTCOME_CANCELLED;
         } else if (code == 's') {
@@ -204,9 +220,25 @@ static const batch_ops finish_ops = {
     .apply = finish_apply,
 };
 
+/* Drains the outbox of each queue a finish just wrote to, so the next
+ * step of a workflow starts at once (a failure is left to the sweep). */
+static void drain_outboxes(broker *b)
+{
+    for (size_t i = 0; i < b->n_queues; i++) {
+        broker_queue *q = &b->queues[i];
+        if (!q->outbox_due)
+            continue;
+        q->outbox_due = false;
+        (void)workflow_drain(b, q->type, NULL);
+    }
+}
+
 int broker_finish(broker *b, broker_job *jobs, size_t n)
 {
-    return call_run_batch(b, &finish_ops, jobs, n);
+    int rc = call_run_batch(b, &finish_ops, jobs, n);
+
+    drain_outboxes(b);
+    return rc;
 }
 
 int broker_finish_resend(broker *b, broker_job *jobs, size_t n)
@@ -216,6 +248,7 @@ int broker_finish_resend(broker *b, broker_job *jobs, size_t n)
     b->scratch->resend = true;
     rc = call_run_batch(b, &finish_ops, jobs, n);
     b->scratch->resend = false;
+    drain_outboxes(b);
     return rc;
 }
 

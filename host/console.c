@@ -19,6 +19,7 @@
 #include "console_dead_search.h"
 #include "console_history.h"
 #include "console_overview.h"
+#include "console_groups.h"
 #include "console_schedules.h"
 #include "console_redis.h"
 #include "console_reply.h"
@@ -254,6 +255,8 @@ void console_http(console *c, const char *method, const char *path,
         console_schedules(c, reply);
     else if (strcmp(path, "/api/history") == 0)
         console_history(c, reply);
+    else if (strcmp(path, "/api/group") == 0)
+        console_group(c, reply);
     else
         console_reply_error(reply, 404, "no such API: see docs/console.md");
 }

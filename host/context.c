@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <hiredis/hiredis.h>
+
 #include "clock_ms.h"
 #include "loader.h"
 #include "log.h"
@@ -175,6 +177,65 @@ static int context_retry_in(wharf_ctx *ctx, int64_t ms)
     return 0;
 }
 
+/* The value of field name in an HGETALL reply, or NULL. */
+static const redisReply *context_hash_field(const redisReply *r,
+                                            const char *name, size_t len)
+{
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements;
+         i += 2)
+        if (r->element[i]->len == len &&
+            memcmp(r->element[i]->str, name, len) == 0)
+            return r->element[i + 1];
+    return NULL;
+}
+
+/* Parent i of c->parents: its name is the i-th item of the list, its
+ * notice the field of that name, "o" + result or "d" (wf_notify.lua). */
+static int context_parent_result(wharf_ctx *ctx, size_t i, const char **name,
+                                 const void **data, size_t *len)
+{
+    context *c = context_of(ctx);
+    const char *item = c->parents, *end;
+    const redisReply *notice;
+
+    if (c->task == NULL || item == NULL)
+        return -1;
+    for (;;) {
+        end = strchr(item, ',');
+        if (i == 0)
+            break;
+        if (!end)
+            return -1;
+        item = end + 1;
+        i--;
+    }
+    notice = context_hash_field(c->parent_results, item,
+                                end ? (size_t)(end - item) : strlen(item));
+    if (!notice || notice->type != REDIS_REPLY_STRING || notice->len < 1)
+        return -1;
+    if (name) {
+        /* The field's own bytes: NUL-terminated, and named alone. */
+        const redisReply *r = c->parent_results;
+        for (size_t k = 0; k + 1 < r->elements; k += 2)
+            if (r->element[k + 1] == notice)
+                *name = r->element[k]->str;
+    }
+    if (notice->str[0] == 'd')
+        return 1;
+    if (data)
+        *data = notice->str + 1;
+    if (len)
+        *len = notice->len - 1;
+    return 0;
+}
+
+void context_set_parents(context *c, const char *parents, redisReply *results)
+{
+    freeReplyObject(c->parent_results);
+    c->parents = parents;
+    c->parent_results = results;
+}
+
 static const wharf_services context_services = {
     .size = sizeof(wharf_services),
     .result = context_result,
@@ -186,6 +247,7 @@ static const wharf_services context_services = {
     .cancelled = context_cancelled_service,
     .phase = context_phase,
     .retry_in = context_retry_in,
+    .parent_result = context_parent_result,
 };
 
 void context_init(context *c, const struct loaded_plugin *plugin,
@@ -209,6 +271,7 @@ void context_begin(context *c, const wharf_task *task)
     c->ask = NULL;
     c->ask_run = 0;
     c->retry_in_ms = -1;
+    context_set_parents(c, NULL, NULL);
 }
 
 void context_end(context *c)
@@ -225,4 +288,5 @@ void context_destroy(context *c)
     c->result_len = 0;
     c->result_cap = 0;
     c->has_result = false;
+    context_set_parents(c, NULL, NULL);
 }

@@ -35,6 +35,11 @@ typedef struct context {
     uint32_t ask_run;    /* the slot's `run` of this call */
     int phase;           /* WHARF_PHASE_*: what wharf_phase answers */
     int64_t retry_in_ms; /* wharf_retry_in's delay, or -1 */
+    /* workflows: the running task's parents ("<type>:<id>,...", in the
+     * reply's storage) and what they ended with (HGETALL of its
+     * parents:<id>, owned), or NULL */
+    const char *parents;
+    struct redisReply *parent_results;
 } context;
 
 /* Prepares c for calls into `plugin` (whose state it reads at each call). */
@@ -54,6 +59,12 @@ void context_set_deadline(context *c, int64_t deadline_ms, const slot_ask *ask,
 /* True once the deadline has passed or the supervisor asked the task to
  * end. */
 bool context_cancelled(const context *c);
+
+/* Gives the call under way its parents' list and results (reply of
+ * HGETALL parents:<id>, whose ownership passes to c; may be NULL), for
+ * wharf_parent_result. */
+void context_set_parents(context *c, const char *parents,
+                         struct redisReply *results);
 
 /* Ends the call: services used after it no longer see the task. The result
  * and error stay readable until the next context_begin. */

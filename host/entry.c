@@ -108,6 +108,13 @@ void entry_parse(entry *e, const redisReply *r, const char *type,
         return;
     }
     fields_of(fields, v);
+    /* Only an entry with more than the six task fields can have one: a
+     * task without workflows costs nothing here. */
+    for (size_t i = 2 * F_COUNT; i + 1 < fields->elements; i += 2)
+        if (fields->element[i]->type == REDIS_REPLY_STRING &&
+            fields->element[i + 1]->type == REDIS_REPLY_STRING &&
+            strcmp(fields->element[i]->str, "parents") == 0)
+            e->parents = fields->element[i + 1]->str;
     id = v[F_ID];
     if (id && config_valid_task_id(id->str, id->len))
         e->task.id = id->str;

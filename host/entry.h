@@ -24,6 +24,9 @@ typedef struct entry {
     bool deleted;            /* pending, but its entry is gone: ack it */
     char bad[ENTRY_REASON_LEN]; /* "" for a good task, else why it is bad */
     char fallback_id[48];    /* task.id of an entry without a usable id */
+    const char *parents; /* workflows: its "parents" field ("<type>:<id>,
+                            ..."), or NULL: a child released by its
+                            parents (wf_notify.lua) */
 } entry;
 
 /* Parses r (an [entry-id, [field, value, ...]] reply) read from the stream

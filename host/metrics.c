@@ -216,7 +216,9 @@ static void render_gauge(text *t, const char *name, const char *help,
                       : field == 3 ? q[i].dead
                       : field == 4 ? q[i].pressure
                       : field == 5 ? q[i].paused
-                                   : q[i].slots;
+                      : field == 6 ? q[i].slots
+                      : field == 7 ? q[i].held
+                                   : q[i].held_oldest_ms / 1000;
         put(t, "%s{type=\"%s\"} %lld\n", name, q[i].type, v);
     }
 }
@@ -318,6 +320,13 @@ char *metrics_render(const metrics *m, const queue_figures *queues,
                      "Concurrency slots held (concurrency_limit) across "
                      "every host.",
                      queues, n_queues, 6);
+        render_gauge(&t, "wharf_queue_held",
+                     "Tasks held until their parents finish (workflows).",
+                     queues, n_queues, 7);
+        render_gauge(&t, "wharf_queue_held_oldest_seconds",
+                     "How long the oldest held task has waited for its "
+                     "parents (0: none held).",
+                     queues, n_queues, 8);
         put(&t, "# HELP wharf_queue_node 1 for the Redis node that serves "
                 "the type (on a cluster, the primary owning its slot).\n"
                 "# TYPE wharf_queue_node gauge\n");

@@ -96,6 +96,8 @@ typedef struct queue_figures {
     int paused;               /* 1 while the type is paused (wharf pause) */
     long long paused_left_ms; /* the pause's time left; -1: no end */
     long long slots;          /* concurrency slots held (concurrency_limit) */
+    long long held;           /* workflows: tasks held for their parents */
+    long long held_oldest_ms; /* the oldest held task's age, 0 if none */
     char node[300]; /* "host:port" of the Redis node serving the type */
 } queue_figures;
 

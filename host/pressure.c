@@ -12,8 +12,8 @@
 #define FIGURE_ARG_MAX 24
 
 /* figures.lua answers {ready, running, delayed, dead, pressure, paused,
- * slots}. */
-#define FIGURES_REPLY_LEN 7
+ * slots, held, held_oldest_ms}. */
+#define FIGURES_REPLY_LEN 9
 
 /* Adds the figures call for queue q (sdk/lua/figures.lua) to p. 0 or -1. */
 static int add_figures(broker *b, const broker_queue *q)
@@ -49,6 +49,8 @@ static int read_figures(const redisReply *r, queue_figures *f)
     f->paused = r->element[5]->integer != -2;
     f->paused_left_ms = f->paused ? r->element[5]->integer : 0;
     f->slots = r->element[6]->integer;
+    f->held = r->element[7]->integer;
+    f->held_oldest_ms = r->element[8]->integer;
     return 0;
 }
 

@@ -25,6 +25,7 @@
 #include "redis_url.h"
 #include "schedule_timer.h"
 #include "supervisor_internal.h"
+#include "workflow.h"
 #include "xmalloc.h"
 
 static void begin_stop(supervisor *s, int code)
@@ -165,6 +166,7 @@ static int run_loop(supervisor *s)
         console_tick(s->console, now);
         maintain(s, now);
         write_history(s, false);
+        workflow_sweep_tick(&s->b, now);
         stall_if_asked();
         if (lease_keeper_instance_lost(s->keeper) && !s->instance_lost) {
             s->instance_lost = true;

@@ -10,6 +10,7 @@
 #include "clock_ms.h"
 #include "log.h"
 #include "worker_internal.h"
+#include "workflow.h"
 
 /* Microseconds from enqueued_at (wall clock, ms) to now; 0 for a time in
  * the future, and never an overflow whatever the entry says. */
@@ -47,6 +48,12 @@ void worker_run_job(worker *w, uint32_t i, uint32_t run)
     ctx->plugin = r->plugin;
     ctx->state = r->plugin->state;
     context_begin(ctx, &j->e.task);
+    /* A child of a workflow: its parents' results, one HGETALL (only the
+     * worker without threads: its connection is idle while it runs). */
+    if (j->e.parents && !w->threaded)
+        context_set_parents(ctx, j->e.parents,
+                            workflow_parent_results(&w->b, j->queue->type,
+                                                    j->e.task.id));
     started = clock_ms();
     context_set_deadline(ctx, started + timeout_ms,
                          sl ? &slot_asks_const(sl)[i] : NULL, run);

@@ -354,7 +354,7 @@ Test(protocol, every_header_states_what_its_body_reads_and_answers)
 {
     char why[2048];
 
-    cr_assert_eq(SCRIPT_SPEC_COUNT, 20, "a script was added or removed: "
+    cr_assert_eq(SCRIPT_SPEC_COUNT, 25, "a script was added or removed: "
                                         "it is checked here like the rest");
     for (size_t i = 0; i < SCRIPT_SPEC_COUNT; i++) {
         check_spec(script_specs[i], why, sizeof(why));
@@ -450,11 +450,14 @@ Test(protocol, a_typed_call_is_the_header_in_order)
     command_init(&cmd);
     cr_assert_eq(script_cancel_call(&cmd, "w", "t", "a", "wharf", "1"), 0);
     w = decode(&cmd);
-    /* The order every client has sent since protocol 1. */
+    /* The order every client has sent since protocol 1, and the keys of
+     * held tasks (workflows) after them. */
     static const char *const want[] = {
-        "EVALSHA",    NULL,           "9",           "w:{t}:policy",
+        "EVALSHA",    NULL,           "14",          "w:{t}:policy",
         "w:{t}:entries", "w:{t}:stream", "w:{t}:delayed", "w:{t}:task:a",
         "w:{t}:seen:a",  "w:{t}:cancel:a", "w:{t}:result:a", "w:{t}:dead",
+        "w:{t}:held",  "w:{t}:wait:a", "w:{t}:parents:a",
+        "w:{t}:children:a", "w:{t}:outbox",
         "a",          "wharf",        "1"};
     cr_assert_eq(w.n, sizeof(want) / sizeof(want[0]));
     cr_assert_str_eq(w.v[1], script_cancel.sha);
@@ -566,7 +569,8 @@ static void run(const char *program, char *out, size_t len)
     "finish "                                                                 \
     "heartbeat limit_wake lock_release pause promote queue_drop release "    \
     "renew status "                                                           \
-    "task_detail trim_dead"
+    "task_detail trim_dead "                                                  \
+    "wf_enqueue wf_group_count wf_group_create wf_notify wf_register"
 
 Test(protocol, python_and_node_read_the_headers_as_the_build_does)
 {

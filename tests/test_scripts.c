@@ -308,12 +308,14 @@ Test(scripts, finish_writes_each_kind_and_nothing_of_a_stale_run)
     freeReplyObject(test_redis_command(rc, "SET w:{t}:lock:st1 999"));
     freeReplyObject(test_redis_command(rc, "HSET w:{t}:entries ok1 %s re1 %s",
                                        entries[0], "0-1"));
-    r = run(&script_finish, 17, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
+    r = run(&script_finish, 22, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
             "w:{t}:entries", "w:{t}:running", "w:{t}:lock:ok1",
             "w:{t}:lock:re1", "w:{t}:lock:de1", "w:{t}:lock:st1",
             "w:{t}:result:ok1", "w:{t}:task:re1", "w:{t}:dead:de1",
             "w:{t}:result:st1", "w:{t}:cancel:ok1", "w:{t}:cancel:re1",
-            "w:{t}:cancel:de1", "w:{t}:cancel:st1",
+            "w:{t}:cancel:de1", "w:{t}:cancel:st1", "w:{t}:children:ok1",
+            "w:{t}:children:re1", "w:{t}:children:de1",
+            "w:{t}:children:st1", "w:{t}:outbox",
             /* ARGV */
             "wharf", "c1", "300000", "86400000", "t", "", "ordo", "13", "0",
             entries[0], entries[1], entries[2], entries[3], "5", "6", "7", "8",
@@ -412,10 +414,11 @@ Test(scripts, finish_gives_slots_back_and_wakes_the_oldest_waiting)
     freeReplyObject(test_redis_command(
         rc, "ZADD w:{t}:delayed 4503599627370497 old 4503599627370499 young"));
     /* wt1 found no slot at its begin (no lock): it waits. */
-    r = run(&script_finish, 11, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
+    r = run(&script_finish, 14, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
             "w:{t}:entries", "w:{t}:running", "w:{t}:lock:ok1",
             "w:{t}:lock:wt1", "w:{t}:result:ok1", "w:{t}:task:wt1",
-            "w:{t}:cancel:ok1", "w:{t}:cancel:wt1",
+            "w:{t}:cancel:ok1", "w:{t}:cancel:wt1", "w:{t}:children:ok1",
+            "w:{t}:children:wt1", "w:{t}:outbox",
             /* ARGV */
             "wharf", "c1", "300000", "86400000", "t", "", "or", "13", "2",
             entries[0], entries[1], "5-aa", "",
@@ -470,10 +473,11 @@ Test(scripts, finish_of_a_cancelled_entry_writes_nothing)
         test_redis_command(rc, "SET w:{t}:cancel:ok1 %s", entries[0]));
     freeReplyObject(
         test_redis_command(rc, "SET w:{t}:cancel:re1 %s", entries[1]));
-    r = run(&script_finish, 11, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
+    r = run(&script_finish, 14, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
             "w:{t}:entries", "w:{t}:running", "w:{t}:lock:ok1",
             "w:{t}:lock:re1", "w:{t}:result:ok1", "w:{t}:task:re1",
-            "w:{t}:cancel:ok1", "w:{t}:cancel:re1",
+            "w:{t}:cancel:ok1", "w:{t}:cancel:re1", "w:{t}:children:ok1",
+            "w:{t}:children:re1", "w:{t}:outbox",
             /* ARGV */
             "wharf", "c1", "300000", "86400000", "t", "", "or", "13", "0",
             entries[0], entries[1], "5", "6",

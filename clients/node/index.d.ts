@@ -40,7 +40,7 @@ export interface EnqueueResult {
 }
 
 export type TaskState =
-  | 'queued' | 'running' | 'delayed' | 'done' | 'dead' | 'cancelled' | 'unknown';
+  | 'queued' | 'running' | 'delayed' | 'done' | 'dead' | 'cancelled' | 'held' | 'unknown';
 
 export interface TaskStatus {
   state: TaskState;
@@ -67,6 +67,36 @@ export interface TaskStatus {
   resultBytes?: number;
   /** done: the result's time to live; cancelled: how long it is remembered. */
   expiresInMs?: number;
+  /** held: the parents ("type:id,...") that have not ended yet. */
+  waitsFor?: string;
+}
+
+export interface AfterOptions {
+  /** The parents: "type:id" or [type, id]. */
+  after: Array<string | [string, string]>;
+  /** Default: 128 random bits in hex. */
+  id?: string;
+  trace?: string;
+  /** dead (default): a dead parent makes the child dead; run: it runs anyway. */
+  onParentDead?: 'dead' | 'run';
+}
+
+export interface GroupOptions {
+  /** The callback's type; its id is "group:<group>". */
+  then: string;
+  /** Given to the callback inside its JSON payload. */
+  thenPayload?: string;
+  /** The members' ids; default "<group>:<n>" from 1. */
+  ids?: string[];
+}
+
+export interface GroupInfo {
+  n: number;
+  ok: number;
+  dead: number;
+  pending: number;
+  callbackType: string;
+  callback: 'waiting' | 'due' | 'enqueued' | 'cancelled';
 }
 
 export interface CancelResult {
@@ -86,6 +116,11 @@ export class Client {
   result(type: string, id: string, options?: { wait?: number }): Promise<Buffer>;
   status(type: string, id: string): Promise<TaskStatus>;
   cancel(type: string, id: string): Promise<CancelResult>;
+  /** A task held until every parent has finished (workflows). */
+  enqueueAfter(type: string, payload: Payload, options: AfterOptions): Promise<EnqueueResult>;
+  /** A group and its callback, enqueued once when the last member ends; the member ids. */
+  enqueueGroup(group: string, type: string, payloads: Iterable<Payload>, options: GroupOptions): Promise<string[]>;
+  group(group: string): Promise<GroupInfo>;
   close(): Promise<void>;
 }
 

@@ -683,6 +683,7 @@ class Client {
     set('error', text('error'));
     set('resultBytes', num('result_bytes'));
     set('expiresInMs', num('expires_in_ms'));
+    if (f.state === 'held') set('waitsFor', text('waits_for'));
     return out;
   }
 
@@ -712,6 +713,138 @@ class Client {
       await sleep(Math.min(step, left));
       step = Math.min(step * 2, POLL_MAX_MS);
     }
+  }
+
+  // ---- workflows (docs/protocol.md, "Workflows") ----
+
+  async _wf(type, name, id, args) {
+    return this._call(type, name, this._keys(name, type, id), args);
+  }
+
+  async _notify(type, id, sender, state, result) {
+    const spec = this._scripts.wf_notify.spec;
+    await this._wf(type, 'wf_notify', id,
+      [...spec.argv({ id, sender, state, dead_ttl_ms: '604800000' }), result]);
+  }
+
+  // Enqueues a task held until every parent of opts.after (["type:id",
+  // ...] or [[type, id], ...]) has finished; it becomes runnable at once
+  // then. opts.onParentDead is "dead" (a dead parent makes it dead,
+  // "parent T:id is dead", the default) or "run"; opts.id defaults to a
+  // random one. BadInput for a parent that is not queued, running,
+  // delayed, held, done (result cached) or dead, for the task among its
+  // own parents, or for no parents.
+  async enqueueAfter(type, payload = '', opts = {}) {
+    checkType(type);
+    const raw = toBuffer(payload ?? '');
+    const id = opts.id !== undefined && opts.id !== null ? checkId(opts.id)
+      : crypto.randomBytes(16).toString('hex');
+    const trace = opts.trace ? checkTrace(opts.trace) : newTrace();
+    const onParentDead = opts.onParentDead ?? 'dead';
+    if (onParentDead !== 'dead' && onParentDead !== 'run') {
+      throw new errors.BadInput('onParentDead is dead or run');
+    }
+    const parents = (opts.after ?? []).map((p) => {
+      if (Array.isArray(p)) return p;
+      const at = String(p).indexOf(':');
+      return at > 0 ? [p.slice(0, at), p.slice(at + 1)] : [p];
+    });
+    if (parents.length === 0) throw new errors.BadInput('a task enqueued after others needs a parent');
+    for (const p of parents) {
+      if (p.length !== 2) throw new errors.BadInput(`parent '${p}' is not type:id`);
+      checkType(p[0]);
+      checkId(p[1]);
+      if (p[1].includes(',')) throw new errors.BadInput(`parent id '${p[1]}' holds a ','`);
+      if (p[0] === type && p[1] === id) throw new errors.BadInput(`task ${type}:${id} cannot be its own parent`);
+    }
+    const answers = [];
+    for (const [ptype, pid] of parents) {
+      const r = await this._wf(ptype, 'wf_register', pid,
+        this._scripts.wf_register.spec.argv({ id: pid, child: `child ${type} ${id}` }));
+      if (str(r[0]) === 'UNKNOWN') {
+        throw new errors.BadInput(`parent ${ptype}:${pid} is unknown (not queued, running, delayed, held, done with its result cached, or dead)`);
+      }
+      answers.push(r);
+    }
+    const r = await this._wf(type, 'wf_enqueue', id, [...this._scripts.wf_enqueue.spec.argv({
+      type, id, trace, protocols: PROTOCOLS.join(','), mode: 'held', dependent: '',
+      parents: parents.map(([t, i]) => `${t}:${i}`).join(','),
+      on_parent_dead: onParentDead, max_payload: '1048576', idempotency_ttl: '300000',
+    }), raw]);
+    const word = str(r[0]);
+    if (word === 'DUPLICATE') return { id, duplicate: true, pressure: false, unserved: false };
+    if (word === 'PROTOCOL') throw this._protocolError(type, str(r[1]));
+    if (word === 'TOO_LARGE') throw new errors.TooLarge(`payload too large for type '${type}'`, { limit: Number(r[1]) });
+    if (word !== 'HELD') throw new errors.WharfError(`wf_enqueue answered '${word.slice(0, 40)}'`);
+    for (let i = 0; i < parents.length; i++) {
+      const w = str(answers[i][0]);
+      if (w === 'DONE' || w === 'DEAD') {
+        await this._notify(type, id, parents[i].join(':'), w === 'DONE' ? 'o' : 'd',
+          answers[i][1] ?? Buffer.alloc(0));
+      }
+    }
+    await this._notify(type, id, '', 'check', Buffer.alloc(0));
+    return { id, duplicate: false, pressure: false, unserved: false };
+  }
+
+  // Makes group `group` and enqueues one member of `type` per payload
+  // (ids opts.ids, or "<group>:<n>" from 1); when the last member ends,
+  // ok or dead, a host enqueues the callback of type opts.then, once,
+  // with id "group:<group>" and a JSON payload {group, ok, dead, members,
+  // payload: opts.thenPayload}. Resolves to the member ids; safe to call
+  // again after a failure.
+  async enqueueGroup(group, type, payloads, opts = {}) {
+    checkType(group);
+    checkType(type);
+    checkType(opts.then);
+    const raws = [...payloads].map((p) => toBuffer(p ?? ''));
+    if (raws.length === 0) throw new errors.BadInput(`group '${group}' has no members: nothing would ever end it`);
+    const ids = opts.ids ? [...opts.ids] : raws.map((_, n) => `${group}:${n + 1}`);
+    if (ids.length !== raws.length) throw new errors.BadInput('as many ids as payloads');
+    ids.forEach(checkId);
+    const c = await this._wf(group, 'wf_group_create', undefined, [
+      ...this._scripts.wf_group_create.spec.argv({
+        n: String(raws.length), callback_type: opts.then, payload: opts.thenPayload ?? '',
+      }),
+      ...ids.map((i) => `${type}:${i}`)]);
+    if (str(c[0]) === 'CONFLICT') throw new errors.BadInput(`group '${group}' exists with other members or another callback`);
+    const spec = this._scripts.wf_enqueue.spec;
+    for (let k = 0; k < ids.length; k++) {
+      const r = await this._wf(type, 'wf_enqueue', ids[k], [...spec.argv({
+        type, id: ids[k], trace: newTrace(), protocols: PROTOCOLS.join(','), mode: 'member',
+        dependent: `group ${group}`, parents: '', on_parent_dead: '',
+        max_payload: '1048576', idempotency_ttl: '300000',
+      }), raws[k]]);
+      const w = str(r[0]);
+      if (w === 'TOO_LARGE' || w === 'PROTOCOL') {
+        throw new errors.TooLarge(`group member ${type}:${ids[k]} was refused (${w})`, { limit: Number(r[1]) });
+      }
+    }
+    return ids;
+  }
+
+  // A group's state: {n, ok, dead, pending, callbackType, callback:
+  // "waiting" | "due" | "enqueued" | "cancelled"}. NotFound when there
+  // is no such group.
+  async group(group) {
+    checkType(group);
+    const r = this._redisFor(group);
+    let g;
+    let done;
+    try {
+      g = await r.hgetall(this._key(group, 'group'));
+      done = await r.hgetall(this._key(group, 'group_done'));
+    } catch (e) {
+      throw errorOf(e, this._where, 'group', this._lost);
+    }
+    if (!g || Object.keys(g).length === 0) throw new errors.NotFound(`no group '${group}'`);
+    const ok = Object.values(done).filter((v) => v === 'o').length;
+    const n = Number(g.n);
+    const ended = Object.keys(done).length;
+    return {
+      n, ok, dead: ended - ok, pending: n - ended, callbackType: g.type,
+      callback: 'cancelled' in g ? 'cancelled' : 'enqueued' in g ? 'enqueued' : 'fired' in g ? 'due' : 'waiting',
+    };
   }
 
   // Cancels a task in one atomic script call. Resolves to {outcome,

@@ -9,7 +9,8 @@ const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
 
-const NAMES = ['enqueue', 'status', 'cancel'];
+const NAMES = ['enqueue', 'status', 'cancel', 'wf_register', 'wf_enqueue',
+  'wf_notify', 'wf_group_create', 'wf_group_count'];
 
 function candidates(explicit) {
   const out = [];

@@ -47,7 +47,7 @@ typedef struct cli {
 } cli;
 
 /* Most flags, and most operands, a command declares. */
-#define CLI_FLAGS_MAX 8
+#define CLI_FLAGS_MAX 12
 #define CLI_OPERANDS_MAX 4
 
 /* One flag a command takes: --NAME, alone or with a value (--wait DUR). */
@@ -108,6 +108,8 @@ extern const cli_command cmd_pause_entry;
 extern const cli_command cmd_resume_entry;
 extern const cli_command cmd_schedules_entry;
 extern const cli_command cmd_schedule_run_entry;
+extern const cli_command cmd_group_show_entry;
+extern const cli_command cmd_group_cancel_entry;
 
 /* 0 when the manifest (wharf --config FILE), where the schedules are, was
  * given; else 64 after saying so (cmd_schedules.c). */

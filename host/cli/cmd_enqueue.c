@@ -9,6 +9,7 @@
 #include <sysexits.h>
 
 #include "cli.h"
+#include "cmd_enqueue_workflow.h"
 #include "client_ids.h"
 #include "clock_ms.h"
 #include "quote.h"
@@ -17,7 +18,18 @@
  * shown cut. */
 #define TRACE_QUOTE_MAX 80
 
-enum { OPT_ID, OPT_DELAY, OPT_TRACE, OPT_WAIT, OPT_FILE, OPT_STRICT };
+enum {
+    OPT_ID,
+    OPT_DELAY,
+    OPT_TRACE,
+    OPT_WAIT,
+    OPT_FILE,
+    OPT_STRICT,
+    OPT_AFTER,
+    OPT_ON_PARENT_DEAD,
+    OPT_GROUP,
+    OPT_THEN
+};
 
 /* The whole of stdin, binary-safe. 0 with *data malloc'd (caller frees),
  * or -1 with errno set. */
@@ -92,6 +104,18 @@ static int check(cli *ctx, const cli_args *args)
 {
     const char *file = args->flag[OPT_FILE];
 
+    if (args->flag[OPT_GROUP] || args->flag[OPT_THEN]) {
+        if (!file || !args->flag[OPT_GROUP] || !args->flag[OPT_THEN])
+            return cli_usage(ctx, "a group takes --file, --group and --then "
+                                  "together");
+        if (args->flag[OPT_AFTER])
+            return cli_usage(ctx, "--after and --group do not go together");
+        return 0; /* PAYLOAD is the callback's */
+    }
+    if (args->flag[OPT_ON_PARENT_DEAD] && !args->flag[OPT_AFTER])
+        return cli_usage(ctx, "--on-parent-dead goes with --after");
+    if (file && args->flag[OPT_AFTER])
+        return cli_usage(ctx, "--after enqueues one task, not --file");
     if (file && args->count > 1)
         return cli_usage(ctx, "give a PAYLOAD or --file, not both");
     if (file && args->flag[OPT_ID])
@@ -131,6 +155,9 @@ static int run(cli *ctx, const cli_args *args)
             ctx, EX_DATAERR,
             "trace '%s' is not a W3C traceparent: " CLIENT_TRACE_RULE, quoted);
     }
+    if (args->flag[OPT_GROUP])
+        return cli_enqueue_group(ctx, file, task.type, args->flag[OPT_GROUP],
+                                 args->flag[OPT_THEN], payload);
     if (file) {
         if ((code = cli_connect(ctx)) != 0)
             return code;
@@ -148,6 +175,12 @@ static int run(cli *ctx, const cli_args *args)
     } else {
         task.payload = input;
     }
+    if (args->flag[OPT_AFTER]) {
+        code = cli_enqueue_after(ctx, &task, args->flag[OPT_AFTER],
+                                 args->flag[OPT_ON_PARENT_DEAD]);
+        free(input);
+        return code;
+    }
     code = cli_connect(ctx);
     if (code == 0) {
         wharf_client_set_strict(ctx->client, strict);
@@ -160,7 +193,9 @@ static int run(cli *ctx, const cli_args *args)
 const cli_command cmd_enqueue_entry = {
     .name = "enqueue",
     .usage = "TYPE [PAYLOAD|-] [--id ID] [--delay DUR] [--trace TP] "
-             "[--wait DUR] [--strict] | TYPE --file FILE [--strict]",
+             "[--wait DUR] [--strict] [--after TYPE:ID,...] "
+             "[--on-parent-dead dead|run] | TYPE --file FILE [--strict] | "
+             "TYPE --file FILE --group G --then TYPE2 [PAYLOAD]",
     .help = "Adds a task of TYPE with PAYLOAD (or stdin with -, or nothing: an empty\n"
 "payload) and prints its id. The id is --id, else the SHA-256 of type and\n"
 "payload (the type's idempotency = payload), else a random one.\n"
@@ -171,6 +206,13 @@ const cli_command cmd_enqueue_entry = {
 "  --file FILE   one payload a line (- for stdin); prints one id a line\n"
 "  --strict      refuse a type no host has ever served (else: a warning)\n"
 "                ([producer] strict = yes in the --config manifest too)\n"
+"  --after LIST  hold it until each TYPE:ID of LIST has finished (each must\n"
+"                be queued, running, delayed, held, done or dead now)\n"
+"  --on-parent-dead dead|run  a dead parent makes it dead (the default,\n"
+"                \"parent TYPE:ID is dead\") or it runs anyway\n"
+"  --group G     with --file: the lines are group G's members (ids G:1,\n"
+"                G:2, ...); --then TYPE2 [PAYLOAD] is its callback, enqueued\n"
+"                once when the last member ends, with the counts and ids\n"
 "Exit: 0 added, or a duplicate (said on stderr); 65 bad input, too large,\n"
 "or a type no host serves with --strict; 69 Redis unavailable; 75\n"
 "backpressure or Redis full; 76 the hosts speak another wharf protocol;\n"
@@ -180,7 +222,11 @@ const cli_command cmd_enqueue_entry = {
               [OPT_TRACE] = {"trace", true},
               [OPT_WAIT] = {"wait", true},
               [OPT_FILE] = {"file", true},
-              [OPT_STRICT] = {"strict", false}},
+              [OPT_STRICT] = {"strict", false},
+              [OPT_AFTER] = {"after", true},
+              [OPT_ON_PARENT_DEAD] = {"on-parent-dead", true},
+              [OPT_GROUP] = {"group", true},
+              [OPT_THEN] = {"then", true}},
     .operands = {"TYPE", "PAYLOAD"},
     .lower = 1,
     .upper = 2,

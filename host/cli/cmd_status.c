@@ -41,6 +41,8 @@ static void print_text(const wharf_task_info *t)
         printf("result_bytes: %" PRIu64 "\n", t->result_bytes);
     if (t->state == WHARF_TASK_DONE || t->state == WHARF_TASK_CANCELLED)
         printf("expires_in_ms: %" PRId64 "\n", t->expires_in_ms);
+    if (t->state == WHARF_TASK_HELD)
+        printf("waits_for: %s\n", t->waits_for[0] ? t->waits_for : "-");
     if (t->error[0]) {
         printf("error: ");
         cli_print_escaped(stdout, t->error, strlen(t->error));
@@ -75,6 +77,10 @@ static void print_json(const wharf_task_info *t)
         printf(", \"result_bytes\": %" PRIu64, t->result_bytes);
     if (t->state == WHARF_TASK_DONE || t->state == WHARF_TASK_CANCELLED)
         printf(", \"expires_in_ms\": %" PRId64, t->expires_in_ms);
+    if (t->state == WHARF_TASK_HELD) {
+        printf(", \"waits_for\": ");
+        cli_print_json_string(stdout, t->waits_for);
+    }
     if (t->state == WHARF_TASK_DELAYED || t->state == WHARF_TASK_DEAD) {
         printf(", \"error\": ");
         cli_print_json_string(stdout, t->error);
@@ -110,7 +116,8 @@ const cli_command cmd_status_entry = {
     .usage = "TYPE ID [--json]",
     .help = "Says where task ID of TYPE is: queued, running (on which worker, since\n"
 "when), delayed (due when, next attempt), done (result size, expires in),\n"
-"dead (error, attempts), cancelled, or unknown; one \"name: value\" a line.\n"
+"dead (error, attempts), cancelled, held (the parents it waits for), or\n"
+"unknown; one \"name: value\" a line.\n"
 "  --json        one JSON object (fields as in docs/protocol.md)\n"
 "Exit: 0; 1 unknown; 69 Redis unavailable; 76 the hosts speak another\n"
 "wharf protocol.\n",

@@ -22,7 +22,8 @@ static const cli_command *const commands[] = {
     &cmd_status_entry,        &cmd_cancel_entry,
     &cmd_queue_drop_entry,    &cmd_pause_entry,
     &cmd_resume_entry,        &cmd_schedules_entry,
-    &cmd_schedule_run_entry,  NULL};
+    &cmd_schedule_run_entry,  &cmd_group_show_entry,
+    &cmd_group_cancel_entry,  NULL};
 
 /* Usage lines of every command whose name starts with `family` (all when
  * NULL). */

@@ -4,6 +4,7 @@
 set(assets
   "index.html|text/html"
   "console.js|text/javascript"
+  "groups.js|text/javascript"
   "console.css|text/css")
 set(body "/* Generated from host/console/ by embed.cmake: do not edit. */\n")
 string(APPEND body "#include <stddef.h>\n\n")

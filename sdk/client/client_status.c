@@ -11,7 +11,8 @@
 #include "lua_scripts.h"
 
 static const char *const state_names[] = {
-    "unknown", "queued", "running", "delayed", "done", "dead", "cancelled"};
+    "unknown", "queued", "running",   "delayed",
+    "done",    "dead",   "cancelled", "held"};
 
 const char *wharf_task_state_name(wharf_task_state s)
 {
@@ -107,6 +108,8 @@ static wharf_task_state state_of(const char *word)
         return WHARF_TASK_DEAD;
     case SCRIPT_STATUS_CANCELLED:
         return WHARF_TASK_CANCELLED;
+    case SCRIPT_STATUS_HELD:
+        return WHARF_TASK_HELD;
     default:
         return WHARF_TASK_UNKNOWN;
     }
@@ -129,6 +132,7 @@ void client_status_parse(const redisReply *r, wharf_task_info *out)
     text(r, "worker", out->worker, sizeof(out->worker));
     text(r, "entry", out->entry, sizeof(out->entry));
     text(r, "error", out->error, sizeof(out->error));
+    text(r, "waits_for", out->waits_for, sizeof(out->waits_for));
 }
 
 const redisReply *client_status_result(const redisReply *r)

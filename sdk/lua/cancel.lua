@@ -9,13 +9,19 @@
 --   7 cancel:<id>
 --   8 result:<id>
 --   9 dead
+--   10 held            workflows: tasks held for their parents
+--   11 wait:<id>       a held task's envelope
+--   12 parents:<id>    its parents' notices
+--   13 children:<id>   its dependents (workflows)
+--   14 outbox          the type's outbox
 -- ARGV:
 --   1 id
 --   2 group
 --   3 protocols        the protocol versions the client speaks
 --                      (comma-separated)
 -- Reply: {word, detail}:
---   REMOVED queued|delayed  it was waiting: it is gone and never runs
+--   REMOVED queued|delayed|held  it was waiting (held: for its
+--                           parents): it is gone and never runs
 --   CANCELLING <consumer>   it is claimed by that worker: the run is
 --                           asked to end (its host sees cancel:<id>)
 --                           and its finish writes nothing
@@ -31,8 +37,20 @@
 -- about one entry, it never touches a later enqueue of the same id; and
 -- the id's seen marker is deleted, so the id may be enqueued again at
 -- once.
+-- A task removed before it ran (queued, delayed, held) counts as dead for
+-- its dependents: their notice goes to the outbox, as a dead finish's
+-- would, and the hosts' sweep delivers it; a running one's finish does
+-- the same (finish.lua).
 local CANCEL_TTL_MS = 86400000
 local id, group = ARGV[1], ARGV[2]
+local function tell_dependents()
+  local to = redis.call('SMEMBERS', KEYS[13])
+  if #to == 0 then return end
+  redis.call('XADD', KEYS[14], '*', 'from',
+             string.match(KEYS[1], '{(.-)}') .. ':' .. id, 'state', 'd',
+             'result', '', 'to', table.concat(to, '\n'))
+  redis.call('DEL', KEYS[13])
+end
 local protocol = redis.call('HGET', KEYS[1], 'protocol')
 if protocol and not string.find(',' .. ARGV[3] .. ',', ',' .. protocol .. ',',
                                 1, true) then
@@ -49,12 +67,20 @@ if entry and #redis.call('XRANGE', KEYS[3], entry, entry) > 0 then
   end
   redis.call('XDEL', KEYS[3], entry)
   redis.call('HDEL', KEYS[2], id)
+  tell_dependents()
   return {'REMOVED', 'queued'}
 end
 if redis.call('ZREM', KEYS[4], id) == 1 then
   redis.call('DEL', KEYS[5], KEYS[6])
   redis.call('SET', KEYS[7], 'delayed', 'PX', CANCEL_TTL_MS)
+  tell_dependents()
   return {'REMOVED', 'delayed'}
+end
+if redis.call('ZREM', KEYS[10], id) == 1 then
+  redis.call('DEL', KEYS[11], KEYS[12], KEYS[6])
+  redis.call('SET', KEYS[7], 'held', 'PX', CANCEL_TTL_MS)
+  tell_dependents()
+  return {'REMOVED', 'held'}
 end
 if redis.call('EXISTS', KEYS[8]) == 1 then return {'FINISHED', 'done'} end
 if redis.call('ZSCORE', KEYS[9], id) then return {'FINISHED', 'dead'} end

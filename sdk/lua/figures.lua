@@ -9,6 +9,7 @@
 --   5 backlog          the backlog, for producers to read
 --   6 paused           set while the type is paused (pause.lua)
 --   7 running          the concurrency slots (begin.lua)
+--   8 held             workflows: tasks held for their parents
 -- ARGV:
 --   1 group
 --   2 high             the high watermark: over it, the flag is set
@@ -18,7 +19,9 @@
 --       leaves out the running (never below 0); pressure is 1 while the
 --       flag is set; paused is the pause's time left in ms while the type
 --       is paused (-1: until resumed), else -2 (PTTL's answers); slots
---       is how many concurrency slots are held (0 without a limit).
+--       is how many concurrency slots are held (0 without a limit);
+--       then held (tasks waiting for their parents) and the oldest held
+--       task's age in ms (0 when none).
 -- Between the watermarks the flag keeps its state: PEXPIRE renews it if
 -- it is there. Every live host refreshes both keys, so they clear
 -- themselves once all hosts are gone.
@@ -41,5 +44,14 @@ elseif backlog < tonumber(ARGV[3]) then
 elseif redis.call('PEXPIRE', KEYS[4], ARGV[4]) == 1 then
   pressure = 1
 end
+local held, oldest = redis.call('ZCARD', KEYS[8]), 0
+if held > 0 then
+  local first = redis.call('ZRANGE', KEYS[8], 0, 0, 'WITHSCORES')
+  local t = redis.call('TIME')
+  oldest = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) -
+           tonumber(first[2])
+  if oldest < 0 then oldest = 0 end
+end
 return {ready, running, delayed, dead, pressure,
-        redis.call('PTTL', KEYS[6]), redis.call('ZCARD', KEYS[7])}
+        redis.call('PTTL', KEYS[6]), redis.call('ZCARD', KEYS[7]), held,
+        oldest}

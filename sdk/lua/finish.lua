@@ -10,7 +10,9 @@
 --   then <record>      of the same tasks, in the same order: its
 --                      result:<id> (ok), task:<id> (retry), dead:<id>
 --                      (dead) or cancel:<id> (cancelled),
---   then cancel:<id>   of every task.
+--   then cancel:<id>   of every task,
+--   then children:<id> of every task (its dependents: workflows),
+--   then <outbox>      one key: the type's outbox.
 -- ARGV:
 --   1 group
 --   2 consumer         also the envelope's worker
@@ -31,8 +33,9 @@
 --                      trace, error) and delay_ms (-1: it waits for a
 --                      concurrency slot); d the envelope; c nothing.
 -- Reply: {codes, errors...}: codes has one letter per task, k (done as
---       asked), c (cancelled), s (stale) or e (failed: its message is the
---       next of errors).
+--       asked), w (done as asked, and its dependents' notice is in the
+--       outbox: drain it), c (cancelled), s (stale) or e (failed: its
+--       message is the next of errors).
 -- A run still owns its task only if the entry is pending under this
 -- consumer and, when it took the lock, the lock still holds its token; a
 -- task it no longer owns is stale and nothing of it is written.
@@ -72,6 +75,12 @@
 -- cancel keys, one XACK, XDEL and DEL, one HMGET and HDEL of entries. A
 -- call of nothing but owned, uncancelled ok tasks (the common case) takes
 -- a short path with no per-task tables.
+-- Workflows (docs/protocol.md): a task whose children:<id> exists has
+-- dependents (held children, a group). Its ok or dead finish appends, in
+-- the same call, one outbox entry {from "<type>:<id>", state o|d, result,
+-- to: the dependents, one a line} and deletes children:<id>; the caller
+-- drains the entry (code w). The children keys ride in the one EXISTS of
+-- the cancel keys, so a call without workflows costs no command more.
 local call, keys, argv = redis.call, KEYS, ARGV
 local group, consumer, kinds = argv[1], argv[2], argv[7]
 local skip = tonumber(argv[8]) + 1
@@ -79,8 +88,9 @@ local resend = argv[6] == 'resend'
 local n = #kinds
 local limit = tonumber(argv[9])
 local PARK_AT = 4503599627370496 -- 2^52 ms: the year 144,683
-local m = (#keys - 5 - n) / 2
+local m = (#keys - 6 - 2 * n) / 2
 local cancels = 6 + 2 * m -- the first cancel key
+local children = cancels + n -- the first children key (workflows)
 local p = call('XPENDING', keys[1], group, '-', '+', n, consumer)
 local pending = {}
 for j = 1, #p do pending[p[j][1]] = true end
@@ -133,7 +143,7 @@ local function give_back(gone, wake)
   call('ZADD', keys[2], 'XX', unpack(due))
 end
 if m == n and not string.find(kinds, '[^o]') and
-   call('EXISTS', unpack(keys, cancels, cancels + n - 1)) == 0 then
+   call('EXISTS', unpack(keys, cancels, children + n - 1)) == 0 then
   local v = call('MGET', unpack(keys, 6, 5 + n))
   local all = true
   for i = 1, n do
@@ -165,9 +175,26 @@ end
 local function failed(r) return type(r) == 'table' and r.err end
 -- Entries whose cancel:<id> names them.
 local cancelled = {}
-if call('EXISTS', unpack(keys, cancels, cancels + n - 1)) > 0 then
+local flagged = call('EXISTS', unpack(keys, cancels, children + n - 1))
+local cancels_found = 0
+if flagged > 0 then
   local v = call('MGET', unpack(keys, cancels, cancels + n - 1))
-  for i = 1, n do cancelled[i] = v[i] == argv[9 + i] end
+  for i = 1, n do
+    cancelled[i] = v[i] == argv[9 + i]
+    if v[i] then cancels_found = cancels_found + 1 end
+  end
+end
+-- Workflows: task i's final end goes to its dependents through the outbox.
+local has_children = flagged > cancels_found
+local function tell_dependents(i, kind, result)
+  if not has_children or (kind ~= 'o' and kind ~= 'd') then return false end
+  local to = call('SMEMBERS', keys[children + i - 1])
+  if #to == 0 then return false end
+  local id = string.sub(keys[cancels + i - 1], skip)
+  call('XADD', keys[#keys], '*', 'from', argv[5] .. ':' .. id, 'state', kind,
+       'result', result or '', 'to', table.concat(to, '\n'))
+  call('DEL', keys[children + i - 1])
+  return true
 end
 -- A resent task's earlier send landed: entry gone, effect visible.
 local function landed(i, kind, at, key)
@@ -260,6 +287,13 @@ for i = 1, n do
       codes[i], out[#out + 1] = 'e', r.err
     else
       codes[i], acks[#acks + 1] = cancel and 'c' or 'k', argv[9 + i]
+      -- A cancelled run counts as dead for its dependents; its notice
+      -- waits for the sweep (its code stays c).
+      if cancel then
+        tell_dependents(i, 'd', nil)
+      elseif tell_dependents(i, kind, kind == 'o' and argv[at] or nil) then
+        codes[i] = 'w'
+      end
       done[#done + 1] = i
       if kind ~= 'a' and token ~= '' then
         releases[#releases + 1] = lock

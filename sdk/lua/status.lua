@@ -10,6 +10,9 @@
 --   7 dead:<id>
 --   8 result:<id>
 --   9 cancel:<id>
+--   10 held            workflows: ids held for their parents
+--   11 wait:<id>       a held task's envelope (wf_enqueue.lua)
+--   12 parents:<id>    its parents' notices so far
 -- ARGV:
 --   1 id
 --   2 group
@@ -28,6 +31,8 @@
 --             (the last one, "" for a scheduled task); due_at is "0"
 --             while it waits for a slot of its type's concurrency_limit
 --             (it has no time: it starts when a slot frees)
+--   held      enqueued_at, parents (all, "<type>:<id>,..."), waits_for
+--             (those not finished yet), on_parent_dead
 --   done      result_bytes, expires_in_ms, and with "result" result
 --   dead      error, attempts, died_at
 --   cancelled expires_in_ms (how long this is remembered)
@@ -84,6 +89,18 @@ if index then
     end
     return out
   end
+end
+if redis.call('ZSCORE', KEYS[10], id) then
+  local f = fields(redis.call('HGETALL', KEYS[11]))
+  local waits = {}
+  for parent in string.gmatch(f.parents or '', '[^,]+') do
+    if redis.call('HEXISTS', KEYS[12], parent) == 0 then
+      waits[#waits + 1] = parent
+    end
+  end
+  return {'held', 'now', now, 'enqueued_at', f.enqueued_at or '',
+          'parents', f.parents or '', 'waits_for', table.concat(waits, ','),
+          'on_parent_dead', f.on_parent_dead or 'dead'}
 end
 local due = redis.call('ZSCORE', KEYS[4], id)
 if due and tonumber(due) >= 4503599627370496 then

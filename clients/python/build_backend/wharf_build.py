@@ -17,7 +17,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent  # clients/python
 ROOT = HERE.parent.parent  # the source tree
-LUA = ("enqueue", "status", "cancel")  # as wharf/scripts.py's NAMES
+LUA = ("enqueue", "status", "cancel", "wf_register", "wf_enqueue",
+       "wf_notify", "wf_group_create", "wf_group_count")  # as wharf/scripts.py's NAMES
 
 
 def _project():

@@ -79,7 +79,8 @@ class TaskStatus:
     """Where a task is (``Client.status``). Times are ms since the epoch
     (Redis time); a field that does not apply to the state is None."""
 
-    state: str  #: queued, running, delayed, done, dead, cancelled, unknown
+    state: str  #: queued, running, delayed, done, dead, cancelled, held,
+    #: unknown
     now_ms: int
     entry: Optional[str] = None
     attempt: Optional[int] = None  #: dead: the attempts it used
@@ -92,6 +93,7 @@ class TaskStatus:
     error: Optional[str] = None  #: delayed: the last error; dead: its error
     result_bytes: Optional[int] = None
     expires_in_ms: Optional[int] = None
+    waits_for: Optional[str] = None  #: held: "type:id,..." not ended yet
 
 
 class CancelResult(NamedTuple):
@@ -843,6 +845,160 @@ class Client:
         self._after(tasks, results)
         return results
 
+    # ---- workflows (docs/protocol.md, "Workflows") ----
+
+    def _wf(self, type_: str, name: str, id_: Optional[str], args: List):
+        """One call of a workflow script of type_ (or group) and task id_:
+        its numbered keys from its header, args as given."""
+        return self._call(type_, name, self._keys(name, type_, id_), args)
+
+    def _notify(self, type_: str, id_: str, sender: str, state: str,
+                result: bytes) -> None:
+        spec = self._scripts["wf_notify"].spec
+        self._wf(type_, "wf_notify", id_,
+                 spec.argv(id=id_, sender=sender, state=state,
+                           dead_ttl_ms="604800000") + [result])
+
+    def enqueue_after(self, type: str, payload: Payload = b"", *,
+                      after: Sequence, id: Optional[str] = None,
+                      trace: Optional[str] = None,
+                      on_parent_dead: str = "dead") -> EnqueueResult:
+        """Enqueues a task held until every parent of ``after`` (pairs
+        ``(type, id)`` or strings ``"type:id"``) has finished; it becomes
+        runnable at once then. ``on_parent_dead`` is ``"dead"`` (a dead
+        parent makes it dead, "parent T:id is dead") or ``"run"``. ``id``
+        defaults to a random one. Raises BadInput for a parent that is not
+        queued, running, delayed, held, done (result cached) or dead, for
+        the task among its own parents, or for no parents; TooLarge,
+        ProtocolMismatch, Unavailable."""
+        raw = _bytes(payload)
+        _check_type(type)
+        id = id if id is not None else os.urandom(16).hex()
+        _check_id(id)
+        trace = trace if trace is not None else new_trace()
+        _check_trace(trace)
+        if on_parent_dead not in ("dead", "run"):
+            raise errors.BadInput("on_parent_dead is dead or run")
+        parents = [tuple(p.split(":", 1)) if isinstance(p, str) else tuple(p)
+                   for p in after]
+        if not parents:
+            raise errors.BadInput("a task enqueued after others needs a "
+                                  "parent")
+        for p in parents:
+            if len(p) != 2:
+                raise errors.BadInput(f"parent {p!r} is not type:id")
+            _check_type(p[0])
+            _check_id(p[1])
+            if "," in p[1]:
+                raise errors.BadInput(f"parent id '{p[1]}' holds a ','")
+            if p == (type, id):
+                raise errors.BadInput(f"task {type}:{id} cannot be its own "
+                                      f"parent")
+        answers = []
+        child = f"child {type} {id}"
+        for ptype, pid in parents:
+            spec = self._scripts["wf_register"].spec
+            r = self._wf(ptype, "wf_register", pid,
+                         spec.argv(id=pid, child=child))
+            if r[0] == b"UNKNOWN":
+                raise errors.BadInput(
+                    f"parent {ptype}:{pid} is unknown (not queued, running, "
+                    f"delayed, held, done with its result cached, or dead)")
+            answers.append(r)
+        spec = self._scripts["wf_enqueue"].spec
+        r = self._wf(type, "wf_enqueue", id, spec.argv(
+            type=type, id=id, trace=trace, protocols=",".join(PROTOCOLS),
+            mode="held", dependent="",
+            parents=",".join(f"{t}:{i}" for t, i in parents),
+            on_parent_dead=on_parent_dead, max_payload="1048576",
+            idempotency_ttl="300000") + [raw])
+        word = r[0].decode()
+        if word == "DUPLICATE":
+            return EnqueueResult(id, True, False, False)
+        if word == "PROTOCOL":
+            raise self._protocol_error(type, r[1])
+        if word == "TOO_LARGE":
+            raise errors.TooLarge(f"payload too large for type '{type}'",
+                                  int(r[1]))
+        if word != "HELD":
+            raise errors.WharfError(f"wf_enqueue answered '{word[:40]}'")
+        for (ptype, pid), a in zip(parents, answers):
+            if a[0] in (b"DONE", b"DEAD"):
+                self._notify(type, id, f"{ptype}:{pid}",
+                             "o" if a[0] == b"DONE" else "d", a[1] or b"")
+        self._notify(type, id, "", "check", b"")
+        self._after([_Task(type, type.encode(), raw, id.encode(),
+                           trace.encode(), 0)],
+                    [EnqueueResult(id, False, False, False)])
+        return EnqueueResult(id, False, False, False)
+
+    def enqueue_group(self, group: str, type: str,
+                      payloads: Iterable[Payload], *, then: str,
+                      then_payload: str = "",
+                      ids: Optional[Sequence[str]] = None) -> List[str]:
+        """Makes group ``group`` and enqueues one member of ``type`` per
+        payload (ids ``ids``, or ``"<group>:<n>"`` from 1); when the last
+        member ends, ok or dead, a host enqueues the callback of type
+        ``then``, once, with id ``"group:<group>"`` and a JSON payload
+        {"group", "ok", "dead", "members", "payload": then_payload}.
+        Returns the member ids. Safe to call again after a failure (the
+        members are duplicates). Raises BadInput (a bad name, no members,
+        a group of that name with other members), Unavailable."""
+        _check_type(group)
+        _check_type(type)
+        _check_type(then)
+        raws = [_bytes(p) for p in payloads]
+        if not raws:
+            raise errors.BadInput(f"group '{group}' has no members: "
+                                  f"nothing would ever end it")
+        ids = list(ids) if ids is not None else \
+            [f"{group}:{n}" for n in range(1, len(raws) + 1)]
+        if len(ids) != len(raws):
+            raise errors.BadInput("as many ids as payloads")
+        for i in ids:
+            _check_id(i)
+        spec = self._scripts["wf_group_create"].spec
+        r = self._wf(group, "wf_group_create", None, spec.argv(
+            n=str(len(raws)), callback_type=then, payload=then_payload) +
+            [f"{type}:{i}" for i in ids])
+        if r[0] == b"CONFLICT":
+            raise errors.BadInput(f"group '{group}' exists with other "
+                                  f"members or another callback")
+        spec = self._scripts["wf_enqueue"].spec
+        for i, raw in zip(ids, raws):
+            r = self._wf(type, "wf_enqueue", i, spec.argv(
+                type=type, id=i, trace=new_trace(),
+                protocols=",".join(PROTOCOLS), mode="member",
+                dependent=f"group {group}", parents="", on_parent_dead="",
+                max_payload="1048576", idempotency_ttl="300000") + [raw])
+            if r[0] in (b"TOO_LARGE", b"PROTOCOL"):
+                raise errors.TooLarge(f"group member {type}:{i} was refused "
+                                      f"({r[0].decode()})", int(r[1]))
+        self._after([_Task(type, type.encode(), b"", None, b"", 0)],
+                    [EnqueueResult(ids[0], False, False, False)])
+        return ids
+
+    def group(self, group: str) -> Dict:
+        """A group's state: n, ok, dead, pending, callback_type and
+        callback ("waiting", "due", "enqueued" or "cancelled"). NotFound
+        when there is no such group."""
+        _check_type(group)
+        try:
+            r = self._redis_for(group)
+            g = r.hgetall(self._key(group, "group"))
+            done = r.hgetall(self._key(group, "group_done"))
+        except redis.exceptions.RedisError as e:
+            raise _error_of(e, self._where, "group") from None
+        if not g:
+            raise errors.NotFound(f"no group '{group}'")
+        ok = sum(1 for v in done.values() if v == b"o")
+        n = int(g[b"n"])
+        return {"n": n, "ok": ok, "dead": len(done) - ok,
+                "pending": n - len(done), "callback_type": g[b"type"].decode(),
+                "callback": "cancelled" if b"cancelled" in g else
+                "enqueued" if b"enqueued" in g else
+                "due" if b"fired" in g else "waiting"}
+
     # ---- status, results, cancel ----
 
     def _status_reply(self, type_: str, id_: str, with_result: bool) -> Dict:
@@ -888,7 +1044,8 @@ class Client:
                               if st == "running" else None),
             due_at_ms=num("due_at"), died_at_ms=num("died_at"),
             error=text("error"), result_bytes=num("result_bytes"),
-            expires_in_ms=num("expires_in_ms"))
+            expires_in_ms=num("expires_in_ms"),
+            waits_for=text("waits_for") if st == "held" else None)
 
     def result(self, type: str, id: str, *,
                wait: Optional[Seconds] = None) -> bytes:

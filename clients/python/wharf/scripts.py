@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Dict, Iterable, List, NamedTuple, Optional
 
-NAMES = ("enqueue", "status", "cancel")
+NAMES = ("enqueue", "status", "cancel", "wf_register", "wf_enqueue",
+         "wf_notify", "wf_group_create", "wf_group_count")
 
 
 def _candidates(explicit: Optional[str]) -> List[Path]:

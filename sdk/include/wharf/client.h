@@ -169,7 +169,8 @@ typedef enum wharf_task_state {
     WHARF_TASK_DELAYED,     /* waiting for its time (a delay or a retry) */
     WHARF_TASK_DONE,        /* finished; its result is cached */
     WHARF_TASK_DEAD,        /* failed for good */
-    WHARF_TASK_CANCELLED    /* cancelled (remembered for a day) */
+    WHARF_TASK_CANCELLED,   /* cancelled (remembered for a day) */
+    WHARF_TASK_HELD         /* waiting for its parents (workflows) */
 } wharf_task_state;
 
 /* The state as a word ("queued", "running", ...); static storage. */
@@ -194,6 +195,8 @@ typedef struct wharf_task_info {
     char entry[48];         /* queued, running: its stream entry id */
     char error[512];        /* delayed: the last error ("" if none); dead:
                                the error it died of (cut to fit) */
+    char waits_for[1024];   /* held: the parents not finished yet,
+                               "<type>:<id>,..." (cut to fit) */
 } wharf_task_info;
 
 /* Reads where task id of type is, in one script call. OK with *out set
@@ -205,7 +208,8 @@ WHARF_CLIENT_API wharf_client_status wharf_task_status(wharf_client *client,
 
 /* What wharf_cancel did. */
 typedef enum wharf_cancel_outcome {
-    WHARF_CANCEL_REMOVED = 0, /* it was waiting (queued or delayed): gone,
+    WHARF_CANCEL_REMOVED = 0, /* it was waiting (queued, delayed or held
+                                 for its parents): gone,
                                  it never runs */
     WHARF_CANCEL_REQUESTED,   /* a worker holds it: its run is asked to end
                                  (its plugin sees wharf_cancelled) and ends

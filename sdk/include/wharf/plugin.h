@@ -82,6 +82,8 @@ typedef struct wharf_services {
     int (*cancelled)(wharf_ctx *ctx);
     int (*phase)(wharf_ctx *ctx);
     int (*retry_in)(wharf_ctx *ctx, int64_t ms);
+    int (*parent_result)(wharf_ctx *ctx, size_t i, const char **name,
+                         const void **data, size_t *len);
 } wharf_services;
 
 /* Where a plugin's code is running; see wharf_phase. */
@@ -210,6 +212,24 @@ static inline int wharf_retry_in(wharf_ctx *ctx, int64_t ms)
     if (!WHARF_HAS_SERVICE(ctx, retry_in))
         return -1;
     return ctx->services->retry_in(ctx, ms);
+}
+
+/* Workflows: what parent i (from 0, in the order the child named them
+ * with --after) of the running task ended with. 0: it finished ok, *data
+ * and *len are its result (owned by the host until process_business
+ * returns); 1: it is dead (no result; the child runs because its
+ * on_parent_dead is run); -1: no parent i (a task without parents, i past
+ * the last, outside process_business, a worker with threads, or a host
+ * without the service). name (may be NULL) gets "<type>:<id>". The
+ * results are the host's copies, kept for the child whatever the
+ * parents' result_ttl. */
+static inline int wharf_parent_result(wharf_ctx *ctx, size_t i,
+                                      const char **name, const void **data,
+                                      size_t *len)
+{
+    if (!WHARF_HAS_SERVICE(ctx, parent_result))
+        return -1;
+    return ctx->services->parent_result(ctx, i, name, data, len);
 }
 
 /* Signals, EINTR and threads. A worker process blocks SIGTERM, SIGINT and

@@ -1,0 +1,34 @@
+-- wf_register: registers a child (a task enqueued with --after) at one of
+-- its parents, in the parent's slot, and says where the parent is.
+-- KEYS:
+--   1 children:<id>    the parent's dependents (a set)
+--   2 entries          the parent type's index of queued and running ids
+--   3 delayed
+--   4 held
+--   5 result:<id>
+--   6 dead:<id>
+-- ARGV:
+--   1 id               the parent's id
+--   2 child            "child <type> <id>": the dependent to note
+-- Reply: {word, result}:
+--   WAITING            the parent is queued, running, delayed or held: the
+--                      child is noted and the parent's final finish will
+--                      tell it (through the parent type's outbox)
+--   DONE               the parent finished ok; result = its result bytes
+--   DEAD               the parent is dead
+--   UNKNOWN            none of these: nothing is noted (the producer
+--                      refuses the child)
+-- A run in flight comes first: an id enqueued again after it finished is
+-- its new run. A child is never noted at a parent that is not in flight,
+-- so every parent of a child existed before the child did: a cycle
+-- cannot form (a task would have to exist before itself).
+local id = ARGV[1]
+if redis.call('HEXISTS', KEYS[2], id) == 1 or
+   redis.call('ZSCORE', KEYS[3], id) or redis.call('ZSCORE', KEYS[4], id) then
+  redis.call('SADD', KEYS[1], ARGV[2])
+  return {'WAITING', ''}
+end
+local result = redis.call('GET', KEYS[5])
+if result then return {'DONE', result} end
+if redis.call('EXISTS', KEYS[6]) == 1 then return {'DEAD', ''} end
+return {'UNKNOWN', ''}
