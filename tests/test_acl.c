@@ -69,11 +69,29 @@ static int denials_of(const char *user)
     int n = 0;
 
     for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements;
-         i++)
-        for (size_t k = 0; k + 1 < r->element[i]->elements; k += 2)
-            if (strcmp(r->element[i]->element[k]->str, "username") == 0 &&
-                strcmp(r->element[i]->element[k + 1]->str, user) == 0)
-                n++;
+         i++) {
+        const redisReply *e = r->element[i];
+        const char *reason = "", *object = "", *name = "";
+
+        for (size_t k = 0; k + 1 < e->elements; k += 2) {
+            const char *field = e->element[k]->str;
+            const char *value = e->element[k + 1]->str;
+            if (!value)
+                continue;
+            if (strcmp(field, "username") == 0)
+                name = value;
+            else if (strcmp(field, "reason") == 0)
+                reason = value;
+            else if (strcmp(field, "object") == 0)
+                object = value;
+        }
+        if (strcmp(name, user) == 0) {
+            /* What was refused, for the failure's reader. */
+            fprintf(stderr, "ACL LOG: %s refused %s: %s\n", user, reason,
+                    object);
+            n++;
+        }
+    }
     freeReplyObject(r);
     return n;
 }
@@ -153,6 +171,55 @@ Test(acl, a_host_and_a_producer_run_under_their_users)
     cli = test_cli(producer_url, dir,
                    (const char *const[]){"result", "chaos", "ok-1", NULL});
     cr_assert_eq(cli->status, 0, "%s", cli->err);
+    /* Workflows: a child of a finished parent, a group with a callback,
+     * the group listed, a held task's status and a group cancelled. */
+    cli = test_cli(producer_url, dir,
+                   (const char *const[]){"enqueue", "chaos", "ok", "--id",
+                                         "child-1", "--after", "chaos:ok-1",
+                                         NULL});
+    cr_assert_eq(cli->status, 0, "%s", cli->err);
+    {
+        char members[300];
+        FILE *f;
+
+        snprintf(members, sizeof(members), "%s/members", dir);
+        f = fopen(members, "w");
+        cr_assert_not_null(f);
+        fputs("ok\nok\n", f);
+        fclose(f);
+        cli = test_cli(producer_url, dir,
+                       (const char *const[]){"enqueue", "chaos", "--file",
+                                             members, "--group", "g1", "--then",
+                                             "echo", "ok", NULL});
+        cr_assert_eq(cli->status, 0, "%s", cli->err);
+        cli = test_cli(producer_url, dir,
+                       (const char *const[]){"enqueue", "chaos", "ok", "--id",
+                                             "held-1", "--after",
+                                             "chaos:cancel-1", NULL});
+        cr_assert_eq(cli->status, 0, "%s", cli->err);
+        cli =
+            test_cli(producer_url, dir,
+                     (const char *const[]){"status", "chaos", "held-1", NULL});
+        cr_assert_eq(cli->status, 0, "%s", cli->err);
+        cr_assert(strstr(cli->out, "held") != NULL, "%s", cli->out);
+        /* The callback's payload is the group's JSON: echo.so keeps it. */
+        cr_assert_eq(test_wait_int(rc, 1, TEST_EVENT_MS,
+                                   "EXISTS wharf:{echo}:result:group:g1"),
+                     1, "the callback did not run; see %s", host.log);
+        cr_assert(test_wait_until(task_done, "child-1", TEST_EVENT_MS),
+                  "the child did not run; see %s", host.log);
+        cli = test_cli(producer_url, dir,
+                       (const char *const[]){"group", "show", "g1", NULL});
+        cr_assert_eq(cli->status, 0, "%s", cli->err);
+        cli = test_cli(producer_url, dir,
+                       (const char *const[]){"enqueue", "chaos", "--file",
+                                             members, "--group", "g2", "--then",
+                                             "chaos", "ok", NULL});
+        cr_assert_eq(cli->status, 0, "%s", cli->err);
+        cli = test_cli(producer_url, dir,
+                       (const char *const[]){"group", "cancel", "g2", NULL});
+        cr_assert_eq(cli->status, 0, "%s", cli->err);
+    }
     cli = test_cli(producer_url, dir,
                    (const char *const[]){"status", "chaos", "dead-1", NULL});
     cr_assert_eq(cli->status, 0, "%s", cli->err);
@@ -170,9 +237,9 @@ Test(acl, a_host_and_a_producer_run_under_their_users)
      * producer lists the schedules and fires one. */
     cr_assert(test_wait_until(schedule_fired, NULL, TEST_EVENT_MS), "see %s",
               host.log);
-    cli = test_cli(producer_url, dir,
-                   (const char *const[]){"--config", host.manifest,
-                                         "schedules", NULL});
+    cli = test_cli(
+        producer_url, dir,
+        (const char *const[]){"--config", host.manifest, "schedules", NULL});
     cr_assert_eq(cli->status, 0, "%s", cli->err);
     cr_assert(strstr(cli->out, "beat") != NULL, "%s", cli->out);
     cli = test_cli(producer_url, dir,
@@ -217,5 +284,16 @@ Test(acl, a_host_and_a_producer_run_under_their_users)
                                    "wharf:{chaos}:stream >"),
                    "claiming a task");
     assert_refused(redisCommand(p, "GET other:key"), "a key of another prefix");
+    /* Results: read (wharf result above), never written or deleted. */
+    assert_refused(redisCommand(p, "SET wharf:{chaos}:result:ok-1 forged"),
+                   "writing a result");
+    assert_refused(redisCommand(p, "DEL wharf:{chaos}:result:ok-1"),
+                   "deleting a result");
+    {
+        redisReply *r = redisCommand(p, "GET wharf:{chaos}:result:ok-1");
+        cr_assert(r && r->type == REDIS_REPLY_STRING, "reading a result: %s",
+                  r && r->type == REDIS_REPLY_ERROR ? r->str : "no string");
+        freeReplyObject(r);
+    }
     redisFree(p);
 }

@@ -7,13 +7,12 @@
 --   5 task:<id>
 --   6 seen:<id>
 --   7 cancel:<id>
---   8 result:<id>
---   9 dead
---   10 held            workflows: tasks held for their parents
---   11 wait:<id>       a held task's envelope
---   12 parents:<id>    its parents' notices
---   13 children:<id>   its dependents (workflows)
---   14 outbox          the type's outbox
+--   8 dead
+--   9 held            workflows: tasks held for their parents
+--   10 wait:<id>       a held task's envelope
+--   11 parents:<id>    its parents' notices
+--   12 children:<id>   its dependents (workflows)
+--   13 outbox          the type's outbox
 -- ARGV:
 --   1 id
 --   2 group
@@ -41,15 +40,21 @@
 -- its dependents: their notice goes to the outbox, as a dead finish's
 -- would, and the hosts' sweep delivers it; a running one's finish does
 -- the same (finish.lua).
+-- result:<id> is read without being named in KEYS: Redis takes every key
+-- an EVALSHA names as written too, and a producer's ACL may read results
+-- only (etc/wharf.acl). It is task:<id>'s name with result in place of
+-- task, so in the same slot.
 local CANCEL_TTL_MS = 86400000
 local id, group = ARGV[1], ARGV[2]
+local result_key = string.sub(KEYS[5], 1, #KEYS[5] - #'task:' - #id) ..
+  'result:' .. id
 local function tell_dependents()
-  local to = redis.call('SMEMBERS', KEYS[13])
+  local to = redis.call('SMEMBERS', KEYS[12])
   if #to == 0 then return end
-  redis.call('XADD', KEYS[14], '*', 'from',
+  redis.call('XADD', KEYS[13], '*', 'from',
              string.match(KEYS[1], '{(.-)}') .. ':' .. id, 'state', 'd',
              'result', '', 'to', table.concat(to, '\n'))
-  redis.call('DEL', KEYS[13])
+  redis.call('DEL', KEYS[12])
 end
 local protocol = redis.call('HGET', KEYS[1], 'protocol')
 if protocol and not string.find(',' .. ARGV[3] .. ',', ',' .. protocol .. ',',
@@ -76,13 +81,13 @@ if redis.call('ZREM', KEYS[4], id) == 1 then
   tell_dependents()
   return {'REMOVED', 'delayed'}
 end
-if redis.call('ZREM', KEYS[10], id) == 1 then
-  redis.call('DEL', KEYS[11], KEYS[12], KEYS[6])
+if redis.call('ZREM', KEYS[9], id) == 1 then
+  redis.call('DEL', KEYS[10], KEYS[11], KEYS[6])
   redis.call('SET', KEYS[7], 'held', 'PX', CANCEL_TTL_MS)
   tell_dependents()
   return {'REMOVED', 'held'}
 end
-if redis.call('EXISTS', KEYS[8]) == 1 then return {'FINISHED', 'done'} end
-if redis.call('ZSCORE', KEYS[9], id) then return {'FINISHED', 'dead'} end
+if redis.call('EXISTS', result_key) == 1 then return {'FINISHED', 'done'} end
+if redis.call('ZSCORE', KEYS[8], id) then return {'FINISHED', 'dead'} end
 if redis.call('EXISTS', KEYS[7]) == 1 then return {'CANCELLED', ''} end
 return {'UNKNOWN', ''}

@@ -8,11 +8,10 @@
 --   5 task:<id>
 --   6 dead
 --   7 dead:<id>
---   8 result:<id>
---   9 cancel:<id>
---   10 held            workflows: ids held for their parents
---   11 wait:<id>       a held task's envelope (wf_enqueue.lua)
---   12 parents:<id>    its parents' notices so far
+--   8 cancel:<id>
+--   9 held            workflows: ids held for their parents
+--   10 wait:<id>       a held task's envelope (wf_enqueue.lua)
+--   11 parents:<id>    its parents' notices so far
 -- ARGV:
 --   1 id
 --   2 group
@@ -44,7 +43,13 @@
 -- queued), delayed, dead, cancelled, unknown. So a dead or cancelled id
 -- enqueued again reports its new run, and a dead id that was enqueued
 -- again and then finished reports done.
+-- result:<id> is read without being named in KEYS: Redis takes every key
+-- an EVALSHA names as written too, and a producer's ACL may read results
+-- only (etc/wharf.acl). It is task:<id>'s name with result in place of
+-- task, so in the same slot.
 local id, group = ARGV[1], ARGV[2]
+local result_key = string.sub(KEYS[5], 1, #KEYS[5] - #'task:' - #id) ..
+  'result:' .. id
 local t = redis.call('TIME')
 local now = string.format('%d', tonumber(t[1]) * 1000 +
                                 math.floor(tonumber(t[2]) / 1000))
@@ -59,13 +64,13 @@ local function fields(h)
   for i = 1, #h - 1, 2 do v[h[i]] = h[i + 1] end
   return v
 end
-if redis.call('EXISTS', KEYS[8]) == 1 then
+if redis.call('EXISTS', result_key) == 1 then
   local out = {'done', 'now', now,
-               'result_bytes', tostring(redis.call('STRLEN', KEYS[8])),
-               'expires_in_ms', tostring(redis.call('PTTL', KEYS[8]))}
+               'result_bytes', tostring(redis.call('STRLEN', result_key)),
+               'expires_in_ms', tostring(redis.call('PTTL', result_key))}
   if ARGV[4] == 'result' then
     out[#out + 1] = 'result'
-    out[#out + 1] = redis.call('GET', KEYS[8])
+    out[#out + 1] = redis.call('GET', result_key)
   end
   return out
 end
@@ -85,16 +90,16 @@ if index then
       out[#out + 1] = 'since'
       out[#out + 1] = since or ''
       out[#out + 1] = 'cancel_requested'
-      out[#out + 1] = redis.call('GET', KEYS[9]) == entry and '1' or '0'
+      out[#out + 1] = redis.call('GET', KEYS[8]) == entry and '1' or '0'
     end
     return out
   end
 end
-if redis.call('ZSCORE', KEYS[10], id) then
-  local f = fields(redis.call('HGETALL', KEYS[11]))
+if redis.call('ZSCORE', KEYS[9], id) then
+  local f = fields(redis.call('HGETALL', KEYS[10]))
   local waits = {}
   for parent in string.gmatch(f.parents or '', '[^,]+') do
-    if redis.call('HEXISTS', KEYS[12], parent) == 0 then
+    if redis.call('HEXISTS', KEYS[11], parent) == 0 then
       waits[#waits + 1] = parent
     end
   end
@@ -118,7 +123,7 @@ if died then
   return {'dead', 'now', now, 'error', f.error or '',
           'attempts', f.attempt or '', 'died_at', died}
 end
-local ttl = redis.call('PTTL', KEYS[9])
+local ttl = redis.call('PTTL', KEYS[8])
 if ttl > 0 then
   return {'cancelled', 'now', now, 'expires_in_ms', tostring(ttl)}
 end
