@@ -31,7 +31,8 @@
 --   then <per_task>    per task but an ack: o its result; r the envelope
 --                      (id, payload, attempt of the next run, enqueued_at,
 --                      trace, error) and delay_ms (-1: it waits for a
---                      concurrency slot); d the envelope; c nothing.
+--                      concurrency slot; -2: for a slot of its limit_key's
+--                      value); d the envelope; c nothing.
 -- Reply: {codes, errors...}: codes has one letter per task, k (done as
 --       asked), w (done as asked, and its dependents' notice is in the
 --       outbox: drain it), c (cancelled), s (stale) or e (failed: its
@@ -57,7 +58,10 @@
 -- waiting tasks as this call gave slots back or parked (at most the free
 -- slots) become due now, oldest first, and the next promote puts them in
 -- the stream. So a waiting task costs nothing until a slot frees, and a
--- slot that freed while a task was being parked is not missed.
+-- slot that freed while a task was being parked is not missed. A retry
+-- with delay_ms -2 waits scored PARK_AT + 2^51 + now and wakes nothing:
+-- the free slots seen here are the type's, not its value's; limit_wake.lua
+-- wakes such waiters.
 -- An owned task: ok stores its result (an empty one too, TTL result_ttl);
 -- retry writes the envelope task:<id> and puts the id in the delayed set
 -- at now + delay; dead writes the dead record dead:<id> (the same fields,
