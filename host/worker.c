@@ -145,6 +145,7 @@ static int worker_setup(worker *w)
     w->capacity = want;
     w->jobs = xcalloc(w->capacity, sizeof(*w->jobs));
     w->ctxs = xcalloc(w->capacity, sizeof(*w->ctxs));
+    w->parents_read = xcalloc(w->capacity, sizeof(*w->parents_read));
     for (size_t i = 0; i < w->capacity; i++)
         context_init(&w->ctxs[i], NULL, WORKER_MAX_RESULT);
     w->pause_seen_ms = xcalloc(w->b.n_queues, sizeof(*w->pause_seen_ms));
@@ -164,6 +165,9 @@ static void worker_teardown(worker *w)
     freeReplyObject(w->held_claim);
     for (size_t i = 0; w->ctxs && i < w->capacity; i++)
         context_destroy(&w->ctxs[i]);
+    for (size_t i = 0; w->parents_read && i < w->capacity; i++)
+        freeReplyObject(w->parents_read[i]);
+    free(w->parents_read);
     free(w->ctxs);
     free(w->jobs);
     free(w->metric_index);

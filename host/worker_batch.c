@@ -48,12 +48,18 @@ void worker_run_job(worker *w, uint32_t i, uint32_t run)
     ctx->plugin = r->plugin;
     ctx->state = r->plugin->state;
     context_begin(ctx, &j->e.task);
-    /* A child of a workflow: its parents' results, one HGETALL (only the
-     * worker without threads: its connection is idle while it runs). */
-    if (j->e.parents && !w->threaded)
-        context_set_parents(ctx, j->e.parents,
-                            workflow_parent_results(&w->b, j->queue->type,
-                                                    j->e.task.id));
+    /* A child of a workflow: its parents' results, one HGETALL, read
+     * now by a worker without threads (its connection is idle while it
+     * runs), else by the main thread after the begin. */
+    if (j->e.parents) {
+        redisReply *results = w->parents_read[i];
+
+        w->parents_read[i] = NULL;
+        if (!w->threaded)
+            results = workflow_parent_results(&w->b, j->queue->type,
+                                              j->e.task.id);
+        context_set_parents(ctx, j->e.parents, results);
+    }
     started = clock_ms();
     context_set_deadline(ctx, started + timeout_ms,
                          sl ? &slot_asks_const(sl)[i] : NULL, run);

@@ -30,6 +30,10 @@ typedef struct worker {
     broker b;
     broker_job *jobs;
     context *ctxs;
+    /* With threads: a child's parents' results, read by the main thread
+     * after its begin (a pool thread has no connection), taken by its
+     * run; one per entry, or NULL. */
+    redisReply **parents_read;
     size_t capacity;
     unsigned count;
     worker_counts counts;

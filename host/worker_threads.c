@@ -25,6 +25,7 @@
 #include "backoff.h"
 #include "clock_ms.h"
 #include "log.h"
+#include "workflow.h"
 #include "worker_internal.h"
 #include "xmalloc.h"
 
@@ -492,12 +493,24 @@ static void place_claim(worker *w, redisReply *claim)
 }
 
 /* The claim's begin was answered: each entry waits for a thread, or has
- * its fate already (cached, cancelled, locked, ...) for the finisher. */
+ * its fate already (cached, cancelled, locked, ...) for the finisher. A
+ * child of a workflow has its parents' results read first, on the main
+ * thread's connection (one HGETALL each; a pool thread has none). */
 static void place_begun(worker *w)
 {
     worker_pool *p = w->pool;
     size_t to_run = 0;
 
+    for (size_t k = 0; k < p->n_claimed; k++) {
+        const broker_job *j = &p->claimed[k];
+        uint32_t i = p->claimed_at[k];
+
+        freeReplyObject(w->parents_read[i]);
+        w->parents_read[i] =
+            j->e.parents ? workflow_parent_results(&w->b, j->queue->type,
+                                                   j->e.task.id)
+                         : NULL;
+    }
     pthread_mutex_lock(&p->lock);
     for (size_t k = 0; k < p->n_claimed; k++) {
         uint32_t i = p->claimed_at[k];

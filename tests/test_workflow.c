@@ -354,32 +354,49 @@ Test(workflow, a_dead_parent_kills_its_children_or_lets_them_run)
 }
 
 /* A child's plugin reads its parents' results (tests/plugins/parents.c):
- * copies in the child's slot, not the parents' cached results. */
-Test(workflow, a_child_reads_its_parents_results)
+ * copies in the child's slot, not the parents' cached results; in a
+ * worker of one thread (host_keys "") or of several. */
+static void child_reads_parents(const char *host_keys, const char *suffix)
 {
+    char keys[128], kid[32], lone[32], r1[32], r2[32], after[80], want[128];
     const test_cli_run *r;
 
+    snprintf(keys, sizeof(keys), "workers = 1\ninstance = a\n%s", host_keys);
+    snprintf(kid, sizeof(kid), "kid%s", suffix);
+    snprintf(lone, sizeof(lone), "lone%s", suffix);
+    snprintf(r1, sizeof(r1), "r1%s", suffix);
+    snprintf(r2, sizeof(r2), "r2%s", suffix);
+    snprintf(after, sizeof(after), "chaos:%s,chaos:%s", r1, r2);
+    snprintf(want, sizeof(want), "chaos:%s=ok:ok attempt=1;chaos:%s=dead;", r1,
+             r2);
     test_host_up(
         &host_a, &redis,
-        &(test_host_opts){.host_keys = "workers = 1\ninstance = a\n",
+        &(test_host_opts){.host_keys = keys,
                           .log_level = "info",
                           .chaos_keys = TWO_TYPES,
                           .extra = "[type.chaos]\nresult_ttl = 1s\n"
                                    "[plugin.parents]\npath = " WHARF_FIXTURE_DIR
                                    "/parents.so\n"},
         rc);
-    cr_assert_eq(wharf("enqueue", "chaos", "ok", "--id", "r1")->status, 0);
-    cr_assert_eq(wharf("enqueue", "chaos", "fatal", "--id", "r2")->status, 0);
-    r = wharf("enqueue", "parents", "", "--id", "kid", "--after",
-              "chaos:r1,chaos:r2", "--on-parent-dead", "run");
+    cr_assert_eq(wharf("enqueue", "chaos", "ok", "--id", r1)->status, 0);
+    cr_assert_eq(wharf("enqueue", "chaos", "fatal", "--id", r2)->status, 0);
+    r = wharf("enqueue", "parents", "", "--id", kid, "--after", after,
+              "--on-parent-dead", "run");
     cr_assert_eq(r->status, 0, "%s", r->err);
-    r = wharf("result", "parents", "kid", "--wait", "60s");
+    r = wharf("result", "parents", kid, "--wait", "60s");
     cr_assert_eq(r->status, 0, "%s", r->err);
-    cr_assert_str_eq(r->out, "chaos:r1=ok:ok attempt=1;chaos:r2=dead;");
+    cr_assert_str_eq(r->out, want);
     /* A task without parents has none. */
-    cr_assert_eq(wharf("enqueue", "parents", "", "--id", "lone")->status, 0);
-    r = wharf("result", "parents", "lone", "--wait", "60s");
+    cr_assert_eq(wharf("enqueue", "parents", "", "--id", lone)->status, 0);
+    r = wharf("result", "parents", lone, "--wait", "60s");
     cr_assert_str_eq(r->out, "none");
+    cr_assert_eq(test_host_stop(&host_a), 0);
+}
+
+Test(workflow, a_child_reads_its_parents_results)
+{
+    child_reads_parents("", "");
+    child_reads_parents("threads = 4\n", "-t");
 }
 
 Test(workflow, a_cancelled_group_cancels_its_members_and_callback)

@@ -39,5 +39,7 @@ static wharf_status process_business(wharf_ctx *ctx, const wharf_task *task)
     return WHARF_OK;
 }
 
+/* It keeps nothing between calls: thread-safe, so the tests run it
+ * with threads too. */
 WHARF_PLUGIN(.name = "parents", .version = "1.0.0", .types = types,
-             .process_business = process_business);
+             .process_business = process_business, .thread_safe = 1);

@@ -219,8 +219,7 @@ static inline int wharf_retry_in(wharf_ctx *ctx, int64_t ms)
  * and *len are its result (owned by the host until process_business
  * returns); 1: it is dead (no result; the child runs because its
  * on_parent_dead is run); -1: no parent i (a task without parents, i past
- * the last, outside process_business, a worker with threads, or a host
- * without the service). name (may be NULL) gets "<type>:<id>". The
+ * the last, outside process_business, or a host without the service). name (may be NULL) gets "<type>:<id>". The
  * results are the host's copies, kept for the child whatever the
  * parents' result_ttl. */
 static inline int wharf_parent_result(wharf_ctx *ctx, size_t i,
