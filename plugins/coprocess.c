@@ -96,6 +96,7 @@ typedef struct coprocess {
     bool configured; /* a command was given */
     program_spec spec;
     uint32_t inflight;
+    uint32_t version; /* what the running program answered its hello */
 
     pthread_mutex_t lock;          /* everything below */
     pthread_cond_t changed;        /* a start, a ready, an end, a free place */
@@ -315,12 +316,13 @@ static int dispatch(coprocess *cp, wharf_ctx *ctx, const frame_in *f, char *err,
                      f->request ? "with a request id" : "after the first");
             return -1;
         }
-        if (f->version != FRAME_VERSION) {
+        if (f->version < FRAME_VERSION_MIN || f->version > FRAME_VERSION) {
             snprintf(err, errlen,
-                     "the handler speaks protocol version %u, not %d",
-                     f->version, FRAME_VERSION);
+                     "the handler speaks protocol version %u, not %d to %d",
+                     f->version, FRAME_VERSION_MIN, FRAME_VERSION);
             return -1;
         }
+        cp->version = f->version;
         cp->state = PROGRAM_READY;
         pthread_cond_broadcast(&cp->changed);
         return 0;
@@ -808,11 +810,48 @@ static int wait_ready(coprocess *cp, wharf_ctx *ctx, char *err, size_t errlen)
     return 0;
 }
 
+/* The running task's parents (a workflow's child) for a version 2 task
+ * frame, into *out (the caller frees it; the names and results are the
+ * host's until process_business returns): how many, 0 for none. -1 when
+ * memory ran out. */
+static long task_parents(wharf_ctx *ctx, frame_parent **out)
+{
+    frame_parent *list = NULL;
+    size_t n = 0, cap = 0;
+    const char *name;
+    const void *data;
+    size_t len;
+    int rc;
+
+    *out = NULL;
+    while ((rc = wharf_parent_result(ctx, n, &name, &data, &len)) >= 0) {
+        if (n == cap) {
+            frame_parent *grown;
+
+            cap = cap ? cap * 2 : 4;
+            if ((grown = realloc(list, cap * sizeof *list)) == NULL) {
+                free(list);
+                return -1;
+            }
+            list = grown;
+        }
+        list[n++] = (frame_parent){.name = name,
+                                   .dead = rc == 1,
+                                   .result = rc == 0 ? data : NULL,
+                                   .result_len = rc == 0 ? len : 0};
+    }
+    *out = list;
+    return (long)n;
+}
+
 static wharf_status coprocess_process(wharf_ctx *ctx, const wharf_task *task)
 {
     coprocess *cp = wharf_state(ctx);
     request r = {.retry_in_ms = -1};
     frame_out out = {0};
+    frame_parent *parents = NULL;
+    long n_parents = 0;
+    uint32_t version;
     frame_task t;
     char err[REASON_LEN];
     int64_t cancel_sent_ms = 0;
@@ -832,6 +871,7 @@ static wharf_status coprocess_process(wharf_ctx *ctx, const wharf_task *task)
         wharf_error(ctx, "%s", err);
         return WHARF_RETRY;
     }
+    version = cp->version;
     r.id = cp->next_id++;
     if (cp->next_id == 0)
         cp->next_id = 1;
@@ -841,7 +881,10 @@ static wharf_status coprocess_process(wharf_ctx *ctx, const wharf_task *task)
     cp->in_flight++;
     pthread_mutex_unlock(&cp->lock);
 
-    t = (frame_task){.attempt = task->attempt,
+    if (version >= 2)
+        n_parents = task_parents(ctx, &parents);
+    t = (frame_task){.version = version,
+                     .attempt = task->attempt,
                      .max_attempts = task->max_attempts,
                      .fence = task->fence,
                      .enqueued_at_ms = task->enqueued_at_ms,
@@ -850,8 +893,10 @@ static wharf_status coprocess_process(wharf_ctx *ctx, const wharf_task *task)
                      .type = task->type,
                      .trace = task->trace,
                      .payload = task->payload,
-                     .payload_len = task->payload_len};
-    if (frame_task_build(&out, r.id, &t) != 0) {
+                     .payload_len = task->payload_len,
+                     .parents = parents,
+                     .n_parents = n_parents > 0 ? (size_t)n_parents : 0};
+    if (n_parents < 0 || frame_task_build(&out, r.id, &t) != 0) {
         snprintf(err, sizeof err, "task frame not built (%s)",
                  out.failed && task->payload_len > FRAME_MAX - 65536
                      ? "payload over 64 MiB"
@@ -861,6 +906,7 @@ static wharf_status coprocess_process(wharf_ctx *ctx, const wharf_task *task)
         sent = send_frame(cp, ctx, r.generation, &out, err, sizeof err);
     }
     frame_out_free(&out);
+    free(parents);
 
     pthread_mutex_lock(&cp->lock);
     if (sent == 2 || (sent == 1 && !r.answered))

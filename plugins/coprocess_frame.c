@@ -1,5 +1,5 @@
-/* Building the host's frames and reading the handler's, version 1 of the
- * coprocess wire format (coprocess_frame.h, docs/handlers.md). */
+/* Building the host's frames and reading the handler's, versions 1 and 2
+ * of the coprocess wire format (coprocess_frame.h, docs/handlers.md). */
 #include "coprocess_frame.h"
 
 #include <stdio.h>
@@ -105,6 +105,16 @@ int frame_task_build(frame_out *out, uint32_t request, const frame_task *t)
     put_string(out, t->type);
     put_string(out, t->trace);
     put_bytes(out, t->payload, t->payload_len);
+    if (t->version >= 2) {
+        put_u32(out, (uint32_t)t->n_parents);
+        for (size_t i = 0; i < t->n_parents; i++) {
+            unsigned char dead = t->parents[i].dead ? 1 : 0;
+
+            put_string(out, t->parents[i].name);
+            put(out, &dead, 1);
+            put_bytes(out, t->parents[i].result, t->parents[i].result_len);
+        }
+    }
     return end(out);
 }
 

@@ -1,4 +1,4 @@
-/* The coprocess wire format, version 1 (docs/handlers.md says it byte by
+/* The coprocess wire format, versions 1 and 2 (docs/handlers.md says it byte by
  * byte): frames of a big-endian u32 length, a kind byte and a u32 request
  * id, then the kind's fields; integers big-endian, byte strings a u32
  * length and the bytes. This file builds the host's frames and reads the
@@ -9,7 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FRAME_VERSION 1
+/* The versions the host speaks: it offers the highest in its hello, and
+ * the program answers the one it speaks (2 adds a task's parents). */
+#define FRAME_VERSION 2
+#define FRAME_VERSION_MIN 1
 /* length + kind + request */
 #define FRAME_HEAD 9
 /* The longest frame either side may send (the length field's value): a
@@ -37,15 +40,28 @@ typedef struct frame_out {
     int failed;
 } frame_out;
 
+/* A parent of a workflow's child (version 2): "<type>:<id>", whether it
+ * is dead, and its result when it finished ok. */
+typedef struct frame_parent {
+    const char *name;
+    int dead;
+    const void *result;
+    size_t result_len;
+} frame_parent;
+
 /* What one task frame carries. deadline_in_ms: ms left to the deadline
- * as the frame is built, -1 for none. */
+ * as the frame is built, -1 for none. version: the program's; from 2 the
+ * frame ends with the parents (n_parents may be 0). */
 typedef struct frame_task {
+    uint32_t version;
     uint32_t attempt, max_attempts;
     uint64_t fence;
     int64_t enqueued_at_ms, deadline_in_ms;
     const char *id, *type, *trace;
     const unsigned char *payload;
     size_t payload_len;
+    const frame_parent *parents;
+    size_t n_parents;
 } frame_task;
 
 /* A frame of the handler's, read whole. The byte strings point into the

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <wharf/client.h>
+#include <wharf/client_workflow.h>
 
 #include "coprocess_frame.h"
 #include "host_process.h"
@@ -389,7 +390,7 @@ Test(coprocess_run, a_shell_handler_from_the_docs_alone)
 Test(coprocess_run, frames_as_the_docs_show_them)
 {
     static const unsigned char hello[] = {0, 0, 0, 13, 'H', 0, 0, 0, 0,
-                                          0, 0, 0, 1,  0,   0, 0, 16};
+                                          0, 0, 0, 2,  0,   0, 0, 16};
     static const char trace[] =
         "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     static const unsigned char task_head[] = {
@@ -398,7 +399,8 @@ Test(coprocess_run, frames_as_the_docs_show_them)
         0,    0x01, 0x8b, 0xcf, 0xe5, 0x68, 0,   0,   0, 0, 0, 0, 0,
         0x75, 0x30, 0,    0,    0,    2,    't', '1', 0, 0, 0, 6, 'r',
         'e',  's',  'i',  'z',  'e',  0,    0,   0,   55};
-    frame_task t = {.attempt = 1,
+    frame_task t = {.version = 1,
+                    .attempt = 1,
                     .max_attempts = 5,
                     .fence = 7,
                     .enqueued_at_ms = 1700000000000LL,
@@ -434,6 +436,26 @@ Test(coprocess_run, frames_as_the_docs_show_them)
     cr_assert(memcmp(built.data, task_head, sizeof task_head) == 0);
     cr_assert(memcmp(built.data + sizeof task_head, trace, 55) == 0);
     cr_assert(memcmp(built.data + sizeof task_head + 55, "\0\0\0\2hi", 6) == 0);
+    /* Version 2: the same, then the parents (one here: resize:p1, ok,
+     * result "R"); 0 parents is 4 bytes of count. */
+    {
+        static const unsigned char parents_tail[] = {
+            0,   0,   0,   1,   0,   0, 0, 9, 'r', 'e', 's', 'i',
+            'z', 'e', ':', 'p', '1', 0, 0, 0, 0,   1,   'R'};
+        frame_parent p = {.name = "resize:p1", .result = "R", .result_len = 1};
+
+        t.version = 2;
+        t.parents = &p;
+        t.n_parents = 1;
+        cr_assert_eq(frame_task_build(&built, 1, &t), 0);
+        cr_assert_eq(built.len, 4 + 118 + sizeof parents_tail);
+        cr_assert_eq(built.data[3], 118 + sizeof parents_tail);
+        cr_assert(memcmp(built.data + 4 + 118, parents_tail,
+                         sizeof parents_tail) == 0);
+        t.n_parents = 0;
+        cr_assert_eq(frame_task_build(&built, 1, &t), 0);
+        cr_assert_eq(built.len, 4 + 118 + 4);
+    }
     frame_out_free(&built);
 
     cr_assert_eq(frame_parse(ok, sizeof ok, &in, why, sizeof why), 0, "%s",
@@ -737,6 +759,49 @@ Test(coprocess_host, the_same_tasks_end_the_same_in_c_python_and_node)
 
 /* A program that dies mid-task is started again, and the host goes on
  * serving: the tasks after it all succeed, and each ran once. */
+/* A workflow's child handled in Python and in Node reads what its parents
+ * ended with (protocol version 2), as a C plugin does through
+ * wharf_parent_result: one parent ok with its result, one dead. The sh
+ * handler, which answers version 1, keeps working beside them (the frames
+ * test above). */
+Test(coprocess_host, a_child_reads_its_parents_in_python_and_node)
+{
+    static const char *const types[] = {"pychaos", "nodechaos"};
+    char ok_id[WHARF_ID_MAX + 1], dead_id[WHARF_ID_MAX + 1], want[600];
+    wharf_enqueue_reply reply;
+    ending e;
+
+    enqueue("chaos", "ok", 2, ok_id);
+    enqueue("chaos", "fatal", 5, dead_id);
+    wait_end("chaos", ok_id, &e);
+    free(e.result);
+    wait_end("chaos", dead_id, &e);
+    free(e.result);
+    snprintf(want, sizeof want, "chaos:%s=ok:ok attempt=1;chaos:%s=dead;",
+             ok_id, dead_id);
+    for (size_t i = 0; i < 2; i++) {
+        wharf_parent parents[2] = {{.type = "chaos", .id = ok_id},
+                                   {.type = "chaos", .id = dead_id}};
+        wharf_after_opts o = {.type = types[i],
+                              .payload = "parents",
+                              .payload_len = 7,
+                              .parents = parents,
+                              .n_parents = 2,
+                              .run_if_parent_dead = 1};
+
+        cr_assert_eq(wharf_enqueue_after(client, &o, &reply), WHARF_CLIENT_OK,
+                     "%s", wharf_client_errstr(client));
+        wait_end(types[i], reply.id, &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", types[i],
+                     e.info.error);
+        cr_assert_eq(e.result_len, strlen(want), "%s: %.*s", types[i],
+                     (int)e.result_len, e.result);
+        cr_assert(memcmp(e.result, want, e.result_len) == 0, "%s: %.*s",
+                  types[i], (int)e.result_len, e.result);
+        free(e.result);
+    }
+}
+
 Test(coprocess_host, a_dying_program_loses_nothing)
 {
     char ids[40][WHARF_ID_MAX + 1], payload[32];

@@ -15,6 +15,18 @@ export interface Task {
   /** ms since the epoch. */
   enqueuedAt: number;
   payload: Buffer;
+  /** A workflow's child: what each parent ended with, in the order the
+   * child named them (empty for a task without parents). */
+  parents: Parent[];
+}
+
+/** A parent of a workflow's child. */
+export interface Parent {
+  /** "<type>:<id>" */
+  name: string;
+  /** true: it finished ok and result is its result; false: it is dead. */
+  ok: boolean;
+  result: Buffer;
 }
 
 /** What a handler may ask of the host while its task runs. */

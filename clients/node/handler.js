@@ -22,7 +22,8 @@
 const fs = require('fs');
 const path = require('path');
 
-const PROTOCOL_VERSION = 1;
+// The highest protocol version this library speaks (2: a task's parents).
+const PROTOCOL_VERSION = 2;
 // The longest frame either side may send (docs/handlers.md).
 const FRAME_MAX = (64 << 20) + 65536;
 const LEVELS = { debug: 0, info: 1, warn: 2, warning: 2, error: 3 };
@@ -144,6 +145,7 @@ class Runner {
   constructor(table, writeOut) {
     this.handlers = table;
     this.writeOut = writeOut;
+    this.version = 1; // the protocol version agreed by the hello
     this.queued = [];
     this.flushing = null;
     this.chunks = [];
@@ -199,10 +201,13 @@ class Runner {
   }
 
   hello(body) {
-    const version = body.readUInt32BE(0);
-    if (version !== PROTOCOL_VERSION) this.broken(`the host speaks protocol version ${version}, not ${PROTOCOL_VERSION}`);
+    const offered = body.readUInt32BE(0);
+    if (offered < 1) this.broken(`the host offers protocol version ${offered}`);
+    // The hello offers the host's highest version; the answer is the one
+    // both speak.
+    this.version = Math.min(offered, PROTOCOL_VERSION);
     const v = Buffer.alloc(4);
-    v.writeUInt32BE(PROTOCOL_VERSION, 0);
+    v.writeUInt32BE(this.version, 0);
     this.write(frame('R', 0, v));
   }
 
@@ -219,6 +224,23 @@ class Runner {
       fields.push(body.subarray(at + 4, at + 4 + n));
       at += 4 + n;
     }
+    // A workflow's child: what each parent ended with, in the order the
+    // child named them.
+    const parents = [];
+    if (this.version >= 2) {
+      const count = body.readUInt32BE(at);
+      at += 4;
+      for (let i = 0; i < count; i++) {
+        let k = body.readUInt32BE(at);
+        const name = body.subarray(at + 4, at + 4 + k).toString('utf8');
+        at += 4 + k;
+        const dead = body[at];
+        k = body.readUInt32BE(at + 1);
+        parents.push({ name, ok: dead === 0, result: Buffer.from(body.subarray(at + 5, at + 5 + k)) });
+        at += 5 + k;
+      }
+    }
+    if (at !== body.length) this.broken(`a task frame with ${body.length - at} bytes left over`);
     const task = {
       id: fields[0].toString('utf8'),
       type: fields[1].toString('utf8'),
@@ -229,6 +251,7 @@ class Runner {
       enqueuedAt,
       // A copy: the frame's buffer is reused for the next frames.
       payload: Buffer.from(fields[3]),
+      parents,
     };
     const ctx = new Context(this, request, deadlineIn >= 0 ? Date.now() + deadlineIn : null);
     const fn = this.handlers.get(task.type);

@@ -28,6 +28,10 @@ handler('nodechaos', async (task, ctx) => {
     ctx.log('a line from the handler', 'info');
     return ok(task);
   }
+  if (text === 'parents') {
+    // As tests/plugins/parents.c: what each parent ended with.
+    return task.parents.map((p) => (p.ok ? `${p.name}=ok:${p.result.toString('latin1')};` : `${p.name}=dead;`)).join('') || 'none';
+  }
   const m = NUMBER.exec(text);
   if (!m) throw new Fail(`unknown chaos command '${text}'`);
   const n = Number(m[2]);

@@ -15,7 +15,8 @@ module and tests/handlers/nodechaos.js ends the same way:
 
 and, beyond chaos: echo:... (succeed with the payload, binary-safe),
 raise (an uncaught ValueError: a retry with its text), log (one ctx.log
-line), print (a line to stdout, which the library moves to stderr). Types: pychaos (sync, on the pool) and pychaos_async (async)."""
+line), parents (what the task's parents ended with, as
+tests/plugins/parents.c answers), print (a line to stdout, which the library moves to stderr). Types: pychaos (sync, on the pool) and pychaos_async (async)."""
 
 import asyncio
 import ctypes
@@ -56,6 +57,11 @@ def decide(task, ctx):
     if text == "log":
         ctx.log("a line from the handler", "info")
         return ok(task)
+    if text == "parents":
+        # As tests/plugins/parents.c: what each parent ended with.
+        return "".join(
+            "%s=ok:%s;" % (p.name, p.result.decode("latin-1")) if p.ok
+            else "%s=dead;" % p.name for p in task.parents) or "none"
     m = NUMBER.match(text)
     if m is None:
         raise wharf.Fail("unknown chaos command '%s'" % text)

@@ -39,12 +39,13 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Awaitable, Callable, Dict, Optional, Union
+from typing import (Any, Awaitable, Callable, Dict, List, NamedTuple, Optional,
+                    Union)
 
-__all__ = ["handler", "Retry", "Fail", "Task", "Context", "run", "main",
-           "PROTOCOL_VERSION"]
+__all__ = ["handler", "Retry", "Fail", "Task", "Parent", "Context", "run",
+           "main", "PROTOCOL_VERSION"]
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # the highest this library speaks (2: a task's parents)
 # The longest frame either side may send (docs/handlers.md).
 FRAME_MAX = (64 << 20) + 65536
 
@@ -91,14 +92,24 @@ def handler(type_name: str) -> Callable[[Handler], Handler]:
     return register
 
 
+class Parent(NamedTuple):
+    """A parent of a workflow's child: "<type>:<id>", whether it finished
+    ok, and its result (b"" when it is dead)."""
+
+    name: str
+    ok: bool
+    result: bytes
+
+
 class Task:
     """One task, as the host handed it over."""
 
     __slots__ = ("id", "type", "attempt", "max_attempts", "fence", "trace",
-                 "enqueued_at", "payload")
+                 "enqueued_at", "payload", "parents")
 
     def __init__(self, id: str, type: str, attempt: int, max_attempts: int,
-                 fence: int, trace: str, enqueued_at: float, payload: bytes):
+                 fence: int, trace: str, enqueued_at: float, payload: bytes,
+                 parents: Optional[List["Parent"]] = None):
         self.id = id
         self.type = type
         self.attempt = attempt
@@ -107,6 +118,9 @@ class Task:
         self.trace = trace
         self.enqueued_at = enqueued_at  # seconds since the epoch
         self.payload = payload
+        # A workflow's child: what each parent ended with, in the order
+        # the child named them (empty for a task without parents).
+        self.parents = parents or []
 
     def __repr__(self) -> str:
         return "Task(%r, %r, attempt=%d)" % (self.type, self.id, self.attempt)
@@ -179,6 +193,7 @@ class _Runner:
     def __init__(self, handlers: Dict[str, Handler], out_fd: int):
         self.handlers = handlers
         self.out_fd = out_fd
+        self.version = 1  # the protocol version agreed by the hello
         self.write_lock = threading.Lock()
         self.buf = bytearray()
         self.inflight = 1
@@ -294,12 +309,15 @@ class _Runner:
         self.hello(frame[2])
 
     def hello(self, body: bytes) -> None:
-        version, inflight = struct.unpack_from(">II", body)
-        if version != PROTOCOL_VERSION:
-            raise ProtocolError("the host speaks protocol version %d, not %d"
-                                % (version, PROTOCOL_VERSION))
+        offered, inflight = struct.unpack_from(">II", body)
+        if offered < 1:
+            raise ProtocolError("the host offers protocol version %d"
+                                % offered)
+        # The hello offers the host's highest version; the answer is the
+        # one both speak.
+        self.version = min(offered, PROTOCOL_VERSION)
         self.inflight = max(1, inflight)
-        self.write(_frame(b"R", 0, _U32.pack(PROTOCOL_VERSION)))
+        self.write(_frame(b"R", 0, _U32.pack(self.version)))
 
     def parse_task(self, request: int, body: bytes) -> tuple:
         attempt, max_attempts, fence, enqueued_ms, deadline_in = \
@@ -310,12 +328,28 @@ class _Runner:
             (n,) = _U32.unpack_from(body, at)
             fields.append(body[at + 4:at + 4 + n])
             at += 4 + n
+        parents = []
+        if self.version >= 2:
+            (n,) = _U32.unpack_from(body, at)
+            at += 4
+            for _ in range(n):
+                (k,) = _U32.unpack_from(body, at)
+                name = body[at + 4:at + 4 + k].decode("utf-8", "replace")
+                at += 4 + k
+                dead = body[at]
+                (k,) = _U32.unpack_from(body, at + 1)
+                parents.append(Parent(name, dead == 0,
+                                      body[at + 5:at + 5 + k]))
+                at += 5 + k
+        if at != len(body):
+            raise ProtocolError("a task frame with %d bytes left over"
+                                % (len(body) - at))
         deadline = (time.monotonic() + deadline_in / 1000.0
                     if deadline_in >= 0 else None)
         task = Task(fields[0].decode("utf-8", "replace"),
                     fields[1].decode("utf-8", "replace"), attempt,
                     max_attempts, fence, fields[2].decode("ascii", "replace"),
-                    enqueued_ms / 1000.0, fields[3])
+                    enqueued_ms / 1000.0, fields[3], parents)
         return task, Context(self, request, deadline)
 
     def no_handler(self, request: int, task: "Task") -> None:
