@@ -201,10 +201,11 @@ Test(rate_scripts, finish_parks_a_keyed_waiter_apart_and_wakes_none)
         rc, "XREADGROUP GROUP wharf c1 COUNT 10 STREAMS w:{t}:stream >"));
     freeReplyObject(test_redis_command(rc, "ZADD w:{t}:delayed %lld old",
                                        PARK_KEYED + now - 5000));
-    r = run(&script_finish, 8, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
+    r = run(&script_finish, 10, "w:{t}:stream", "w:{t}:delayed", "w:{t}:dead",
             "w:{t}:entries", "w:{t}:running", "w:{t}:lock:k1", "w:{t}:task:k1",
-            "w:{t}:cancel:k1", "wharf", "c1", "300000", "86400000", "t", "",
-            "r", "13", "1", entry, "", "k1", "p", "1", "1700000000000", TRACE,
+            "w:{t}:cancel:k1", "w:{t}:children:k1", "w:{t}:outbox", "wharf",
+            "c1", "300000", "86400000", "t", "", "r", "13", "1", entry, "",
+            "k1", "p", "1", "1700000000000", TRACE,
             "waiting for a free slot of its limit_key", "-2", NULL);
     cr_assert_str_eq(r->element[0]->str, "k");
     freeReplyObject(r);
