@@ -111,6 +111,10 @@ extern const cli_command cmd_schedule_run_entry;
 extern const cli_command cmd_group_show_entry;
 extern const cli_command cmd_group_cancel_entry;
 
+/* Cancels group's queued and held members and its callback, saying how
+ * many (wharf group cancel G and wharf cancel --group G). An exit code. */
+int cli_cancel_group(cli *ctx, const char *group);
+
 /* 0 when the manifest (wharf --config FILE), where the schedules are, was
  * given; else 64 after saying so (cmd_schedules.c). */
 int cli_need_schedules(cli *ctx);

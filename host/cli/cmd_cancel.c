@@ -22,24 +22,6 @@ static int check(cli *ctx, const cli_args *args)
     return 0;
 }
 
-static int cancel_group(cli *ctx, const char *group)
-{
-    wharf_client_status status;
-    size_t n = 0;
-    int code;
-
-    if ((code = cli_check_type(ctx, group)) != 0 ||
-        (code = cli_connect(ctx)) != 0)
-        return code;
-    status = wharf_group_cancel(ctx->client, group, &n);
-    if (status != WHARF_CLIENT_OK)
-        return cli_fail(ctx, cli_exit_status(status), "%s",
-                        wharf_client_errstr(ctx->client));
-    printf("cancelled: group %s, %zu members; its callback will not run\n",
-           group, n);
-    return EX_OK;
-}
-
 static int run(cli *ctx, const cli_args *args)
 {
     const char *type, *id;
@@ -48,7 +30,7 @@ static int run(cli *ctx, const cli_args *args)
     int code;
 
     if (args->flag[OPT_GROUP])
-        return cancel_group(ctx, args->flag[OPT_GROUP]);
+        return cli_cancel_group(ctx, args->flag[OPT_GROUP]);
     if ((code = cli_type_and_id(ctx, args, &type, &id)) != 0 ||
         (code = cli_connect(ctx)) != 0)
         return code;

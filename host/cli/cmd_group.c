@@ -44,9 +44,8 @@ static int show(cli *ctx, const cli_args *args)
     return EX_OK;
 }
 
-static int cancel(cli *ctx, const cli_args *args)
+int cli_cancel_group(cli *ctx, const char *group)
 {
-    const char *group = args->operand[0];
     wharf_client_status status;
     size_t n = 0;
     int code;
@@ -61,6 +60,11 @@ static int cancel(cli *ctx, const cli_args *args)
     printf("cancelled: group %s, %zu members; its callback will not run\n",
            group, n);
     return EX_OK;
+}
+
+static int cancel(cli *ctx, const cli_args *args)
+{
+    return cli_cancel_group(ctx, args->operand[0]);
 }
 
 const cli_command cmd_group_show_entry = {
