@@ -2,11 +2,9 @@
  * client's wharf_cancel): a queued, delayed or held one is removed and
  * never runs; a running one's host asks its plugin to end and its run
  * ends as cancelled, writing no result; a finished one says so (exit 1).
- * wharf cancel --group G: the group's callback and each of its members
- * (wharf_group_cancel). */
+ * wharf cancel --group G: the group's callback and each of its members,
+ * as wharf group cancel G (cli_cancel_group, cmd_group.c). */
 #include <sysexits.h>
-
-#include <wharf/client_workflow.h>
 
 #include "cli.h"
 
