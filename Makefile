@@ -83,11 +83,12 @@ test-plain: build clients
 	    --output-log $(abspath $(BUILD))/test-plain.log
 
 # The tests that run wharfd's lease keeper hard (leases, deadlines,
-# reloads, crashes) and its workers' threads (test_threads) against the
-# ThreadSanitizer wharfd, and those of wharf run --threads against its
-# wharf and plugins; any report fails.
+# reloads, crashes), its workers' threads (test_threads, test_coprocess)
+# and a workflow's child read by a worker with threads (test_workflow)
+# against the ThreadSanitizer wharfd, and those of wharf run --threads
+# against its wharf and plugins; any report fails.
 TSAN_REPORTS = $(abspath $(BUILD_TSAN))/tsan-reports
-TSAN_TESTS = test_lease|test_supervisor|test_wharf_run|test_threads|test_coprocess
+TSAN_TESTS = test_lease|test_supervisor|test_wharf_run|test_threads|test_coprocess|test_workflow
 # A worker with threads is forked by a supervisor that runs the lease
 # keeper's threads, and starts threads of its own: TSan allows that with
 # die_after_fork=0, and says once in such a worker that a new thread has
