@@ -724,7 +724,7 @@ static void enqueue_one(const char *id, const char *want)
     snprintf(task, sizeof(task), "w:{t}:task:%s", id);
     r = run(&script_enqueue, 9, "w:{t}:policy", "w:{t}:stream", "w:{t}:delayed",
             "w:{t}:pressure", "w:{t}:entries", seen, seen, task, task, "t",
-            "11", "0", "1048576", "0", "payload", "300000", "1", "0",
+            "11", "0", "1048576", "0", "payload", "300000", "1", "0", "",
             "the payload", TRACE, NULL);
     cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
     cr_assert_eq(r->elements, 4);
@@ -785,7 +785,7 @@ Test(scripts, enqueue_into_a_key_of_the_wrong_kind_writes_nothing)
                     "w:{t}:delayed", "w:{t}:pressure", "w:{t}:entries",
                     "w:{t}:seen:k1", "w:{t}:seen:k1", "w:{t}:task:k1",
                     "w:{t}:task:k1", "t", "11", "0", "1048576", "0", "payload",
-                    "300000", "1", "0", "the payload", TRACE, NULL);
+                    "300000", "1", "0", "", "the payload", TRACE, NULL);
         cr_assert_eq(key_count(), 1, "%s: a key was written", keys[k]);
         /* Once the key is fixed, the same task goes in, not DUPLICATE. */
         freeReplyObject(test_redis_command(rc, "DEL %s", keys[k]));
@@ -798,7 +798,7 @@ Test(scripts, enqueue_into_a_key_of_the_wrong_kind_writes_nothing)
                 "w:{t}:stream", "w:{t}:delayed", "w:{t}:pressure",
                 "w:{t}:entries", "w:{t}:seen:k2", "w:{t}:seen:k2",
                 "w:{t}:task:k2", "w:{t}:task:k2", "t", "11", "1", "1048576",
-                "0", "payload", "300000", "1", "0", "the payload", TRACE,
+                "0", "payload", "300000", "1", "0", "", "the payload", TRACE,
                 "60000", NULL);
     cr_assert_eq(key_count(), 1);
 }

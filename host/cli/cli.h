@@ -47,7 +47,7 @@ typedef struct cli {
 } cli;
 
 /* Most flags, and most operands, a command declares. */
-#define CLI_FLAGS_MAX 12
+#define CLI_FLAGS_MAX 16
 #define CLI_OPERANDS_MAX 4
 
 /* One flag a command takes: --NAME, alone or with a value (--wait DUR). */

@@ -250,6 +250,8 @@ wharf_client_status wharf_enqueue_batch(wharf_client *client,
     }
     if (!(b = client_enqueue_buffers(client)))
         status = WHARF_CLIENT_ERROR;
+    else
+        b->call.options[0] = '\0'; /* a batch's tasks take no options */
     while (status == WHARF_CLIENT_OK && (done < n || sent)) {
         int again = 0;
         next = NULL;

@@ -131,6 +131,31 @@ WHARF_CLIENT_API wharf_client_status
 wharf_enqueue(wharf_client *client, const wharf_enqueue_opts *opts,
               wharf_enqueue_reply *out);
 
+/* Per-task options of one enqueue (docs/protocol.md). A struct of its
+ * own, with its size: wharf_enqueue_opts has no size or version field and
+ * callers pass arrays of it to wharf_enqueue_batch, so a field added to it
+ * would move every element under a program built against the old header.
+ * Set size to sizeof(wharf_task_options) and zero every field you do not
+ * set; a later version may add fields at the end. */
+typedef struct wharf_task_options {
+    size_t size;
+    int64_t timeout_ms;    /* 0: the type's; 1 ms up to 30 days. A run gets
+                              the shorter of it and the type's timeout (the
+                              type's lock and takeover are sized by its
+                              own) */
+    unsigned max_attempts; /* 0: the type's; 1 up to 1000 */
+    int64_t expires_at_ms; /* 0: none; else wall-clock ms since the epoch:
+                              an attempt not begun by then does not run,
+                              and the task is dead with "expired" */
+} wharf_task_options;
+
+/* wharf_enqueue with per-task options (NULL: none); a retry keeps them.
+ * BAD_INPUT, nothing enqueued, for a value out of its bounds or a size
+ * smaller than this header's. */
+WHARF_CLIENT_API wharf_client_status
+wharf_enqueue_with(wharf_client *client, const wharf_enqueue_opts *opts,
+                   const wharf_task_options *options, wharf_enqueue_reply *out);
+
 /* Enqueues n tasks, pipelined: one script call per run of up to 100 tasks
  * of one type and one round trip per up to 500 tasks, each task judged by
  * the script exactly as if enqueued alone. replies (n of them, caller-owned)
