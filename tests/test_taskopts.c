@@ -266,3 +266,33 @@ Test(taskopts, bad_values_are_refused)
                       "to 1000");
     cr_assert_eq(test_host_runs(&host, "odd", 0), 0);
 }
+
+/* wharf status shows a task's own options, waiting (delayed) and queued,
+ * and not for a task without them. */
+Test(taskopts, status_shows_the_options)
+{
+    const test_cli_run *c;
+
+    c = wharf("enqueue", "chaos", "ok", "--id", "later", "--delay", "1h",
+              "--timeout", "2s", "--max-attempts", "7", "--expires",
+              "2999-01-01T00:00:00Z");
+    cr_assert_eq(c->status, 0, "%s", c->err);
+    c = wharf("status", "chaos", "later");
+    cr_assert_eq(c->status, 0, "%s", c->err);
+    cr_assert(strstr(c->out, "state: delayed\n"), "%s", c->out);
+    cr_assert(strstr(c->out, "timeout_ms: 2000\n"), "%s", c->out);
+    cr_assert(strstr(c->out, "max_attempts: 7\n"), "%s", c->out);
+    cr_assert(strstr(c->out, "expires_at: 2999-01-01T00:00:00"), "%s",
+              c->out);
+    c = wharf("enqueue", "chaos", "ok", "--id", "now", "--max-attempts", "3");
+    cr_assert_eq(c->status, 0, "%s", c->err);
+    c = wharf("status", "--json", "chaos", "now");
+    cr_assert_eq(c->status, 0, "%s", c->err);
+    cr_assert(strstr(c->out, "\"state\": \"queued\""), "%s", c->out);
+    cr_assert(strstr(c->out, "\"max_attempts\": 3"), "%s", c->out);
+    cr_assert_null(strstr(c->out, "timeout_ms"), "%s", c->out);
+    c = wharf("enqueue", "chaos", "ok", "--id", "bare");
+    cr_assert_eq(c->status, 0, "%s", c->err);
+    c = wharf("status", "chaos", "bare");
+    cr_assert_null(strstr(c->out, "max_attempts"), "%s", c->out);
+}

@@ -222,6 +222,11 @@ typedef struct wharf_task_info {
                                the error it died of (cut to fit) */
     char waits_for[1024];   /* held: the parents not finished yet,
                                "<type>:<id>,..." (cut to fit) */
+    /* queued, running, delayed, dead: the options it was enqueued with
+     * (wharf_enqueue_with), 0 for each one not set */
+    int64_t timeout_ms;
+    unsigned max_attempts;
+    int64_t expires_at_ms;
 } wharf_task_info;
 
 /* Reads where task id of type is, in one script call. OK with *out set
