@@ -16,6 +16,7 @@
 #include <wharf/client.h>
 
 #include "host_process.h"
+#include "spawn.h"
 #include "redis_server.h"
 #include "wharf_cli.h"
 
@@ -295,4 +296,81 @@ Test(taskopts, status_shows_the_options)
     cr_assert_eq(c->status, 0, "%s", c->err);
     c = wharf("status", "chaos", "bare");
     cr_assert_null(strstr(c->out, "max_attempts"), "%s", c->out);
+}
+
+/* Runs tests/clients/driver.<lang> ("py" or "js") with args
+ * (NULL-terminated) after "URL enqueue chaos"; returns its exit code. */
+static int driver(const char *lang, const char *const *args)
+{
+    const char *argv[24];
+    char path[512], out[300], err[300];
+    size_t k = 0;
+    int py = strcmp(lang, "py") == 0;
+
+    snprintf(path, sizeof(path), "%s/tests/clients/driver.%s",
+             WHARF_SOURCE_DIR, lang);
+    snprintf(out, sizeof(out), "%s/driver.out", redis.dir);
+    snprintf(err, sizeof(err), "%s/driver.err", redis.dir);
+    argv[k++] = py ? "/usr/bin/python3" : "/usr/bin/node";
+    argv[k++] = path;
+    argv[k++] = redis.url;
+    argv[k++] = "enqueue";
+    argv[k++] = "chaos";
+    for (; *args && k < 23; args++)
+        argv[k++] = *args;
+    argv[k] = NULL;
+    cr_assert_eq(setenv("WHARF_LUA_DIR", WHARF_SOURCE_DIR "/sdk/lua", 1), 0);
+    return test_spawn(argv, NULL, out, err, py ? "PYTHONPATH" : NULL,
+                      py ? WHARF_SOURCE_DIR "/clients/python" : NULL);
+}
+
+/* The Python or Node client sets each option: a timeout that ends the
+ * run, max_attempts 1 that ends the retries, an expiry past before the
+ * task is due; and refuses a bad value with nothing enqueued. */
+static void client_sets_options(const char *lang)
+{
+    char slow[16], once[16], gone[16];
+
+    snprintf(slow, sizeof(slow), "%s-slow", lang);
+    snprintf(once, sizeof(once), "%s-once", lang);
+    snprintf(gone, sizeof(gone), "%s-gone", lang);
+    start_host(0);
+    cr_assert_eq(driver(lang, (const char *const[]){"polite:600000", "--id",
+                                                     slow, "--timeout", "300",
+                                                     "--max-attempts", "1",
+                                                     NULL}),
+                 0);
+    cr_assert_eq(driver(lang, (const char *const[]){"fail:3", "--id", once,
+                                                     "--max-attempts", "1",
+                                                     NULL}),
+                 0);
+    cr_assert_eq(driver(lang, (const char *const[]){"ok", "--id", gone,
+                                                     "--delay", "200",
+                                                     "--expire-in", "1",
+                                                     NULL}),
+                 0);
+    assert_dead_field(slow, "error", "timeout after 300 ms");
+    assert_dead_field(once, "attempt", "1");
+    assert_dead_field(gone, "error", "expired");
+    cr_assert_eq(test_host_runs(&host, once, 0), 1);
+    cr_assert_eq(test_host_runs(&host, gone, 0), 0);
+    cr_assert_neq(driver(lang, (const char *const[]){"ok", "--id", "bad",
+                                                      "--max-attempts",
+                                                      "1001", NULL}),
+                  0);
+    cr_assert_neq(driver(lang, (const char *const[]){"ok", "--id", "bad",
+                                                      "--timeout", "0",
+                                                      NULL}),
+                  0);
+    cr_assert_eq(test_redis_keys(rc, "wharf:{chaos}:*:bad"), 0);
+}
+
+Test(taskopts, the_python_client_sets_them)
+{
+    client_sets_options("py");
+}
+
+Test(taskopts, the_node_client_sets_them)
+{
+    client_sets_options("js");
 }

@@ -27,6 +27,14 @@ export interface EnqueueOptions {
   trace?: string;
   /** Keep trying this many ms while the type refuses tasks with backpressure. */
   wait?: number;
+  /** This task's timeout in ms (1 ms to 30 days; a run gets the shorter of it and the type's). */
+  timeout?: number;
+  /** This task's attempts (1 to 1000) instead of the type's max_attempts. */
+  maxAttempts?: number;
+  /** No attempt begins later than this many ms from now: the task is dead with "expired". */
+  expireIn?: number;
+  /** The same at a given time (not with expireIn). */
+  expires?: Date;
 }
 
 export interface EnqueueResult {

@@ -31,7 +31,13 @@ async function main(argv) {
       const id = opt(args, '--id');
       const delay = opt(args, '--delay');
       const trace = opt(args, '--trace');
-      const r = await c.enqueue(type, args[0], { id, trace, delay: delay ? Number(delay) : undefined });
+      const num = (name) => { const v = opt(args, name); return v ? Number(v) : undefined; };
+      const timeout = num('--timeout');
+      const maxAttempts = num('--max-attempts');
+      const expireIn = num('--expire-in');
+      const r = await c.enqueue(type, args[0], {
+        id, trace, delay: delay ? Number(delay) : undefined, timeout, maxAttempts, expireIn,
+      });
       process.stdout.write(`${r.id}\n`);
       if (r.duplicate) process.stderr.write(`duplicate: task '${r.id}' is already enqueued\n`);
     } else if (op === 'many') {
