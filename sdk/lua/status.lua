@@ -69,7 +69,7 @@ local function fields(h)
 end
 -- Appends to out the per-task options of f (fields) it has.
 local function with_options(out, f)
-  for _, name in ipairs({'timeout_ms', 'max_attempts', 'expires_at'}) do
+  for name in string.gmatch('timeout_ms max_attempts expires_at', '%S+') do
     if f[name] then
       out[#out + 1] = name
       out[#out + 1] = f[name]
