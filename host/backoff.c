@@ -35,8 +35,8 @@ void backoff_fail(broker_job *j, const char *reason)
 
     /* The task's own max_attempts when it was enqueued with one (entry.c
      * set it), else the type's. */
-    unsigned max_attempts = t->max_attempts ? t->max_attempts
-                                            : pol->max_attempts;
+    unsigned max_attempts =
+        t->max_attempts ? t->max_attempts : pol->max_attempts;
 
     j->reason = reason;
     if (t->attempt < max_attempts) {

@@ -32,7 +32,7 @@ typedef struct entry {
      * timeout_ms is already the one the run gets: the task's, cut to the
      * type's; task.max_attempts is the task's when it has one. */
     int64_t timeout_ms;
-    int64_t expires_at_ms; /* wall clock ms: no attempt begins after it */
+    int64_t expires_at_ms;     /* wall clock ms: no attempt begins after it */
     int64_t opt_timeout_ms;    /* as enqueued (a retry keeps them), or 0 */
     unsigned opt_max_attempts; /* as enqueued, or 0 */
 } entry;

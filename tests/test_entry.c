@@ -185,18 +185,21 @@ Test(entry, options_are_read_and_bounded)
 {
     static const policy p = {
         .max_attempts = 5, .max_payload = 16, .timeout_ms = 1000};
-    const char *given[] = {"id", "o", "type", "t", "payload", "x", "attempt",
-                           "1", "enqueued_at", "1", "trace", TRACE,
-                           "timeout_ms", "250", "max_attempts", "9",
-                           "expires_at", "1700000000000", NULL};
-    const char *longer[] = {"id", "o", "type", "t", "payload", "x", "attempt",
-                            "1", "enqueued_at", "1", "trace", TRACE,
-                            "timeout_ms", "5000", NULL};
-    const char *none[] = {"id", "o", "type", "t", "payload", "x", "attempt",
-                          "1", "enqueued_at", "1", "trace", TRACE, NULL};
-    const char *bad[] = {"id", "o", "type", "t", "payload", "x", "attempt",
-                         "1", "enqueued_at", "1", "trace", TRACE,
-                         "timeout_ms", "0", NULL};
+    const char *given[] = {
+        "id",         "o",   "type",         "t", "payload",    "x",
+        "attempt",    "1",   "enqueued_at",  "1", "trace",      TRACE,
+        "timeout_ms", "250", "max_attempts", "9", "expires_at", "1700000000000",
+        NULL};
+    const char *longer[] = {"id",          "o",    "type",    "t",
+                            "payload",     "x",    "attempt", "1",
+                            "enqueued_at", "1",    "trace",   TRACE,
+                            "timeout_ms",  "5000", NULL};
+    const char *none[] = {"id",    "o",       "type", "t",           "payload",
+                          "x",     "attempt", "1",    "enqueued_at", "1",
+                          "trace", TRACE,     NULL};
+    const char *bad[] = {
+        "id",          "o", "type",  "t",   "payload",    "x", "attempt", "1",
+        "enqueued_at", "1", "trace", TRACE, "timeout_ms", "0", NULL};
     redisReply *r;
     entry e;
 

@@ -774,12 +774,12 @@ Test(scripts, enqueue_writes_options_and_refuses_bad_ones)
 {
     redisReply *r;
 
-    r = run(&script_enqueue, 9, "w:{t}:policy", "w:{t}:stream",
-            "w:{t}:delayed", "w:{t}:pressure", "w:{t}:entries",
-            "w:{t}:seen:o1", "w:{t}:seen:o1", "w:{t}:task:o1",
-            "w:{t}:task:o1", "t", "11", "1", "1048576", "0", "payload",
-            "300000", "1", "0", "timeout_ms 500 max_attempts 2 expires_at 9",
-            "the payload", TRACE, "60000", NULL);
+    r = run(&script_enqueue, 9, "w:{t}:policy", "w:{t}:stream", "w:{t}:delayed",
+            "w:{t}:pressure", "w:{t}:entries", "w:{t}:seen:o1", "w:{t}:seen:o1",
+            "w:{t}:task:o1", "w:{t}:task:o1", "t", "11", "1", "1048576", "0",
+            "payload", "300000", "1", "0",
+            "timeout_ms 500 max_attempts 2 expires_at 9", "the payload", TRACE,
+            "60000", NULL);
     freeReplyObject(r);
     assert_str(hget("w:{t}:task:o1", "timeout_ms"), "500");
     assert_str(hget("w:{t}:task:o1", "max_attempts"), "2");
@@ -790,13 +790,27 @@ Test(scripts, enqueue_writes_options_and_refuses_bad_ones)
                                       "timeout_ms 1e3"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         r = script_run(rc, &script_enqueue, 9, 21,
-                       (const char *[]){"w:{t}:policy", "w:{t}:stream",
-                                        "w:{t}:delayed", "w:{t}:pressure",
-                                        "w:{t}:entries", "w:{t}:seen:o2",
-                                        "w:{t}:seen:o2", "w:{t}:task:o2",
-                                        "w:{t}:task:o2", "t", "11", "0",
-                                        "1048576", "0", "payload", "300000",
-                                        "1", "0", bad[i], "p", TRACE},
+                       (const char *[]){"w:{t}:policy",
+                                        "w:{t}:stream",
+                                        "w:{t}:delayed",
+                                        "w:{t}:pressure",
+                                        "w:{t}:entries",
+                                        "w:{t}:seen:o2",
+                                        "w:{t}:seen:o2",
+                                        "w:{t}:task:o2",
+                                        "w:{t}:task:o2",
+                                        "t",
+                                        "11",
+                                        "0",
+                                        "1048576",
+                                        "0",
+                                        "payload",
+                                        "300000",
+                                        "1",
+                                        "0",
+                                        bad[i],
+                                        "p",
+                                        TRACE},
                        NULL);
         cr_assert(r != NULL);
         cr_assert_eq(r->type, REDIS_REPLY_ERROR, "'%s' taken", bad[i]);

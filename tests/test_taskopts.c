@@ -38,9 +38,9 @@ static void start_redis(void)
     char err[256];
 
     test_suite_up(&redis, 0, &rc);
-    cr_assert_eq(wharf_client_open(&client, redis.url, NULL, NULL, err,
-                                   sizeof(err)),
-                 WHARF_CLIENT_OK, "%s", err);
+    cr_assert_eq(
+        wharf_client_open(&client, redis.url, NULL, NULL, err, sizeof(err)),
+        WHARF_CLIENT_OK, "%s", err);
 }
 
 static void stop_all(void)
@@ -72,13 +72,13 @@ static void enqueue(const char *id, const char *payload,
                     const wharf_task_options *o)
 {
     wharf_enqueue_reply reply;
-    wharf_client_status status = wharf_enqueue_with(
-        client,
-        &(wharf_enqueue_opts){.type = "chaos",
-                              .payload = payload,
-                              .payload_len = strlen(payload),
-                              .id = id},
-        o, &reply);
+    wharf_client_status status =
+        wharf_enqueue_with(client,
+                           &(wharf_enqueue_opts){.type = "chaos",
+                                                 .payload = payload,
+                                                 .payload_len = strlen(payload),
+                                                 .id = id},
+                           o, &reply);
 
     cr_assert(status == WHARF_CLIENT_OK || status == WHARF_CLIENT_UNSERVED,
               "%s: %s", id, wharf_client_errstr(client));
@@ -207,17 +207,21 @@ Test(taskopts, an_expired_task_is_dead_with_threads)
 }
 
 /* Bad values: the CLI says which (64 for what is not a value, 65 out of
- * bounds), the C client refuses them, and an entry with a malformed option is a bad
- * task (dead, with why). Nothing bad is ever enqueued. */
+ * bounds), the C client refuses them, and an entry with a malformed option is a
+ * bad task (dead, with why). Nothing bad is ever enqueued. */
 Test(taskopts, bad_values_are_refused)
 {
     static const char *const usage[][2] = {
-        {"--timeout", "soon"},      {"--max-attempts", "x"},
-        {"--expire-in", "-1s"},     {"--expires", "tomorrow"},
+        {"--timeout", "soon"},
+        {"--max-attempts", "x"},
+        {"--expire-in", "-1s"},
+        {"--expires", "tomorrow"},
     };
     static const char *const data[][2] = {
-        {"--timeout", "0ms"},       {"--timeout", "31d"},
-        {"--max-attempts", "0"},    {"--max-attempts", "1001"},
+        {"--timeout", "0ms"},
+        {"--timeout", "31d"},
+        {"--max-attempts", "0"},
+        {"--max-attempts", "1001"},
         {"--expires", "2001-01-01T00:00:00Z"},
     };
     const test_cli_run *c;
@@ -242,15 +246,13 @@ Test(taskopts, bad_values_are_refused)
     cr_assert_eq(c->status, 64, "%s", c->err);
 
     o.max_attempts = 1001;
-    cr_assert_eq(wharf_enqueue_with(client,
-                                    &(wharf_enqueue_opts){.type = "chaos"}, &o,
-                                    NULL),
+    cr_assert_eq(wharf_enqueue_with(
+                     client, &(wharf_enqueue_opts){.type = "chaos"}, &o, NULL),
                  WHARF_CLIENT_BAD_INPUT);
     cr_assert(strstr(wharf_client_errstr(client), "max_attempts"));
     o = (wharf_task_options){.size = 1, .max_attempts = 2};
-    cr_assert_eq(wharf_enqueue_with(client,
-                                    &(wharf_enqueue_opts){.type = "chaos"}, &o,
-                                    NULL),
+    cr_assert_eq(wharf_enqueue_with(
+                     client, &(wharf_enqueue_opts){.type = "chaos"}, &o, NULL),
                  WHARF_CLIENT_BAD_INPUT);
     cr_assert_eq(test_redis_keys(rc, "wharf:{chaos}:*"), 0);
 
@@ -283,8 +285,7 @@ Test(taskopts, status_shows_the_options)
     cr_assert(strstr(c->out, "state: delayed\n"), "%s", c->out);
     cr_assert(strstr(c->out, "timeout_ms: 2000\n"), "%s", c->out);
     cr_assert(strstr(c->out, "max_attempts: 7\n"), "%s", c->out);
-    cr_assert(strstr(c->out, "expires_at: 2999-01-01T00:00:00"), "%s",
-              c->out);
+    cr_assert(strstr(c->out, "expires_at: 2999-01-01T00:00:00"), "%s", c->out);
     c = wharf("enqueue", "chaos", "ok", "--id", "now", "--max-attempts", "3");
     cr_assert_eq(c->status, 0, "%s", c->err);
     c = wharf("status", "--json", "chaos", "now");
@@ -299,22 +300,23 @@ Test(taskopts, status_shows_the_options)
 }
 
 /* Runs tests/clients/driver.<lang> ("py" or "js") with args
- * (NULL-terminated) after "URL enqueue chaos"; returns its exit code. */
-static int driver(const char *lang, const char *const *args)
+ * (NULL-terminated) after "URL <op> chaos"; returns its exit code, its
+ * stdout in redis.dir/driver.out. */
+static int driver_op(const char *lang, const char *op, const char *const *args)
 {
     const char *argv[24];
     char path[512], out[300], err[300];
     size_t k = 0;
     int py = strcmp(lang, "py") == 0;
 
-    snprintf(path, sizeof(path), "%s/tests/clients/driver.%s",
-             WHARF_SOURCE_DIR, lang);
+    snprintf(path, sizeof(path), "%s/tests/clients/driver.%s", WHARF_SOURCE_DIR,
+             lang);
     snprintf(out, sizeof(out), "%s/driver.out", redis.dir);
     snprintf(err, sizeof(err), "%s/driver.err", redis.dir);
     argv[k++] = py ? "/usr/bin/python3" : "/usr/bin/node";
     argv[k++] = path;
     argv[k++] = redis.url;
-    argv[k++] = "enqueue";
+    argv[k++] = op;
     argv[k++] = "chaos";
     for (; *args && k < 23; args++)
         argv[k++] = *args;
@@ -324,43 +326,67 @@ static int driver(const char *lang, const char *const *args)
                       py ? WHARF_SOURCE_DIR "/clients/python" : NULL);
 }
 
+static int driver(const char *lang, const char *const *args)
+{
+    return driver_op(lang, "enqueue", args);
+}
+
+/* The driver's stdout of its last run (malloc'd). */
+static char *driver_out(void)
+{
+    char path[300], *buf = calloc(1, 4096);
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/driver.out", redis.dir);
+    f = fopen(path, "r");
+    cr_assert(f != NULL && buf != NULL);
+    cr_assert(fread(buf, 1, 4095, f) < 4095);
+    fclose(f);
+    return buf;
+}
+
 /* The Python or Node client sets each option: a timeout that ends the
  * run, max_attempts 1 that ends the retries, an expiry past before the
- * task is due; and refuses a bad value with nothing enqueued. */
+ * task is due; its status shows them; and it refuses a bad value with nothing
+ * enqueued. */
 static void client_sets_options(const char *lang)
 {
-    char slow[16], once[16], gone[16];
+    char slow[16], once[16], gone[16], *out;
 
     snprintf(slow, sizeof(slow), "%s-slow", lang);
     snprintf(once, sizeof(once), "%s-once", lang);
     snprintf(gone, sizeof(gone), "%s-gone", lang);
     start_host(0);
-    cr_assert_eq(driver(lang, (const char *const[]){"polite:600000", "--id",
-                                                     slow, "--timeout", "300",
-                                                     "--max-attempts", "1",
-                                                     NULL}),
-                 0);
-    cr_assert_eq(driver(lang, (const char *const[]){"fail:3", "--id", once,
-                                                     "--max-attempts", "1",
-                                                     NULL}),
-                 0);
-    cr_assert_eq(driver(lang, (const char *const[]){"ok", "--id", gone,
-                                                     "--delay", "200",
-                                                     "--expire-in", "1",
-                                                     NULL}),
-                 0);
+    cr_assert_eq(
+        driver(lang,
+               (const char *const[]){"polite:600000", "--id", slow, "--timeout",
+                                     "300", "--max-attempts", "1", NULL}),
+        0);
+    cr_assert_eq(
+        driver(lang, (const char *const[]){"fail:3", "--id", once,
+                                           "--max-attempts", "1", NULL}),
+        0);
+    cr_assert_eq(
+        driver(lang, (const char *const[]){"ok", "--id", gone, "--delay", "200",
+                                           "--expire-in", "1", NULL}),
+        0);
     assert_dead_field(slow, "error", "timeout after 300 ms");
     assert_dead_field(once, "attempt", "1");
     assert_dead_field(gone, "error", "expired");
     cr_assert_eq(test_host_runs(&host, once, 0), 1);
     cr_assert_eq(test_host_runs(&host, gone, 0), 0);
+    /* Its status shows them, named as the CLI's --json names them. */
+    cr_assert_eq(driver_op(lang, "status", (const char *const[]){once, NULL}),
+                 0);
+    out = driver_out();
+    cr_assert(strstr(out, "\"max_attempts\": 1"), "%s", out);
+    free(out);
+    cr_assert_neq(
+        driver(lang, (const char *const[]){"ok", "--id", "bad",
+                                           "--max-attempts", "1001", NULL}),
+        0);
     cr_assert_neq(driver(lang, (const char *const[]){"ok", "--id", "bad",
-                                                      "--max-attempts",
-                                                      "1001", NULL}),
-                  0);
-    cr_assert_neq(driver(lang, (const char *const[]){"ok", "--id", "bad",
-                                                      "--timeout", "0",
-                                                      NULL}),
+                                                     "--timeout", "0", NULL}),
                   0);
     cr_assert_eq(test_redis_keys(rc, "wharf:{chaos}:*:bad"), 0);
 }

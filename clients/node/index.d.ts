@@ -77,6 +77,10 @@ export interface TaskStatus {
   expiresInMs?: number;
   /** held: the parents ("type:id,...") that have not ended yet. */
   waitsFor?: string;
+  /** queued, running, delayed, dead: the task's own options, when it was enqueued with them. */
+  timeoutMs?: number;
+  maxAttempts?: number;
+  expiresAtMs?: number;
 }
 
 export interface AfterOptions {

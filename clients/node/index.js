@@ -749,6 +749,9 @@ class Client {
     set('resultBytes', num('result_bytes'));
     set('expiresInMs', num('expires_in_ms'));
     if (f.state === 'held') set('waitsFor', text('waits_for'));
+    set('timeoutMs', num('timeout_ms'));
+    set('maxAttempts', num('max_attempts'));
+    set('expiresAtMs', num('expires_at'));
     return out;
   }
 

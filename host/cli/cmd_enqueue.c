@@ -40,10 +40,9 @@ enum {
 /* The per-task options of args, as given. */
 static enqueue_option_texts option_texts(const cli_args *args)
 {
-    return (enqueue_option_texts){args->flag[OPT_TIMEOUT],
-                                  args->flag[OPT_MAX_ATTEMPTS],
-                                  args->flag[OPT_EXPIRE_IN],
-                                  args->flag[OPT_EXPIRES]};
+    return (enqueue_option_texts){
+        args->flag[OPT_TIMEOUT], args->flag[OPT_MAX_ATTEMPTS],
+        args->flag[OPT_EXPIRE_IN], args->flag[OPT_EXPIRES]};
 }
 
 /* The whole of stdin, binary-safe. 0 with *data malloc'd (caller frees),
@@ -172,8 +171,8 @@ static int run(cli *ctx, const cli_args *args)
         (wait_text &&
          (code = cli_duration(ctx, "--wait", wait_text, &wait_ms)) != 0))
         return code;
-    if ((code = enqueue_options_read(ctx, &texts, clock_wall_ms(),
-                                     &options)) != 0)
+    if ((code = enqueue_options_read(ctx, &texts, clock_wall_ms(), &options)) !=
+        0)
         return code;
     if ((code = cli_check_type(ctx, task.type)) != 0 ||
         (task.id && (code = cli_check_id(ctx, task.id)) != 0))

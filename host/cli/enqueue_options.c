@@ -106,8 +106,8 @@ static int read_count(cli *ctx, const char *name, const char *text, long max,
         return cli_usage(ctx, "%s '%s' is not a whole number", name, quoted);
     if (n < 1 || n > max)
         return cli_fail(ctx, EX_DATAERR,
-                        "%s %s is out of range: use 1 up to %ld", name,
-                        quoted, max);
+                        "%s %s is out of range: use 1 up to %ld", name, quoted,
+                        max);
     *out = (unsigned)n;
     return 0;
 }
@@ -155,10 +155,9 @@ int enqueue_options_read(cli *ctx, const enqueue_option_texts *t,
                              "2026-12-04T03:00:00Z)",
                              quoted);
         if (ms <= now_ms || ms > OPT_TIME_MAX_MS)
-            return cli_fail(ctx, EX_DATAERR,
-                            "--expires '%s' is %s: nothing was enqueued",
-                            quoted,
-                            ms <= now_ms ? "in the past" : "after 9999");
+            return cli_fail(
+                ctx, EX_DATAERR, "--expires '%s' is %s: nothing was enqueued",
+                quoted, ms <= now_ms ? "in the past" : "after 9999");
         out->expires_at_ms = ms;
     }
     return 0;

@@ -105,8 +105,9 @@ wharf_client_status client_enqueue_options(wharf_client *c, enqueue_call *call,
     /* A caller built against a shorter struct than ours is refused, not
      * read past its end; sizes from later versions read what we know. */
     if (o->size < sizeof(*o)) {
-        client_error(c, "enqueue: task options of %zu bytes: set size to "
-                        "sizeof(wharf_task_options)",
+        client_error(c,
+                     "enqueue: task options of %zu bytes: set size to "
+                     "sizeof(wharf_task_options)",
                      o->size);
         return WHARF_CLIENT_BAD_INPUT;
     }
@@ -131,17 +132,17 @@ wharf_client_status client_enqueue_options(wharf_client *c, enqueue_call *call,
     }
     /* Three bounded numbers always fit CLIENT_OPTIONS_SIZE. */
     if (o->timeout_ms > 0)
-        len += (size_t)snprintf(call->options + len,
-                                sizeof(call->options) - len,
-                                " timeout_ms %" PRId64, o->timeout_ms);
+        len +=
+            (size_t)snprintf(call->options + len, sizeof(call->options) - len,
+                             " timeout_ms %" PRId64, o->timeout_ms);
     if (o->max_attempts > 0)
-        len += (size_t)snprintf(call->options + len,
-                                sizeof(call->options) - len,
-                                " max_attempts %u", o->max_attempts);
+        len +=
+            (size_t)snprintf(call->options + len, sizeof(call->options) - len,
+                             " max_attempts %u", o->max_attempts);
     if (o->expires_at_ms > 0)
-        len += (size_t)snprintf(call->options + len,
-                                sizeof(call->options) - len,
-                                " expires_at %" PRId64, o->expires_at_ms);
+        len +=
+            (size_t)snprintf(call->options + len, sizeof(call->options) - len,
+                             " expires_at %" PRId64, o->expires_at_ms);
     if (len > 0)
         memmove(call->options, call->options + 1, len);
     return WHARF_CLIENT_OK;
@@ -211,8 +212,7 @@ wharf_client_status client_enqueue_build(wharf_client *c, enqueue_call *call,
     script_enqueue_args(cmd, type, skip, delayed ? "1" : "0",
                         DEFAULT_MAX_PAYLOAD, DEFAULT_MAX_BACKLOG,
                         DEFAULT_IDEMPOTENCY, DEFAULT_IDEMPOTENCY_TTL,
-                        CLIENT_PROTOCOLS, c->strict ? "1" : "0",
-                        call->options);
+                        CLIENT_PROTOCOLS, c->strict ? "1" : "0", call->options);
     for (size_t i = 0; i < count; i++) {
         const wharf_enqueue_opts *t = &tasks[index[i]];
         task_slot *s = &call->slots[i];

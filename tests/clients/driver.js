@@ -17,6 +17,7 @@ const NAMES = {
   nowMs: 'now_ms', enqueuedAtMs: 'enqueued_at_ms', sinceMs: 'since_ms',
   cancelRequested: 'cancel_requested', dueAtMs: 'due_at_ms',
   diedAtMs: 'died_at_ms', resultBytes: 'result_bytes', expiresInMs: 'expires_in_ms',
+  timeoutMs: 'timeout_ms', maxAttempts: 'max_attempts', expiresAtMs: 'expires_at_ms',
 };
 
 async function main(argv) {

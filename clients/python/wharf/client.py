@@ -94,6 +94,11 @@ class TaskStatus:
     result_bytes: Optional[int] = None
     expires_in_ms: Optional[int] = None
     waits_for: Optional[str] = None  #: held: "type:id,..." not ended yet
+    #: queued, running, delayed, dead: the task's own options, if it was
+    #: enqueued with them
+    timeout_ms: Optional[int] = None
+    max_attempts: Optional[int] = None
+    expires_at_ms: Optional[int] = None
 
 
 class CancelResult(NamedTuple):
@@ -1107,7 +1112,9 @@ class Client:
             due_at_ms=num("due_at"), died_at_ms=num("died_at"),
             error=text("error"), result_bytes=num("result_bytes"),
             expires_in_ms=num("expires_in_ms"),
-            waits_for=text("waits_for") if st == "held" else None)
+            waits_for=text("waits_for") if st == "held" else None,
+            timeout_ms=num("timeout_ms"), max_attempts=num("max_attempts"),
+            expires_at_ms=num("expires_at"))
 
     def result(self, type: str, id: str, *,
                wait: Optional[Seconds] = None) -> bytes:
