@@ -145,6 +145,7 @@ void entry_parse(entry *e, const redisReply *r, const char *type,
     e->task.trace = "";
     e->task.attempt = 1;
     e->task.max_attempts = pol->max_attempts;
+    e->timeout_ms = pol->timeout_ms;
 
     fields = r->elements > 1 ? r->element[1] : NULL;
     if (!fields || fields->type != REDIS_REPLY_ARRAY) {
@@ -153,7 +154,6 @@ void entry_parse(entry *e, const redisReply *r, const char *type,
         return;
     }
     fields_of(fields, v);
-    e->timeout_ms = pol->timeout_ms;
     /* Only an entry with more than the six task fields can have one: a
      * task without workflows or options costs nothing here. */
     for (size_t i = 2 * F_COUNT; i + 1 < fields->elements; i += 2)
