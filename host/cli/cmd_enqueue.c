@@ -120,13 +120,13 @@ static int check(cli *ctx, const cli_args *args)
     const char *file = args->flag[OPT_FILE];
     enqueue_option_texts texts = option_texts(args);
 
-    /* Workflow members and children, and --file's batch, have no way to
-     * carry them yet: refused rather than dropped. */
+    /* Workflow members and children have no way to carry them yet:
+     * refused rather than dropped. */
     if (enqueue_options_given(&texts) &&
-        (file || args->flag[OPT_AFTER] || args->flag[OPT_GROUP]))
+        (args->flag[OPT_AFTER] || args->flag[OPT_GROUP]))
         return cli_usage(ctx, "--timeout, --max-attempts, --expire-in and "
-                              "--expires go with one plain task, not "
-                              "--file, --after or --group");
+                              "--expires go with plain tasks, not --after "
+                              "or --group");
 
     if (args->flag[OPT_GROUP] || args->flag[OPT_THEN]) {
         if (!file || !args->flag[OPT_GROUP] || !args->flag[OPT_THEN])
@@ -191,7 +191,7 @@ static int run(cli *ctx, const cli_args *args)
         if ((code = cli_connect(ctx)) != 0)
             return code;
         wharf_client_set_strict(ctx->client, strict);
-        return cli_enqueue_file(ctx, file, &task, wait_ms);
+        return cli_enqueue_file(ctx, file, &task, &options, wait_ms);
     }
     if (payload && strcmp(payload, "-") != 0) {
         task.payload = payload;
@@ -224,7 +224,8 @@ const cli_command cmd_enqueue_entry = {
     .usage = "TYPE [PAYLOAD|-] [--id ID] [--delay DUR] [--trace TP] "
              "[--wait DUR] [--strict] [--timeout DUR] [--max-attempts N] "
              "[--expire-in DUR|--expires RFC3339] [--after TYPE:ID,...] "
-             "[--on-parent-dead dead|run] | TYPE --file FILE [--strict] | "
+             "[--on-parent-dead dead|run] | TYPE --file FILE [--strict] "
+             "[--timeout DUR] [--max-attempts N] [--expire-in DUR] | "
              "TYPE --file FILE --group G --then TYPE2 [PAYLOAD]",
     .help = "Adds a task of TYPE with PAYLOAD (or stdin with -, or nothing: an empty\n"
 "payload) and prints its id. The id is --id, else the SHA-256 of type and\n"

@@ -169,6 +169,14 @@ WHARF_CLIENT_API wharf_client_status
 wharf_enqueue_batch(wharf_client *client, const wharf_enqueue_opts *tasks,
                     size_t n, wharf_enqueue_reply *replies);
 
+/* wharf_enqueue_batch with the same per-task options for every task
+ * (NULL: none). For a bad options value (as wharf_enqueue_with) nothing
+ * is sent, and it and every reply are BAD_INPUT. */
+WHARF_CLIENT_API wharf_client_status
+wharf_enqueue_batch_with(wharf_client *client, const wharf_enqueue_opts *tasks,
+                         size_t n, const wharf_task_options *options,
+                         wharf_enqueue_reply *replies);
+
 /* Reads the cached result of task id of type. On OK sets *data to a
  * malloc'd copy of the bytes with a NUL after them (the caller frees it
  * with wharf_free or free) and *len to their count; an empty result is OK
