@@ -383,6 +383,7 @@ static char *driver_out(void)
 static void client_sets_options(const char *lang)
 {
     char slow[16], once[16], gone[16], *out;
+    int lines;
 
     snprintf(slow, sizeof(slow), "%s-slow", lang);
     snprintf(once, sizeof(once), "%s-once", lang);
@@ -406,6 +407,20 @@ static void client_sets_options(const char *lang)
     assert_dead_field(gone, "error", "expired");
     cr_assert_eq(test_host_runs(&host, once, 0), 1);
     cr_assert_eq(test_host_runs(&host, gone, 0), 0);
+    /* A batch: every task gets them. */
+    cr_assert_eq(driver_op(lang, "many",
+                           (const char *const[]){"fail:7", "fail:8",
+                                                 "--max-attempts", "1", NULL}),
+                 0);
+    out = driver_out();
+    lines = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        assert_dead_field(line, "attempt", "1");
+        cr_assert_eq(test_host_runs(&host, line, 0), 1);
+        lines++;
+    }
+    cr_assert_eq(lines, 2);
+    free(out);
     /* Its status shows them, named as the CLI's --json names them. */
     cr_assert_eq(driver_op(lang, "status", (const char *const[]){once, NULL}),
                  0);

@@ -124,7 +124,7 @@ export class Client {
   strict: boolean;
   enqueue(type: string, payload?: Payload, options?: EnqueueOptions): Promise<EnqueueResult>;
   /** One entry per payload: its result, or the error it was refused with. */
-  enqueueMany(type: string, payloads: Iterable<Payload>, options?: { delay?: number }): Promise<Array<EnqueueResult | WharfError>>;
+  enqueueMany(type: string, payloads: Iterable<Payload>, options?: Pick<EnqueueOptions, 'delay' | 'timeout' | 'maxAttempts' | 'expireIn' | 'expires'>): Promise<Array<EnqueueResult | WharfError>>;
   result(type: string, id: string, options?: { wait?: number }): Promise<Buffer>;
   status(type: string, id: string): Promise<TaskStatus>;
   cancel(type: string, id: string): Promise<CancelResult>;

@@ -656,8 +656,9 @@ class Client {
   // Rejects only when the batch as a whole failed (some tasks may have
   // been added: enqueueing them again is safe).
   async enqueueMany(type, payloads, opts = {}) {
-    refuseOptions(opts, 'enqueueMany');
-    const tasks = Array.from(payloads, (p) => this._task(type, p, { delay: opts.delay }));
+    // The per-task options are enqueue's, the same for every task.
+    const options = checkOptions(opts);
+    const tasks = Array.from(payloads, (p) => ({ ...this._task(type, p, { delay: opts.delay }), options }));
     const results = [];
     const r = this._redisFor(type);
     const s = this._scripts.enqueue;

@@ -42,7 +42,8 @@ async function main(argv) {
       process.stdout.write(`${r.id}\n`);
       if (r.duplicate) process.stderr.write(`duplicate: task '${r.id}' is already enqueued\n`);
     } else if (op === 'many') {
-      for (const r of await c.enqueueMany(type, args)) {
+      const attempts = opt(args, '--max-attempts');
+      for (const r of await c.enqueueMany(type, args, { maxAttempts: attempts ? Number(attempts) : undefined })) {
         if (r instanceof Error) throw r;
         process.stdout.write(`${r.id}\n`);
       }

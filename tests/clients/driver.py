@@ -5,7 +5,7 @@ wharf CLI does for the same call.
   driver.py URL enqueue TYPE PAYLOAD [--id ID] [--delay MS] [--trace TP]
                                      [--strict] [--timeout MS]
                                      [--max-attempts N] [--expire-in MS]
-  driver.py URL many TYPE PAYLOAD...     one id a line
+  driver.py URL many TYPE PAYLOAD... [--max-attempts N]   one id a line
   driver.py URL result TYPE ID [--wait MS]
   driver.py URL status TYPE ID           one JSON object (the CLI's names)
   driver.py URL cancel TYPE ID
@@ -52,7 +52,10 @@ def main(argv):
             print(f"duplicate: task '{r.id}' is already enqueued",
                   file=sys.stderr)
     elif op == "many":
-        for r in c.enqueue_many(type_, args):
+        attempts = opt(args, "--max-attempts")
+        for r in c.enqueue_many(
+                type_, args,
+                max_attempts=int(attempts) if attempts else None):
             if isinstance(r, Exception):
                 raise r
             print(r.id)

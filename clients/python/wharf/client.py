@@ -853,7 +853,11 @@ class Client:
         return result
 
     def enqueue_many(self, type: str, payloads: Iterable[Payload], *,
-                     delay: Optional[Seconds] = None) -> List:
+                     delay: Optional[Seconds] = None,
+                     timeout: Optional[Seconds] = None,
+                     max_attempts: Optional[int] = None,
+                     expire_in: Optional[Seconds] = None,
+                     expires: Optional[datetime.datetime] = None) -> List:
         """Enqueues many tasks of one type, pipelined: one script call per
         run of up to 100 tasks (1 MiB of payloads), one round trip per 500
         tasks, each task judged by the script exactly as if enqueued alone.
@@ -861,8 +865,11 @@ class Client:
         error it was refused with (TooLarge, Backpressure, ...), not
         raised. Raises (BadInput before anything is sent; Unavailable and
         the like) only when the batch as a whole failed: then some tasks
-        may have been added, and enqueueing them again is safe (dedupe)."""
-        tasks = [self._task(type, p, None, delay, None) for p in payloads]
+        may have been added, and enqueueing them again is safe (dedupe).
+        The per-task options are enqueue's, the same for every task."""
+        options = _options(timeout, max_attempts, expire_in, expires)
+        tasks = [self._task(type, p, None, delay, None)._replace(
+            options=options) for p in payloads]
         results: List = []
         r = self._redis_for(type)
         s = self._scripts["enqueue"]
