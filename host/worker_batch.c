@@ -185,6 +185,9 @@ void worker_report_some(worker *w, const broker_job *jobs, size_t n)
         /* rates: a wait for a rate turn, counted apart from a slot's. */
         if (j->outcome == OUTCOME_LIMITED && j->wait_ms > 0)
             metrics_rate_wait(w->opts->metrics, metric_of(w, j));
+        /* A task's own expiry, counted apart from the other deaths. */
+        if (j->expired && j->outcome == OUTCOME_DEAD)
+            metrics_expired(w->opts->metrics, metric_of(w, j));
         log_job(w, j, j->duration_ms);
     }
 }
@@ -343,6 +346,7 @@ bool worker_begun_fate(worker *w, broker_job *j)
             j->finish = FINISH_DEAD;
             j->next_attempt = j->e.task.attempt;
             j->reason = "expired";
+            j->expired = true;
             return false;
         }
         return true;

@@ -16,6 +16,7 @@
 #include <wharf/client.h>
 
 #include "host_process.h"
+#include "http_get.h"
 #include "spawn.h"
 #include "redis_server.h"
 #include "wharf_cli.h"
@@ -30,6 +31,7 @@
 
 static test_redis redis;
 static test_host host;
+static int metrics_port;
 static redisContext *rc;
 static wharf_client *client;
 
@@ -55,12 +57,15 @@ TestSuite(taskopts, .init = start_redis, .fini = stop_all, .timeout = 240);
  * worker). */
 static void start_host(int threads)
 {
-    char chaos[64];
+    char chaos[64], listen[64];
 
     snprintf(chaos, sizeof(chaos), threads ? "threads = %d\n" : "", threads);
+    metrics_port = test_free_port();
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", metrics_port);
     test_host_up(&host, &redis,
                  &(test_host_opts){.host_keys = "workers = 1\n",
                                    .log_level = "info",
+                                   .metrics_listen = listen,
                                    .chaos_keys = chaos,
                                    .extra = TYPE_POLICY},
                  rc);
@@ -198,6 +203,15 @@ Test(taskopts, every_task_of_a_file_gets_them)
     freeReplyObject(r);
 }
 
+static bool two_expired_counted(void *arg)
+{
+    static char body[65536];
+
+    (void)arg;
+    return test_http_get(metrics_port, "/metrics", body, sizeof(body)) == 200 &&
+           strstr(body, "wharf_tasks_expired_total{type=\"chaos\"} 2\n");
+}
+
 /* An expiry past before any host serves the type, and one past before a
  * delayed task is due: both dead with "expired", neither ever ran; an
  * expiry far off does not stop a task. */
@@ -221,6 +235,9 @@ static void expired_never_runs(int threads)
     cr_assert_eq(test_host_runs(&host, "early", 0), 0);
     cr_assert_eq(test_host_runs(&host, "late", 0), 0);
     cr_assert_eq(test_host_runs(&host, "fresh", 0), 1);
+    /* /metrics counts them (the supervisor publishes each second). */
+    cr_assert(test_wait_until(two_expired_counted, NULL, TEST_EVENT_MS),
+              "wharf_tasks_expired_total{type=\"chaos\"} never 2");
     /* An operator's replay runs it: the expiry stays behind. */
     c = wharf("dead", "replay", "chaos", "early");
     cr_assert_eq(c->status, 0, "%s", c->err);
