@@ -33,8 +33,13 @@ void backoff_fail(broker_job *j, const char *reason)
     const wharf_task *t = &j->e.task;
     const policy *pol = j->queue->pol;
 
+    /* The task's own max_attempts when it was enqueued with one (entry.c
+     * set it), else the type's. */
+    unsigned max_attempts =
+        t->max_attempts ? t->max_attempts : pol->max_attempts;
+
     j->reason = reason;
-    if (t->attempt < pol->max_attempts) {
+    if (t->attempt < max_attempts) {
         j->finish = FINISH_RETRY;
         j->next_attempt = t->attempt + 1;
         j->delay_ms = backoff_delay_ms(pol, t->attempt, backoff_random_unit());

@@ -95,6 +95,7 @@ typedef struct broker_job {
     int64_t duration_ms;  /* how long the plugin ran (worker) */
     const char *consumer; /* finish as this consumer (a dead worker's,
                              for the supervisor); NULL: the broker's */
+    bool expired; /* dead unrun: begun past its expires_at (worker) */
 } broker_job;
 
 /* A reschedule's delay_ms that means: wait, uncharged and unpolled,

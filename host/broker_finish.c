@@ -1,6 +1,8 @@
 /* broker_finish and broker_release: a batch's end in one round trip
  * (finish.lua: results, retries, dead records, acks; release.lua: locks
  * given back unrun). */
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "broker_internal.h"
@@ -40,6 +42,33 @@ static void push_envelope(broker *b, const broker_job *j)
     call_push_str(b, j->reason ? j->reason : "");
 }
 
+/* True when j was enqueued with options its envelope must keep. */
+static bool has_options(const broker_job *j)
+{
+    return j->e.opt_timeout_ms > 0 || j->e.opt_max_attempts > 0 ||
+           j->e.expires_at_ms > 0;
+}
+
+/* The options of j (has_options) as finish.lua takes them: "name value"
+ * pairs, space-separated, copied into the call. */
+static void push_options(broker *b, const broker_job *j)
+{
+    char buf[128];
+    int len = 0;
+
+    if (j->e.opt_timeout_ms > 0)
+        len += snprintf(buf + len, sizeof(buf) - (size_t)len,
+                        " timeout_ms %" PRId64, j->e.opt_timeout_ms);
+    if (j->e.opt_max_attempts > 0)
+        len += snprintf(buf + len, sizeof(buf) - (size_t)len,
+                        " max_attempts %u", j->e.opt_max_attempts);
+    if (j->e.expires_at_ms > 0)
+        len += snprintf(buf + len, sizeof(buf) - (size_t)len,
+                        " expires_at %" PRId64, j->e.expires_at_ms);
+    /* Three bounded numbers fit; the leading space is dropped. */
+    command_push_copy(&b->scratch->cmd, buf + 1, (size_t)len - 1);
+}
+
 /* The key <what>:<id> a finish writes: the result, the envelope of a
  * retry (promote reads it), or the dead record (only death, trim_dead and
  * the CLI's dead commands touch it, so a new run of the id cannot). */
@@ -72,6 +101,18 @@ static char finish_letter(finish_kind kind)
     default:
         return 'r';
     }
+}
+
+/* j's kind letter: upper case for a retry or dead task that carries its
+ * options (one argument more, finish.lua), so a task without any costs
+ * the script nothing. */
+static char kind_letter(const broker_job *j)
+{
+    char k = finish_letter(j->finish);
+
+    if ((k == 'r' || k == 'd') && has_options(j))
+        return k == 'r' ? 'R' : 'D';
+    return k;
 }
 
 /* KEYS and ARGV as sdk/lua/finish.lua states them. */
@@ -107,7 +148,7 @@ static void finish_build(broker *b, broker_job *jobs, const batch_call *c)
     }
     for (size_t i = c->first; i < c->end; i++)
         if (job_finishes(&jobs[i]))
-            sc->kinds[t++] = finish_letter(jobs[i].finish);
+            sc->kinds[t++] = kind_letter(&jobs[i]);
     sc->kinds[t] = '\0';
     /* id_offset: the length of "<prefix>:{<type>}:cancel:". */
     script_finish_args(
@@ -137,6 +178,8 @@ static void finish_build(broker *b, broker_job *jobs, const batch_call *c)
         push_envelope(b, j);
         if (j->finish != FINISH_DEAD)
             command_push_int(cmd, j->delay_ms);
+        if (has_options(j))
+            push_options(b, j);
     }
 }
 

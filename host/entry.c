@@ -86,6 +86,51 @@ static void quote(char *buf, size_t len, const redisReply *v)
     quote_bytes(v->str, v->len, buf, len);
 }
 
+/* The bounds of a task's options: the manifest's for timeout and
+ * max_attempts (host/config.c), the producers' own (SDK). */
+#define OPT_TIMEOUT_MAX_MS (30LL * 24 * 3600 * 1000)
+#define OPT_MAX_ATTEMPTS_MAX 1000
+
+/* Takes one field past the six task fields: a workflow child's parents,
+ * or a per-task option. A malformed option makes e a bad task (the first
+ * reason found is kept). */
+static void extra_field(entry *e, const char *name, const redisReply *v,
+                        const policy *pol)
+{
+    long long n = 0;
+    char shown[ENTRY_SHOWN_MAX];
+    const char *want = NULL;
+
+    if (strcmp(name, "parents") == 0) {
+        e->parents = v->str;
+    } else if (strcmp(name, "timeout_ms") == 0) {
+        if (!parse_int(v, 1, OPT_TIMEOUT_MAX_MS, &n)) {
+            want = "a time in ms from 1 to 30 days";
+        } else {
+            e->opt_timeout_ms = n;
+            /* Only shorter than the type's: its lock, its keyed slot and
+             * takeovers are sized by the type's timeout. */
+            if (n < pol->timeout_ms)
+                e->timeout_ms = n;
+        }
+    } else if (strcmp(name, "max_attempts") == 0) {
+        if (!parse_int(v, 1, OPT_MAX_ATTEMPTS_MAX, &n))
+            want = "a number from 1 to 1000";
+        else
+            e->task.max_attempts = e->opt_max_attempts = (unsigned)n;
+    } else if (strcmp(name, "expires_at") == 0) {
+        if (!parse_int(v, 1, ENTRY_TIME_MAX_MS, &n))
+            want = "a time in ms from 1 to the year 9999";
+        else
+            e->expires_at_ms = n;
+    }
+    if (want && !e->bad[0]) {
+        quote(shown, sizeof(shown), v);
+        snprintf(e->bad, sizeof(e->bad), "bad task: %s '%s' is not %s", name,
+                 shown, want);
+    }
+}
+
 void entry_parse(entry *e, const redisReply *r, const char *type,
                  const policy *pol)
 {
@@ -100,6 +145,7 @@ void entry_parse(entry *e, const redisReply *r, const char *type,
     e->task.trace = "";
     e->task.attempt = 1;
     e->task.max_attempts = pol->max_attempts;
+    e->timeout_ms = pol->timeout_ms;
 
     fields = r->elements > 1 ? r->element[1] : NULL;
     if (!fields || fields->type != REDIS_REPLY_ARRAY) {
@@ -109,12 +155,12 @@ void entry_parse(entry *e, const redisReply *r, const char *type,
     }
     fields_of(fields, v);
     /* Only an entry with more than the six task fields can have one: a
-     * task without workflows costs nothing here. */
+     * task without workflows or options costs nothing here. */
     for (size_t i = 2 * F_COUNT; i + 1 < fields->elements; i += 2)
         if (fields->element[i]->type == REDIS_REPLY_STRING &&
-            fields->element[i + 1]->type == REDIS_REPLY_STRING &&
-            strcmp(fields->element[i]->str, "parents") == 0)
-            e->parents = fields->element[i + 1]->str;
+            fields->element[i + 1]->type == REDIS_REPLY_STRING)
+            extra_field(e, fields->element[i]->str, fields->element[i + 1],
+                        pol);
     id = v[F_ID];
     if (id && config_valid_task_id(id->str, id->len))
         e->task.id = id->str;

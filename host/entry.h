@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <hiredis/hiredis.h>
 #include <wharf/plugin.h>
@@ -27,6 +28,13 @@ typedef struct entry {
     const char *parents; /* workflows: its "parents" field ("<type>:<id>,
                             ..."), or NULL: a child released by its
                             parents (wf_notify.lua) */
+    /* Per-task options (enqueue's options, docs/protocol.md); 0 for none.
+     * timeout_ms is already the one the run gets: the task's, cut to the
+     * type's; task.max_attempts is the task's when it has one. */
+    int64_t timeout_ms;
+    int64_t expires_at_ms;     /* wall clock ms: no attempt begins after it */
+    int64_t opt_timeout_ms;    /* as enqueued (a retry keeps them), or 0 */
+    unsigned opt_max_attempts; /* as enqueued, or 0 */
 } entry;
 
 /* Parses r (an [entry-id, [field, value, ...]] reply) read from the stream

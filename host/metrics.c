@@ -119,6 +119,14 @@ void metrics_rate_wait(metrics *m, int ti)
                                   memory_order_relaxed);
 }
 
+/* per-task options: an expired task */
+void metrics_expired(metrics *m, int ti)
+{
+    if (m && ti >= 0)
+        atomic_fetch_add_explicit(&m->types[ti].expired, 1,
+                                  memory_order_relaxed);
+}
+
 static void observe(histogram *h, int64_t us)
 {
     size_t b = 0;
@@ -377,6 +385,12 @@ char *metrics_render(const metrics *m, const queue_figures *queues,
     for (uint32_t i = 0; i < n; i++)
         put(&t, "wharf_tasks_given_back_total{type=\"%s\"} %" PRIu64 "\n",
             m->types[i].type, load(&m->types[i].given_back));
+    put(&t, "# HELP wharf_tasks_expired_total Tasks dead with \"expired\": "
+            "begun past the expiry they were enqueued with, never run.\n"
+            "# TYPE wharf_tasks_expired_total counter\n");
+    for (uint32_t i = 0; i < n; i++)
+        put(&t, "wharf_tasks_expired_total{type=\"%s\"} %" PRIu64 "\n",
+            m->types[i].type, load(&m->types[i].expired));
     put(&t, "# HELP wharf_worker_restarts_total Worker processes started "
             "again, by why the last one ended.\n"
             "# TYPE wharf_worker_restarts_total counter\n");

@@ -58,6 +58,8 @@ typedef struct type_metrics {
     _Atomic int paused;
     /* rates: tasks a rate_limit made wait for their turn (workers). */
     _Atomic uint64_t rate_waits;
+    /* Tasks dead unrun, begun past their own expiry (workers). */
+    _Atomic uint64_t expired;
 } type_metrics;
 
 /* A schedule of this host (docs/manifest.md, [schedule.NAME]), written by
@@ -134,6 +136,9 @@ void metrics_outcome(metrics *m, int ti, task_outcome outcome);
 
 /* rates: adds one task that waits for its rate_limit turn. */
 void metrics_rate_wait(metrics *m, int ti);
+
+/* Counts a task of type ti dead with "expired" (NULL m or ti < 0: no-op). */
+void metrics_expired(metrics *m, int ti);
 
 /* Records a plugin run: how long it took and how long it waited. */
 void metrics_run(metrics *m, int ti, int64_t duration_us, int64_t wait_us);

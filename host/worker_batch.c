@@ -37,7 +37,7 @@ void worker_run_job(worker *w, uint32_t i, uint32_t run)
     context *ctx = &w->ctxs[i];
     const slot *sl = w->opts->status;
     const route *r = loader_route(w->ld, j->queue->type);
-    int64_t timeout_ms = j->queue->pol->timeout_ms;
+    int64_t timeout_ms = j->e.timeout_ms; /* the task's or the type's */
     int64_t started, ended;
     wharf_status status;
 
@@ -185,6 +185,9 @@ void worker_report_some(worker *w, const broker_job *jobs, size_t n)
         /* rates: a wait for a rate turn, counted apart from a slot's. */
         if (j->outcome == OUTCOME_LIMITED && j->wait_ms > 0)
             metrics_rate_wait(w->opts->metrics, metric_of(w, j));
+        /* A task's own expiry, counted apart from the other deaths. */
+        if (j->expired && j->outcome == OUTCOME_DEAD)
+            metrics_expired(w->opts->metrics, metric_of(w, j));
         log_job(w, j, j->duration_ms);
     }
 }
@@ -337,6 +340,15 @@ bool worker_begun_fate(worker *w, broker_job *j)
         j->reason = "locked by another run";
         break;
     case BEGIN_RUN:
+        if (j->e.expires_at_ms > 0 && clock_wall_ms() > j->e.expires_at_ms) {
+            /* Enqueued with an expiry that has passed: no attempt begins
+             * (its lock, just taken, goes with the dead record). */
+            j->finish = FINISH_DEAD;
+            j->next_attempt = j->e.task.attempt;
+            j->reason = "expired";
+            j->expired = true;
+            return false;
+        }
         return true;
     case BEGIN_NONE:
         break;

@@ -242,7 +242,7 @@ uint32_t worker_slot_running(worker *w, uint32_t i)
     run = sl->run;
     sl->batch[i].run = run;
     sl->batch[i].started_ms = clock_ms();
-    sl->batch[i].timeout_ms = w->jobs[i].queue->pol->timeout_ms;
+    sl->batch[i].timeout_ms = w->jobs[i].e.timeout_ms; /* task or type */
     sl->batch[i].crashed = 0;
     sl->n_running++;
     sl->state = SLOT_RUNNING;

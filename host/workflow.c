@@ -97,7 +97,7 @@ static int workflow_fire(broker *b, const char *group, const redisReply *r)
     command_push_key(&cmd, task, strlen(task));
     command_push_key(&cmd, task, strlen(task));
     script_enqueue_args(&cmd, type, offset, "0", "1048576", "0", "payload",
-                        "300000", "1", "0");
+                        "300000", "1", "0", "");
     command_push(&cmd, r->element[3]->str, r->element[3]->len);
     command_push_str(&cmd, trace);
     e = pipeline_call(&b->pipe, &script_enqueue, &cmd);

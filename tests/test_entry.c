@@ -177,3 +177,59 @@ Test(entry, enqueued_at_is_range_checked)
         freeReplyObject(r);
     }
 }
+
+/* A task's options: its max_attempts and expiry as given, its timeout
+ * only when shorter than the type's; none given leaves the type's; a
+ * malformed one makes a bad task naming it. */
+Test(entry, options_are_read_and_bounded)
+{
+    static const policy p = {
+        .max_attempts = 5, .max_payload = 16, .timeout_ms = 1000};
+    const char *given[] = {
+        "id",         "o",   "type",         "t", "payload",    "x",
+        "attempt",    "1",   "enqueued_at",  "1", "trace",      TRACE,
+        "timeout_ms", "250", "max_attempts", "9", "expires_at", "1700000000000",
+        NULL};
+    const char *longer[] = {"id",          "o",    "type",    "t",
+                            "payload",     "x",    "attempt", "1",
+                            "enqueued_at", "1",    "trace",   TRACE,
+                            "timeout_ms",  "5000", NULL};
+    const char *none[] = {"id",    "o",       "type", "t",           "payload",
+                          "x",     "attempt", "1",    "enqueued_at", "1",
+                          "trace", TRACE,     NULL};
+    const char *bad[] = {
+        "id",          "o", "type",  "t",   "payload",    "x", "attempt", "1",
+        "enqueued_at", "1", "trace", TRACE, "timeout_ms", "0", NULL};
+    redisReply *r;
+    entry e;
+
+    r = make_entry("1-0", given);
+    entry_parse(&e, r, "t", &p);
+    cr_assert_str_eq(e.bad, "");
+    cr_assert_eq(e.timeout_ms, 250);
+    cr_assert_eq(e.opt_timeout_ms, 250);
+    cr_assert_eq(e.task.max_attempts, 9);
+    cr_assert_eq(e.opt_max_attempts, 9);
+    cr_assert_eq(e.expires_at_ms, 1700000000000LL);
+    freeReplyObject(r);
+
+    r = make_entry("1-1", longer);
+    entry_parse(&e, r, "t", &p);
+    cr_assert_str_eq(e.bad, "");
+    cr_assert_eq(e.timeout_ms, 1000, "a task cannot lengthen its timeout");
+    cr_assert_eq(e.opt_timeout_ms, 5000, "but its retry keeps what it asked");
+    freeReplyObject(r);
+
+    r = make_entry("1-2", none);
+    entry_parse(&e, r, "t", &p);
+    cr_assert_eq(e.timeout_ms, 1000);
+    cr_assert_eq(e.task.max_attempts, 5);
+    cr_assert_eq(e.opt_timeout_ms + e.opt_max_attempts + e.expires_at_ms, 0);
+    freeReplyObject(r);
+
+    r = make_entry("1-3", bad);
+    entry_parse(&e, r, "t", &p);
+    cr_assert_str_eq(e.bad, "bad task: timeout_ms '0' is not a time in ms "
+                            "from 1 to 30 days");
+    freeReplyObject(r);
+}

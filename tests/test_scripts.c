@@ -724,7 +724,7 @@ static void enqueue_one(const char *id, const char *want)
     snprintf(task, sizeof(task), "w:{t}:task:%s", id);
     r = run(&script_enqueue, 9, "w:{t}:policy", "w:{t}:stream", "w:{t}:delayed",
             "w:{t}:pressure", "w:{t}:entries", seen, seen, task, task, "t",
-            "11", "0", "1048576", "0", "payload", "300000", "1", "0",
+            "11", "0", "1048576", "0", "payload", "300000", "1", "0", "",
             "the payload", TRACE, NULL);
     cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
     cr_assert_eq(r->elements, 4);
@@ -768,6 +768,58 @@ Test(scripts, enqueue_of_a_dead_id_leaves_its_record)
     cr_assert_eq(test_redis_int(rc, "ZSCORE w:{t}:dead d1"), 5);
 }
 
+/* Options ride as fields of the entry (a delayed task's envelope too),
+ * and a malformed list is refused before anything is written. */
+Test(scripts, enqueue_writes_options_and_refuses_bad_ones)
+{
+    redisReply *r;
+
+    r = run(&script_enqueue, 9, "w:{t}:policy", "w:{t}:stream", "w:{t}:delayed",
+            "w:{t}:pressure", "w:{t}:entries", "w:{t}:seen:o1", "w:{t}:seen:o1",
+            "w:{t}:task:o1", "w:{t}:task:o1", "t", "11", "1", "1048576", "0",
+            "payload", "300000", "1", "0",
+            "timeout_ms 500 max_attempts 2 expires_at 9", "the payload", TRACE,
+            "60000", NULL);
+    freeReplyObject(r);
+    assert_str(hget("w:{t}:task:o1", "timeout_ms"), "500");
+    assert_str(hget("w:{t}:task:o1", "max_attempts"), "2");
+    assert_str(hget("w:{t}:task:o1", "expires_at"), "9");
+    freeReplyObject(test_redis_command(rc, "FLUSHALL"));
+    static const char *const bad[] = {"max_attempts", "max_attempts 0",
+                                      "retries 2", "timeout_ms -1",
+                                      "timeout_ms 1e3"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        r = script_run(rc, &script_enqueue, 9, 21,
+                       (const char *[]){"w:{t}:policy",
+                                        "w:{t}:stream",
+                                        "w:{t}:delayed",
+                                        "w:{t}:pressure",
+                                        "w:{t}:entries",
+                                        "w:{t}:seen:o2",
+                                        "w:{t}:seen:o2",
+                                        "w:{t}:task:o2",
+                                        "w:{t}:task:o2",
+                                        "t",
+                                        "11",
+                                        "0",
+                                        "1048576",
+                                        "0",
+                                        "payload",
+                                        "300000",
+                                        "1",
+                                        "0",
+                                        bad[i],
+                                        "p",
+                                        TRACE},
+                       NULL);
+        cr_assert(r != NULL);
+        cr_assert_eq(r->type, REDIS_REPLY_ERROR, "'%s' taken", bad[i]);
+        cr_assert(strncmp(r->str, "BADOPTIONS", 10) == 0, "%s", r->str);
+        freeReplyObject(r);
+        cr_assert_eq(key_count(), 0, "'%s': a key was written", bad[i]);
+    }
+}
+
 /* A key of the wrong kind makes a script fail in the middle, and Redis
  * does not roll back what it wrote before: each script that writes more
  * than one key checks them first, so a refused call leaves no trace (an
@@ -785,7 +837,7 @@ Test(scripts, enqueue_into_a_key_of_the_wrong_kind_writes_nothing)
                     "w:{t}:delayed", "w:{t}:pressure", "w:{t}:entries",
                     "w:{t}:seen:k1", "w:{t}:seen:k1", "w:{t}:task:k1",
                     "w:{t}:task:k1", "t", "11", "0", "1048576", "0", "payload",
-                    "300000", "1", "0", "the payload", TRACE, NULL);
+                    "300000", "1", "0", "", "the payload", TRACE, NULL);
         cr_assert_eq(key_count(), 1, "%s: a key was written", keys[k]);
         /* Once the key is fixed, the same task goes in, not DUPLICATE. */
         freeReplyObject(test_redis_command(rc, "DEL %s", keys[k]));
@@ -798,7 +850,7 @@ Test(scripts, enqueue_into_a_key_of_the_wrong_kind_writes_nothing)
                 "w:{t}:stream", "w:{t}:delayed", "w:{t}:pressure",
                 "w:{t}:entries", "w:{t}:seen:k2", "w:{t}:seen:k2",
                 "w:{t}:task:k2", "w:{t}:task:k2", "t", "11", "1", "1048576",
-                "0", "payload", "300000", "1", "0", "the payload", TRACE,
+                "0", "payload", "300000", "1", "0", "", "the payload", TRACE,
                 "60000", NULL);
     cr_assert_eq(key_count(), 1);
 }

@@ -27,6 +27,14 @@ export interface EnqueueOptions {
   trace?: string;
   /** Keep trying this many ms while the type refuses tasks with backpressure. */
   wait?: number;
+  /** This task's timeout in ms (1 ms to 30 days; a run gets the shorter of it and the type's). */
+  timeout?: number;
+  /** This task's attempts (1 to 1000) instead of the type's max_attempts. */
+  maxAttempts?: number;
+  /** No attempt begins later than this many ms from now: the task is dead with "expired". */
+  expireIn?: number;
+  /** The same at a given time (not with expireIn). */
+  expires?: Date;
 }
 
 export interface EnqueueResult {
@@ -69,6 +77,10 @@ export interface TaskStatus {
   expiresInMs?: number;
   /** held: the parents ("type:id,...") that have not ended yet. */
   waitsFor?: string;
+  /** queued, running, delayed, dead: the task's own options, when it was enqueued with them. */
+  timeoutMs?: number;
+  maxAttempts?: number;
+  expiresAtMs?: number;
 }
 
 export interface AfterOptions {
@@ -112,7 +124,7 @@ export class Client {
   strict: boolean;
   enqueue(type: string, payload?: Payload, options?: EnqueueOptions): Promise<EnqueueResult>;
   /** One entry per payload: its result, or the error it was refused with. */
-  enqueueMany(type: string, payloads: Iterable<Payload>, options?: { delay?: number }): Promise<Array<EnqueueResult | WharfError>>;
+  enqueueMany(type: string, payloads: Iterable<Payload>, options?: Pick<EnqueueOptions, 'delay' | 'timeout' | 'maxAttempts' | 'expireIn' | 'expires'>): Promise<Array<EnqueueResult | WharfError>>;
   result(type: string, id: string, options?: { wait?: number }): Promise<Buffer>;
   status(type: string, id: string): Promise<TaskStatus>;
   cancel(type: string, id: string): Promise<CancelResult>;

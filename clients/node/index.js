@@ -88,7 +88,65 @@ function checkMs(value, what) {
   return ms;
 }
 
+// The bounds of per-task options: the manifest's for timeout and
+// max_attempts, the hosts' last readable time for an expiry.
+const MAX_TIMEOUT_MS = 30 * 24 * 3600 * 1000;
+const MAX_ATTEMPTS = 1000;
+const MAX_TIME_MS = 253402300799999;
+
+// A task's options (opts.timeout ms, opts.maxAttempts, opts.expireIn ms or
+// opts.expires a Date) as enqueue.lua takes them ('' for none), checked
+// (docs/protocol.md).
+function checkOptions(opts) {
+  const out = [];
+  if (opts.timeout !== undefined && opts.timeout !== null) {
+    const ms = checkMs(opts.timeout, 'timeout');
+    if (ms < 1 || ms > MAX_TIMEOUT_MS) {
+      throw new errors.BadInput(`timeout of ${ms} ms is out of range: use 1 ms up to 30 days`);
+    }
+    out.push('timeout_ms', String(ms));
+  }
+  if (opts.maxAttempts !== undefined && opts.maxAttempts !== null) {
+    const n = opts.maxAttempts;
+    if (!Number.isInteger(n) || n < 1 || n > MAX_ATTEMPTS) {
+      throw new errors.BadInput(`maxAttempts ${n} is out of range: use 1 up to ${MAX_ATTEMPTS}`);
+    }
+    out.push('max_attempts', String(n));
+  }
+  const hasIn = opts.expireIn !== undefined && opts.expireIn !== null;
+  const hasAt = opts.expires !== undefined && opts.expires !== null;
+  if (hasIn && hasAt) throw new errors.BadInput('give expireIn or expires, not both');
+  let at = null;
+  if (hasIn) {
+    const ms = checkMs(opts.expireIn, 'expireIn');
+    if (ms < 1) throw new errors.BadInput('expireIn must be 1 ms or more');
+    at = Date.now() + ms;
+  }
+  if (hasAt) {
+    if (!(opts.expires instanceof Date) || Number.isNaN(opts.expires.getTime())) {
+      throw new errors.BadInput('expires must be a Date');
+    }
+    at = opts.expires.getTime();
+    if (at <= Date.now()) throw new errors.BadInput(`expires ${opts.expires.toISOString()} is in the past`);
+  }
+  if (at !== null) {
+    if (at > MAX_TIME_MS) throw new errors.BadInput('the expiry is after the year 9999');
+    out.push('expires_at', String(at));
+  }
+  return out.join(' ');
+}
+
 // A new W3C traceparent "00-<trace id>-<parent id>-01".
+// Workflow members and children cannot carry per-task options yet:
+// refused, not dropped.
+function refuseOptions(opts, what) {
+  for (const k of ['timeout', 'maxAttempts', 'expireIn', 'expires']) {
+    if (opts[k] !== undefined && opts[k] !== null) {
+      throw new errors.BadInput(`${what} takes no ${k}: per-task options go with enqueue`);
+    }
+  }
+}
+
 function newTrace() {
   const b = crypto.randomBytes(24);
   b[15] |= 1; // an all-zero id is invalid
@@ -456,6 +514,7 @@ class Client {
       id: opts.id !== undefined && opts.id !== null ? checkId(opts.id) : null,
       trace: opts.trace !== undefined && opts.trace !== null ? checkTrace(opts.trace) : newTrace(),
       delayMs: checkMs(opts.delay, 'delay'),
+      options: opts.withOptions ? checkOptions(opts) : '',
     };
   }
 
@@ -484,6 +543,7 @@ class Client {
       ...DEFAULT_POLICY,
       protocols: PROTOCOLS.join(','),
       strict: this.strict ? '1' : '0',
+      options: t0.options,
     });
     for (const t of tasks) {
       args.push(t.payload, t.trace);
@@ -565,9 +625,13 @@ class Client {
   // Enqueues one task with one atomic script in Redis. Resolves to
   // {id, duplicate, pressure, unserved}. opts: id (the idempotency key),
   // delay (ms), trace (a W3C traceparent), wait (ms to keep trying while
-  // the type refuses tasks with backpressure or Redis is full).
+  // the type refuses tasks with backpressure or Redis is full), and the
+  // task's own options, which a retry keeps: timeout (ms, 1 ms to 30 days;
+  // a run gets the shorter of it and the type's), maxAttempts (1 to 1000),
+  // expireIn (ms) or expires (a Date): an attempt not begun by then does
+  // not run, and the task is dead with "expired".
   async enqueue(type, payload = '', opts = {}) {
-    const task = this._task(type, payload, opts);
+    const task = this._task(type, payload, { ...opts, withOptions: true });
     const deadline = Date.now() + checkMs(opts.wait, 'wait');
     let step = 0;
     let result;
@@ -592,7 +656,9 @@ class Client {
   // Rejects only when the batch as a whole failed (some tasks may have
   // been added: enqueueing them again is safe).
   async enqueueMany(type, payloads, opts = {}) {
-    const tasks = Array.from(payloads, (p) => this._task(type, p, { delay: opts.delay }));
+    // The per-task options are enqueue's, the same for every task.
+    const options = checkOptions(opts);
+    const tasks = Array.from(payloads, (p) => ({ ...this._task(type, p, { delay: opts.delay }), options }));
     const results = [];
     const r = this._redisFor(type);
     const s = this._scripts.enqueue;
@@ -684,6 +750,9 @@ class Client {
     set('resultBytes', num('result_bytes'));
     set('expiresInMs', num('expires_in_ms'));
     if (f.state === 'held') set('waitsFor', text('waits_for'));
+    set('timeoutMs', num('timeout_ms'));
+    set('maxAttempts', num('max_attempts'));
+    set('expiresAtMs', num('expires_at'));
     return out;
   }
 
@@ -736,6 +805,7 @@ class Client {
   // own parents, or for no parents.
   async enqueueAfter(type, payload = '', opts = {}) {
     checkType(type);
+    refuseOptions(opts, 'enqueueAfter');
     const raw = toBuffer(payload ?? '');
     const id = opts.id !== undefined && opts.id !== null ? checkId(opts.id)
       : crypto.randomBytes(16).toString('hex');
@@ -797,6 +867,7 @@ class Client {
     checkType(group);
     checkType(type);
     checkType(opts.then);
+    refuseOptions(opts, 'enqueueGroup');
     const raws = [...payloads].map((p) => toBuffer(p ?? ''));
     if (raws.length === 0) throw new errors.BadInput(`group '${group}' has no members: nothing would ever end it`);
     const ids = opts.ids ? [...opts.ids] : raws.map((_, n) => `${group}:${n + 1}`);

@@ -47,7 +47,7 @@ typedef struct cli {
 } cli;
 
 /* Most flags, and most operands, a command declares. */
-#define CLI_FLAGS_MAX 12
+#define CLI_FLAGS_MAX 16
 #define CLI_OPERANDS_MAX 4
 
 /* One flag a command takes: --NAME, alone or with a value (--wait DUR). */
@@ -222,10 +222,11 @@ void cli_iso_time(int64_t ms, char *buf, size_t len);
 void cli_warn_unserved(cli *ctx, const char *type, const char *then);
 
 /* enqueue --file: enqueues one task per line of path ("-" = stdin) with
- * the options of base (type, trace, delay), pipelined; see
- * cmd_enqueue_file.c. Returns the exit code. */
+ * the options of base (type, trace, delay) and the per-task options
+ * (NULL: none), pipelined; see cmd_enqueue_file.c. Returns the exit
+ * code. */
 int cli_enqueue_file(cli *ctx, const char *path, const wharf_enqueue_opts *base,
-                     int64_t wait_ms);
+                     const wharf_task_options *options, int64_t wait_ms);
 
 /* A dead task to run again in this process (wharf dead run). */
 typedef struct cli_replay {

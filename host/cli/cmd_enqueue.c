@@ -1,5 +1,6 @@
 /* wharf enqueue TYPE [PAYLOAD|-] [--id ID] [--delay DUR] [--trace TP]
- *               [--wait DUR] | TYPE --file FILE
+ *               [--wait DUR] [--timeout DUR] [--max-attempts N]
+ *               [--expire-in DUR | --expires RFC3339] | TYPE --file FILE
  * Prints the task id alone on stdout; a duplicate prints the existing id
  * and says so on stderr. --wait retries while the type refuses tasks with
  * BACKPRESSURE. --file is cmd_enqueue_file.c. */
@@ -12,6 +13,7 @@
 #include "cmd_enqueue_workflow.h"
 #include "client_ids.h"
 #include "clock_ms.h"
+#include "enqueue_options.h"
 #include "quote.h"
 
 /* A bad --trace as quoted: a traceparent is 55 bytes, a longer text is
@@ -28,8 +30,20 @@ enum {
     OPT_AFTER,
     OPT_ON_PARENT_DEAD,
     OPT_GROUP,
-    OPT_THEN
+    OPT_THEN,
+    OPT_TIMEOUT,
+    OPT_MAX_ATTEMPTS,
+    OPT_EXPIRE_IN,
+    OPT_EXPIRES
 };
+
+/* The per-task options of args, as given. */
+static enqueue_option_texts option_texts(const cli_args *args)
+{
+    return (enqueue_option_texts){
+        args->flag[OPT_TIMEOUT], args->flag[OPT_MAX_ATTEMPTS],
+        args->flag[OPT_EXPIRE_IN], args->flag[OPT_EXPIRES]};
+}
 
 /* The whole of stdin, binary-safe. 0 with *data malloc'd (caller frees),
  * or -1 with errno set. */
@@ -65,16 +79,17 @@ fail:
     return -1;
 }
 
-/* Enqueues t, retrying on BACKPRESSURE or a full Redis (FULL) until
- * wait_ms has passed. */
-static int enqueue_one(cli *ctx, const wharf_enqueue_opts *t, int64_t wait_ms)
+/* Enqueues t with options o, retrying on BACKPRESSURE or a full Redis
+ * (FULL) until wait_ms has passed. */
+static int enqueue_one(cli *ctx, const wharf_enqueue_opts *t,
+                       const wharf_task_options *o, int64_t wait_ms)
 {
     int64_t deadline = clock_ms() + wait_ms, step = 0;
     wharf_enqueue_reply reply;
     wharf_client_status status;
 
     for (;;) {
-        status = wharf_enqueue(ctx->client, t, &reply);
+        status = wharf_enqueue_with(ctx->client, t, o, &reply);
         if ((status != WHARF_CLIENT_BACKPRESSURE &&
              status != WHARF_CLIENT_FULL) ||
             wait_ms <= 0 || cli_backoff(&step, deadline) != 0)
@@ -103,6 +118,15 @@ static int enqueue_one(cli *ctx, const wharf_enqueue_opts *t, int64_t wait_ms)
 static int check(cli *ctx, const cli_args *args)
 {
     const char *file = args->flag[OPT_FILE];
+    enqueue_option_texts texts = option_texts(args);
+
+    /* Workflow members and children have no way to carry them yet:
+     * refused rather than dropped. */
+    if (enqueue_options_given(&texts) &&
+        (args->flag[OPT_AFTER] || args->flag[OPT_GROUP]))
+        return cli_usage(ctx, "--timeout, --max-attempts, --expire-in and "
+                              "--expires go with plain tasks, not --after "
+                              "or --group");
 
     if (args->flag[OPT_GROUP] || args->flag[OPT_THEN]) {
         if (!file || !args->flag[OPT_GROUP] || !args->flag[OPT_THEN])
@@ -126,6 +150,8 @@ static int check(cli *ctx, const cli_args *args)
 static int run(cli *ctx, const cli_args *args)
 {
     wharf_enqueue_opts task;
+    wharf_task_options options;
+    enqueue_option_texts texts = option_texts(args);
     const char *file = args->flag[OPT_FILE];
     const char *wait_text = args->flag[OPT_WAIT];
     const char *delay_text = args->flag[OPT_DELAY];
@@ -145,6 +171,9 @@ static int run(cli *ctx, const cli_args *args)
         (wait_text &&
          (code = cli_duration(ctx, "--wait", wait_text, &wait_ms)) != 0))
         return code;
+    if ((code = enqueue_options_read(ctx, &texts, clock_wall_ms(), &options)) !=
+        0)
+        return code;
     if ((code = cli_check_type(ctx, task.type)) != 0 ||
         (task.id && (code = cli_check_id(ctx, task.id)) != 0))
         return code;
@@ -162,7 +191,7 @@ static int run(cli *ctx, const cli_args *args)
         if ((code = cli_connect(ctx)) != 0)
             return code;
         wharf_client_set_strict(ctx->client, strict);
-        return cli_enqueue_file(ctx, file, &task, wait_ms);
+        return cli_enqueue_file(ctx, file, &task, &options, wait_ms);
     }
     if (payload && strcmp(payload, "-") != 0) {
         task.payload = payload;
@@ -184,7 +213,7 @@ static int run(cli *ctx, const cli_args *args)
     code = cli_connect(ctx);
     if (code == 0) {
         wharf_client_set_strict(ctx->client, strict);
-        code = enqueue_one(ctx, &task, wait_ms);
+        code = enqueue_one(ctx, &task, &options, wait_ms);
     }
     free(input);
     return code;
@@ -193,8 +222,10 @@ static int run(cli *ctx, const cli_args *args)
 const cli_command cmd_enqueue_entry = {
     .name = "enqueue",
     .usage = "TYPE [PAYLOAD|-] [--id ID] [--delay DUR] [--trace TP] "
-             "[--wait DUR] [--strict] [--after TYPE:ID,...] "
-             "[--on-parent-dead dead|run] | TYPE --file FILE [--strict] | "
+             "[--wait DUR] [--strict] [--timeout DUR] [--max-attempts N] "
+             "[--expire-in DUR|--expires RFC3339] [--after TYPE:ID,...] "
+             "[--on-parent-dead dead|run] | TYPE --file FILE [--strict] "
+             "[--timeout DUR] [--max-attempts N] [--expire-in DUR] | "
              "TYPE --file FILE --group G --then TYPE2 [PAYLOAD]",
     .help = "Adds a task of TYPE with PAYLOAD (or stdin with -, or nothing: an empty\n"
 "payload) and prints its id. The id is --id, else the SHA-256 of type and\n"
@@ -203,6 +234,12 @@ const cli_command cmd_enqueue_entry = {
 "  --delay DUR   run it no sooner than DUR from now (500ms, 10s, 5m, 1h, 1d)\n"
 "  --trace TP    a W3C traceparent to carry (one is made otherwise)\n"
 "  --wait DUR    on backpressure, keep trying with backoff up to DUR\n"
+"  --timeout DUR this task's timeout (1ms to 30d; a run gets the shorter of\n"
+"                it and the type's)\n"
+"  --max-attempts N  this task's attempts (1 to 1000) instead of the type's\n"
+"  --expire-in DUR  if no attempt has begun DUR from now, none does: the\n"
+"                task is dead with \"expired\" (a retry due later too)\n"
+"  --expires T   the same at the RFC 3339 time T (2026-12-04T03:00:00Z)\n"
 "  --file FILE   one payload a line (- for stdin); prints one id a line\n"
 "  --strict      refuse a type no host has ever served (else: a warning)\n"
 "                ([producer] strict = yes in the --config manifest too)\n"
@@ -226,7 +263,11 @@ const cli_command cmd_enqueue_entry = {
               [OPT_AFTER] = {"after", true},
               [OPT_ON_PARENT_DEAD] = {"on-parent-dead", true},
               [OPT_GROUP] = {"group", true},
-              [OPT_THEN] = {"then", true}},
+              [OPT_THEN] = {"then", true},
+              [OPT_TIMEOUT] = {"timeout", true},
+              [OPT_MAX_ATTEMPTS] = {"max-attempts", true},
+              [OPT_EXPIRE_IN] = {"expire-in", true},
+              [OPT_EXPIRES] = {"expires", true}},
     .operands = {"TYPE", "PAYLOAD"},
     .lower = 1,
     .upper = 2,

@@ -45,6 +45,7 @@ typedef struct file_run {
     char quoted_path[CLI_PATH_QUOTE_MAX]; /* as quote_text shows it */
     FILE *in;
     const wharf_enqueue_opts *base;
+    const wharf_task_options *options; /* every task's, or NULL */
     int64_t wait_ms;
     long line_no;
     size_t enqueued, duplicate, refused;
@@ -159,7 +160,8 @@ static int send_batch(file_run *run, line_batch *b)
         b->tasks[i].payload = b->data + b->offset[i];
         b->tasks[i].payload_len = b->len[i];
     }
-    status = wharf_enqueue_batch(client, b->tasks, b->n, b->replies);
+    status = wharf_enqueue_batch_with(client, b->tasks, b->n, run->options,
+                                      b->replies);
     while (status == WHARF_CLIENT_OK) {
         retries = 0;
         for (size_t i = 0; i < b->n; i++) {
@@ -175,8 +177,8 @@ static int send_batch(file_run *run, line_batch *b)
             deadline = clock_ms() + run->wait_ms;
         if (cli_backoff(&step, deadline) != 0)
             return 0;
-        status = wharf_enqueue_batch(client, b->retry_tasks, retries,
-                                     b->retry_replies);
+        status = wharf_enqueue_batch_with(client, b->retry_tasks, retries,
+                                          run->options, b->retry_replies);
         for (size_t r = 0; r < retries; r++)
             b->replies[b->retry_from[r]] = b->retry_replies[r];
     }
@@ -302,7 +304,7 @@ static int open_input(file_run *run, const char *path)
 }
 
 int cli_enqueue_file(cli *ctx, const char *path, const wharf_enqueue_opts *base,
-                     int64_t wait_ms)
+                     const wharf_task_options *options, int64_t wait_ms)
 {
     file_run run;
     line_batch *batch = NULL;
@@ -311,6 +313,7 @@ int cli_enqueue_file(cli *ctx, const char *path, const wharf_enqueue_opts *base,
     memset(&run, 0, sizeof(run));
     run.ctx = ctx;
     run.base = base;
+    run.options = options;
     run.wait_ms = wait_ms;
     run.progress = isatty(STDERR_FILENO);
     run.started = clock_ms();

@@ -43,6 +43,12 @@ static void print_text(const wharf_task_info *t)
         printf("expires_in_ms: %" PRId64 "\n", t->expires_in_ms);
     if (t->state == WHARF_TASK_HELD)
         printf("waits_for: %s\n", t->waits_for[0] ? t->waits_for : "-");
+    if (t->timeout_ms)
+        printf("timeout_ms: %" PRId64 "\n", t->timeout_ms);
+    if (t->max_attempts)
+        printf("max_attempts: %u\n", t->max_attempts);
+    if (t->expires_at_ms)
+        print_time("expires_at", t->expires_at_ms, t->now_ms);
     if (t->error[0]) {
         printf("error: ");
         cli_print_escaped(stdout, t->error, strlen(t->error));
@@ -81,6 +87,12 @@ static void print_json(const wharf_task_info *t)
         printf(", \"waits_for\": ");
         cli_print_json_string(stdout, t->waits_for);
     }
+    if (t->timeout_ms)
+        printf(", \"timeout_ms\": %" PRId64, t->timeout_ms);
+    if (t->max_attempts)
+        printf(", \"max_attempts\": %u", t->max_attempts);
+    if (t->expires_at_ms)
+        printf(", \"expires_at_ms\": %" PRId64, t->expires_at_ms);
     if (t->state == WHARF_TASK_DELAYED || t->state == WHARF_TASK_DEAD) {
         printf(", \"error\": ");
         cli_print_json_string(stdout, t->error);

@@ -87,6 +87,14 @@ wharf_client_status wharf_enqueue(wharf_client *client,
                                   const wharf_enqueue_opts *opts,
                                   wharf_enqueue_reply *out)
 {
+    return wharf_enqueue_with(client, opts, NULL, out);
+}
+
+wharf_client_status wharf_enqueue_with(wharf_client *client,
+                                       const wharf_enqueue_opts *opts,
+                                       const wharf_task_options *options,
+                                       wharf_enqueue_reply *out)
+{
     struct enqueue_buffers *b;
     wharf_enqueue_reply answer;
     wharf_client_status status;
@@ -99,6 +107,9 @@ wharf_client_status wharf_enqueue(wharf_client *client,
         return status;
     if (!(b = client_enqueue_buffers(client)))
         return WHARF_CLIENT_ERROR;
+    status = client_enqueue_options(client, &b->call, options);
+    if (status != WHARF_CLIENT_OK)
+        return status;
     memset(&answer, 0, sizeof(answer));
     status = client_enqueue_alone(client, &b->call, opts, &only, 1, &answer);
     if (status == WHARF_CLIENT_OK)

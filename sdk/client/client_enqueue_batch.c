@@ -234,6 +234,15 @@ wharf_client_status wharf_enqueue_batch(wharf_client *client,
                                         const wharf_enqueue_opts *tasks,
                                         size_t n, wharf_enqueue_reply *replies)
 {
+    return wharf_enqueue_batch_with(client, tasks, n, NULL, replies);
+}
+
+wharf_client_status wharf_enqueue_batch_with(wharf_client *client,
+                                             const wharf_enqueue_opts *tasks,
+                                             size_t n,
+                                             const wharf_task_options *options,
+                                             wharf_enqueue_reply *replies)
+{
     wharf_client_status status = WHARF_CLIENT_OK;
     enqueue_round *sent = NULL, *next = NULL;
     struct enqueue_buffers *b;
@@ -250,6 +259,15 @@ wharf_client_status wharf_enqueue_batch(wharf_client *client,
     }
     if (!(b = client_enqueue_buffers(client)))
         status = WHARF_CLIENT_ERROR;
+    else /* every call of the batch carries the same options, "" for none */
+        status = client_enqueue_options(client, &b->call, options);
+    if (status == WHARF_CLIENT_BAD_INPUT) {
+        for (size_t i = 0; i < n; i++) {
+            memset(&replies[i], 0, sizeof(replies[i]));
+            replies[i].status = status;
+        }
+        return status;
+    }
     while (status == WHARF_CLIENT_OK && (done < n || sent)) {
         int again = 0;
         next = NULL;

@@ -88,6 +88,66 @@ wharf_client_status client_enqueue_check(wharf_client *c,
     return WHARF_CLIENT_OK;
 }
 
+/* The manifest's bounds of timeout and max_attempts (host/config.c). */
+#define MAX_TIMEOUT_MS (INT64_C(30) * 24 * 3600 * 1000)
+#define MAX_ATTEMPTS 1000
+/* The last millisecond of the year 9999, as the hosts read times. */
+#define MAX_EXPIRES_AT_MS INT64_C(253402300799999)
+
+wharf_client_status client_enqueue_options(wharf_client *c, enqueue_call *call,
+                                           const wharf_task_options *o)
+{
+    size_t len = 0;
+
+    call->options[0] = '\0';
+    if (!o)
+        return WHARF_CLIENT_OK;
+    /* A caller built against a shorter struct than ours is refused, not
+     * read past its end; sizes from later versions read what we know. */
+    if (o->size < sizeof(*o)) {
+        client_error(c,
+                     "enqueue: task options of %zu bytes: set size to "
+                     "sizeof(wharf_task_options)",
+                     o->size);
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    if (o->timeout_ms < 0 || o->timeout_ms > MAX_TIMEOUT_MS) {
+        client_error(c,
+                     "timeout of %" PRId64 " ms is out of range: use 1 ms "
+                     "up to 30 days",
+                     o->timeout_ms);
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    if (o->max_attempts > MAX_ATTEMPTS) {
+        client_error(c, "max_attempts %u is out of range: use 1 up to %d",
+                     o->max_attempts, MAX_ATTEMPTS);
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    if (o->expires_at_ms < 0 || o->expires_at_ms > MAX_EXPIRES_AT_MS) {
+        client_error(c,
+                     "expiry %" PRId64 " is out of range: a wall-clock time "
+                     "in ms up to the year 9999",
+                     o->expires_at_ms);
+        return WHARF_CLIENT_BAD_INPUT;
+    }
+    /* Three bounded numbers always fit CLIENT_OPTIONS_SIZE. */
+    if (o->timeout_ms > 0)
+        len +=
+            (size_t)snprintf(call->options + len, sizeof(call->options) - len,
+                             " timeout_ms %" PRId64, o->timeout_ms);
+    if (o->max_attempts > 0)
+        len +=
+            (size_t)snprintf(call->options + len, sizeof(call->options) - len,
+                             " max_attempts %u", o->max_attempts);
+    if (o->expires_at_ms > 0)
+        len +=
+            (size_t)snprintf(call->options + len, sizeof(call->options) - len,
+                             " expires_at %" PRId64, o->expires_at_ms);
+    if (len > 0)
+        memmove(call->options, call->options + 1, len);
+    return WHARF_CLIENT_OK;
+}
+
 /* Fills the slot of task t: the keys of its candidate ids, its trace and
  * delay. random holds TASK_RANDOM_BYTES random bytes. */
 static wharf_client_status fill_slot(wharf_client *c,
@@ -152,7 +212,7 @@ wharf_client_status client_enqueue_build(wharf_client *c, enqueue_call *call,
     script_enqueue_args(cmd, type, skip, delayed ? "1" : "0",
                         DEFAULT_MAX_PAYLOAD, DEFAULT_MAX_BACKLOG,
                         DEFAULT_IDEMPOTENCY, DEFAULT_IDEMPOTENCY_TTL,
-                        CLIENT_PROTOCOLS, c->strict ? "1" : "0");
+                        CLIENT_PROTOCOLS, c->strict ? "1" : "0", call->options);
     for (size_t i = 0; i < count; i++) {
         const wharf_enqueue_opts *t = &tasks[index[i]];
         task_slot *s = &call->slots[i];

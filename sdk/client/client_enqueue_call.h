@@ -27,6 +27,9 @@
  * keys: the seen and task keys of both candidate ids (the script checks
  * the envelope of a ready task too: a retrying id is a duplicate). */
 
+/* Room for "timeout_ms N max_attempts N expires_at N". */
+#define CLIENT_OPTIONS_SIZE 96
+
 enum {
     TASK_KEYS = SCRIPT_ENQUEUE_EACH_KEYS,
     TASK_RANDOM_BYTES = CLIENT_RANDOM_ID_BYTES + CLIENT_TRACE_BYTES
@@ -45,8 +48,17 @@ typedef struct task_slot {
 typedef struct enqueue_call {
     task_slot slots[CALL_TASKS];
     unsigned char random[CALL_TASKS * TASK_RANDOM_BYTES];
+    /* The call's per-task options as enqueue.lua's ARGV options takes
+     * them ("" for none: wharf_enqueue_with sets it for its one task,
+     * every other enqueue clears it). */
+    char options[CLIENT_OPTIONS_SIZE];
     command cmd;
 } enqueue_call;
+
+/* Checks o (NULL: none) and writes it into call->options; BAD_INPUT with
+ * c->errstr set when a value is out of its bounds. */
+wharf_client_status client_enqueue_options(wharf_client *c, enqueue_call *call,
+                                           const wharf_task_options *o);
 
 /* Checks t; BAD_INPUT with c->errstr set when it breaks a rule. */
 wharf_client_status client_enqueue_check(wharf_client *c,

@@ -133,6 +133,9 @@ void client_status_parse(const redisReply *r, wharf_task_info *out)
     text(r, "entry", out->entry, sizeof(out->entry));
     text(r, "error", out->error, sizeof(out->error));
     text(r, "waits_for", out->waits_for, sizeof(out->waits_for));
+    out->timeout_ms = number(r, "timeout_ms");
+    out->max_attempts = (unsigned)number(r, "max_attempts");
+    out->expires_at_ms = number(r, "expires_at");
 }
 
 const redisReply *client_status_result(const redisReply *r)

@@ -1,5 +1,6 @@
 -- dead_replay: puts one dead task back into the stream (wharf dead
--- replay): attempt 1, no error; unknown fields are kept.
+-- replay): attempt 1, no error; unknown fields are kept but expires_at
+-- (an operator's replay is meant to run, past its expiry too).
 -- KEYS:
 --   1 dead
 --   2 dead:<id>
@@ -45,7 +46,7 @@ local bad = wrong_kind(KEYS[3], 'stream') or wrong_kind(KEYS[6], 'hash')
 if bad then return bad end
 local drop = {id = 1, type = 1, payload = 1, attempt = 1,
               enqueued_at = 1, trace = 1, error = 1, failed_at = 1,
-              worker = 1}
+              worker = 1, expires_at = 1}
 local v, f = {}, {}
 for i = 1, #h, 2 do v[h[i]] = h[i + 1] end
 local function add(name, value)

@@ -23,6 +23,13 @@
 --                      (comma-separated, e.g. "1")
 --   9 strict           "1" to refuse the tasks when no host ever published
 --                      a policy for the type
+--   10 options         "" or the tasks' options, "name value" pairs
+--                      space-separated: timeout_ms (1 to 30 days),
+--                      max_attempts (1 to 1000), expires_at (wall clock
+--                      ms); each becomes a field of every task of the
+--                      call (docs/protocol.md). Producers check them; a
+--                      malformed list is the error reply "BADOPTIONS
+--                      ...: nothing was enqueued".
 --   then <per_task>    payload, trace, and for a delayed call the delay in
 --                      ms.
 -- Reply: {flags, then per task: word, id, limit}; flags is 1 while the
@@ -73,6 +80,20 @@ if not bad and ARGV[3] ~= '1' then
   bad = wrong_kind(KEYS[2], 'stream') or wrong_kind(KEYS[5], 'hash')
 end
 if bad then return bad end
+-- The options, checked before anything is written; a task without any
+-- carries no field more.
+local options = {}
+for word in string.gmatch(ARGV[10], '%S+') do options[#options + 1] = word end
+for j = 1, #options, 2 do
+  local name, value = options[j], options[j + 1]
+  if not (name == 'timeout_ms' or name == 'max_attempts' or
+          name == 'expires_at') or not value or
+     not string.find(value, '^[1-9][0-9]*$') or #value > 15 then
+    return redis.error_reply('BADOPTIONS "' .. ARGV[10] .. '" is not ' ..
+                             'timeout_ms, max_attempts or expires_at ' ..
+                             'with a number each: nothing was enqueued')
+  end
+end
 local p = redis.call('HMGET', KEYS[1], 'max_payload', 'max_backlog',
                      'idempotency', 'idempotency_ttl', 'protocol')
 local served = p[1] or p[2] or p[3] or p[4]
@@ -107,8 +128,8 @@ local delayed = ARGV[3] == '1'
 local nkeys, nargs = 4, 2
 if delayed then nargs = 3 end
 local index = {}
-for i = 0, (#ARGV - 9) / nargs - 1 do
-  local k, a = 6 + nkeys * i, 10 + nargs * i
+for i = 0, (#ARGV - 10) / nargs - 1 do
+  local k, a = 6 + nkeys * i, 11 + nargs * i
   local word, id, limit = 'OK', '', 0
   local payload = ARGV[a]
   if refuse then
@@ -133,12 +154,13 @@ for i = 0, (#ARGV - 9) / nargs - 1 do
       index[#index + 1] = redis.call('XADD', KEYS[2], '*', 'id', id,
                                      'type', task_type, 'payload', payload,
                                      'attempt', '1', 'enqueued_at', now_text,
-                                     'trace', ARGV[a + 1])
+                                     'trace', ARGV[a + 1], unpack(options))
     else
       redis.call('DEL', task)
       redis.call('HSET', task, 'id', id, 'type', task_type,
                  'payload', payload, 'attempt', '1',
-                 'enqueued_at', now_text, 'trace', ARGV[a + 1])
+                 'enqueued_at', now_text, 'trace', ARGV[a + 1],
+                 unpack(options))
       redis.call('ZADD', KEYS[3],
                  string.format('%.0f', now + tonumber(ARGV[a + 2])), id)
     end

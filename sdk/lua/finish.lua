@@ -21,7 +21,8 @@
 --   5 type
 --   6 mode             "" or "resend"
 --   7 kinds            the tasks' kinds, one letter each: a ack, o ok,
---                      r retry or reschedule, d dead, c cancelled
+--                      r retry or reschedule, d dead, c cancelled; R and
+--                      D are r and d for a task enqueued with options
 --   8 id_offset        the length of "<prefix>:{<type>}:cancel:" (an id
 --                      is the rest of its cancel key)
 --   9 limit            the type's concurrency_limit, 0 for none
@@ -32,7 +33,11 @@
 --                      (id, payload, attempt of the next run, enqueued_at,
 --                      trace, error) and delay_ms (-1: it waits for a
 --                      concurrency slot; -2: for a slot of its limit_key's
---                      value); d the envelope; c nothing.
+--                      value); d the envelope; c nothing. R and D
+--                      add the task's options, "name value" pairs
+--                      space-separated (timeout_ms, max_attempts,
+--                      expires_at), as one more argument: written into
+--                      the envelope, so a retry keeps them.
 -- Reply: {codes, errors...}: codes has one letter per task, k (done as
 --       asked), w (done as asked, and its dependents' notice is in the
 --       outbox: drain it), c (cancelled), s (stale) or e (failed: its
@@ -86,7 +91,8 @@
 -- drains the entry (code w). The children keys ride in the one EXISTS of
 -- the cancel keys, so a call without workflows costs no command more.
 local call, keys, argv = redis.call, KEYS, ARGV
-local group, consumer, kinds = argv[1], argv[2], argv[7]
+local group, consumer, kinds = argv[1], argv[2], string.lower(argv[7])
+local with_options = argv[7]
 local skip = tonumber(argv[8]) + 1
 local resend = argv[6] == 'resend'
 local n = #kinds
@@ -236,12 +242,17 @@ local a = 10 + n + m
 t = 0
 for i = 1, n do
   local kind, r, at, lock, key, token = string.sub(kinds, i, i)
+  local options
   if kind ~= 'a' then
     t = t + 1
     at, lock, key, token = a, keys[5 + t], keys[5 + m + t], argv[9 + n + t]
     if kind == 'o' then a = a + 1
     elseif kind == 'r' then a = a + 7
     elseif kind == 'd' then a = a + 6 end
+    if string.find(string.sub(with_options, i, i), '[RD]') then
+      options = argv[a]
+      a = a + 1
+    end
   end
   if limit > 0 and kind ~= 'a' and token ~= '' then
     gone[#gone + 1] = slot_of(i, token)
@@ -269,6 +280,13 @@ for i = 1, n do
                       'enqueued_at', argv[at + 3], 'trace', argv[at + 4],
                       'error', argv[at + 5], 'worker', consumer,
                       'failed_at', now)
+      if options and not failed(r) then
+        local fields = {}
+        for word in string.gmatch(options, '%S+') do
+          fields[#fields + 1] = word
+        end
+        r = redis.pcall('HSET', key, unpack(fields))
+      end
       if kind == 'r' and not failed(r) and tonumber(argv[at + 6]) < 0 then
         -- -2: it waits for a slot of its limit_key's value (begin.lua),
         -- which the free slots seen here are not: its park wakes none,

@@ -37,6 +37,9 @@
 --   cancelled expires_in_ms (how long this is remembered)
 --   unknown   (nothing: never enqueued, or forgotten)
 --   PROTOCOL  protocol: the hosts speak a protocol the client does not
+-- queued, running, delayed and dead add the task's own options when it
+-- was enqueued with them: timeout_ms, max_attempts, expires_at (each only
+-- when set).
 -- The first that holds wins, in this order: done (a result is cached: an
 -- entry of the id still in the stream is acked as cached, not run), an
 -- entry in the stream (running when it is pending in the group, else
@@ -63,6 +66,16 @@ local function fields(h)
   local v = {}
   for i = 1, #h - 1, 2 do v[h[i]] = h[i + 1] end
   return v
+end
+-- Appends to out the per-task options of f (fields) it has.
+local function with_options(out, f)
+  for name in string.gmatch('timeout_ms max_attempts expires_at', '%S+') do
+    if f[name] then
+      out[#out + 1] = name
+      out[#out + 1] = f[name]
+    end
+  end
+  return out
 end
 if redis.call('EXISTS', result_key) == 1 then
   local out = {'done', 'now', now,
@@ -92,7 +105,7 @@ if index then
       out[#out + 1] = 'cancel_requested'
       out[#out + 1] = redis.call('GET', KEYS[8]) == entry and '1' or '0'
     end
-    return out
+    return with_options(out, f)
   end
 end
 if redis.call('ZSCORE', KEYS[9], id) then
@@ -113,15 +126,17 @@ if due and tonumber(due) >= 4503599627370496 then
 end
 if due then
   local f = fields(redis.call('HGETALL', KEYS[5]))
-  return {'delayed', 'now', now, 'due_at', due, 'attempt', f.attempt or '',
-          'enqueued_at', f.enqueued_at or '', 'error', f.error or ''}
+  return with_options({'delayed', 'now', now, 'due_at', due,
+                       'attempt', f.attempt or '',
+                       'enqueued_at', f.enqueued_at or '',
+                       'error', f.error or ''}, f)
 end
 local died = redis.call('ZSCORE', KEYS[6], id)
 if died then
   local f = fields(redis.call('HGETALL', KEYS[7]))
   if not f.error then f = fields(redis.call('HGETALL', KEYS[5])) end
-  return {'dead', 'now', now, 'error', f.error or '',
-          'attempts', f.attempt or '', 'died_at', died}
+  return with_options({'dead', 'now', now, 'error', f.error or '',
+                       'attempts', f.attempt or '', 'died_at', died}, f)
 end
 local ttl = redis.call('PTTL', KEYS[8])
 if ttl > 0 then

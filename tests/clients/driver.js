@@ -17,6 +17,7 @@ const NAMES = {
   nowMs: 'now_ms', enqueuedAtMs: 'enqueued_at_ms', sinceMs: 'since_ms',
   cancelRequested: 'cancel_requested', dueAtMs: 'due_at_ms',
   diedAtMs: 'died_at_ms', resultBytes: 'result_bytes', expiresInMs: 'expires_in_ms',
+  timeoutMs: 'timeout_ms', maxAttempts: 'max_attempts', expiresAtMs: 'expires_at_ms',
 };
 
 async function main(argv) {
@@ -31,11 +32,18 @@ async function main(argv) {
       const id = opt(args, '--id');
       const delay = opt(args, '--delay');
       const trace = opt(args, '--trace');
-      const r = await c.enqueue(type, args[0], { id, trace, delay: delay ? Number(delay) : undefined });
+      const num = (name) => { const v = opt(args, name); return v ? Number(v) : undefined; };
+      const timeout = num('--timeout');
+      const maxAttempts = num('--max-attempts');
+      const expireIn = num('--expire-in');
+      const r = await c.enqueue(type, args[0], {
+        id, trace, delay: delay ? Number(delay) : undefined, timeout, maxAttempts, expireIn,
+      });
       process.stdout.write(`${r.id}\n`);
       if (r.duplicate) process.stderr.write(`duplicate: task '${r.id}' is already enqueued\n`);
     } else if (op === 'many') {
-      for (const r of await c.enqueueMany(type, args)) {
+      const attempts = opt(args, '--max-attempts');
+      for (const r of await c.enqueueMany(type, args, { maxAttempts: attempts ? Number(attempts) : undefined })) {
         if (r instanceof Error) throw r;
         process.stdout.write(`${r.id}\n`);
       }

@@ -3,8 +3,9 @@ prints what the call answered and exits with the error's exit code, as the
 wharf CLI does for the same call.
 
   driver.py URL enqueue TYPE PAYLOAD [--id ID] [--delay MS] [--trace TP]
-                                     [--strict]
-  driver.py URL many TYPE PAYLOAD...     one id a line
+                                     [--strict] [--timeout MS]
+                                     [--max-attempts N] [--expire-in MS]
+  driver.py URL many TYPE PAYLOAD... [--max-attempts N]   one id a line
   driver.py URL result TYPE ID [--wait MS]
   driver.py URL status TYPE ID           one JSON object (the CLI's names)
   driver.py URL cancel TYPE ID
@@ -38,14 +39,23 @@ def main(argv):
     if op == "enqueue":
         id_, delay, trace = (opt(args, "--id"), opt(args, "--delay"),
                              opt(args, "--trace"))
+        timeout, attempts, expire_in = (opt(args, "--timeout"),
+                                        opt(args, "--max-attempts"),
+                                        opt(args, "--expire-in"))
         r = c.enqueue(type_, args[0], id=id_, trace=trace,
-                      delay=int(delay) / 1000 if delay else None)
+                      delay=int(delay) / 1000 if delay else None,
+                      timeout=int(timeout) / 1000 if timeout else None,
+                      max_attempts=int(attempts) if attempts else None,
+                      expire_in=int(expire_in) / 1000 if expire_in else None)
         print(r.id)
         if r.duplicate:
             print(f"duplicate: task '{r.id}' is already enqueued",
                   file=sys.stderr)
     elif op == "many":
-        for r in c.enqueue_many(type_, args):
+        attempts = opt(args, "--max-attempts")
+        for r in c.enqueue_many(
+                type_, args,
+                max_attempts=int(attempts) if attempts else None):
             if isinstance(r, Exception):
                 raise r
             print(r.id)

@@ -94,6 +94,11 @@ class TaskStatus:
     result_bytes: Optional[int] = None
     expires_in_ms: Optional[int] = None
     waits_for: Optional[str] = None  #: held: "type:id,..." not ended yet
+    #: queued, running, delayed, dead: the task's own options, if it was
+    #: enqueued with them
+    timeout_ms: Optional[int] = None
+    max_attempts: Optional[int] = None
+    expires_at_ms: Optional[int] = None
 
 
 class CancelResult(NamedTuple):
@@ -162,6 +167,56 @@ def _ms(value: Optional[Seconds], what: str) -> int:
         raise errors.BadInput(
             f"{what} of {ms} ms is out of range: use 0 up to 100 years")
     return ms
+
+
+# The bounds of per-task options: the manifest's for timeout and
+# max_attempts, the hosts' last readable time for an expiry.
+MAX_TIMEOUT_MS = 30 * 24 * 3600 * 1000
+MAX_ATTEMPTS = 1000
+MAX_TIME_MS = 253402300799999
+
+
+def _options(timeout: Optional[Seconds], max_attempts: Optional[int],
+             expire_in: Optional[Seconds],
+             expires: Optional[datetime.datetime]) -> str:
+    """A task's options as enqueue.lua takes them ("" for none), checked
+    (docs/protocol.md)."""
+    out = []
+    if timeout is not None:
+        ms = _ms(timeout, "timeout")
+        if ms < 1 or ms > MAX_TIMEOUT_MS:
+            raise errors.BadInput(f"timeout of {ms} ms is out of range: use "
+                                  f"1 ms up to 30 days")
+        out += ["timeout_ms", str(ms)]
+    if max_attempts is not None:
+        if isinstance(max_attempts, bool) or \
+                not isinstance(max_attempts, int) or \
+                not 1 <= max_attempts <= MAX_ATTEMPTS:
+            raise errors.BadInput(f"max_attempts {max_attempts!r} is out of "
+                                  f"range: use 1 up to {MAX_ATTEMPTS}")
+        out += ["max_attempts", str(max_attempts)]
+    if expire_in is not None and expires is not None:
+        raise errors.BadInput("give expire_in or expires, not both")
+    at = None
+    if expire_in is not None:
+        ms = _ms(expire_in, "expire_in")
+        if ms < 1:
+            raise errors.BadInput("expire_in must be 1 ms or more")
+        at = int(time.time() * 1000) + ms
+    if expires is not None:
+        if not isinstance(expires, datetime.datetime) or \
+                expires.tzinfo is None:
+            raise errors.BadInput("expires must be a datetime with a "
+                                  "time zone")
+        at = int(expires.timestamp() * 1000)
+        if at <= int(time.time() * 1000):
+            raise errors.BadInput(f"expires {expires.isoformat()} is in the "
+                                  f"past")
+    if at is not None:
+        if at > MAX_TIME_MS:
+            raise errors.BadInput("the expiry is after the year 9999")
+        out += ["expires_at", str(at)]
+    return " ".join(out)
 
 
 def new_trace() -> str:
@@ -546,6 +601,7 @@ class _Task(NamedTuple):
     id: Optional[bytes]
     trace: bytes
     delay_ms: int
+    options: str = ""  # enqueue.lua's ARGV options ("" for none)
 
 
 class Client:
@@ -673,7 +729,8 @@ class Client:
         args = spec.argv(type=t0.type, id_offset=str(skip),
                          delayed="1" if delayed else "0", **DEFAULT_POLICY,
                          protocols=",".join(PROTOCOLS),
-                         strict="1" if self.strict else "0")
+                         strict="1" if self.strict else "0",
+                         options=t0.options)
         for t in tasks:
             args += [t.payload, t.trace]
             if delayed:
@@ -754,7 +811,11 @@ class Client:
     def enqueue(self, type: str, payload: Payload = b"", *,
                 id: Optional[str] = None, delay: Optional[Seconds] = None,
                 trace: Optional[str] = None,
-                wait: Optional[Seconds] = None) -> EnqueueResult:
+                wait: Optional[Seconds] = None,
+                timeout: Optional[Seconds] = None,
+                max_attempts: Optional[int] = None,
+                expire_in: Optional[Seconds] = None,
+                expires: Optional[datetime.datetime] = None) -> EnqueueResult:
         """Enqueues one task with one atomic script in Redis and returns
         its id and whether it was a duplicate (then nothing was added).
 
@@ -763,10 +824,16 @@ class Client:
         ``delay`` (seconds or a timedelta) runs it no sooner than that;
         ``trace`` passes a W3C traceparent on (one is made otherwise);
         ``wait`` keeps trying for that long while the type refuses tasks
-        with backpressure or Redis is full. Raises BadInput, TooLarge,
+        with backpressure or Redis is full. Per-task options (a retry
+        keeps them): ``timeout`` (seconds, 1 ms to 30 days; a run gets the
+        shorter of it and the type's), ``max_attempts`` (1 to 1000,
+        instead of the type's), ``expire_in`` (seconds) or ``expires`` (an
+        aware datetime): an attempt not begun by then does not run, and
+        the task is dead with "expired". Raises BadInput, TooLarge,
         UnservedType, Backpressure, RedisFull, ProtocolMismatch,
         Unavailable, ConfigError or WharfError."""
-        task = self._task(type, payload, id, delay, trace)
+        task = self._task(type, payload, id, delay, trace)._replace(
+            options=_options(timeout, max_attempts, expire_in, expires))
         deadline = time.monotonic() + _ms(wait, "wait") / 1000
         step = 0.0
         while True:
@@ -786,7 +853,11 @@ class Client:
         return result
 
     def enqueue_many(self, type: str, payloads: Iterable[Payload], *,
-                     delay: Optional[Seconds] = None) -> List:
+                     delay: Optional[Seconds] = None,
+                     timeout: Optional[Seconds] = None,
+                     max_attempts: Optional[int] = None,
+                     expire_in: Optional[Seconds] = None,
+                     expires: Optional[datetime.datetime] = None) -> List:
         """Enqueues many tasks of one type, pipelined: one script call per
         run of up to 100 tasks (1 MiB of payloads), one round trip per 500
         tasks, each task judged by the script exactly as if enqueued alone.
@@ -794,8 +865,11 @@ class Client:
         error it was refused with (TooLarge, Backpressure, ...), not
         raised. Raises (BadInput before anything is sent; Unavailable and
         the like) only when the batch as a whole failed: then some tasks
-        may have been added, and enqueueing them again is safe (dedupe)."""
-        tasks = [self._task(type, p, None, delay, None) for p in payloads]
+        may have been added, and enqueueing them again is safe (dedupe).
+        The per-task options are enqueue's, the same for every task."""
+        options = _options(timeout, max_attempts, expire_in, expires)
+        tasks = [self._task(type, p, None, delay, None)._replace(
+            options=options) for p in payloads]
         results: List = []
         r = self._redis_for(type)
         s = self._scripts["enqueue"]
@@ -1045,7 +1119,9 @@ class Client:
             due_at_ms=num("due_at"), died_at_ms=num("died_at"),
             error=text("error"), result_bytes=num("result_bytes"),
             expires_in_ms=num("expires_in_ms"),
-            waits_for=text("waits_for") if st == "held" else None)
+            waits_for=text("waits_for") if st == "held" else None,
+            timeout_ms=num("timeout_ms"), max_attempts=num("max_attempts"),
+            expires_at_ms=num("expires_at"))
 
     def result(self, type: str, id: str, *,
                wait: Optional[Seconds] = None) -> bytes:

@@ -131,6 +131,31 @@ WHARF_CLIENT_API wharf_client_status
 wharf_enqueue(wharf_client *client, const wharf_enqueue_opts *opts,
               wharf_enqueue_reply *out);
 
+/* Per-task options of one enqueue (docs/protocol.md). A struct of its
+ * own, with its size: wharf_enqueue_opts has no size or version field and
+ * callers pass arrays of it to wharf_enqueue_batch, so a field added to it
+ * would move every element under a program built against the old header.
+ * Set size to sizeof(wharf_task_options) and zero every field you do not
+ * set; a later version may add fields at the end. */
+typedef struct wharf_task_options {
+    size_t size;
+    int64_t timeout_ms;    /* 0: the type's; 1 ms up to 30 days. A run gets
+                              the shorter of it and the type's timeout (the
+                              type's lock and takeover are sized by its
+                              own) */
+    unsigned max_attempts; /* 0: the type's; 1 up to 1000 */
+    int64_t expires_at_ms; /* 0: none; else wall-clock ms since the epoch:
+                              an attempt not begun by then does not run,
+                              and the task is dead with "expired" */
+} wharf_task_options;
+
+/* wharf_enqueue with per-task options (NULL: none); a retry keeps them.
+ * BAD_INPUT, nothing enqueued, for a value out of its bounds or a size
+ * smaller than this header's. */
+WHARF_CLIENT_API wharf_client_status
+wharf_enqueue_with(wharf_client *client, const wharf_enqueue_opts *opts,
+                   const wharf_task_options *options, wharf_enqueue_reply *out);
+
 /* Enqueues n tasks, pipelined: one script call per run of up to 100 tasks
  * of one type and one round trip per up to 500 tasks, each task judged by
  * the script exactly as if enqueued alone. replies (n of them, caller-owned)
@@ -143,6 +168,14 @@ wharf_enqueue(wharf_client *client, const wharf_enqueue_opts *opts,
 WHARF_CLIENT_API wharf_client_status
 wharf_enqueue_batch(wharf_client *client, const wharf_enqueue_opts *tasks,
                     size_t n, wharf_enqueue_reply *replies);
+
+/* wharf_enqueue_batch with the same per-task options for every task
+ * (NULL: none). For a bad options value (as wharf_enqueue_with) nothing
+ * is sent, and it and every reply are BAD_INPUT. */
+WHARF_CLIENT_API wharf_client_status
+wharf_enqueue_batch_with(wharf_client *client, const wharf_enqueue_opts *tasks,
+                         size_t n, const wharf_task_options *options,
+                         wharf_enqueue_reply *replies);
 
 /* Reads the cached result of task id of type. On OK sets *data to a
  * malloc'd copy of the bytes with a NUL after them (the caller frees it
@@ -197,6 +230,11 @@ typedef struct wharf_task_info {
                                the error it died of (cut to fit) */
     char waits_for[1024];   /* held: the parents not finished yet,
                                "<type>:<id>,..." (cut to fit) */
+    /* queued, running, delayed, dead: the options it was enqueued with
+     * (wharf_enqueue_with), 0 for each one not set */
+    int64_t timeout_ms;
+    unsigned max_attempts;
+    int64_t expires_at_ms;
 } wharf_task_info;
 
 /* Reads where task id of type is, in one script call. OK with *out set
