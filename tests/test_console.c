@@ -23,6 +23,7 @@
 
 #include <criterion/criterion.h>
 
+#include "chromium.h"
 #include "config.h"
 #include "host_process.h"
 #include "redis_server.h"
@@ -227,49 +228,6 @@ static void chaos_run(void)
     wait_overview("\"restarts\":{\"crash\":3,", TEST_EVENT_MS);
 }
 
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    char *text;
-    long n;
-
-    cr_assert(f != NULL, "%s: %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    rewind(f);
-    text = calloc(1, (size_t)n + 1);
-    cr_assert(text && fread(text, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
-    return text;
-}
-
-static int count(const char *text, const char *what)
-{
-    int n = 0;
-    for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
-        n++;
-    return n;
-}
-
-/* Runs headless Chromium on url with flag "--dump-dom" (the DOM into
- * out) or "--screenshot=" (a PNG at out), on a fresh profile; its stderr
- * goes to out.log. Returns the shell's status. */
-static int chromium(const char *flag, const char *url, const char *out)
-{
-    bool dom = strcmp(flag, "--dump-dom") == 0;
-    char cmd[2048];
-
-    snprintf(cmd, sizeof(cmd),
-             "profile=$(mktemp -d) && timeout 60 chromium --headless "
-             "--no-sandbox --disable-gpu --disable-quic --no-first-run "
-             "--disable-background-networking --disable-component-update "
-             "--disable-sync --hide-scrollbars --user-data-dir=\"$profile\" "
-             "--window-size=1400,1400 --virtual-time-budget=4000 %s%s '%s' "
-             "%s%s 2>%s.log; rc=$?; rm -rf \"$profile\"; exit $rc",
-             flag, dom ? "" : out, url, dom ? ">" : "", dom ? out : "", out);
-    return system(cmd);
-}
-
 Test(console, page_in_chromium_shows_counts_dead_tasks_and_escapes)
 {
     char url[256], dom_path[300], shot[300];
@@ -287,9 +245,9 @@ Test(console, page_in_chromium_shows_counts_dead_tasks_and_escapes)
              "http://127.0.0.1:%d/#type=chaos&id=xss-%%3Cscript%%3Ealert(1)"
              "%%3C%%2Fscript%%3E",
              port);
-    cr_assert_eq(chromium("--dump-dom", url, dom_path), 0,
+    cr_assert_eq(test_chromium("--dump-dom", url, dom_path, 1400), 0,
                  "chromium failed; see %s.log", dom_path);
-    dom = read_file(dom_path);
+    dom = test_read_file(dom_path);
 
     /* per type, the right counts */
     cr_expect(strstr(dom, "<tr data-type=\"chaos\"><td class=\"type\">chaos"
@@ -309,16 +267,16 @@ Test(console, page_in_chromium_shows_counts_dead_tasks_and_escapes)
                           "data-field=\"dead_last_min\">5</td>"),
               "chaos outcomes of the last minute wrong in %s", dom_path);
     /* the charts: bars of each outcome (chaos had all three, echo ok) */
-    cr_expect_geq(count(dom, "<rect class=\"ok\""), 2, "%s", dom_path);
-    cr_expect_geq(count(dom, "<rect class=\"retry\""), 1, "%s", dom_path);
-    cr_expect_geq(count(dom, "<rect class=\"dead\""), 1, "%s", dom_path);
+    cr_expect_geq(test_count(dom, "<rect class=\"ok\""), 2, "%s", dom_path);
+    cr_expect_geq(test_count(dom, "<rect class=\"retry\""), 1, "%s", dom_path);
+    cr_expect_geq(test_count(dom, "<rect class=\"dead\""), 1, "%s", dom_path);
     /* the dead set: the five dead tasks, with their errors */
     for (int i = 1; i <= 3; i++) {
         char want[64];
         snprintf(want, sizeof(want), "type=\"button\">fatal-%d</button>", i);
         cr_expect(strstr(dom, want), "%s missing from %s", want, dom_path);
     }
-    cr_expect_eq(count(dom, "fatal: asked to fail for good"), 3);
+    cr_expect_eq(test_count(dom, "fatal: asked to fail for good"), 3);
     cr_expect(strstr(dom, "type=\"button\">crash-1</button>"), "%s", dom_path);
     cr_expect(strstr(dom, "worker crashed: SIGSEGV"), "%s", dom_path);
     cr_expect(strstr(dom, "1–5 of 5, newest first"));
@@ -342,14 +300,14 @@ Test(console, page_in_chromium_shows_counts_dead_tasks_and_escapes)
     cr_expect(strstr(dom, " UTC)</pre>"), "no date beside a time in %s",
               dom_path);
     /* console.js and groups.js, the page's own two. */
-    cr_expect_eq(count(dom, "<script"), 2, "an injected script element in %s",
-                 dom_path);
-    cr_expect_eq(count(dom, "alert(1)</script>"), 0);
+    cr_expect_eq(test_count(dom, "<script"), 2,
+                 "an injected script element in %s", dom_path);
+    cr_expect_eq(test_count(dom, "alert(1)</script>"), 0);
     free(dom);
 
     /* the screenshot, kept as a build artefact */
     unlink(shot);
-    cr_assert_eq(chromium("--screenshot=", url, shot), 0,
+    cr_assert_eq(test_chromium("--screenshot=", url, shot, 1400), 0,
                  "chromium screenshot failed; see %s.log", shot);
     cr_assert_eq(stat(shot, &st), 0, "no screenshot at %s", shot);
     cr_expect_gt(st.st_size, 20000, "screenshot %s is too small", shot);
@@ -561,11 +519,11 @@ Test(console, api_reads_page_find_and_escape)
     /* paging: a bounded page, newest first, with the total */
     cr_expect_eq(request("GET", "/api/dead?type=chaos&limit=2", NULL), 200);
     cr_expect(strstr(body, "\"total\":5,\"offset\":0,\"limit\":2"), "%s", body);
-    cr_expect_eq(count(body, "\"id\":"), 2, "%s", body);
+    cr_expect_eq(test_count(body, "\"id\":"), 2, "%s", body);
     cr_expect(strstr(body, "\"attempt\":3,\"error\":\"boom\""), "%s", body);
     cr_expect_eq(request("GET", "/api/dead?type=chaos&offset=4&limit=2", NULL),
                  200);
-    cr_expect_eq(count(body, "\"id\":"), 1, "%s", body);
+    cr_expect_eq(test_count(body, "\"id\":"), 1, "%s", body);
     cr_expect_eq(request("GET", "/api/dead?type=chaos&limit=1000", NULL), 400);
     cr_expect_eq(request("GET", "/api/dead?type=no%20spaces", NULL), 400);
 
@@ -658,7 +616,7 @@ static bool capture_until(const char *sock, const char *out, char **screen, ...)
         if (system(cmd) != 0)
             continue;
         free(*screen);
-        *screen = read_file(out);
+        *screen = test_read_file(out);
         va_start(ap, screen);
         for (const char *want; (want = va_arg(ap, const char *));)
             all = all && strstr(*screen, want);
@@ -723,7 +681,7 @@ Test(console, top_in_tmux_shows_types_and_counts)
     cr_expect(shown, "no word of the cut lines: %s", screen);
     cr_expect(strncmp(screen, "wharf top  http://127.0.0.1:", 28) == 0,
               "the first line scrolled away: %s", screen);
-    cr_expect_eq(count(screen, "\n"), 9, "%s", screen);
+    cr_expect_eq(test_count(screen, "\n"), 9, "%s", screen);
     /* q quits: the session ends with the command */
     snprintf(cmd, sizeof(cmd), "tmux -L %s send-keys -t top q", sock);
     cr_expect_eq(system(cmd), 0);
@@ -758,7 +716,7 @@ Test(console, top_once_over_ipv6)
         if (status != 0)
             test_sleep_ms(100);
     }
-    text = read_file(out);
+    text = test_read_file(out);
     cr_expect_eq(status, 0, "%s", text);
     cr_expect(strstr(text, "\nchaos "), "%s", text);
     cr_expect(strstr(text, "host "), "%s", text);
@@ -818,7 +776,7 @@ Test(console, page_replay_button_in_chromium)
              "'http://127.0.0.1:%d/#type=chaos&id=click-me' '%s' >%s 2>&1",
              WHARF_SOURCE_DIR, port, TOKEN, log);
     if (system(cmd) != 0) {
-        char *text = read_file(log);
+        char *text = test_read_file(log);
         cr_assert_fail("the page's replay failed: %s", text);
     }
     cr_expect_eq(test_wait_int(rc, 1, TEST_EVENT_MS,
@@ -1019,9 +977,9 @@ Test(console, dead_search_in_chromium)
     snprintf(url, sizeof(url),
              "http://127.0.0.1:%d/#type=chaos&grep=refused&id_prefix=r-3",
              port);
-    cr_assert_eq(chromium("--dump-dom", url, dom_path), 0,
+    cr_assert_eq(test_chromium("--dump-dom", url, dom_path, 1400), 0,
                  "chromium failed; see %s.log", dom_path);
-    dom = read_file(dom_path);
+    dom = test_read_file(dom_path);
     /* r-3, r-30..r-39, r-300..r-349: 61 match */
     cr_expect(strstr(dom, "<span id=\"search-count\" class=\"muted\">61 "
                           "matching</span>"),
@@ -1031,17 +989,17 @@ Test(console, dead_search_in_chromium)
     cr_expect(strstr(dom, "type=\"button\">r-349</button>"), "%s", dom_path);
     cr_expect(strstr(dom, "type=\"button\">r-300</button>"), "%s", dom_path);
     cr_expect(!strstr(dom, "type=\"button\">r-39</button>"), "%s", dom_path);
-    cr_expect_eq(count(dom, "<td class=\"error\">connect: connection "
+    cr_expect_eq(test_count(dom, "<td class=\"error\">connect: connection "
                             "refused</td>"),
                  50, "%s", dom_path);
     cr_expect(strstr(dom, "50 matches shown, newest first (more older)"),
               "%s", dom_path);
-    cr_expect_eq(count(dom, "read: timeout"), 0, "%s", dom_path);
+    cr_expect_eq(test_count(dom, "read: timeout"), 0, "%s", dom_path);
     cr_expect(strstr(dom, "<span id=\"bulk\">"), "bulk buttons hidden in %s",
               dom_path);
     free(dom);
     unlink(shot);
-    cr_assert_eq(chromium("--screenshot=", url, shot), 0,
+    cr_assert_eq(test_chromium("--screenshot=", url, shot, 1400), 0,
                  "chromium screenshot failed; see %s.log", shot);
     cr_assert_eq(stat(shot, &st), 0, "no screenshot at %s", shot);
     cr_expect_gt(st.st_size, 20000, "screenshot %s is too small", shot);
@@ -1062,10 +1020,10 @@ Test(console, bulk_replay_button_in_chromium)
              "'http://127.0.0.1:%d/#type=chaos&grep=refused' '%s' >%s 2>&1",
              WHARF_SOURCE_DIR, port, TOKEN, log);
     if (system(cmd) != 0) {
-        text = read_file(log);
+        text = test_read_file(log);
         cr_assert_fail("the page's bulk replay failed: %s", text);
     }
-    text = read_file(log);
+    text = test_read_file(log);
     cr_expect(strstr(text, "count: 350 matching\n"), "%s", text);
     cr_expect(strstr(text, "asked: replay 350 dead tasks of chaos matching "
                            "grep refused?\n"),

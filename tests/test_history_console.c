@@ -13,6 +13,7 @@
 #include <criterion/criterion.h>
 
 #include "host_process.h"
+#include "chromium.h"
 #include "http_get.h"
 #include "redis_server.h"
 #include "tools.h"
@@ -167,49 +168,6 @@ Test(history_console, api_sums_the_fleet_and_takes_one_host)
         200, "%s", body);
 }
 
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    char *text;
-    long n;
-
-    cr_assert_not_null(f, "cannot read %s", path);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    rewind(f);
-    text = calloc((size_t)n + 1, 1);
-    cr_assert_eq(fread(text, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    return text;
-}
-
-static int count(const char *text, const char *what)
-{
-    int n = 0;
-
-    for (const char *at = text; (at = strstr(at, what)); at += strlen(what))
-        n++;
-    return n;
-}
-
-/* Headless Chromium on url, as tests/test_console.c runs it: flag
- * "--dump-dom" (the DOM into out) or "--screenshot=" (a PNG at out). */
-static int chromium(const char *flag, const char *url, const char *out)
-{
-    bool dom = strcmp(flag, "--dump-dom") == 0;
-    char cmd[2048];
-
-    snprintf(cmd, sizeof(cmd),
-             "profile=$(mktemp -d) && timeout 60 chromium --headless "
-             "--no-sandbox --disable-gpu --disable-quic --no-first-run "
-             "--disable-background-networking --disable-component-update "
-             "--disable-sync --hide-scrollbars --user-data-dir=\"$profile\" "
-             "--window-size=1400,1000 --virtual-time-budget=4000 %s%s '%s' "
-             "%s%s 2>%s.log; rc=$?; rm -rf \"$profile\"; exit $rc",
-             flag, dom ? "" : out, url, dom ? ">" : "", dom ? out : "", out);
-    return system(cmd);
-}
-
 Test(history_console, page_draws_the_history_in_chromium)
 {
     char name[300], url[128], dom_path[300], shot[300];
@@ -224,15 +182,15 @@ Test(history_console, page_draws_the_history_in_chromium)
     snprintf(dom_path, sizeof(dom_path), "%s/history-dom.html", ARTEFACTS);
     snprintf(shot, sizeof(shot), "%s/history.png", ARTEFACTS);
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/", port);
-    cr_assert_eq(chromium("--dump-dom", url, dom_path), 0,
+    cr_assert_eq(test_chromium("--dump-dom", url, dom_path, 1000), 0,
                  "chromium failed; see %s.log", dom_path);
-    dom = read_file(dom_path);
+    dom = test_read_file(dom_path);
     cr_expect(strstr(dom, "<svg class=\"history\""), "no chart in %s",
               dom_path);
     /* the run's minute (or two): bars of ok, retry and dead */
-    cr_expect_geq(count(dom, "<rect class=\"ok\" x="), 1, "%s", dom_path);
-    cr_expect_geq(count(dom, "<rect class=\"retry\" x="), 1, "%s", dom_path);
-    cr_expect_geq(count(dom, "<rect class=\"dead\" x="), 1, "%s", dom_path);
+    cr_expect_geq(test_count(dom, "<rect class=\"ok\" x="), 1, "%s", dom_path);
+    cr_expect_geq(test_count(dom, "<rect class=\"retry\" x="), 1, "%s", dom_path);
+    cr_expect_geq(test_count(dom, "<rect class=\"dead\" x="), 1, "%s", dom_path);
     cr_expect(strstr(dom, "last 1 h on all hosts: ok 8, retry 2, dead 3, "
                           "cancelled 0"),
               "history totals wrong in %s", dom_path);
@@ -245,7 +203,7 @@ Test(history_console, page_draws_the_history_in_chromium)
     }
     free(dom);
     unlink(shot);
-    cr_assert_eq(chromium("--screenshot=", url, shot), 0,
+    cr_assert_eq(test_chromium("--screenshot=", url, shot, 1000), 0,
                  "chromium screenshot failed; see %s.log", shot);
     cr_assert_eq(stat(shot, &st), 0, "no screenshot at %s", shot);
     cr_expect_gt(st.st_size, 20000, "screenshot %s is too small", shot);
