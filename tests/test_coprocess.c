@@ -1130,6 +1130,36 @@ static long held_pid(const char *path, int want)
     return pid;
 }
 
+/* Opens the gate of the tasks held at path (its ".go" file). */
+static void open_gate(const char *path)
+{
+    char go[140];
+    FILE *f;
+
+    snprintf(go, sizeof go, "%s.go", path);
+    f = fopen(go, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* Waits for each of the n held tasks of type in ids: done, with "ok PID",
+ * PID the one program's that held them. */
+static void assert_held_done(const char *type, char (*ids)[WHARF_ID_MAX + 1],
+                             int n, long pid)
+{
+    char ok[64];
+    ending e;
+
+    snprintf(ok, sizeof ok, "ok %ld", pid);
+    for (int i = 0; i < n; i++) {
+        wait_end(type, ids[i], &e);
+        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", ids[i],
+                     e.info.error);
+        cr_assert_str_eq(e.result, ok, "%s", ids[i]);
+        free(e.result);
+    }
+}
+
 /* A program killed with 50 tasks in flight: exactly those 50 are charged,
  * with the reason; the program is started again once, and the rest of
  * the queue is served by the new one, none of it charged. */
@@ -1178,12 +1208,11 @@ Test(coprocess_threads, a_program_killed_with_fifty_in_flight)
 Test(coprocess_threads, a_deadline_cancels_one_of_many)
 {
     static char parked[20][WHARF_ID_MAX + 1], late[1][WHARF_ID_MAX + 1];
-    char path[128], go[140], ok[64];
+    char path[128];
     lines_wait w = {.path = path, .prefix = "in parked", .want = 20};
     long pid;
     int n;
     ending e;
-    FILE *f;
 
     threaded_path(path, sizeof path, "hold");
     enqueue_many("pyhold", "parked", "wait", 20, parked);
@@ -1200,18 +1229,8 @@ Test(coprocess_threads, a_deadline_cancels_one_of_many)
     n = lines_with(path, "in ");
     cr_assert(n == 20 || n == 21, "%d", n);
     pid = held_pid(path, n);
-    snprintf(go, sizeof go, "%s.go", path);
-    f = fopen(go, "w");
-    cr_assert_not_null(f);
-    cr_assert_eq(fclose(f), 0);
-    snprintf(ok, sizeof ok, "ok %ld", pid);
-    for (int i = 0; i < 20; i++) {
-        wait_end("pyhold", parked[i], &e);
-        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", parked[i],
-                     e.info.error);
-        cr_assert_str_eq(e.result, ok, "%s", parked[i]);
-        free(e.result);
-    }
+    open_gate(path);
+    assert_held_done("pyhold", parked, 20, pid);
     cr_assert_eq(starts_of("hold"), 1, "see %s", host.log);
 }
 
@@ -1226,32 +1245,22 @@ Test(coprocess_threads, sigterm_drains_many_in_flight)
     static const char *const stopped[] = {
         "handler program stopped: handler exited with status 0",
         "\"plugin\":\"hold\"", NULL};
-    char path[128], go[140], ok[64];
+    char path[128];
+    long pid;
     lines_wait w = {.path = path, .prefix = "in ", .want = 30};
-    ending e;
-    FILE *f;
 
     threaded_path(path, sizeof path, "hold");
     enqueue_many("pyhold", "drain", "wait", 30, parked);
     cr_assert(test_wait_until(enough_lines, &w, TEST_EVENT_MS),
               "%d of 30 in flight; see %s", lines_with(path, "in "), host.log);
-    snprintf(ok, sizeof ok, "ok %ld", held_pid(path, 30));
+    pid = held_pid(path, 30);
     cr_assert_eq(kill(host.pid, SIGTERM), 0);
     cr_assert(test_host_wait_log(&host, TEST_EVENT_MS, stopping), "see %s",
               host.log);
-    snprintf(go, sizeof go, "%s.go", path);
-    f = fopen(go, "w");
-    cr_assert_not_null(f);
-    cr_assert_eq(fclose(f), 0);
+    open_gate(path);
     cr_assert_eq(test_host_wait_exit(&host, TEST_EVENT_MS), 0);
     host.pid = 0;
-    for (int i = 0; i < 30; i++) {
-        wait_end("pyhold", parked[i], &e);
-        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", parked[i],
-                     e.info.error);
-        cr_assert_str_eq(e.result, ok, "%s", parked[i]);
-        free(e.result);
-    }
+    assert_held_done("pyhold", parked, 30, pid);
     /* Each ran once: no second arrival at a program. */
     cr_assert_eq(lines_with(path, "in "), 30);
     /* Then the worker's fini stops the program. Not under make test-tsan:
@@ -1294,31 +1303,23 @@ Test(coprocess_threads, a_reload_with_many_in_flight)
     static char parked[30][WHARF_ID_MAX + 1], after[1][WHARF_ID_MAX + 1];
     static const char *const replacing[] = {
         "reload checked; replacing the workers", NULL};
-    char path[128], go[140], ok[64];
+    char path[128], ok[64];
+    long pid;
     lines_wait w = {.path = path, .prefix = "in ", .want = 30};
     int two = 2;
     ending e;
-    FILE *f;
 
     threaded_path(path, sizeof path, "hold");
     enqueue_many("pyhold", "reload", "wait", 30, parked);
     cr_assert(test_wait_until(enough_lines, &w, TEST_EVENT_MS),
               "%d of 30 in flight; see %s", lines_with(path, "in "), host.log);
-    snprintf(ok, sizeof ok, "ok %ld", held_pid(path, 30));
+    pid = held_pid(path, 30);
+    snprintf(ok, sizeof ok, "ok %ld", pid);
     cr_assert_eq(kill(host.pid, SIGHUP), 0);
     cr_assert(test_host_wait_log(&host, TEST_EVENT_MS, replacing), "see %s",
               host.log);
-    snprintf(go, sizeof go, "%s.go", path);
-    f = fopen(go, "w");
-    cr_assert_not_null(f);
-    cr_assert_eq(fclose(f), 0);
-    for (int i = 0; i < 30; i++) {
-        wait_end("pyhold", parked[i], &e);
-        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", parked[i],
-                     e.info.error);
-        cr_assert_str_eq(e.result, ok, "%s", parked[i]);
-        free(e.result);
-    }
+    open_gate(path);
+    assert_held_done("pyhold", parked, 30, pid);
     cr_assert_eq(lines_with(path, "in "), 30);
     cr_assert(test_wait_until(started_hold, &two, TEST_EVENT_MS), "see %s",
               host.log);
@@ -1338,10 +1339,9 @@ Test(coprocess_threads, more_threads_than_places_wait_and_say_so)
     static const char *const said[] = {
         "coprocess: more calls at once than inflight = 2",
         "\"plugin\":\"narrow\"", NULL};
-    char path[128], go[140], ok[64];
+    char path[128];
+    long pid;
     lines_wait w = {.path = path, .prefix = "in ", .want = 2};
-    ending e;
-    FILE *f;
 
     threaded_path(path, sizeof path, "narrow");
     enqueue_many("pynarrow", "narrow", "wait", 4, parked);
@@ -1351,18 +1351,9 @@ Test(coprocess_threads, more_threads_than_places_wait_and_say_so)
               host.log);
     /* Two places: the others are not in the program yet. */
     cr_assert_eq(lines_with(path, "in "), 2);
-    snprintf(ok, sizeof ok, "ok %ld", held_pid(path, 2));
-    snprintf(go, sizeof go, "%s.go", path);
-    f = fopen(go, "w");
-    cr_assert_not_null(f);
-    cr_assert_eq(fclose(f), 0);
-    for (int i = 0; i < 4; i++) {
-        wait_end("pynarrow", parked[i], &e);
-        cr_assert_eq(e.info.state, WHARF_TASK_DONE, "%s: %s", parked[i],
-                     e.info.error);
-        cr_assert_str_eq(e.result, ok, "%s", parked[i]);
-        free(e.result);
-    }
+    pid = held_pid(path, 2);
+    open_gate(path);
+    assert_held_done("pynarrow", parked, 4, pid);
     cr_assert_eq(lines_with(path, "in "), 4);
     cr_assert_eq(test_host_log_count(&host, said), 1, "see %s", host.log);
 }
