@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <wharf/client.h>
+
 #include "client_ids.h"
 #include "quote.h"
 
@@ -86,11 +88,6 @@ static void quote(char *buf, size_t len, const redisReply *v)
     quote_bytes(v->str, v->len, buf, len);
 }
 
-/* The bounds of a task's options: the manifest's for timeout and
- * max_attempts (host/config.c), the producers' own (SDK). */
-#define OPT_TIMEOUT_MAX_MS (30LL * 24 * 3600 * 1000)
-#define OPT_MAX_ATTEMPTS_MAX 1000
-
 /* Takes one field past the six task fields: a workflow child's parents,
  * or a per-task option. A malformed option makes e a bad task (the first
  * reason found is kept). */
@@ -104,7 +101,7 @@ static void extra_field(entry *e, const char *name, const redisReply *v,
     if (strcmp(name, "parents") == 0) {
         e->parents = v->str;
     } else if (strcmp(name, "timeout_ms") == 0) {
-        if (!parse_int(v, 1, OPT_TIMEOUT_MAX_MS, &n)) {
+        if (!parse_int(v, 1, WHARF_TASK_TIMEOUT_MAX_MS, &n)) {
             want = "a time in ms from 1 to 30 days";
         } else {
             e->opt_timeout_ms = n;
@@ -114,7 +111,7 @@ static void extra_field(entry *e, const char *name, const redisReply *v,
                 e->timeout_ms = n;
         }
     } else if (strcmp(name, "max_attempts") == 0) {
-        if (!parse_int(v, 1, OPT_MAX_ATTEMPTS_MAX, &n))
+        if (!parse_int(v, 1, WHARF_TASK_MAX_ATTEMPTS_MAX, &n))
             want = "a number from 1 to 1000";
         else
             e->task.max_attempts = e->opt_max_attempts = (unsigned)n;

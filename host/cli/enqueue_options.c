@@ -13,10 +13,6 @@
 #include "quote.h"
 #include "zone.h"
 
-#define OPT_TIMEOUT_MAX_MS (INT64_C(30) * 24 * 3600 * 1000)
-#define OPT_MAX_ATTEMPTS_MAX 1000
-/* The last millisecond of the year 9999, as the hosts read times. */
-#define OPT_TIME_MAX_MS INT64_C(253402300799999)
 
 bool enqueue_options_given(const enqueue_option_texts *t)
 {
@@ -126,7 +122,7 @@ int enqueue_options_read(cli *ctx, const enqueue_option_texts *t,
     if (t->timeout) {
         if ((code = cli_duration(ctx, "--timeout", t->timeout, &ms)) != 0)
             return code;
-        if (ms < 1 || ms > OPT_TIMEOUT_MAX_MS)
+        if (ms < 1 || ms > WHARF_TASK_TIMEOUT_MAX_MS)
             return cli_fail(ctx, EX_DATAERR,
                             "--timeout %" PRId64 " ms is out of range: use "
                             "1ms up to 30d",
@@ -135,12 +131,12 @@ int enqueue_options_read(cli *ctx, const enqueue_option_texts *t,
     }
     if (t->max_attempts &&
         (code = read_count(ctx, "--max-attempts", t->max_attempts,
-                           OPT_MAX_ATTEMPTS_MAX, &out->max_attempts)) != 0)
+                           WHARF_TASK_MAX_ATTEMPTS_MAX, &out->max_attempts)) != 0)
         return code;
     if (t->expire_in) {
         if ((code = cli_duration(ctx, "--expire-in", t->expire_in, &ms)) != 0)
             return code;
-        if (ms < 1 || ms > OPT_TIME_MAX_MS - now_ms)
+        if (ms < 1 || ms > WHARF_TASK_EXPIRES_MAX_MS - now_ms)
             return cli_fail(ctx, EX_DATAERR,
                             "--expire-in %" PRId64 " ms is out of range: use "
                             "1ms or more, up to the year 9999",
@@ -154,7 +150,7 @@ int enqueue_options_read(cli *ctx, const enqueue_option_texts *t,
                              "--expires '%s' is not an RFC 3339 time (e.g. "
                              "2026-12-04T03:00:00Z)",
                              quoted);
-        if (ms <= now_ms || ms > OPT_TIME_MAX_MS)
+        if (ms <= now_ms || ms > WHARF_TASK_EXPIRES_MAX_MS)
             return cli_fail(
                 ctx, EX_DATAERR, "--expires '%s' is %s: nothing was enqueued",
                 quoted, ms <= now_ms ? "in the past" : "after 9999");

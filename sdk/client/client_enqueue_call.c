@@ -88,11 +88,6 @@ wharf_client_status client_enqueue_check(wharf_client *c,
     return WHARF_CLIENT_OK;
 }
 
-/* The manifest's bounds of timeout and max_attempts (host/config.c). */
-#define MAX_TIMEOUT_MS (INT64_C(30) * 24 * 3600 * 1000)
-#define MAX_ATTEMPTS 1000
-/* The last millisecond of the year 9999, as the hosts read times. */
-#define MAX_EXPIRES_AT_MS INT64_C(253402300799999)
 
 wharf_client_status client_enqueue_options(wharf_client *c, enqueue_call *call,
                                            const wharf_task_options *o)
@@ -111,19 +106,19 @@ wharf_client_status client_enqueue_options(wharf_client *c, enqueue_call *call,
                      o->size);
         return WHARF_CLIENT_BAD_INPUT;
     }
-    if (o->timeout_ms < 0 || o->timeout_ms > MAX_TIMEOUT_MS) {
+    if (o->timeout_ms < 0 || o->timeout_ms > WHARF_TASK_TIMEOUT_MAX_MS) {
         client_error(c,
                      "timeout of %" PRId64 " ms is out of range: use 1 ms "
                      "up to 30 days",
                      o->timeout_ms);
         return WHARF_CLIENT_BAD_INPUT;
     }
-    if (o->max_attempts > MAX_ATTEMPTS) {
+    if (o->max_attempts > WHARF_TASK_MAX_ATTEMPTS_MAX) {
         client_error(c, "max_attempts %u is out of range: use 1 up to %d",
-                     o->max_attempts, MAX_ATTEMPTS);
+                     o->max_attempts, WHARF_TASK_MAX_ATTEMPTS_MAX);
         return WHARF_CLIENT_BAD_INPUT;
     }
-    if (o->expires_at_ms < 0 || o->expires_at_ms > MAX_EXPIRES_AT_MS) {
+    if (o->expires_at_ms < 0 || o->expires_at_ms > WHARF_TASK_EXPIRES_MAX_MS) {
         client_error(c,
                      "expiry %" PRId64 " is out of range: a wall-clock time "
                      "in ms up to the year 9999",

@@ -137,6 +137,13 @@ wharf_enqueue(wharf_client *client, const wharf_enqueue_opts *opts,
  * would move every element under a program built against the old header.
  * Set size to sizeof(wharf_task_options) and zero every field you do not
  * set; a later version may add fields at the end. */
+/* The bounds of the options: a timeout and max_attempts as the
+ * manifest's keys allow (1 ms to 30 days, 1 to 1000), an expiry at most
+ * the last millisecond of the year 9999. */
+#define WHARF_TASK_TIMEOUT_MAX_MS (INT64_C(30) * 24 * 3600 * 1000)
+#define WHARF_TASK_MAX_ATTEMPTS_MAX 1000
+#define WHARF_TASK_EXPIRES_MAX_MS INT64_C(253402300799999)
+
 typedef struct wharf_task_options {
     size_t size;
     int64_t timeout_ms;    /* 0: the type's; 1 ms up to 30 days. A run gets
